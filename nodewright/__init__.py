@@ -1,0 +1,3 @@
+"""nodewright: a Karpenter-compatible node autoscaler for Amazon EKS."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""nodewright.cloud.aws."""

@@ -1,0 +1,62 @@
+"""`make demo`: the main job on built-in defaults, with no cloud access.
+
+Steps, each a separate process so its output reads as a user would see it:
+1. convert the field reports' v1alpha5/v1beta1 manifests to Karpenter v1;
+2. simulate the provisioning decision for each field report's manifests;
+3. synthesize the CDK Terrain stacks (cdktf.out/);
+4. render the Helm chart (out/chart/);
+5. run the policy gate (checkov + our checks) over both;
+6. replay the load-test scenario against the Cluster Autoscaler baseline, plot under out/.
+Exits non-zero as soon as a step fails.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+NODEWRIGHT = [PY, "-m", "nodewright.cli"]
+EXAMPLES = ROOT / "examples"
+
+
+def steps() -> list[tuple[str, list[str]]]:
+    """The demo's steps as (title, argv), in order."""
+    field_reports = sorted(str(p) for p in EXAMPLES.glob("*.yaml"))
+    files = [arg for path in field_reports for arg in ("-f", path)]
+    result = [("Convert the field reports' manifests to Karpenter v1", [*NODEWRIGHT, "convert", *files])]
+    for path in field_reports:
+        result.append(
+            (f"Simulate: what would {Path(path).name} launch?",
+             [*NODEWRIGHT, "simulate", "-f", path, "--output", "table"])
+        )
+    result += [
+        ("Synthesize the infrastructure (CDK Terrain)", [PY, "main.py"]),
+        ("Render the Helm chart", [PY, "scripts/render_chart.py"]),
+        ("Policy gate (checkov + CKV_NW_* checks)", [PY, "scripts/policy_gate.py"]),
+        ("Replay the load-test scenario vs Cluster Autoscaler",
+         [*NODEWRIGHT, "simulate", "--scenario", "examples/scenarios/load-test.yaml",
+          "--baseline", "cluster-autoscaler", "--output", "table", "--plot", "out/load-test.png"]),
+    ]
+    return result
+
+
+def main() -> int:
+    """Run every step; return the first failing exit code, else 0."""
+    (ROOT / "out").mkdir(exist_ok=True)
+    started = time.monotonic()
+    for title, argv in steps():
+        print(f"\n=== {title}\n$ {' '.join(Path(a).name if a == PY else a for a in argv)}", flush=True)
+        code = subprocess.call(argv, cwd=ROOT)
+        if code != 0:
+            print(f"demo step failed ({code}): {title}", file=sys.stderr)
+            return code
+    print(f"\nDemo finished in {time.monotonic() - started:.0f} s. Outputs are under out/ and cdktf.out/.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
