@@ -76,6 +76,7 @@ bench: $(VENV)/.stamp
 	$(PY) scripts/bench_scheduling.py
 	$(PY) scripts/bench_consolidation.py
 	$(PY) scripts/bench_simulation.py
+	$(PY) scripts/bench_catalog.py
 
 clean:
 	rm -rf cdktf.out out .pytest_cache .mypy_cache .ruff_cache

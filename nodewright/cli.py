@@ -39,6 +39,69 @@ def cli() -> None:
 # Subcommands are added below, one per owning module (see docs/architecture.md).
 
 
+@cli.command("run")
+@click.option("--cluster-name", default=None, help="EKS cluster name [env CLUSTER_NAME] (required).")
+@click.option("--cluster-endpoint", default=None, help="API server URL for node bootstrap [env CLUSTER_ENDPOINT].")
+@click.option("--aws-region", default=None, help="AWS region [env AWS_REGION] (required).")
+@click.option("--interruption-queue", default=None, help="SQS queue of EC2 interruption events [env INTERRUPTION_QUEUE].")
+@click.option("--batch-idle-duration", default=None, help="Close a batch after this long without new pods [env BATCH_IDLE_DURATION, 1s].")
+@click.option("--batch-max-duration", default=None, help="Longest a batch stays open [env BATCH_MAX_DURATION, 10s].")
+@click.option("--log-level", default=None, help="debug|info|warn|error [env LOG_LEVEL].")
+@click.option("--log-format", default=None, help="auto|json|text [env NODEWRIGHT_LOG_FORMAT].")
+@click.option("--metrics-port", default=None, type=int, help="Prometheus port [env METRICS_PORT, 8080].")
+@click.option("--health-probe-port", default=None, type=int, help="Health probe port [env HEALTH_PROBE_PORT, 8081].")
+@click.option("--leader-election/--disable-leader-election", default=None, help="Elect a leader on a Lease [on].")
+@click.option("--bind-pods/--no-bind-pods", default=None, help="Bind planned pods to new nodes on registration [env BIND_PODS, off].")
+@click.option("--kubeconfig", default=None, help="Kubeconfig path [env KUBECONFIG]; default in-cluster.")
+@click.option("--aws-endpoint-url", default=None, help="Override the AWS endpoint (testing against a local EC2 emulator).")
+@exit_on_invalid_input
+def run_command(aws_endpoint_url: str | None, **flags: Any) -> None:
+    """Run the controller: watch the cluster, provision and terminate nodes (until SIGTERM)."""
+    import os
+
+    from nodewright.logging import setup_logging
+    from nodewright.runtime import build_and_run
+    from nodewright.settings import load_settings
+
+    settings = load_settings(os.environ, flags)
+    setup_logging(settings.log_level, settings.log_format)
+    build_and_run(settings, aws_endpoint_url)
+
+
+@cli.command("convert")
+@click.option("-f", "--filename", "files", multiple=True, required=True, help="Manifest file (YAML, multi-doc); '-' is stdin.")
+@click.option("--node-role", default=None, help="IAM role for converted node templates that name none.")
+@click.option("--instance-profile", default=None, help="Instance profile for converted node templates that name none.")
+@exit_on_invalid_input
+def convert_command(files: tuple[str, ...], node_role: str | None, instance_profile: str | None) -> None:
+    """Convert Provisioner/AWSNodeTemplate (v1alpha5) and v1beta1 NodePool/EC2NodeClass manifests
+    to Karpenter v1 and print them as multi-document YAML (other documents pass through)."""
+    import yaml
+
+    from nodewright.api import convert_documents
+    from nodewright.api.manifests import load_manifest_files
+
+    loaded = load_manifest_files(list(files))
+    try:
+        docs = convert_documents(loaded.docs, node_role=node_role, instance_profile=instance_profile)
+    except NodewrightValidationError as err:
+        raise loaded.locate(err) from None
+    click.echo(yaml.safe_dump_all(docs, sort_keys=False, width=10_000, explicit_start=True), nl=False)
+
+
+@cli.command("crds")
+@click.option("--output-dir", default=None, type=click.Path(file_okay=False), help="Write one file per CRD here instead of printing.")
+def crds_command(output_dir: str | None) -> None:
+    """Print (or write) the NodePool, NodeClaim and EC2NodeClass CRDs generated from the models."""
+    from nodewright.api import crds
+
+    if output_dir is None:
+        click.echo(crds.render_crds(), nl=False)
+        return
+    for path in crds.write_crds(output_dir):
+        click.echo(f"wrote {path}")
+
+
 def main() -> None:
     """Console-script entry point."""
     cli()

@@ -1,0 +1,240 @@
+"""``NodePool`` (``karpenter.sh/v1``): what nodes a pool may launch and how they are disrupted.
+
+Defaults and rules follow the Karpenter v1 CRD: ``expireAfter`` 720h, ``consolidationPolicy``
+WhenEmptyOrUnderutilized, ``budgets`` ``[{nodes: "10%"}]`` (at most 50; a cron ``schedule``
+needs a ``duration`` and vice versa), ``weight`` 1..100, at most 100 requirements, and the
+restricted label keys of :func:`nodewright.api.labels.is_restricted_label`.
+``consolidateAfter`` defaults to ``"0s"`` (Karpenter defaults the whole ``disruption`` block to
+``{consolidateAfter: 0s}``; we also accept a ``disruption`` block that omits it).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from croniter import croniter
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from nodewright.api import durations, labels
+from nodewright.api.base import (
+    Condition,
+    Duration,
+    KubeModel,
+    LenientModel,
+    NillableDuration,
+    NodeClassReference,
+    ObjectMeta,
+    Quantity,
+    ResourceList,
+    Taint,
+    TemplateMetadata,
+    cel,
+    invalid,
+    restricted_label_cel,
+)
+from nodewright.api.requirements import MAX_REQUIREMENTS, Requirement
+
+ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
+DisruptionReason = Literal["Underutilized", "Empty", "Drifted"]
+DEFAULT_EXPIRE_AFTER = "720h"
+DEFAULT_BUDGET_NODES = "10%"
+MAX_BUDGETS = 50
+
+_BUDGET_NODES_RE = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+_CRON_MACROS = frozenset({"@annually", "@yearly", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
+
+
+def _nodes_to_str(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+class Budget(KubeModel):
+    """How many of the pool's nodes may be disrupted at once, optionally only in a time window.
+
+    ``nodes`` is a count (``"5"``) or a percentage of the pool's nodes (``"10%"``); ``schedule`` is
+    a 5-field cron expression in UTC (or an ``@daily``-style macro) and ``duration`` how long the
+    window lasts (minutes/hours); ``reasons`` restricts the budget to some disruption reasons.
+    """
+
+    model_config = cel(("has(self.schedule) == has(self.duration)", "'schedule' must be set with 'duration'"))
+
+    nodes: Annotated[str, BeforeValidator(_nodes_to_str)] = Field(
+        default=DEFAULT_BUDGET_NODES, json_schema_extra={"pattern": _BUDGET_NODES_RE.pattern}
+    )
+    schedule: str | None = Field(
+        default=None,
+        json_schema_extra={
+            "pattern": r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+        },
+    )
+    duration: str | None = Field(
+        default=None, json_schema_extra={"pattern": r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$"}
+    )
+    reasons: list[DisruptionReason] | None = None
+
+    @field_validator("nodes")
+    @classmethod
+    def _check_nodes(cls, value: str) -> str:
+        if not _BUDGET_NODES_RE.match(value):
+            raise ValueError(f"nodes must be an integer or a percentage 0%..100%, got {value!r}")
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _check_schedule(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if value in _CRON_MACROS:
+            return value
+        if len(value.split()) != 5 or not croniter.is_valid(value):
+            raise ValueError(f"{value!r} is not a 5-field cron expression or @daily-style macro")
+        return value
+
+    @field_validator("duration")
+    @classmethod
+    def _check_duration(cls, value: str | None) -> str | None:
+        if value is not None and not durations.is_budget_duration(value):
+            raise ValueError(f"{value!r} is not a budget duration: minutes and hours only, e.g. '8h', '1h30m'")
+        return value
+
+    @field_validator("reasons")
+    @classmethod
+    def _unique_reasons(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError(f"reasons must not repeat, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _schedule_with_duration(self) -> Budget:
+        if (self.schedule is None) != (self.duration is None):
+            missing = "duration" if self.duration is None else "schedule"
+            raise invalid(missing, "'schedule' must be set with 'duration'")
+        return self
+
+    def percent(self) -> int | None:
+        """The percentage of ``nodes`` (``"10%"`` -> 10), or ``None`` when it is a plain count."""
+        return int(self.nodes[:-1]) if self.nodes.endswith("%") else None
+
+
+def _default_budgets() -> list[Budget]:
+    return [Budget(nodes=DEFAULT_BUDGET_NODES)]
+
+
+class Disruption(KubeModel):
+    """When the pool's nodes may be consolidated and how many at once.
+
+    ``consolidate_after``: how long a node must be consolidatable (empty, or empty/underutilized
+    per ``consolidation_policy``) before it is disrupted; ``"Never"`` disables consolidation.
+    """
+
+    consolidation_policy: ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+    consolidate_after: NillableDuration = "0s"
+    budgets: list[Budget] = Field(
+        default_factory=_default_budgets,
+        max_length=MAX_BUDGETS,
+        json_schema_extra={"default": [{"nodes": DEFAULT_BUDGET_NODES}]},
+    )
+
+
+class NodeClaimTemplateSpec(KubeModel):
+    """``spec.template.spec``: the NodeClaim every node of the pool starts from."""
+
+    model_config = cel(
+        (
+            f"self.requirements.all(x, {restricted_label_cel('x.key')})",
+            "requirement key is restricted: karpenter.sh/nodepool, kubernetes.io/hostname and unknown "
+            "labels under kubernetes.io, k8s.io, karpenter.sh, karpenter.k8s.aws",
+        ),
+    )
+
+    requirements: list[Requirement] = Field(max_length=MAX_REQUIREMENTS)
+    node_class_ref: NodeClassReference
+    taints: list[Taint] | None = None
+    startup_taints: list[Taint] | None = None
+    expire_after: NillableDuration = DEFAULT_EXPIRE_AFTER
+    termination_grace_period: Duration | None = None
+
+
+class NodeClaimTemplate(KubeModel):
+    """``spec.template``: labels/annotations plus the NodeClaim spec."""
+
+    metadata: TemplateMetadata | None = None
+    spec: NodeClaimTemplateSpec
+
+
+def _default_disruption() -> Disruption:
+    return Disruption()
+
+
+class NodePoolSpec(KubeModel):
+    """``spec`` of a NodePool. ``limits`` caps the pool's total capacity (``cpu`` in cores or
+    millicores as a quantity, ``memory`` in bytes with suffix, ``nodes`` as a count)."""
+
+    template: NodeClaimTemplate
+    disruption: Disruption = Field(
+        default_factory=_default_disruption, json_schema_extra={"default": {"consolidateAfter": "0s"}}
+    )
+    limits: ResourceList | None = None
+    weight: int | None = Field(default=None, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _restricted_keys(self) -> NodePoolSpec:
+        for i, req in enumerate(self.template.spec.requirements):
+            reason = labels.is_restricted_label(req.key)
+            if reason:
+                raise invalid(f"template.spec.requirements[{i}].key", reason)
+        meta = self.template.metadata
+        for key in (meta.labels or {}) if meta else {}:
+            reason = labels.is_restricted_label(key)
+            if reason:
+                raise invalid(f"template.metadata.labels[{key}]", reason)
+        return self
+
+
+class NodePoolStatus(LenientModel):
+    """``status``: resources in use by the pool's nodes (same keys as limits) and conditions."""
+
+    resources: dict[str, Quantity] | None = None
+    conditions: list[Condition] | None = None
+    node_class_observed_generation: int | None = None
+
+
+class NodePool(KubeModel):
+    """A ``karpenter.sh/v1`` NodePool. Build from a manifest with
+    :func:`nodewright.api.parse_nodepool`; write back with :meth:`to_manifest`."""
+
+    api_version: Literal["karpenter.sh/v1"] = Field(default="karpenter.sh/v1", alias="apiVersion")
+    kind: Literal["NodePool"] = "NodePool"
+    metadata: ObjectMeta
+    spec: NodePoolSpec
+    status: NodePoolStatus | None = None
+
+    @model_validator(mode="after")
+    def _named(self) -> NodePool:
+        if not self.metadata.name:
+            raise invalid("metadata.name", "required field is missing")
+        return self
+
+    @property
+    def name(self) -> str:
+        """``metadata.name``."""
+        return self.metadata.name or ""
+
+    @property
+    def requirements(self) -> list[Requirement]:
+        """Shortcut for ``spec.template.spec.requirements``."""
+        return self.spec.template.spec.requirements
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """``spec.template.metadata.labels`` (empty dict when unset)."""
+        meta = self.spec.template.metadata
+        return dict(meta.labels or {}) if meta else {}
+
+    @property
+    def taints(self) -> list[Taint]:
+        """``spec.template.spec.taints`` (empty list when unset)."""
+        return list(self.spec.template.spec.taints or [])

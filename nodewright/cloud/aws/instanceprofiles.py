@@ -1,0 +1,119 @@
+"""Instance profiles for nodes: from ``EC2NodeClass.spec.role`` (managed) or ``spec.instanceProfile`` (as given).
+
+A managed profile is named deterministically from the cluster, region and EC2NodeClass
+(``<cluster>_<16 hex>``, within IAM's 128-character limit, as Karpenter does), tagged, and holds exactly the
+node role. Adding the role needs ``iam:PassRole`` on it: a denial there surfaces as the one-sentence
+:class:`~nodewright.cloud.provider.AuthorizationError`.
+
+Refresh policy: a profile verified to hold the right role is trusted for 15 minutes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from nodewright.cloud.aws.cache import Clock, TTLCache
+from nodewright.cloud.aws.errors import error_code, translate
+from nodewright.cloud.aws.filters import tag_list
+
+log = logging.getLogger(__name__)
+
+INSTANCE_PROFILE_TTL_SECONDS = 900.0
+TAG_INSTANCE_PROFILE_NODECLASS = "karpenter.k8s.aws/ec2nodeclass"
+
+
+def profile_name(cluster_name: str, region: str, nodeclass: str) -> str:
+    """``<cluster>_<sha256(region/nodeclass)[:16]>``, cut to IAM's 128 characters."""
+    digest = hashlib.sha256(f"{region}/{nodeclass}".encode()).hexdigest()[:16]
+    return f"{cluster_name[:111]}_{digest}"
+
+
+def role_name(role: str) -> str:
+    """The role name of ``spec.role``, which may be a name or an ARN (``arn:aws:iam::1:role/path/name``)."""
+    return role.rsplit("/", 1)[-1] if role.startswith("arn:") else role
+
+
+class InstanceProfileProvider:
+    """Creates, tags and reuses managed instance profiles."""
+
+    def __init__(self, iam: Any, cluster_name: str, region: str, clock: Clock = time.monotonic,
+                 ttl: float = INSTANCE_PROFILE_TTL_SECONDS) -> None:
+        self._iam = iam
+        self.cluster_name = cluster_name
+        self.region = region
+        self._ready: TTLCache[str] = TTLCache(ttl, clock)
+
+    def resolve(self, nodeclass: str, role: str | None, instance_profile: str | None) -> str:
+        """The instance profile name for an EC2NodeClass: ``instance_profile`` as given, or the managed one.
+
+        Raises:
+            AuthorizationError: an IAM call was denied (typically ``iam:PassRole`` on the role).
+            LaunchError: any other IAM error.
+        """
+        if instance_profile:
+            return instance_profile
+        if not role:
+            raise ValueError("EC2NodeClass needs spec.role or spec.instanceProfile")
+        name = profile_name(self.cluster_name, self.region, nodeclass)
+        wanted = role_name(role)
+        cached = self._ready.get(name)
+        if cached == wanted:
+            return name
+        self._ensure(name, nodeclass, wanted)
+        self._ready.put(name, wanted)
+        return name
+
+    def _ensure(self, name: str, nodeclass: str, role: str) -> None:
+        try:
+            profile = self._get(name) or self._create(name, nodeclass)
+            current = [r["RoleName"] for r in profile.get("Roles", [])]
+            for other in current:
+                if other != role:
+                    self._iam.remove_role_from_instance_profile(InstanceProfileName=name, RoleName=other)
+            if role not in current:
+                self._iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=role)
+                log.info("added role to instance profile", extra={"instance_profile": name, "role": role})
+        except ClientError as err:
+            operation = err.operation_name if hasattr(err, "operation_name") else "IAM"
+            raise translate(err, operation=f"iam:{operation}") from err
+
+    def _get(self, name: str) -> dict[str, Any] | None:
+        try:
+            profile: dict[str, Any] = self._iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
+            return profile
+        except ClientError as err:
+            if error_code(err) == "NoSuchEntity":
+                return None
+            raise
+
+    def _create(self, name: str, nodeclass: str) -> dict[str, Any]:
+        tags = {f"kubernetes.io/cluster/{self.cluster_name}": "owned", "eks:eks-cluster-name": self.cluster_name,
+                TAG_INSTANCE_PROFILE_NODECLASS: nodeclass, "topology.kubernetes.io/region": self.region}
+        try:
+            created: dict[str, Any] = self._iam.create_instance_profile(
+                InstanceProfileName=name, Tags=tag_list(tags))["InstanceProfile"]
+        except ClientError as err:
+            if error_code(err) == "EntityAlreadyExists":
+                return self._get(name) or {}
+            raise
+        log.info("created instance profile", extra={"instance_profile": name, "nodeclass": nodeclass})
+        return created
+
+    def delete(self, nodeclass: str) -> None:
+        """Delete the managed profile of ``nodeclass`` (roles removed first); no error when absent."""
+        name = profile_name(self.cluster_name, self.region, nodeclass)
+        try:
+            profile = self._get(name)
+            if profile is None:
+                return
+            for r in profile.get("Roles", []):
+                self._iam.remove_role_from_instance_profile(InstanceProfileName=name, RoleName=r["RoleName"])
+            self._iam.delete_instance_profile(InstanceProfileName=name)
+        except ClientError as err:
+            raise translate(err, operation="iam:DeleteInstanceProfile") from err
+        self._ready.delete(name)

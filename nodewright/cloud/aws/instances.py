@@ -1,0 +1,305 @@
+"""EC2 instances: launch through ``CreateFleet`` (type ``instant``), get, list by tags, terminate.
+
+Launch (Karpenter's fleet strategy): one ``instant`` fleet with target capacity 1 whose overrides are the
+cheapest up to 60 candidate (instance type x subnet) pairs of one capacity type -- spot when any spot
+candidate remains (``price-capacity-optimized``), else on-demand (``lowest-price``) -- grouped by launch
+template. Every fleet ``Errors`` entry with a capacity code (``InsufficientInstanceCapacity``,
+``Unsupported``, ``MaxSpotInstanceCountExceeded``, ``VcpuLimitExceeded``...) marks its offering unavailable
+for 3 minutes and the launch retries with what is left; when nothing is left the launch fails with
+:class:`~nodewright.cloud.provider.InsufficientCapacityError` listing every reason.
+
+Never twice: before launching, an instance already tagged with the NodeClaim's name is returned instead;
+and each fleet request carries a ``ClientToken`` derived from the NodeClaim and the attempt number, so
+EC2 itself answers a retried request (after a crash between the call and its response) with the first
+result rather than a second instance.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from nodewright.api import labels
+from nodewright.cloud.aws.errors import (
+    authorization_error,
+    error_code,
+    is_authorization_error,
+    is_not_found_error,
+    translate,
+)
+from nodewright.cloud.aws.filters import tag_list, tags_dict
+from nodewright.cloud.aws.unavailable import CAPACITY_ERROR_CODES, UnavailableOfferings, key_for_error
+from nodewright.cloud.instancetype import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
+from nodewright.cloud.provider import (
+    InsufficientCapacityError,
+    LaunchError,
+    NodeClaimNotFoundError,
+    UnavailableOffering,
+)
+
+log = logging.getLogger(__name__)
+
+#: Karpenter caps a fleet request at 60 instance types; we cap overrides (type x subnet) the same.
+MAX_OVERRIDES = 60
+MAX_LAUNCH_ATTEMPTS = 10
+LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
+
+
+@dataclass(frozen=True, slots=True)
+class FleetCandidate:
+    """One offering a fleet may launch: instance type in a subnet (zone), capacity type, USD/hour, template."""
+
+    instance_type: str
+    zone: str
+    subnet_id: str
+    capacity_type: str
+    price: float
+    launch_template: str
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """What to launch for one NodeClaim.
+
+    Attributes:
+        nodeclaim: NodeClaim name (tag ``karpenter.sh/nodeclaim`` and the ``Name`` tag).
+        token_seed: stable identity of the NodeClaim (its uid, else its name) for idempotency tokens.
+        candidates: offerings allowed by the NodeClaim's requirements, any order.
+        tags: tags for the instance, its volumes and the fleet.
+    """
+
+    nodeclaim: str
+    token_seed: str
+    candidates: Sequence[FleetCandidate]
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A live (or terminated) EC2 instance as DescribeInstances reports it."""
+
+    id: str
+    instance_type: str
+    zone: str
+    capacity_type: str
+    state: str
+    image_id: str = ""
+    subnet_id: str = ""
+    security_group_ids: tuple[str, ...] = ()
+    launch_time: dt.datetime | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def idempotency_token(seed: str, attempt: int) -> str:
+    """``ClientToken`` for a NodeClaim's ``attempt``-th fleet request (64 ASCII characters at most)."""
+    return "nodewright-" + hashlib.sha256(f"{seed}/{attempt}".encode()).hexdigest()[:40]
+
+
+def _instance(raw: Mapping[str, Any]) -> Instance:
+    return Instance(
+        id=raw["InstanceId"], instance_type=raw.get("InstanceType", ""),
+        zone=raw.get("Placement", {}).get("AvailabilityZone", ""),
+        capacity_type=CAPACITY_TYPE_SPOT if raw.get("InstanceLifecycle") == "spot" else CAPACITY_TYPE_ON_DEMAND,
+        state=raw.get("State", {}).get("Name", ""), image_id=raw.get("ImageId", ""), subnet_id=raw.get("SubnetId", ""),
+        security_group_ids=tuple(sorted(g["GroupId"] for g in raw.get("SecurityGroups", []))),
+        launch_time=raw.get("LaunchTime"), tags=tags_dict(raw.get("Tags")))
+
+
+def fleet_request(candidates: Sequence[FleetCandidate], capacity_type: str, tags: Mapping[str, str],
+                  token: str) -> dict[str, Any]:
+    """The ``CreateFleet`` parameters for ``candidates`` (already filtered to ``capacity_type``, cheapest first)."""
+    configs: dict[str, list[dict[str, str]]] = {}
+    for candidate in candidates[:MAX_OVERRIDES]:
+        configs.setdefault(candidate.launch_template, []).append(
+            {"InstanceType": candidate.instance_type, "SubnetId": candidate.subnet_id})
+    request: dict[str, Any] = {
+        "Type": "instant",
+        "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": capacity_type},
+        "LaunchTemplateConfigs": [
+            {"LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"}, "Overrides": overrides}
+            for name, overrides in configs.items()],
+        "TagSpecifications": [{"ResourceType": kind, "Tags": tag_list(tags)} for kind in ("instance", "volume", "fleet")],
+        "ClientToken": token,
+    }
+    if capacity_type == CAPACITY_TYPE_SPOT:
+        request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+    else:
+        request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+    return request
+
+
+class InstanceProvider:
+    """Launches and tracks this cluster's instances."""
+
+    def __init__(self, ec2: Any, cluster_name: str, unavailable: UnavailableOfferings,
+                 on_missing_launch_template: Callable[[str], None] = lambda name: None) -> None:
+        self._ec2 = ec2
+        self.cluster_name = cluster_name
+        self._unavailable = unavailable
+        self._on_missing_template = on_missing_launch_template
+
+    # --- launch --------------------------------------------------------------------------------------------
+
+    def launch(self, request: LaunchRequest) -> Instance:
+        """Launch one instance for ``request`` (or return the one already launched for it).
+
+        Raises:
+            InsufficientCapacityError: every candidate failed with a capacity error (``reasons`` lists them).
+            AuthorizationError: EC2 denied the fleet (e.g. ``iam:PassRole`` on the node role).
+            LaunchError: no candidates, or other fleet errors left nothing to try.
+        """
+        existing = self.find_by_nodeclaim(request.nodeclaim)
+        if existing is not None:
+            log.info("found instance already launched for nodeclaim",
+                     extra={"nodeclaim": request.nodeclaim, "instance": existing.id})
+            return existing
+        reasons: list[UnavailableOffering] = []
+        excluded: set[tuple[str, str, str]] = set()
+        other_errors: list[str] = []
+        for attempt in range(MAX_LAUNCH_ATTEMPTS):
+            remaining = [c for c in request.candidates
+                         if (c.instance_type, c.zone, c.capacity_type) not in excluded
+                         and not self._unavailable.is_unavailable(c.instance_type, c.zone, c.capacity_type)]
+            if not remaining:
+                break
+            capacity_type = CAPACITY_TYPE_SPOT if any(c.capacity_type == CAPACITY_TYPE_SPOT for c in remaining) \
+                else CAPACITY_TYPE_ON_DEMAND
+            chosen = sorted((c for c in remaining if c.capacity_type == capacity_type),
+                            key=lambda c: (c.price, c.instance_type, c.zone))[:MAX_OVERRIDES]
+            response = self._create_fleet(fleet_request(chosen, capacity_type, request.tags,
+                                                        idempotency_token(request.token_seed, attempt)))
+            instance_ids = [i for item in response.get("Instances", []) for i in item.get("InstanceIds", [])]
+            if instance_ids:
+                return self._launched(instance_ids[0], chosen, response)
+            errors = response.get("Errors", [])
+            if not errors:
+                raise LaunchError(f"ec2:CreateFleet launched nothing and reported no error for {request.nodeclaim}")
+            self._handle_errors(errors, chosen, reasons, excluded, other_errors)
+        if other_errors:
+            raise LaunchError(f"launching nodeclaim {request.nodeclaim} failed: " + "; ".join(other_errors))
+        summary = ", ".join(f"{r.instance_type}/{r.zone}/{r.capacity_type}: {r.error_code}" for r in reasons)
+        raise InsufficientCapacityError(
+            f"all {len(request.candidates)} offerings for nodeclaim {request.nodeclaim} are unavailable"
+            + (f" ({summary})" if summary else ""), reasons)
+
+    def _create_fleet(self, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response: dict[str, Any] = self._ec2.create_fleet(**params)
+            return response
+        except ClientError as err:
+            raise translate(err, operation="ec2:CreateFleet") from err
+
+    def _handle_errors(self, errors: Sequence[Mapping[str, Any]], chosen: Sequence[FleetCandidate],
+                       reasons: list[UnavailableOffering], excluded: set[tuple[str, str, str]],
+                       other_errors: list[str]) -> None:
+        by_override = {(c.instance_type, c.subnet_id): c for c in chosen}
+        for error in errors:
+            code, message = error.get("ErrorCode", ""), error.get("ErrorMessage", "")
+            if is_authorization_error(code):
+                raise authorization_error(code, message, operation="ec2:CreateFleet")
+            overrides = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
+            template = error.get("LaunchTemplateAndOverrides", {}).get("LaunchTemplateSpecification", {})
+            affected = [by_override[k] for k in [(overrides.get("InstanceType"), overrides.get("SubnetId"))]
+                        if k in by_override] or ([] if overrides else list(chosen))
+            if code.startswith("InvalidLaunchTemplate"):
+                self._on_missing_template(template.get("LaunchTemplateName", ""))
+            for candidate in affected:
+                offering = (candidate.instance_type, candidate.zone, candidate.capacity_type)
+                excluded.add(offering)
+                if code in CAPACITY_ERROR_CODES:
+                    self._unavailable.mark(key_for_error(code, *offering), code)
+                    reasons.append(UnavailableOffering(*offering, code, message))
+                elif f"{code}: {message}" not in other_errors:
+                    other_errors.append(f"{code}: {message}")
+
+    def _launched(self, instance_id: str, chosen: Sequence[FleetCandidate], response: Mapping[str, Any]) -> Instance:
+        instance = self.get(instance_id, allow_missing=True)
+        if instance is not None:
+            return instance
+        # DescribeInstances is eventually consistent right after launch: build the view from the fleet answer.
+        item = response["Instances"][0]
+        overrides = item.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
+        match = next((c for c in chosen if c.instance_type == item.get("InstanceType", overrides.get("InstanceType"))
+                      and c.subnet_id == overrides.get("SubnetId", c.subnet_id)), chosen[0])
+        return Instance(instance_id, match.instance_type, match.zone,
+                        item.get("Lifecycle", match.capacity_type).replace("on-demand", CAPACITY_TYPE_ON_DEMAND),
+                        "pending", subnet_id=match.subnet_id)
+
+    # --- read ----------------------------------------------------------------------------------------------
+
+    def get(self, instance_id: str, allow_missing: bool = False) -> Instance | None:
+        """The instance, or raise NodeClaimNotFoundError (None with ``allow_missing``) when absent/terminated."""
+        try:
+            reservations = self._ec2.describe_instances(InstanceIds=[instance_id]).get("Reservations", [])
+        except ClientError as err:
+            if is_not_found_error(error_code(err)):
+                reservations = []
+            else:
+                raise translate(err, operation="ec2:DescribeInstances") from err
+        found = [_instance(raw) for r in reservations for raw in r.get("Instances", [])]
+        if not found or found[0].state == "terminated":
+            if allow_missing:
+                return None
+            raise NodeClaimNotFoundError(f"instance {instance_id} not found or terminated")
+        return found[0]
+
+    def _describe(self, filters: list[dict[str, Any]]) -> list[Instance]:
+        try:
+            pages = self._ec2.get_paginator("describe_instances").paginate(Filters=filters)
+            return [_instance(raw) for page in pages for r in page.get("Reservations", []) for raw in r["Instances"]]
+        except ClientError as err:
+            raise translate(err, operation="ec2:DescribeInstances") from err
+
+    def _cluster_filters(self) -> list[dict[str, Any]]:
+        return [{"Name": f"tag:{labels.TAG_CLUSTER_PREFIX}{self.cluster_name}", "Values": ["owned"]},
+                {"Name": "tag-key", "Values": [labels.TAG_NODEPOOL]},
+                {"Name": "instance-state-name", "Values": list(LIVE_STATES)}]
+
+    def list_instances(self) -> list[Instance]:
+        """Live instances this cluster's controller launched (tags ``kubernetes.io/cluster/<name>: owned`` and
+        ``karpenter.sh/nodepool``), sorted by id."""
+        return sorted(self._describe(self._cluster_filters()), key=lambda i: i.id)
+
+    def find_by_nodeclaim(self, nodeclaim: str) -> Instance | None:
+        """The live instance tagged ``karpenter.sh/nodeclaim=<nodeclaim>``, if any."""
+        filters = [*self._cluster_filters(), {"Name": f"tag:{labels.TAG_NODECLAIM}", "Values": [nodeclaim]}]
+        found = [i for i in self._describe(filters) if i.state != "shutting-down"]
+        return found[0] if found else None
+
+    def leaked(self, known_ids: set[str], now: dt.datetime, grace_seconds: float = 30.0) -> list[Instance]:
+        """Instances of this cluster that no NodeClaim accounts for and that launched more than
+        ``grace_seconds`` before ``now`` (input for garbage collection; the grace covers a launch whose
+        NodeClaim status is not written yet)."""
+        out = []
+        for instance in self.list_instances():
+            if instance.id in known_ids or instance.state == "shutting-down":
+                continue
+            launched = instance.launch_time
+            if launched is not None and (now - launched).total_seconds() < grace_seconds:
+                continue
+            out.append(instance)
+        return out
+
+    # --- terminate -----------------------------------------------------------------------------------------
+
+    def terminate(self, instance_id: str) -> None:
+        """Terminate ``instance_id``; idempotent while it shuts down.
+
+        Raises:
+            NodeClaimNotFoundError: the instance no longer exists or is already terminated.
+            AuthorizationError: ``ec2:TerminateInstances`` denied.
+        """
+        self.get(instance_id)
+        try:
+            self._ec2.terminate_instances(InstanceIds=[instance_id])
+        except ClientError as err:
+            if is_not_found_error(error_code(err)):
+                raise NodeClaimNotFoundError(f"instance {instance_id} not found") from err
+            raise translate(err, operation="ec2:TerminateInstances") from err
+        log.info("terminated instance", extra={"instance": instance_id})

@@ -1,0 +1,232 @@
+"""Launch templates: one per distinct launch configuration, created with tags, reused, deleted when unused.
+
+The name is ``nodewright/<cluster>/<hash>`` where the hash covers everything that changes what boots: the
+EC2NodeClass name, AMI, userData (which carries the NodeClaim's labels and taints), security groups, block
+devices, metadata options, instance profile, public IP and monitoring settings, and tags. Same inputs, same
+name: an existing template is found and reused instead of created again (Karpenter does the same with its
+``karpenter.k8s.aws/<hash>`` names).
+
+Refresh policy: a template known to exist is trusted for 10 minutes; a fleet error saying it is gone
+invalidates it. :meth:`LaunchTemplateProvider.delete_unused` removes this cluster's templates that no
+current configuration needs.
+
+Defaults (Karpenter v1): IMDSv2 required with hop limit 1; root volumes gp3, encrypted, 20 GiB on
+``/dev/xvda`` for AL2023/AL2; Bottlerocket gets a 4 GiB OS volume on ``/dev/xvda`` and a 20 GiB data volume
+on ``/dev/xvdb``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import math
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from nodewright.api.ec2nodeclass import BlockDeviceMapping, MetadataOptions
+from nodewright.cloud.aws.cache import Clock, TTLCache
+from nodewright.cloud.aws.errors import error_code, is_not_found_error, translate
+from nodewright.cloud.aws.filters import tag_list
+
+log = logging.getLogger(__name__)
+
+LAUNCH_TEMPLATE_TTL_SECONDS = 600.0
+#: Tag on every launch template we create; ``delete_unused`` only ever touches templates carrying it.
+TAG_LT_CLUSTER = "karpenter.k8s.aws/cluster"
+
+_GIB = 2**30
+
+
+def _default_ebs(size_gib: int) -> dict[str, Any]:
+    return {"VolumeSize": size_gib, "VolumeType": "gp3", "Encrypted": True, "DeleteOnTermination": True}
+
+
+def default_block_devices(ami_family: str) -> list[dict[str, Any]]:
+    """EC2 ``BlockDeviceMappings`` used when the EC2NodeClass declares none (sizes in GiB)."""
+    if ami_family == "Bottlerocket":
+        return [{"DeviceName": "/dev/xvda", "Ebs": _default_ebs(4)}, {"DeviceName": "/dev/xvdb", "Ebs": _default_ebs(20)}]
+    if ami_family in ("AL2023", "AL2"):
+        return [{"DeviceName": "/dev/xvda", "Ebs": _default_ebs(20)}]
+    return []
+
+
+def volume_size_gib(size: str) -> int:
+    """An EC2NodeClass ``volumeSize`` (``"20Gi"``, ``"100G"``, ``"1Ti"``, ``"1T"``) in whole GiB, rounded up.
+
+    Raises:
+        ValueError: not one of those forms.
+    """
+    match = re.fullmatch(r"(\d+)(Gi|G|Ti|T)", size)
+    if not match:
+        raise ValueError(f"volumeSize {size!r} is not a whole number of Gi, G, Ti or T")
+    number, unit = int(match[1]), match[2]
+    scale = {"Gi": _GIB, "G": 10**9, "Ti": 1024 * _GIB, "T": 10**12}[unit]
+    return math.ceil(number * scale / _GIB)
+
+
+def block_devices(mappings: Sequence[BlockDeviceMapping] | None, ami_family: str) -> list[dict[str, Any]]:
+    """EC2 ``BlockDeviceMappings`` from an EC2NodeClass's ``blockDeviceMappings`` (or the family defaults)."""
+    if not mappings:
+        return default_block_devices(ami_family)
+    out = []
+    for mapping in mappings:
+        ebs: dict[str, Any] = {}
+        if mapping.ebs is not None:
+            source = mapping.ebs
+            pairs = {"VolumeSize": volume_size_gib(source.volume_size) if source.volume_size else None,
+                     "VolumeType": source.volume_type, "Encrypted": source.encrypted,
+                     "DeleteOnTermination": source.delete_on_termination, "Iops": source.iops,
+                     "Throughput": source.throughput, "KmsKeyId": source.kms_key_id, "SnapshotId": source.snapshot_id}
+            ebs = {k: v for k, v in pairs.items() if v is not None}
+        out.append({"DeviceName": mapping.device_name or "/dev/xvda", "Ebs": ebs})
+    return out
+
+
+def metadata_options(options: MetadataOptions | None) -> dict[str, Any]:
+    """EC2 ``MetadataOptions``; defaults IMDSv2 required, hop limit 1 (Karpenter v1)."""
+    options = options or MetadataOptions()
+    return {"HttpEndpoint": options.http_endpoint, "HttpProtocolIpv6": options.http_protocol_ipv6,
+            "HttpPutResponseHopLimit": options.http_put_response_hop_limit, "HttpTokens": options.http_tokens}
+
+
+@dataclass(frozen=True)
+class LaunchTemplateSpec:
+    """Everything a launch template holds.
+
+    Attributes:
+        cluster_name: EKS cluster name (in the name and tags).
+        nodeclass: EC2NodeClass name.
+        image_id: ``ami-...``.
+        user_data: the final userData text (not yet base64).
+        security_group_ids: sorted ``sg-...`` ids.
+        instance_profile: instance profile name.
+        block_device_mappings: EC2 API shape (see :func:`block_devices`).
+        metadata_options: EC2 API shape (see :func:`metadata_options`).
+        tags: tags for the template itself (ours plus the EC2NodeClass's ``spec.tags``).
+        associate_public_ip: None to follow the subnet's setting.
+        detailed_monitoring: CloudWatch detailed monitoring.
+    """
+
+    cluster_name: str
+    nodeclass: str
+    image_id: str
+    user_data: str
+    security_group_ids: tuple[str, ...]
+    instance_profile: str
+    block_device_mappings: tuple[Mapping[str, Any], ...] = ()
+    metadata_options: Mapping[str, Any] = field(default_factory=lambda: metadata_options(None))
+    tags: Mapping[str, str] = field(default_factory=dict)
+    associate_public_ip: bool | None = None
+    detailed_monitoring: bool = False
+
+    def data(self) -> dict[str, Any]:
+        """The ``LaunchTemplateData`` document sent to ``ec2:CreateLaunchTemplate``."""
+        data: dict[str, Any] = {
+            "ImageId": self.image_id,
+            "UserData": base64.b64encode(self.user_data.encode()).decode(),
+            "IamInstanceProfile": {"Name": self.instance_profile},
+            "BlockDeviceMappings": [dict(m) for m in self.block_device_mappings],
+            "MetadataOptions": dict(self.metadata_options),
+            "Monitoring": {"Enabled": self.detailed_monitoring},
+        }
+        if self.associate_public_ip is None:
+            data["SecurityGroupIds"] = list(self.security_group_ids)
+        else:
+            data["NetworkInterfaces"] = [{"DeviceIndex": 0, "AssociatePublicIpAddress": self.associate_public_ip,
+                                          "Groups": list(self.security_group_ids)}]
+        return data
+
+    def name(self) -> str:
+        """``nodewright/<cluster>/<16 hex of sha256 over the data, tags and nodeclass>``."""
+        digest = hashlib.sha256(json.dumps({"data": self.data(), "tags": dict(self.tags),
+                                            "nodeclass": self.nodeclass}, sort_keys=True).encode()).hexdigest()
+        return f"nodewright/{self.cluster_name}/{digest[:16]}"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchTemplate:
+    """A launch template that exists in EC2."""
+
+    name: str
+    id: str
+    image_id: str
+
+
+class LaunchTemplateProvider:
+    """Creates, reuses and deletes this cluster's launch templates."""
+
+    def __init__(self, ec2: Any, cluster_name: str, clock: Clock = time.monotonic,
+                 ttl: float = LAUNCH_TEMPLATE_TTL_SECONDS) -> None:
+        self._ec2 = ec2
+        self.cluster_name = cluster_name
+        self._known: TTLCache[LaunchTemplate] = TTLCache(ttl, clock)
+        self.created = 0
+        """How many templates this provider created (a reuse counter for tests and metrics)."""
+
+    def ensure(self, spec: LaunchTemplateSpec) -> LaunchTemplate:
+        """The template for ``spec``: cached, else found by name, else created.
+
+        Raises:
+            AuthorizationError: ``ec2:CreateLaunchTemplate``/``DescribeLaunchTemplates`` denied.
+            LaunchError: any other AWS error.
+        """
+        name = spec.name()
+        known = self._known.get(name)
+        if known is not None:
+            return known
+        template = self._find(name, spec.image_id) or self._create(name, spec)
+        return self._known.put(name, template)
+
+    def invalidate(self, name: str) -> None:
+        """Forget a template (a fleet said it does not exist)."""
+        self._known.delete(name)
+
+    def _find(self, name: str, image_id: str) -> LaunchTemplate | None:
+        try:
+            found = self._ec2.describe_launch_templates(LaunchTemplateNames=[name])["LaunchTemplates"]
+        except ClientError as err:
+            if is_not_found_error(error_code(err)) or error_code(err) == "InvalidLaunchTemplateName.NotFoundException":
+                return None
+            raise translate(err, operation="ec2:DescribeLaunchTemplates") from err
+        return LaunchTemplate(name, found[0]["LaunchTemplateId"], image_id) if found else None
+
+    def _create(self, name: str, spec: LaunchTemplateSpec) -> LaunchTemplate:
+        tags = {**spec.tags, TAG_LT_CLUSTER: self.cluster_name, "karpenter.k8s.aws/ec2nodeclass": spec.nodeclass}
+        try:
+            created = self._ec2.create_launch_template(
+                LaunchTemplateName=name, LaunchTemplateData=spec.data(),
+                TagSpecifications=[{"ResourceType": "launch-template", "Tags": tag_list(tags)}])
+        except ClientError as err:
+            if error_code(err) == "InvalidLaunchTemplateName.AlreadyExistsException":
+                # Another replica (or our previous life) created it between describe and create.
+                found = self._find(name, spec.image_id)
+                if found:
+                    return found
+            raise translate(err, operation="ec2:CreateLaunchTemplate") from err
+        self.created += 1
+        log.info("created launch template", extra={"launch_template": name, "ami": spec.image_id})
+        return LaunchTemplate(name, created["LaunchTemplate"]["LaunchTemplateId"], spec.image_id)
+
+    def delete_unused(self, in_use: set[str]) -> list[str]:
+        """Delete this cluster's templates whose names are not in ``in_use``; returns the deleted names."""
+        deleted = []
+        try:
+            paginator = self._ec2.get_paginator("describe_launch_templates")
+            pages = paginator.paginate(Filters=[{"Name": f"tag:{TAG_LT_CLUSTER}", "Values": [self.cluster_name]}])
+            names = [t["LaunchTemplateName"] for page in pages for t in page.get("LaunchTemplates", [])]
+            for name in names:
+                if name in in_use:
+                    continue
+                self._ec2.delete_launch_template(LaunchTemplateName=name)
+                self._known.delete(name)
+                deleted.append(name)
+        except ClientError as err:
+            raise translate(err, operation="ec2:DeleteLaunchTemplate") from err
+        return deleted

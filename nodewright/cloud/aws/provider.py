@@ -1,0 +1,324 @@
+"""``AWSCloudProvider``: the :class:`~nodewright.cloud.provider.CloudProvider` over real EC2 (boto3).
+
+Composes the per-concept views of this package: an EC2NodeClass resolves to subnets, security groups,
+AMIs and an instance profile (:meth:`AWSCloudProvider.resolve_nodeclass`, also the source of its status);
+a NodeClaim's requirements pick the candidate offerings; each (AMI, max pods) group of candidates gets a
+launch template carrying the merged userData; one ``CreateFleet`` launches the instance.
+
+Authorization errors are remembered per EC2NodeClass and re-raised without calling AWS again for a backoff
+that doubles from 30 seconds to 10 minutes, so a missing ``iam:PassRole`` produces one denial per window
+rather than a storm; the controllers surface the sentence on the NodeClaim, the NodePool and as an event.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from nodewright.api import labels
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.nodepool import NodePool
+from nodewright.cloud.aws import userdata
+from nodewright.cloud.aws.amis import AMI, AMIProvider
+from nodewright.cloud.aws.cache import Clock
+from nodewright.cloud.aws.clients import AWSClients
+from nodewright.cloud.aws.instanceprofiles import InstanceProfileProvider
+from nodewright.cloud.aws.instances import FleetCandidate, Instance, InstanceProvider, LaunchRequest
+from nodewright.cloud.aws.instancetypes import InstanceTypeProvider
+from nodewright.cloud.aws.launchtemplates import (
+    LaunchTemplateProvider,
+    LaunchTemplateSpec,
+    block_devices,
+    metadata_options,
+)
+from nodewright.cloud.aws.matching import allowed_offerings
+from nodewright.cloud.aws.nodeclaims import from_instance, launched, registration_labels, registration_taints
+from nodewright.cloud.aws.pricing import PricingProvider
+from nodewright.cloud.aws.securitygroups import SecurityGroup, SecurityGroupProvider
+from nodewright.cloud.aws.subnets import Subnet, SubnetProvider
+from nodewright.cloud.aws.unavailable import OfferingKey, UnavailableOfferings
+from nodewright.cloud.instancetype import CAPACITY_TYPE_SPOT, InstanceType
+from nodewright.cloud.overhead import KubeletSettings
+from nodewright.cloud.provider import (
+    DRIFT_AMI,
+    DRIFT_NODECLASS,
+    DRIFT_SECURITY_GROUP,
+    DRIFT_SUBNET,
+    AuthorizationError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+    parse_provider_id,
+)
+
+log = logging.getLogger(__name__)
+
+AUTH_BACKOFF_START_SECONDS = 30.0
+AUTH_BACKOFF_MAX_SECONDS = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class AWSProviderSettings:
+    """Cluster facts the provider needs (Helm values / flags of ``nodewright run``).
+
+    Attributes:
+        cluster_name: EKS cluster name.
+        cluster_endpoint: API server URL.
+        region: AWS region.
+        kubernetes_version: ``"1.31"``, for AMI alias parameters.
+        ca_bundle: base64 cluster CA.
+        cluster_cidr: service CIDR (nodeadm needs it).
+        cluster_dns: kubelet clusterDNS override, empty for the AMI default.
+    """
+
+    cluster_name: str
+    cluster_endpoint: str
+    region: str
+    kubernetes_version: str
+    ca_bundle: str = ""
+    cluster_cidr: str = ""
+    cluster_dns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResolvedNodeClass:
+    """An EC2NodeClass resolved against AWS."""
+
+    subnets: Sequence[Subnet]
+    security_groups: Sequence[SecurityGroup]
+    amis: Sequence[AMI]
+    instance_profile: str
+    zonal_subnets: dict[str, Subnet] = field(default_factory=dict)
+
+    def status(self) -> dict[str, object]:
+        """``EC2NodeClass.status`` document (subnets, securityGroups, amis, instanceProfile, Ready)."""
+        return {"subnets": [s.status() for s in self.subnets],
+                "securityGroups": [g.status() for g in self.security_groups],
+                "amis": [a.status() for a in self.amis], "instanceProfile": self.instance_profile,
+                "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": ""}]}
+
+
+def nodeclass_hash(nodeclass: EC2NodeClass) -> str:
+    """Hash of the EC2NodeClass fields whose change replaces nodes (everything but the selectors, which drift
+    through their resolved values instead). Stored as ``karpenter.k8s.aws/ec2nodeclass-hash``."""
+    spec = nodeclass.spec.to_manifest()
+    for selector in ("subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms"):
+        spec.pop(selector, None)
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def kubelet_settings(nodeclass: EC2NodeClass) -> KubeletSettings:
+    """The capacity-relevant kubelet settings of ``nodeclass`` for the catalog's allocatable maths."""
+    kubelet = nodeclass.spec.kubelet
+    if kubelet is None:
+        return KubeletSettings()
+    return KubeletSettings(max_pods=kubelet.max_pods, pods_per_core=kubelet.pods_per_core,
+                           kube_reserved={str(k): v for k, v in (kubelet.kube_reserved or {}).items()},
+                           system_reserved={str(k): v for k, v in (kubelet.system_reserved or {}).items()},
+                           eviction_hard={str(k): v for k, v in (kubelet.eviction_hard or {}).items()})
+
+
+class AWSCloudProvider:
+    """The AWS :class:`~nodewright.cloud.provider.CloudProvider`."""
+
+    name = "aws"
+
+    def __init__(self, settings: AWSProviderSettings, clients: AWSClients,
+                 nodeclasses: Callable[[str], EC2NodeClass | None], clock: Clock = time.monotonic) -> None:
+        self.settings = settings
+        self._nodeclasses = nodeclasses
+        self._clock = clock
+        self.unavailable = UnavailableOfferings(clock=clock)
+        self.subnets = SubnetProvider(clients.ec2, clock)
+        self.security_groups = SecurityGroupProvider(clients.ec2, clock)
+        self.amis = AMIProvider(clients.ec2, clients.ssm, settings.kubernetes_version, clock)
+        self.pricing = PricingProvider(clients.pricing, clients.ec2, settings.region, clock)
+        self.instance_types = InstanceTypeProvider(clients.ec2, settings.region, self.pricing, self.unavailable, clock)
+        self.launch_templates = LaunchTemplateProvider(clients.ec2, settings.cluster_name, clock)
+        self.instance_profiles = InstanceProfileProvider(clients.iam, settings.cluster_name, settings.region, clock)
+        self.instances = InstanceProvider(clients.ec2, settings.cluster_name, self.unavailable,
+                                          self.launch_templates.invalidate)
+        self._denied: dict[str, tuple[float, float, AuthorizationError]] = {}
+
+    # --- EC2NodeClass ---------------------------------------------------------------------------------------
+
+    def _nodeclass(self, name: str) -> EC2NodeClass:
+        nodeclass = self._nodeclasses(name)
+        if nodeclass is None:
+            raise NodeClassNotReadyError(f"EC2NodeClass {name!r} not found")
+        return nodeclass
+
+    def resolve_nodeclass(self, nodeclass: EC2NodeClass) -> ResolvedNodeClass:
+        """Subnets, security groups, AMIs and instance profile of ``nodeclass``.
+
+        Raises:
+            NodeClassNotReadyError: a selector matched nothing (the message names which).
+            AuthorizationError: a describe/IAM call was denied.
+        """
+        spec = nodeclass.spec
+        subnets = self.subnets.resolve(spec.subnet_selector_terms)
+        if not subnets:
+            raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name!r}: subnetSelectorTerms matched no subnet")
+        groups = self.security_groups.resolve(spec.security_group_selector_terms)
+        if not groups:
+            raise NodeClassNotReadyError(
+                f"EC2NodeClass {nodeclass.name!r}: securityGroupSelectorTerms matched no security group")
+        amis = self.amis.resolve(spec.ami_selector_terms)
+        if not amis:
+            raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name!r}: amiSelectorTerms matched no AMI "
+                                         f"(Kubernetes {self.settings.kubernetes_version})")
+        profile = self.instance_profiles.resolve(nodeclass.name, spec.role, spec.instance_profile)
+        return ResolvedNodeClass(subnets, groups, amis, profile, self.subnets.zonal(spec.subnet_selector_terms))
+
+    # --- authorization backoff ------------------------------------------------------------------------------
+
+    def _guarded(self, key: str, action: Callable[[], NodeClaim]) -> NodeClaim:
+        denied = self._denied.get(key)
+        now = self._clock()
+        if denied is not None and now < denied[0]:
+            raise denied[2]
+        try:
+            result = action()
+        except AuthorizationError as err:
+            backoff = min(AUTH_BACKOFF_MAX_SECONDS, denied[1] * 2) if denied else AUTH_BACKOFF_START_SECONDS
+            self._denied[key] = (now + backoff, backoff, err)
+            log.error(str(err), extra={"nodeclass": key, "retry_in_seconds": backoff})
+            raise
+        self._denied.pop(key, None)
+        return result
+
+    # --- CloudProvider --------------------------------------------------------------------------------------
+
+    def create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        """See :meth:`nodewright.cloud.provider.CloudProvider.create`."""
+        ref = nodeclaim.spec.node_class_ref.name
+        return self._guarded(ref, lambda: self._create(nodeclaim, self._nodeclass(ref)))
+
+    def _create(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass) -> NodeClaim:
+        resolved = self.resolve_nodeclass(nodeclass)
+        types = self.instance_types.instance_types(resolved.zonal_subnets, kubelet_settings(nodeclass))
+        pairs = allowed_offerings(types, nodeclaim.spec.requirements, resolved.zonal_subnets)
+        candidates: list[FleetCandidate] = []
+        by_name = {it.name: it for it in types}
+        for instance_type, offering in pairs:
+            ami = next((a for a in resolved.amis if a.fits(instance_type.labels)), None)
+            if ami is None:
+                continue
+            template = self._launch_template(nodeclaim, nodeclass, resolved, ami, instance_type)
+            candidates.append(FleetCandidate(instance_type.name, offering.zone,
+                                             resolved.zonal_subnets[offering.zone].id,
+                                             offering.capacity_type, offering.price, template))
+        if not candidates:
+            raise NodeClassNotReadyError(
+                f"no offering of EC2NodeClass {nodeclass.name!r} satisfies nodeclaim {nodeclaim.metadata.name!r}: "
+                f"{len(types)} instance types in zones {sorted(resolved.zonal_subnets)}, none allowed and available")
+        instance = self.instances.launch(LaunchRequest(
+            nodeclaim=nodeclaim.metadata.name or "", token_seed=nodeclaim.metadata.uid or nodeclaim.metadata.name or "",
+            candidates=candidates, tags=self._tags(nodeclaim, nodeclass)))
+        return launched(nodeclaim, instance, self.settings.region, by_name.get(instance.instance_type),
+                        {labels.EC2NODECLASS_HASH: nodeclass_hash(nodeclass), labels.EC2NODECLASS_HASH_VERSION: "v1"})
+
+    def _tags(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass) -> dict[str, str]:
+        name = nodeclaim.metadata.name or ""
+        return {**(nodeclass.spec.tags or {}),
+                f"{labels.TAG_CLUSTER_PREFIX}{self.settings.cluster_name}": "owned",
+                labels.TAG_CLUSTER_NAME: self.settings.cluster_name,
+                labels.TAG_NODEPOOL: nodeclaim.nodepool or "",
+                labels.TAG_NODECLAIM: name,
+                labels.TAG_EC2NODECLASS: nodeclass.name,
+                labels.TAG_NAME: f"{nodeclaim.nodepool}/{name}" if nodeclaim.nodepool else name}
+
+    def _launch_template(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass, resolved: ResolvedNodeClass,
+                         ami: AMI, instance_type: InstanceType) -> str:
+        spec = nodeclass.spec
+        family = spec.resolved_ami_family
+        options = userdata.BootstrapOptions(
+            cluster_name=self.settings.cluster_name, cluster_endpoint=self.settings.cluster_endpoint,
+            ca_bundle=self.settings.ca_bundle, cluster_cidr=self.settings.cluster_cidr,
+            labels=registration_labels(nodeclaim), taints=registration_taints(nodeclaim),
+            max_pods=instance_type.capacity.get("pods"),
+            cluster_dns=tuple(spec.kubelet.cluster_dns or ()) if spec.kubelet else self.settings.cluster_dns,
+            custom_user_data=spec.user_data)
+        template = self.launch_templates.ensure(LaunchTemplateSpec(
+            cluster_name=self.settings.cluster_name, nodeclass=nodeclass.name, image_id=ami.id,
+            user_data=userdata.user_data(family, options),
+            security_group_ids=tuple(g.id for g in resolved.security_groups),
+            instance_profile=resolved.instance_profile,
+            block_device_mappings=tuple(block_devices(spec.block_device_mappings, family)),
+            metadata_options=metadata_options(spec.metadata_options), tags=dict(spec.tags or {}),
+            associate_public_ip=spec.associate_public_ip_address,
+            detailed_monitoring=bool(spec.detailed_monitoring)))
+        return template.name
+
+    def delete(self, nodeclaim: NodeClaim) -> None:
+        """See :meth:`nodewright.cloud.provider.CloudProvider.delete`."""
+        provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
+        if provider_id:
+            self.instances.terminate(parse_provider_id(provider_id)[1])
+            return
+        # Never launched as far as the NodeClaim knows: a crash may have hidden a launch; look by tag.
+        instance = self.instances.find_by_nodeclaim(nodeclaim.metadata.name or "")
+        if instance is None:
+            raise NodeClaimNotFoundError(f"nodeclaim {nodeclaim.metadata.name} has no instance")
+        self.instances.terminate(instance.id)
+
+    def _view(self, instance: Instance) -> NodeClaim:
+        types = {it.name: it for it in self.instance_types.instance_types([instance.zone])}
+        return from_instance(instance, self.settings.region, types.get(instance.instance_type))
+
+    def get(self, provider_id: str) -> NodeClaim:
+        """See :meth:`nodewright.cloud.provider.CloudProvider.get`."""
+        try:
+            instance_id = parse_provider_id(provider_id)[1]
+        except ValueError as err:
+            raise NodeClaimNotFoundError(str(err)) from err
+        instance = self.instances.get(instance_id)
+        assert instance is not None  # get() raises rather than returning None here
+        return self._view(instance)
+
+    def list(self) -> builtins.list[NodeClaim]:
+        """See :meth:`nodewright.cloud.provider.CloudProvider.list`."""
+        return [self._view(i) for i in self.instances.list_instances()]
+
+    def get_instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
+        """See :meth:`nodewright.cloud.provider.CloudProvider.get_instance_types`.
+
+        Only types with an AMI that can boot them (architecture, GPU/Neuron variant) are returned.
+        """
+        nodeclass = self._nodeclass(nodepool.spec.template.spec.node_class_ref.name)
+        resolved = self.resolve_nodeclass(nodeclass)
+        self.pricing.refresh()
+        types = self.instance_types.instance_types(resolved.zonal_subnets, kubelet_settings(nodeclass))
+        return [it for it in types if any(a.fits(it.labels) for a in resolved.amis)]
+
+    def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
+        """See :meth:`nodewright.cloud.provider.CloudProvider.is_drifted`."""
+        nodeclass = self._nodeclass(nodeclaim.spec.node_class_ref.name)
+        annotations = nodeclaim.metadata.annotations or {}
+        stamped = annotations.get(labels.EC2NODECLASS_HASH)
+        if stamped is not None and stamped != nodeclass_hash(nodeclass):
+            return DRIFT_NODECLASS
+        provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
+        if not provider_id:
+            return None
+        instance = self.instances.get(parse_provider_id(provider_id)[1])
+        assert instance is not None
+        resolved = self.resolve_nodeclass(nodeclass)
+        if instance.image_id and instance.image_id not in {a.id for a in resolved.amis}:
+            return DRIFT_AMI
+        if instance.subnet_id and instance.subnet_id not in {s.id for s in resolved.subnets}:
+            return DRIFT_SUBNET
+        if instance.security_group_ids and set(instance.security_group_ids) != {g.id for g in resolved.security_groups}:
+            return DRIFT_SECURITY_GROUP
+        return None
+
+    # --- interruption ---------------------------------------------------------------------------------------
+
+    def mark_spot_interrupted(self, instance_type: str, zone: str) -> None:
+        """Keep the spot offering of an interrupted instance out of launches for the unavailability window."""
+        self.unavailable.mark(OfferingKey(instance_type, zone, CAPACITY_TYPE_SPOT), "SpotInterruption")

@@ -1,0 +1,318 @@
+"""Node capacity and allocatable as EKS and Karpenter compute them from a ``DescribeInstanceTypes`` record.
+
+``allocatable = capacity - kube_reserved - system_reserved - eviction_threshold`` per resource, where
+(source: Karpenter AWS provider ``pkg/providers/instancetype/types.go``, which follows the EKS AMI bootstrap
+and Bottlerocket's kube-reserved defaults):
+
+* capacity ``cpu`` = ``VCpuInfo.DefaultVCpus`` x 1000 millicores.
+* capacity ``memory`` = reported memory minus the VM overhead Karpenter subtracts: with ``M`` =
+  ``MemoryInfo.SizeInMiB`` (minus 64 MiB of CMA-reserved memory on Graviton/arm64),
+  ``M - ceil(M x vm_memory_overhead_percent)`` MiB, default percent 0.075 (Karpenter's
+  ``VM_MEMORY_OVERHEAD_PERCENT``).
+* capacity ``pods`` = kubelet ``maxPods`` when set, else the ENI-limited density of the VPC CNI:
+  ``ENIs x (IPv4 per ENI - 1) + 2`` with ENIs of the default network card (EKS ``eni-max-pods.txt``);
+  optionally capped by ``podsPerCore x vCPUs``.
+* capacity ``ephemeral-storage`` = the root volume (20 GiB, the default EBS root volume of Karpenter's
+  AMI families).
+* extended resources: ``nvidia.com/gpu``, ``amd.com/gpu``, ``habana.ai/gaudi`` (GPU counts by manufacturer),
+  ``aws.amazon.com/neuron`` and ``aws.amazon.com/neuroncore`` (Neuron devices and cores),
+  ``vpc.amazonaws.com/efa`` (``EfaInfo.MaximumEfaInterfaces``); only non-zero ones are present.
+* kube-reserved ``cpu`` by EKS tiers: 6% of the first core, 1% of the second, 0.5% of cores 3-4, 0.25% of
+  every core above 4 (each tier truncated to whole millicores, as Karpenter does); kube-reserved
+  ``memory`` = ``255Mi + 11Mi x pods``; kube-reserved ``ephemeral-storage`` = 1Gi. Kubelet ``kubeReserved``
+  entries override per resource.
+* system-reserved: empty unless kubelet ``systemReserved`` is set.
+* eviction threshold: ``memory.available`` 100Mi and ``nodefs.available`` 10% of ephemeral storage; kubelet
+  ``evictionHard`` entries (absolute quantities or percentages of capacity) override per signal.
+
+All quantities are integers in canonical units: cpu millicores, memory and storage bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.cloud.instancetype import Overhead, Resources
+from nodewright.errors import NodewrightValidationError
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+DEFAULT_VM_MEMORY_OVERHEAD_PERCENT = 0.075
+DEFAULT_ROOT_VOLUME_BYTES = 20 * GIB
+# Graviton instances keep 64 MiB for the contiguous memory allocator that the kernel cannot hand out.
+ARM64_CMA_MIB = 64
+EVICTION_MEMORY_AVAILABLE_BYTES = 100 * MIB
+EVICTION_NODEFS_AVAILABLE_PERCENT = 10.0
+KUBE_RESERVED_EPHEMERAL_BYTES = GIB
+
+# (first millicore, last millicore (exclusive), fraction reserved) - EKS / Bottlerocket kube-reserved tiers.
+_CPU_TIERS = ((0, 1000, 0.06), (1000, 2000, 0.01), (2000, 4000, 0.005), (4000, 1 << 31, 0.0025))
+
+# Kubelet eviction signal -> the resource it reserves.
+_EVICTION_SIGNALS = {"memory.available": "memory", "nodefs.available": "ephemeral-storage"}
+# Signals the kubelet accepts; the inode and image-fs ones reserve nothing the scheduler counts.
+_KNOWN_SIGNALS = frozenset(
+    {*_EVICTION_SIGNALS, "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"}
+)
+
+_GPU_RESOURCES = {"NVIDIA": "nvidia.com/gpu", "AMD": "amd.com/gpu", "Habana": "habana.ai/gaudi"}
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletSettings:
+    """The kubelet settings of an EC2NodeClass (``spec.kubelet``) that change capacity or overhead.
+
+    Attributes:
+        max_pods: kubelet ``maxPods``; None means the ENI-limited density.
+        pods_per_core: kubelet ``podsPerCore``; caps pods at ``pods_per_core x vCPUs`` when > 0.
+        kube_reserved: kubelet ``kubeReserved`` overrides, resource -> quantity (``"100m"``, ``"1Gi"``, int).
+        system_reserved: kubelet ``systemReserved``, resource -> quantity.
+        eviction_hard: kubelet ``evictionHard``, signal (``memory.available``, ``nodefs.available``) ->
+            quantity or percentage (``"5%"``).
+        vm_memory_overhead_percent: fraction of reported memory the hypervisor keeps (Karpenter default 0.075).
+        root_volume_bytes: root EBS volume size, the node's ``ephemeral-storage`` capacity (default 20 GiB).
+        reserved_enis: ENIs kept out of pod networking (Karpenter ``RESERVED_ENIS``, default 0).
+        eviction_soft: kubelet ``evictionSoft``, same shape as ``eviction_hard``; per signal the larger of
+            the hard and soft reservation counts (Karpenter).
+    """
+
+    max_pods: int | None = None
+    pods_per_core: int | None = None
+    kube_reserved: Mapping[str, Any] = field(default_factory=dict)
+    system_reserved: Mapping[str, Any] = field(default_factory=dict)
+    eviction_hard: Mapping[str, Any] = field(default_factory=dict)
+    vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
+    root_volume_bytes: int = DEFAULT_ROOT_VOLUME_BYTES
+    reserved_enis: int = 0
+    eviction_soft: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_pods is not None and self.max_pods < 0:
+            raise NodewrightValidationError("kubelet.maxPods", f"must be >= 0, got {self.max_pods}")
+        if self.pods_per_core is not None and self.pods_per_core < 0:
+            raise NodewrightValidationError("kubelet.podsPerCore", f"must be >= 0, got {self.pods_per_core}")
+        if not 0 <= self.vm_memory_overhead_percent < 1:
+            raise NodewrightValidationError(
+                "vmMemoryOverheadPercent", f"must be in [0, 1), got {self.vm_memory_overhead_percent}"
+            )
+        for field_name, signals in (
+            ("evictionHard", self.eviction_hard),
+            ("evictionSoft", self.eviction_soft),
+        ):
+            for signal in signals:
+                if signal not in _KNOWN_SIGNALS:
+                    raise NodewrightValidationError(
+                        f"kubelet.{field_name}.{signal}",
+                        f"unknown eviction signal (one of {', '.join(sorted(_KNOWN_SIGNALS))})",
+                    )
+
+
+# --- quantities ---------------------------------------------------------------------------------
+
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+_SUFFIX = {
+    "": 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+
+
+def parse_quantity(resource: str, value: Any, path: str = "") -> int:
+    """A Kubernetes quantity in canonical units: millicores for ``cpu``, plain integer otherwise.
+
+    ``value`` is a quantity string (``"250m"``, ``"1.5"``, ``"512Mi"``, ``"1G"``) or a number already in
+    canonical units (int). Fractions round up, as the kubelet does for reservations.
+
+    Raises:
+        NodewrightValidationError: when ``value`` is not a quantity (``path`` names the field).
+    """
+    if isinstance(value, bool):
+        raise NodewrightValidationError(path or resource, f"expected a quantity, got {value!r}")
+    if isinstance(value, int):
+        return value
+    match = _QUANTITY.match(str(value).strip())
+    if not match or (match.group(2) not in _SUFFIX and match.group(2) != "m"):
+        raise NodewrightValidationError(path or resource, f"{value!r} is not a Kubernetes quantity")
+    number, suffix = float(match.group(1)), match.group(2)
+    if suffix == "m":
+        base = number / 1000
+    else:
+        base = number * _SUFFIX[suffix]
+    return math.ceil(base * 1000 - 1e-9) if resource == "cpu" else math.ceil(base - 1e-9)
+
+
+def _parse_resources(values: Mapping[str, Any], path: str) -> Resources:
+    return {name: parse_quantity(name, qty, f"{path}.{name}") for name, qty in values.items()}
+
+
+# --- capacity -----------------------------------------------------------------------------------
+
+
+def _arch(record: Mapping[str, Any]) -> str:
+    archs = record.get("ProcessorInfo", {}).get("SupportedArchitectures") or [""]
+    return str(archs[0])
+
+
+def vm_memory_bytes(record: Mapping[str, Any], vm_memory_overhead_percent: float) -> int:
+    """Memory capacity in bytes: reported MiB (less 64 MiB CMA on arm64) minus ``ceil(MiB x percent)`` MiB."""
+    mib = int(record["MemoryInfo"]["SizeInMiB"])
+    if _arch(record) == "arm64":
+        mib -= ARM64_CMA_MIB
+    return (mib - math.ceil(mib * vm_memory_overhead_percent)) * MIB
+
+
+def eni_limited_pods(record: Mapping[str, Any], reserved_enis: int = 0) -> int:
+    """Max pods the VPC CNI can address: ``ENIs x (IPv4 per ENI - 1) + 2``.
+
+    ENIs are those of the default network card (the VPC CNI uses only that card), less ``reserved_enis``;
+    zero usable ENIs means zero pods. Source: EKS AMI ``eni-max-pods.txt``, Karpenter ``ENILimitedPods``.
+    """
+    network = record.get("NetworkInfo", {})
+    cards = network.get("NetworkCards") or []
+    default_index = int(network.get("DefaultNetworkCardIndex", 0))
+    card = next((c for c in cards if c.get("NetworkCardIndex") == default_index), None)
+    enis = int(card["MaximumNetworkInterfaces"] if card else network.get("MaximumNetworkInterfaces", 0))
+    usable = max(enis - reserved_enis, 0)
+    if usable == 0:
+        return 0
+    return usable * (int(network.get("Ipv4AddressesPerInterface", 1)) - 1) + 2
+
+
+def max_pods(record: Mapping[str, Any], settings: KubeletSettings) -> int:
+    """Pods capacity: kubelet ``maxPods`` if set, else ENI-limited; capped by ``podsPerCore x vCPUs`` if set."""
+    count = (
+        settings.max_pods
+        if settings.max_pods is not None
+        else eni_limited_pods(record, settings.reserved_enis)
+    )
+    if settings.pods_per_core:
+        count = min(count, settings.pods_per_core * int(record["VCpuInfo"]["DefaultVCpus"]))
+    return count
+
+
+def _extended_resources(record: Mapping[str, Any]) -> Resources:
+    out: Resources = {}
+    for gpu in (record.get("GpuInfo") or {}).get("Gpus", []):
+        name = _GPU_RESOURCES.get(gpu.get("Manufacturer", ""))
+        if name:
+            out[name] = out.get(name, 0) + int(gpu.get("Count", 0))
+    devices = (record.get("NeuronInfo") or {}).get("NeuronDevices") or []
+    if devices:
+        out["aws.amazon.com/neuron"] = sum(int(d.get("Count", 0)) for d in devices)
+        first = devices[0]
+        out["aws.amazon.com/neuroncore"] = int(first.get("Count", 0)) * int(
+            first.get("CoreInfo", {}).get("Count", 0)
+        )
+    efa = (record.get("NetworkInfo", {}).get("EfaInfo") or {}).get("MaximumEfaInterfaces")
+    if efa:
+        out["vpc.amazonaws.com/efa"] = int(efa)
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def compute_capacity(record: Mapping[str, Any], settings: KubeletSettings) -> Resources:
+    """Node capacity (cpu m, memory bytes net of VM overhead, pods, ephemeral-storage bytes, extended)."""
+    capacity: Resources = {
+        "cpu": int(record["VCpuInfo"]["DefaultVCpus"]) * 1000,
+        "memory": vm_memory_bytes(record, settings.vm_memory_overhead_percent),
+        "ephemeral-storage": settings.root_volume_bytes,
+        "pods": max_pods(record, settings),
+    }
+    capacity.update(_extended_resources(record))
+    return capacity
+
+
+# --- overhead -----------------------------------------------------------------------------------
+
+
+def kube_reserved_cpu_millis(cpu_millis: int) -> int:
+    """EKS kube-reserved cpu: 6% of core 1, 1% of core 2, 0.5% of cores 3-4, 0.25% above; whole millicores.
+
+    E.g. 2 vCPU -> 70m, 4 vCPU -> 80m, 8 vCPU -> 90m, 96 vCPU -> 310m.
+    """
+    total = 0
+    for start, end, fraction in _CPU_TIERS:
+        if cpu_millis >= start:
+            # Truncated per tier, like Karpenter's int64 conversion.
+            total += int((min(cpu_millis, end) - start) * fraction)
+    return total
+
+
+def kube_reserved(cpu_millis: int, pods: int, overrides: Mapping[str, Any] | None = None) -> Resources:
+    """kube-reserved: cpu by EKS tiers, memory ``255Mi + 11Mi x pods``, ephemeral-storage 1Gi; overrides win."""
+    reserved: Resources = {
+        "cpu": kube_reserved_cpu_millis(cpu_millis),
+        "memory": (255 + 11 * pods) * MIB,
+        "ephemeral-storage": KUBE_RESERVED_EPHEMERAL_BYTES,
+    }
+    reserved.update(_parse_resources(overrides or {}, "kubelet.kubeReserved"))
+    return reserved
+
+
+def _eviction_signal(capacity: int, value: Any, path: str, resource: str) -> int:
+    text = str(value).strip()
+    if text.endswith("%"):
+        try:
+            percent = float(text[:-1])
+        except ValueError as err:
+            raise NodewrightValidationError(path, f"{value!r} is not a percentage") from err
+        # 100% disables the threshold (kubelet configuration reference).
+        if percent == 100:
+            percent = 0.0
+        return math.ceil(capacity / 100 * percent)
+    return parse_quantity(resource, value, path)
+
+
+def eviction_threshold(
+    memory_bytes: int,
+    storage_bytes: int,
+    eviction_hard: Mapping[str, Any] | None = None,
+    eviction_soft: Mapping[str, Any] | None = None,
+) -> Resources:
+    """Eviction reservations: memory 100Mi, ephemeral-storage ``ceil(10% of storage)`` by default.
+
+    A ``memory.available`` / ``nodefs.available`` signal in ``eviction_hard`` or ``eviction_soft`` replaces
+    the default for its resource (the larger of hard and soft when both are set). Percentages are of the
+    node's memory / ephemeral-storage capacity; ``100%`` disables the threshold.
+    """
+    threshold: Resources = {
+        "memory": EVICTION_MEMORY_AVAILABLE_BYTES,
+        "ephemeral-storage": math.ceil(storage_bytes / 100 * EVICTION_NODEFS_AVAILABLE_PERCENT),
+    }
+    capacities = {"memory": memory_bytes, "ephemeral-storage": storage_bytes}
+    overrides: Resources = {}
+    for field_name, signals in (("evictionHard", eviction_hard), ("evictionSoft", eviction_soft)):
+        for signal, value in (signals or {}).items():
+            resource = _EVICTION_SIGNALS.get(signal)
+            if resource is None:
+                continue
+            path = f"kubelet.{field_name}.{signal}"
+            amount = _eviction_signal(capacities[resource], value, path, resource)
+            overrides[resource] = max(overrides.get(resource, 0), amount)
+    threshold.update(overrides)
+    return threshold
+
+
+def compute_overhead(capacity: Mapping[str, int], settings: KubeletSettings) -> Overhead:
+    """The :class:`Overhead` of a node with ``capacity`` (from :func:`compute_capacity`) under ``settings``."""
+    return Overhead(
+        kube_reserved=kube_reserved(capacity["cpu"], capacity["pods"], settings.kube_reserved),
+        system_reserved=_parse_resources(settings.system_reserved, "kubelet.systemReserved"),
+        eviction_threshold=eviction_threshold(
+            capacity["memory"], capacity["ephemeral-storage"], settings.eviction_hard, settings.eviction_soft
+        ),
+    )

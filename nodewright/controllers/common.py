@@ -1,0 +1,125 @@
+"""What every controller shares: the dependencies bundle, NodeClaim conversions and status writes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.api import labels as L
+from nodewright.api.manifests import parse_nodeclaim
+from nodewright.api.nodeclaim import NodeClaim
+from nodewright.cloud.provider import CloudProvider
+from nodewright.kube import resources as r
+from nodewright.kube.cluster import Clock, Cluster
+from nodewright.kube.errors import KubeError, NotFoundError
+from nodewright.kube.objects import finalizers_of, meta, name_of, set_condition
+from nodewright.metrics import Metrics
+
+log = logging.getLogger("nodewright.controllers")
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Context:
+    """Dependencies of every controller, injected so the simulator can drive them on its own clock.
+
+    Attributes:
+        cluster: the cluster interface (in-memory or the real API server).
+        cloud: the cloud provider (AWS, simulated or a test fake).
+        clock: epoch seconds now.
+        metrics: Prometheus metrics.
+        cluster_name: the cluster's name (logs and tags).
+    """
+
+    cluster: Cluster
+    cloud: CloudProvider
+    clock: Clock
+    metrics: Metrics = field(default_factory=Metrics)
+    cluster_name: str = ""
+
+    def event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None:
+        """Record a Kubernetes Event on ``obj``."""
+        self.cluster.record_event(obj, reason, message, "Warning" if warning else "Normal")
+
+    def cloud_error(self, controller: str, method: str, err: Exception) -> None:
+        """Count a failed cloud provider call in ``karpenter_cloudprovider_errors_total``."""
+        self.metrics.cloudprovider_errors.labels(controller, method, self.cloud.name, type(err).__name__).inc()
+
+
+def to_model(claim: Obj) -> NodeClaim:
+    """The ``nodewright.api`` model of a NodeClaim dict (as the cloud provider takes it)."""
+    return parse_nodeclaim(claim)
+
+
+def nodepool_of(obj: Obj) -> str:
+    """``karpenter.sh/nodepool`` label value or ``""``."""
+    return str((meta(obj).get("labels") or {}).get(L.NODEPOOL) or "")
+
+
+def capacity_type_of(obj: Obj) -> str:
+    """``karpenter.sh/capacity-type`` label value or ``""``."""
+    return str((meta(obj).get("labels") or {}).get(L.CAPACITY_TYPE) or "")
+
+
+def set_nodeclaim_condition(
+    ctx: Context, claim: Obj, type_: str, status: bool, reason: str = "", message: str = ""
+) -> Obj:
+    """Write one condition to a NodeClaim's status subresource; returns the updated claim."""
+    conditions = set_condition(list((claim.get("status") or {}).get("conditions") or []), type_, status,
+                               ctx.clock(), reason, message)
+    return ctx.cluster.patch_status(r.NODECLAIMS, name_of(claim), {"conditions": conditions})
+
+
+def remove_finalizer(ctx: Context, kind: r.ResourceKind, obj: Obj, finalizer: str = L.TERMINATION_FINALIZER) -> bool:
+    """Remove ``finalizer`` guarded by the object's resourceVersion; False when it changed meanwhile."""
+    finalizers = finalizers_of(obj)
+    if finalizer not in finalizers:
+        return True
+    remaining = [f for f in finalizers if f != finalizer]
+    patch = {"metadata": {"finalizers": remaining, "resourceVersion": meta(obj).get("resourceVersion")}}
+    try:
+        ctx.cluster.patch(kind, name_of(obj), patch, meta(obj).get("namespace"))
+    except NotFoundError:
+        return True
+    except KubeError as err:
+        log.info("retrying finalizer removal on %s %s: %s", kind.kind, name_of(obj), err)
+        return False
+    return True
+
+
+@dataclass
+class RetryBackoff:
+    """Per-key exponential backoff for retries (seconds), e.g. per pod for 429 evictions.
+
+    Attributes:
+        initial: first delay, seconds.
+        maximum: cap, seconds.
+    """
+
+    initial: float = 1.0
+    maximum: float = 60.0
+    _state: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def ready(self, key: str, now: float) -> bool:
+        """True when ``key`` may be tried at ``now``."""
+        entry = self._state.get(key)
+        return entry is None or now >= entry[0]
+
+    def failed(self, key: str, now: float) -> float:
+        """Record a failure; returns the delay until the next attempt."""
+        _, delay = self._state.get(key, (0.0, self.initial / 2))
+        delay = min(self.maximum, delay * 2)
+        self._state[key] = (now + delay, delay)
+        return delay
+
+    def succeeded(self, key: str) -> None:
+        """Forget ``key``."""
+        self._state.pop(key, None)
+
+    def prune(self, keep: Callable[[str], bool]) -> None:
+        """Drop entries whose key ``keep`` rejects (bounded memory)."""
+        for key in [k for k in self._state if not keep(k)]:
+            del self._state[key]

@@ -1,0 +1,166 @@
+"""NodePool status, usage and cost: ``status.resources``, the Ready condition, metrics.
+
+* ``status.resources``: summed capacity of the NodePool's NodeClaims (``cpu``, ``memory``, ``pods``,
+  ``ephemeral-storage``, plus ``nodes``), as Karpenter v1 reports it.
+* Conditions: ``NodeClassReady`` and ``Ready`` -- False with reason ``NodeClassNotFound`` when the
+  referenced EC2NodeClass does not exist, ``NodeClassNotReady`` when it reports ``Ready=False``, and
+  ``ValidationFailed`` when the NodePool itself does not validate.
+* Metrics: ``karpenter_nodepools_usage`` / ``karpenter_nodepools_limit`` (cpu in cores, memory in bytes),
+  ``karpenter_pods_state``, and ``nodewright_nodepool_cost_per_hour_usd``: the sum over the NodePool's
+  launched NodeClaims of the price of their (instance type, zone, capacity type) offering, USD per hour.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodewright.api import labels as L
+from nodewright.api.manifests import parse_nodepool
+from nodewright.cloud.provider import CloudProviderError
+from nodewright.controllers.common import Context, Obj, log, nodepool_of
+from nodewright.errors import NodewrightValidationError
+from nodewright.kube import resources as r
+from nodewright.kube.errors import KubeError
+from nodewright.kube.objects import condition_true, is_deleting, labels_of, name_of, set_condition
+from nodewright.scheduling.quantities import add, parse_resource_list
+from nodewright.state.cluster import ClusterState, snapshot
+from nodewright.state.pods import node_name, pod_key
+
+_REPORTED = ("cpu", "memory", "pods", "ephemeral-storage")
+
+
+def _format(resource: str, qty: int) -> str:
+    if resource == "cpu":
+        return f"{qty}m" if qty % 1000 else str(qty // 1000)
+    if resource in ("memory", "ephemeral-storage"):
+        return f"{qty // 1024}Ki" if qty % 1024 == 0 else str(qty)
+    return str(qty)
+
+
+class NodePoolStatusController:
+    """Updates every NodePool's status and the usage/cost metrics (see module docstring).
+
+    Args:
+        ctx: dependencies.
+        period: seconds between passes.
+    """
+
+    def __init__(self, ctx: Context, period: float = 10.0) -> None:
+        self.ctx = ctx
+        self.period = period
+        self._last = float("-inf")
+        self.costs: dict[str, float] = {}
+
+    def reconcile(self, state: ClusterState | None = None, force: bool = False) -> dict[str, float]:
+        """One pass; returns NodePool -> cost in USD per hour."""
+        now = self.ctx.clock()
+        if not force and now - self._last < self.period:
+            return self.costs
+        self._last = now
+        state = state or snapshot(self.ctx.cluster)
+        costs: dict[str, float] = {}
+        for name, pool in sorted(state.nodepools.items()):
+            if is_deleting(pool):
+                continue
+            claims = [c for c in state.nodeclaims.values() if nodepool_of(c) == name and not is_deleting(c)]
+            costs[name] = self._cost(pool, claims)
+            self.ctx.metrics.nodepool_cost.labels(name).set(costs[name])
+            usage = self._usage(claims)
+            self._metrics(name, pool, usage)
+            try:
+                self._write_status(pool, usage, state, now)
+            except KubeError as err:
+                log.warning("nodepool %s status: %s", name, err, extra={"nodepool": name})
+        for gone in set(self.costs) - set(costs):
+            self.ctx.metrics.nodepool_cost.remove(gone)
+        self.costs = costs
+        self._pod_metrics(state)
+        self.ctx.metrics.cluster_state_node_count.set(len(state.nodes))
+        return costs
+
+    def _usage(self, claims: list[Obj]) -> dict[str, int]:
+        usage: dict[str, int] = {}
+        for claim in claims:
+            usage = add(usage, parse_resource_list((claim.get("status") or {}).get("capacity")))
+        usage["nodes"] = len(claims)
+        return usage
+
+    def _cost(self, pool: Obj, claims: list[Obj]) -> float:
+        launched = [c for c in claims if condition_true(c, L.CONDITION_LAUNCHED)]
+        if not launched:
+            return 0.0
+        try:
+            types = {it.name: it for it in self.ctx.cloud.get_instance_types(parse_nodepool(pool))}
+        except (CloudProviderError, NodewrightValidationError) as err:
+            log.debug("no prices for nodepool %s: %s", name_of(pool), err)
+            return 0.0
+        total = 0.0
+        for claim in launched:
+            labels = labels_of(claim)
+            it = types.get(labels.get(L.INSTANCE_TYPE, ""))
+            if it is None:
+                continue
+            for offering in it.offerings:
+                if offering.zone == labels.get(L.ZONE) and offering.capacity_type == labels.get(L.CAPACITY_TYPE):
+                    total += offering.price
+                    break
+        return round(total, 6)
+
+    def _metrics(self, name: str, pool: Obj, usage: dict[str, int]) -> None:
+        for resource in _REPORTED:
+            value = float(usage.get(resource, 0))
+            self.ctx.metrics.nodepools_usage.labels(name, resource).set(value / 1000 if resource == "cpu" else value)
+        limits = parse_resource_list((pool.get("spec") or {}).get("limits"))
+        for resource, qty in limits.items():
+            self.ctx.metrics.nodepools_limit.labels(name, resource).set(qty / 1000 if resource == "cpu" else qty)
+
+    def _write_status(self, pool: Obj, usage: dict[str, int], state: ClusterState, now: float) -> None:
+        status = pool.get("status") or {}
+        conditions = list(status.get("conditions") or [])
+        ref = ((pool.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeClassRef") or {}
+        nodeclass = state.nodeclasses.get(str(ref.get("name") or ""))
+        valid_reason = ""
+        try:
+            parse_nodepool(pool)
+        except NodewrightValidationError as err:
+            valid_reason = str(err)
+        if valid_reason:
+            ready, reason, message = False, "ValidationFailed", valid_reason
+        elif nodeclass is None:
+            ready, reason, message = False, "NodeClassNotFound", f"EC2NodeClass {ref.get('name')!r} not found"
+        elif (nodeclass.get("status") or {}).get("conditions") and not condition_true(nodeclass, "Ready"):
+            ready, reason, message = False, "NodeClassNotReady", f"EC2NodeClass {ref.get('name')!r} is not ready"
+        else:
+            ready, reason, message = True, "Ready", ""
+        conditions = set_condition(conditions, L.CONDITION_VALIDATION_SUCCEEDED, not valid_reason, now,
+                                   "ValidationFailed" if valid_reason else "ValidationSucceeded", valid_reason)
+        class_ready = nodeclass is not None and not (
+            (nodeclass.get("status") or {}).get("conditions") and not condition_true(nodeclass, "Ready"))
+        class_reason = "NodeClassNotFound" if nodeclass is None else "NodeClassNotReady"
+        conditions = set_condition(conditions, L.CONDITION_NODECLASS_READY, class_ready, now,
+                                   "NodeClassReady" if class_ready else class_reason,
+                                   "" if class_ready else f"EC2NodeClass {ref.get('name')!r} is not usable")
+        conditions = set_condition(conditions, L.CONDITION_READY, ready, now, reason, message)
+        resources = {k: _format(k, v) for k, v in usage.items() if k in _REPORTED}
+        resources["nodes"] = str(usage.get("nodes", 0))
+        new_status: dict[str, Any] = {"resources": resources, "conditions": conditions}
+        if status.get("resources") == resources and _same(status.get("conditions") or [], conditions):
+            return
+        self.ctx.cluster.patch_status(r.NODEPOOLS, name_of(pool), new_status)
+
+    def _pod_metrics(self, state: ClusterState) -> None:
+        gauge = self.ctx.metrics.pods_state
+        gauge.clear()
+        for pod in state.pods.values():
+            node = node_name(pod)
+            nodepool = labels_of(state.nodes[node]).get(L.NODEPOOL, "") if node in state.nodes else ""
+            namespace, name = pod_key(pod).split("/", 1)
+            phase = str((pod.get("status") or {}).get("phase") or "Pending")
+            gauge.labels(name, namespace, node, nodepool, phase).set(1)
+
+
+def _same(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool:
+    def strip(conds: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return sorted((c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in conds)
+
+    return strip(old) == strip(new)

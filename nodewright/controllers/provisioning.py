@@ -1,0 +1,468 @@
+"""Provisioning: batch pending pods, run the scheduler on one snapshot, create the NodeClaims it decides.
+
+Karpenter's provisioner: pods that are pending and unschedulable (see
+:func:`nodewright.state.pods.is_provisionable`) plus the pods of Nodes being deleted or disrupted (so their
+replacements launch *while* they drain) are collected by a :class:`Batcher` until no new pod arrived for
+``idle`` seconds (1 s) or the batch has been open ``max`` seconds (10 s). Then one scheduling simulation runs
+over existing Nodes, in-flight NodeClaims (launched, no Node yet) and every ready NodePool, and each
+planned NodeClaim is created. Pods planned onto a NodeClaim are *nominated* to it, so later batches do not
+provision for them again while the node comes up.
+
+Bind mode (``--bind-pods``): pods planned onto a NodeClaim are bound via ``pods/binding`` as soon as its Node
+registers, if they are still pending and still fit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.api import labels as L
+from nodewright.api.manifests import parse_nodepool
+from nodewright.cloud.instancetype import InstanceType
+from nodewright.cloud.provider import CloudProviderError
+from nodewright.controllers.common import Context, Obj, log, nodepool_of
+from nodewright.controllers.termination import has_disrupted_taint
+from nodewright.errors import NodewrightValidationError
+from nodewright.kube import resources as r
+from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
+from nodewright.kube.objects import condition, condition_true, is_deleting, labels_of, name_of, parse_time
+from nodewright.scheduling import (
+    ExistingNode,
+    NodeClaimPlan,
+    NodePoolSpec,
+    Pod,
+    SchedulingResult,
+    Taint,
+    daemonset_pod,
+    node_from_manifest,
+    nodepool_spec_from_model,
+    pod_from_manifest,
+    schedule,
+)
+from nodewright.scheduling.quantities import add, fits, format_resources, parse_resource_list, subtract
+from nodewright.state.cluster import ClusterState, snapshot
+from nodewright.state.pods import is_provisionable, needs_eviction, node_name, pod_key, pod_requests
+
+Solver = Callable[..., SchedulingResult]
+
+
+@dataclass
+class Batcher:
+    """Decides when a batch of pending pods is complete (Karpenter's batch idle/max windows).
+
+    Attributes:
+        idle: seconds without a new pending pod that close the batch (``BATCH_IDLE_DURATION``).
+        maximum: seconds after the first new pod that close it regardless (``BATCH_MAX_DURATION``).
+    """
+
+    idle: float = 1.0
+    maximum: float = 10.0
+    _seen: set[str] = field(default_factory=set)
+    _opened: float | None = None
+    _last_new: float = 0.0
+    _last_run: float = float("-inf")
+
+    def ready(self, pending: set[str], now: float) -> bool:
+        """Feed the current pending pod keys; True when the batch should be scheduled now.
+
+        Pods still pending after a run re-trigger a run every ``maximum`` seconds (capacity may have
+        changed), new pods open a fresh window.
+        """
+        if not pending:
+            self._opened = None
+            self._seen.clear()
+            return False
+        self._seen &= pending  # a pod that left and came back (e.g. its NodeClaim failed) counts as new
+        new = pending - self._seen
+        if new:
+            self._seen |= new
+            self._last_new = now
+            if self._opened is None:
+                self._opened = now
+        if self._opened is None:
+            if now - self._last_run >= self.maximum:
+                self._opened = self._last_new = now - self.idle
+            else:
+                return False
+        if now - self._last_new >= self.idle or now - self._opened >= self.maximum:
+            self._opened = None
+            self._last_run = now
+            return True
+        return False
+
+
+    def forget(self, keys: set[str]) -> None:
+        """Treat ``keys`` as new next time they are pending (they were placed; if they return, act at once)."""
+        self._seen -= keys
+
+
+@dataclass
+class Nomination:
+    """A pod planned onto a NodeClaim (or an existing Node) at ``time`` (epoch seconds)."""
+
+    target: str
+    on_nodeclaim: bool
+    time: float
+
+
+class Provisioner:
+    """The provisioning controller.
+
+    Args:
+        ctx: dependencies.
+        batcher: the batch windows.
+        bind_pods: bind mode (see module docstring).
+        solver: the scheduling function (default :func:`nodewright.scheduling.schedule`).
+        nomination_grace: seconds a nomination to a Ready NodeClaim or an existing Node stays valid,
+            giving kube-scheduler time to bind the pod.
+    """
+
+    def __init__(
+        self,
+        ctx: Context,
+        batcher: Batcher | None = None,
+        bind_pods: bool = False,
+        solver: Solver = schedule,
+        nomination_grace: float = 60.0,
+    ) -> None:
+        self.ctx = ctx
+        self.batcher = batcher or Batcher()
+        self.bind_pods = bind_pods
+        self.solver = solver
+        self.nomination_grace = nomination_grace
+        self.nominations: dict[str, Nomination] = {}
+        self._unschedulable_reported: dict[str, str] = {}
+        self.last_result: SchedulingResult | None = None
+
+    # --- which pods ---------------------------------------------------------------------------
+
+    def _nominated(self, key: str, state: ClusterState, now: float) -> bool:
+        nom = self.nominations.get(key)
+        if nom is None:
+            return False
+        if nom.on_nodeclaim:
+            claim = state.nodeclaims.get(nom.target)
+            if claim is None or is_deleting(claim):
+                return False
+            ready = condition(claim, L.CONDITION_INITIALIZED)
+            if ready and ready.get("status") == "True":
+                return now - nom.time < self.nomination_grace or self._ready_for(claim, now)
+            return True
+        node = state.nodes.get(nom.target)
+        return node is not None and not is_deleting(node) and now - nom.time < self.nomination_grace
+
+    def _ready_for(self, claim: Obj, now: float) -> bool:
+        ready = condition(claim, L.CONDITION_INITIALIZED) or {}
+        since = parse_time(ready.get("lastTransitionTime"))
+        return since is not None and now - since < self.nomination_grace
+
+    def _leaving_nodes(self, state: ClusterState) -> list[Obj]:
+        """Managed Nodes being deleted or disrupted: their pods need new homes."""
+        return [n for n in state.managed_nodes() if is_deleting(n) or has_disrupted_taint(n)]
+
+    def pending_pods(self, state: ClusterState, now: float) -> list[Obj]:
+        """Provisionable pods plus reschedulable pods of leaving Nodes, minus nominated ones."""
+        out = [p for p in state.pods.values() if is_provisionable(p)]
+        for node in self._leaving_nodes(state):
+            out.extend(p for p in state.pods_on(name_of(node)) if needs_eviction(p))
+        return [p for p in out if not self._nominated(pod_key(p), state, now)]
+
+    # --- reconcile ---------------------------------------------------------------------------
+
+    def reconcile(self, state: ClusterState | None = None) -> SchedulingResult | None:
+        """Run a scheduling simulation when a batch is complete; returns its result (None otherwise)."""
+        state = state or snapshot(self.ctx.cluster)
+        now = self.ctx.clock()
+        self._prune(state)
+        pending = self.pending_pods(state, now)
+        if not self.batcher.ready({pod_key(p) for p in pending}, now):
+            return None
+        return self.provision(pending, state, now)
+
+    def _prune(self, state: ClusterState) -> None:
+        for key in [k for k in self.nominations if k not in state.pods]:
+            del self.nominations[key]
+        for key in [k for k in self._unschedulable_reported if k not in state.pods]:
+            del self._unschedulable_reported[key]
+
+    def provision(self, pending: list[Obj], state: ClusterState, now: float) -> SchedulingResult | None:
+        """Schedule ``pending`` on ``state`` and create the NodeClaims decided."""
+        pods = [_as_pending(p) for p in pending]
+        pods = [p for p in pods if p is not None]
+        if not pods:
+            return None
+        log.info("Found %d provisionable pod(s)", len(pods), extra={"pods": len(pods)})
+        pools, instance_types = self._nodepools(state)
+        nodes, inflight = self._capacity(state, instance_types)
+        daemonsets = _daemonset_pods(state)
+        started = time.perf_counter()
+        result = self.solver(pods, nodes, pools, instance_types, daemonsets=daemonsets, inflight=inflight)
+        self.ctx.metrics.scheduling_duration.labels("provisioner").observe(time.perf_counter() - started)
+        self.last_result = result
+        new_pods = sum(len(plan.pods) for plan in result.new_nodeclaims)
+        log.info("Computed %d new node(s) will fit %d pod(s)", len(result.new_nodeclaims), new_pods,
+                 extra={"nodeclaims": len(result.new_nodeclaims), "pods": new_pods})
+        for plan in result.new_nodeclaims:
+            self._create(plan, state, now)
+        for target, placed in result.existing.items():
+            on_claim = target in state.nodeclaims and target not in state.nodes
+            for pod in placed:
+                self.nominations[pod.key] = Nomination(target, on_claim, now)
+        self._report_unschedulable(result, state)
+        self.batcher.forget(set(self.nominations))
+        return result
+
+    # --- inputs ------------------------------------------------------------------------------
+
+    def _nodepools(self, state: ClusterState) -> tuple[list[NodePoolSpec], dict[str, list[InstanceType]]]:
+        daemonsets = _daemonset_pods(state)
+        usage = nodepool_usage(state)
+        pools: list[NodePoolSpec] = []
+        types: dict[str, list[InstanceType]] = {}
+        for name, doc in sorted(state.nodepools.items()):
+            if is_deleting(doc):
+                continue
+            try:
+                model = parse_nodepool(doc)
+                spec = nodepool_spec_from_model(doc, daemonsets, usage.get(name, {}))
+                offered = self.ctx.cloud.get_instance_types(model)
+            except NodewrightValidationError as err:
+                log.error("ignoring invalid nodepool %s: %s", name, err, extra={"nodepool": name})
+                continue
+            except CloudProviderError as err:
+                self.ctx.cloud_error("provisioner", "GetInstanceTypes", err)
+                log.error("nodepool %s cannot launch: %s", name, err, extra={"nodepool": name})
+                continue
+            pools.append(spec)
+            types[name] = list(offered)
+        return pools, types
+
+    def _capacity(
+        self, state: ClusterState, instance_types: Mapping[str, Sequence[InstanceType]]
+    ) -> tuple[list[ExistingNode], list[ExistingNode]]:
+        bound: dict[str, list[Pod]] = {}
+        for pod in state.pods.values():
+            if node_name(pod):
+                try:
+                    bound.setdefault(node_name(pod), []).append(pod_from_manifest(pod))
+                except NodewrightValidationError:
+                    continue
+        nodes = []
+        for node in state.nodes.values():
+            try:
+                nodes.append(node_from_manifest(node, bound.get(name_of(node), [])))
+            except NodewrightValidationError as err:
+                log.debug("skipping node %s: %s", name_of(node), err)
+        inflight = []
+        for claim in state.nodeclaims.values():
+            if is_deleting(claim) or state.node_for(claim) is not None:
+                continue
+            existing = self._inflight_node(claim, state, instance_types)
+            if existing is not None:
+                inflight.append(existing)
+        return nodes, inflight
+
+    def _inflight_node(
+        self, claim: Obj, state: ClusterState, instance_types: Mapping[str, Sequence[InstanceType]]
+    ) -> ExistingNode | None:
+        """A NodeClaim without a Node as capacity: launched allocatable, or the smallest candidate's."""
+        labels = labels_of(claim)
+        allocatable = parse_resource_list((claim.get("status") or {}).get("allocatable"))
+        if not allocatable:
+            candidates = set()
+            for req in (claim.get("spec") or {}).get("requirements") or []:
+                if req.get("key") == L.INSTANCE_TYPE and req.get("operator") == "In":
+                    candidates = set(req.get("values") or [])
+            sizes = [it.allocatable() for it in instance_types.get(nodepool_of(claim), []) if it.name in candidates]
+            if not sizes:
+                return None
+            allocatable = min(sizes, key=lambda a: (a.get("cpu", 0), a.get("memory", 0)))
+        for req in (claim.get("spec") or {}).get("requirements") or []:
+            if req.get("operator") == "In" and len(req.get("values") or []) == 1:
+                labels.setdefault(str(req["key"]), str(req["values"][0]))
+        nominated = []
+        for key, nom in self.nominations.items():
+            if nom.on_nodeclaim and nom.target == name_of(claim) and key in state.pods:
+                try:
+                    nominated.append(pod_from_manifest(_strip_binding(state.pods[key])))
+                except NodewrightValidationError:
+                    continue
+        taints = tuple(Taint(key=str(t.get("key")), effect=str(t.get("effect")), value=str(t.get("value") or ""))
+                       for t in (claim.get("spec") or {}).get("taints") or [])
+        return ExistingNode(name=name_of(claim), labels=labels, allocatable=allocatable, taints=taints,
+                            pods=nominated, initialized=False)
+
+    # --- outputs -----------------------------------------------------------------------------
+
+    def _create(self, plan: NodeClaimPlan, state: ClusterState, now: float) -> None:
+        nodepool = state.nodepools.get(plan.nodepool) or {}
+        doc = nodeclaim_from_plan(plan, nodepool)
+        try:
+            claim = self.ctx.cluster.create(r.NODECLAIMS, doc)
+        except KubeError as err:
+            log.error("creating nodeclaim for nodepool %s failed: %s", plan.nodepool, err,
+                      extra={"nodepool": plan.nodepool})
+            return
+        name = name_of(claim)
+        types = ", ".join(it.name for it in plan.instance_types[:5])
+        more = f" and {len(plan.instance_types) - 5} other(s)" if len(plan.instance_types) > 5 else ""
+        log.info("Launching node with %d pods requesting %s from types %s%s", len(plan.pods),
+                 format_resources(plan.requests), types, more,
+                 extra={"nodeclaim": name, "nodepool": plan.nodepool})
+        self.ctx.metrics.nodeclaims_created.labels("provisioning", plan.nodepool, plan.capacity_type).inc()
+        for pod in plan.pods:
+            self.nominations[pod.key] = Nomination(name, True, now)
+            manifest = state.pods.get(pod.key)
+            if manifest is not None:
+                self.ctx.event(manifest, "Nominated", f"Pod should schedule on: nodeclaim/{name}")
+
+    def _report_unschedulable(self, result: SchedulingResult, state: ClusterState) -> None:
+        for key, reason in result.unschedulable.items():
+            if self._unschedulable_reported.get(key) == reason:
+                continue
+            self._unschedulable_reported[key] = reason
+            pod = state.pods.get(key)
+            log.warning("could not schedule pod %s: %s", key, reason, extra={"pod": key})
+            if pod is not None:
+                self.ctx.event(pod, "FailedScheduling", f"Failed to schedule pod, {reason}", warning=True)
+
+    # --- bind mode ---------------------------------------------------------------------------
+
+    def on_registered(self, claim: Obj, node: Obj) -> list[str]:
+        """Bind mode: bind pods nominated to ``claim`` onto ``node``; returns the pod keys bound."""
+        if not self.bind_pods:
+            return []
+        bound_keys: list[str] = []
+        name = name_of(claim)
+        used: dict[str, int] = {}
+        for pod in self.ctx.cluster.list(r.PODS):
+            if node_name(pod) == name_of(node):
+                used = add(used, pod_requests(pod))
+        free = subtract(parse_resource_list((node.get("status") or {}).get("allocatable")), used)
+        for key, nom in sorted(self.nominations.items()):
+            if not (nom.on_nodeclaim and nom.target == name):
+                continue
+            namespace, pod_name = key.split("/", 1)
+            current = self.ctx.cluster.get(r.PODS, pod_name, namespace)
+            if current is None or node_name(current) or is_deleting(current):
+                continue
+            requests = pod_requests(current)
+            if free and not fits(requests, free):
+                log.info("not binding %s to %s: it no longer fits", key, name_of(node), extra={"pod": key})
+                continue
+            try:
+                self.ctx.cluster.bind_pod(namespace, pod_name, name_of(node))
+            except (ConflictError, NotFoundError):
+                continue
+            free = subtract(free, requests)
+            bound_keys.append(key)
+            self.ctx.event(current, "Scheduled", f"Successfully assigned {key} to {name_of(node)}")
+        if bound_keys:
+            log.info("bound %d pod(s) to node %s", len(bound_keys), name_of(node),
+                     extra={"nodeclaim": name, "node": name_of(node)})
+        return bound_keys
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _strip_binding(pod: Obj) -> Obj:
+    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
+    return {**pod, "spec": spec}
+
+
+def _as_pending(pod: Obj) -> Pod | None:
+    try:
+        return pod_from_manifest(_strip_binding(pod))
+    except NodewrightValidationError as err:
+        log.warning("ignoring pod %s: %s", pod_key(pod), err)
+        return None
+
+
+def _daemonset_pods(state: ClusterState) -> list[Pod]:
+    out = []
+    for ds in state.daemonsets:
+        try:
+            out.append(daemonset_pod({**ds, "kind": "DaemonSet"}))
+        except NodewrightValidationError:
+            continue
+    return out
+
+
+def nodepool_usage(state: ClusterState) -> dict[str, dict[str, int]]:
+    """NodePool -> summed capacity of its live NodeClaims (cpu millicores, memory bytes, pods, nodes)."""
+    usage: dict[str, dict[str, int]] = {}
+    for claim in state.nodeclaims.values():
+        pool = nodepool_of(claim)
+        if not pool:
+            continue
+        capacity = parse_resource_list((claim.get("status") or {}).get("capacity"))
+        if not capacity:
+            capacity = parse_resource_list(((claim.get("spec") or {}).get("resources") or {}).get("requests"))
+        usage[pool] = add(usage.get(pool, {}), {**capacity, "nodes": 1})
+    return usage
+
+
+def _cpu(millicores: int) -> str:
+    return f"{millicores}m" if millicores % 1000 else str(millicores // 1000)
+
+
+def _quantities(resources: Mapping[str, int]) -> dict[str, str]:
+    out = {}
+    for name, qty in resources.items():
+        if name == "cpu":
+            out[name] = _cpu(qty)
+        elif name in ("memory", "ephemeral-storage"):
+            out[name] = f"{-(-qty // 1024**2)}Mi" if qty % 1024**2 else f"{qty // 1024**2}Mi"
+        else:
+            out[name] = str(qty)
+    return out
+
+
+def nodeclaim_from_plan(plan: NodeClaimPlan, nodepool: Mapping[str, Any]) -> Obj:
+    """The NodeClaim manifest for a scheduler plan (Karpenter's ``NodeClaimTemplate.ToNodeClaim``).
+
+    Named ``<nodepool>-<random>``; labels from the template plus ``karpenter.sh/nodepool``; requirements from
+    the plan (candidate instance types included); the template's taints, startup taints, nodeClassRef,
+    expireAfter and terminationGracePeriod; owned by the NodePool; carries the termination finalizer.
+    """
+    template = (nodepool.get("spec") or {}).get("template") or {}
+    tspec = template.get("spec") or {}
+    tmeta = template.get("metadata") or {}
+    labels = {**(tmeta.get("labels") or {}), **plan.labels, L.NODEPOOL: plan.nodepool}
+    labels.pop(L.HOSTNAME, None)
+    node_class_ref = tspec.get("nodeClassRef") or {"group": L.AWS_GROUP, "kind": "EC2NodeClass", "name": "default"}
+    if node_class_ref.get("kind") == "EC2NodeClass":
+        labels[L.EC2NODECLASS] = str(node_class_ref.get("name"))
+    spec: dict[str, Any] = {
+        "requirements": plan.requirements.to_dicts(),
+        "nodeClassRef": dict(node_class_ref),
+        "resources": {"requests": _quantities(plan.requests)},
+    }
+    if plan.taints:
+        spec["taints"] = [t.to_dict() for t in plan.taints]
+    if plan.startup_taints:
+        spec["startupTaints"] = [t.to_dict() for t in plan.startup_taints]
+    for key in ("expireAfter", "terminationGracePeriod"):
+        if tspec.get(key) is not None:
+            spec[key] = tspec[key]
+    metadata: dict[str, Any] = {
+        "generateName": f"{plan.nodepool}-",
+        "labels": labels,
+        "annotations": dict(tmeta.get("annotations") or {}),
+        "finalizers": [L.TERMINATION_FINALIZER],
+    }
+    np_meta = nodepool.get("metadata") or {}
+    if np_meta.get("uid"):
+        metadata["ownerReferences"] = [{"apiVersion": L.API_VERSION, "kind": "NodePool", "name": np_meta.get("name"),
+                                        "uid": np_meta["uid"], "blockOwnerDeletion": True}]
+    return {"apiVersion": L.API_VERSION, "kind": "NodeClaim", "metadata": metadata, "spec": spec}
+
+
+def nodeclaim_ready(claim: Obj) -> bool:
+    """``Ready=True`` on the NodeClaim."""
+    return condition_true(claim, L.CONDITION_READY)
+

@@ -1,0 +1,278 @@
+"""Termination: drain and release Nodes and NodeClaims carrying the ``karpenter.sh/termination`` finalizer.
+
+Karpenter's ``node/termination`` and ``nodeclaim/termination`` controllers:
+
+Node being deleted (finalizer present):
+  1. taint ``karpenter.sh/disrupted:NoSchedule`` so nothing new lands;
+  2. evict pods through the Eviction API, non-critical before critical (``system-cluster-critical`` /
+     ``system-node-critical``); DaemonSet pods, mirror pods and finished pods are left; a 429 (a
+     PodDisruptionBudget forbids it now) is retried per pod with exponential backoff;
+     ``karpenter.sh/do-not-disrupt`` pods are not evicted and block the drain;
+  3. once the NodeClaim's ``terminationGracePeriod`` has elapsed since deletion, remaining pods are
+     deleted directly (budgets and do-not-disrupt no longer hold the node);
+  4. terminate the instance, then release the Node's finalizer.
+
+NodeClaim being deleted (finalizer present): delete its Node (which drains as above), wait until the Node is
+gone, terminate the instance, wait until the cloud reports it gone, release the finalizer.
+
+A Node or NodeClaim with our finalizer whose counterpart never existed is still released, so nothing is
+ever left with a finalizer and nobody to remove it.
+
+:class:`Terminator` is the API the disruption controller calls to disrupt a NodeClaim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from nodewright.api import labels as L
+from nodewright.api.durations import to_seconds
+from nodewright.cloud.provider import CloudProviderError, NodeClaimNotFoundError
+from nodewright.controllers.common import (
+    Context,
+    Obj,
+    RetryBackoff,
+    capacity_type_of,
+    log,
+    nodepool_of,
+    remove_finalizer,
+    set_nodeclaim_condition,
+    to_model,
+)
+from nodewright.kube import resources as r
+from nodewright.kube.errors import KubeError, NotFoundError, TooManyRequestsError
+from nodewright.kube.objects import finalizers_of, is_deleting, meta, name_of, namespace_of, parse_time
+from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
+from nodewright.state.pods import is_do_not_disrupt, needs_eviction, pod_key
+
+DISRUPTED_TAINT = {"key": L.DISRUPTED_TAINT_KEY, "effect": L.DISRUPTED_TAINT_EFFECT}
+_CRITICAL = {"system-cluster-critical", "system-node-critical"}
+
+
+def has_disrupted_taint(node: Obj) -> bool:
+    """Whether the Node carries ``karpenter.sh/disrupted:NoSchedule``."""
+    return any(t.get("key") == L.DISRUPTED_TAINT_KEY for t in (node.get("spec") or {}).get("taints") or [])
+
+
+class Terminator:
+    """Disrupt NodeClaims: the entry points the disruption and interruption controllers use.
+
+    Protocol for a voluntary disruption (as Karpenter does it): :meth:`taint` the candidates' Nodes so no
+    new pods land, launch and wait for replacements, then :meth:`delete_nodeclaim`; if the replacements
+    fail, :meth:`untaint` to roll back.
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def taint(self, node_name: str) -> bool:
+        """Add ``karpenter.sh/disrupted:NoSchedule`` to the Node; False when the Node does not exist."""
+        node = self.ctx.cluster.get(r.NODES, node_name)
+        if node is None:
+            return False
+        if has_disrupted_taint(node):
+            return True
+        taints = list((node.get("spec") or {}).get("taints") or []) + [dict(DISRUPTED_TAINT)]
+        self.ctx.cluster.patch(r.NODES, node_name, {"spec": {"taints": taints},
+                                                   "metadata": {"resourceVersion": meta(node).get("resourceVersion")}})
+        return True
+
+    def untaint(self, node_name: str) -> None:
+        """Remove the disrupted taint (roll back a disruption that will not happen)."""
+        node = self.ctx.cluster.get(r.NODES, node_name)
+        if node is None or not has_disrupted_taint(node) or is_deleting(node):
+            return
+        taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != L.DISRUPTED_TAINT_KEY]
+        self.ctx.cluster.patch(r.NODES, node_name, {"spec": {"taints": taints}})
+
+    def delete_nodeclaim(self, name: str, reason: str, message: str = "") -> bool:
+        """Disrupt one NodeClaim: taint its Node, record why, delete it (termination drains and terminates).
+
+        Args:
+            name: NodeClaim name.
+            reason: ``Underutilized``, ``Empty``, ``Drifted``, ``Expired``, ``Interrupted``, ...
+            message: human detail for the event.
+
+        Returns:
+            False when the NodeClaim does not exist.
+        """
+        claim = self.ctx.cluster.get(r.NODECLAIMS, name)
+        if claim is None:
+            return False
+        node_name = (claim.get("status") or {}).get("nodeName")
+        if node_name:
+            self.taint(str(node_name))
+        if not is_deleting(claim):
+            try:
+                set_nodeclaim_condition(self.ctx, claim, L.CONDITION_DISRUPTION_REASON, True, reason, message)
+            except KubeError:
+                pass
+            self.ctx.metrics.nodeclaims_disrupted.labels(reason, nodepool_of(claim), capacity_type_of(claim)).inc()
+            self.ctx.event(claim, "DisruptionTerminating", f"Disrupting NodeClaim: {reason} {message}".strip())
+            log.info("disrupting nodeclaim", extra={"nodeclaim": name, "reason": reason, "node": node_name})
+        try:
+            self.ctx.cluster.delete(r.NODECLAIMS, name)
+        except NotFoundError:
+            return False
+        return True
+
+
+class TerminationController:
+    """Reconciles Nodes and NodeClaims that are being deleted (see module docstring)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.terminator = Terminator(ctx)
+        self.evictions = RetryBackoff(initial=1.0, maximum=30.0)
+        self._blocked_reported: set[str] = set()
+
+    def reconcile(self, state: ClusterState | None = None) -> None:
+        """One pass over deleting Nodes, then deleting NodeClaims."""
+        state = state or snapshot(self.ctx.cluster)
+        for node in list(state.nodes.values()):
+            if is_deleting(node) and L.TERMINATION_FINALIZER in finalizers_of(node):
+                try:
+                    self._terminate_node(node, state)
+                except KubeError as err:
+                    log.warning("terminating node %s: %s", name_of(node), err, extra={"node": name_of(node)})
+        for claim in list(state.nodeclaims.values()):
+            if is_deleting(claim) and L.TERMINATION_FINALIZER in finalizers_of(claim):
+                try:
+                    self._terminate_nodeclaim(claim, state)
+                except KubeError as err:
+                    log.warning("terminating nodeclaim %s: %s", name_of(claim), err,
+                                extra={"nodeclaim": name_of(claim)})
+        self.evictions.prune(lambda key: key in state.pods)
+
+    # --- nodes -------------------------------------------------------------------------------
+
+    def _grace_deadline(self, claim: Obj | None, node: Obj) -> float | None:
+        """Epoch seconds after which pods are deleted regardless of budgets, or None (wait forever)."""
+        if claim is None:
+            return None
+        tgp = (claim.get("spec") or {}).get("terminationGracePeriod")
+        if not tgp:
+            return None
+        seconds = to_seconds(str(tgp))
+        if seconds is None:
+            return None
+        started = parse_time(meta(claim).get("deletionTimestamp")) or parse_time(meta(node).get("deletionTimestamp"))
+        return (started or self.ctx.clock()) + seconds
+
+    def _terminate_node(self, node: Obj, state: ClusterState) -> None:
+        name = name_of(node)
+        if not has_disrupted_taint(node):
+            self.terminator.taint(name)
+            node = self.ctx.cluster.get(r.NODES, name) or node
+        claim = state.nodeclaim_for(node)
+        deadline = self._grace_deadline(claim, node)
+        now = self.ctx.clock()
+        forced = deadline is not None and now >= deadline
+        remaining = [p for p in state.pods_on(name) if needs_eviction(p)]
+        if remaining:
+            self._drain(node, remaining, state, forced, now)
+            return
+        if claim is not None and not self._instance_terminated(claim):
+            return
+        if remove_finalizer(self.ctx, r.NODES, node):
+            nodepool = nodepool_of(node)
+            self.ctx.metrics.nodes_terminated.labels(nodepool).inc()
+            started = parse_time(meta(node).get("deletionTimestamp"))
+            if started is not None:
+                self.ctx.metrics.termination_duration.labels(nodepool).observe(max(0.0, now - started))
+            log.info("deleted node", extra={"node": name, "nodeclaim": name_of(claim) if claim else None})
+            self._blocked_reported.discard(name)
+
+    def _drain(self, node: Obj, pods: list[Obj], state: ClusterState, forced: bool, now: float) -> None:
+        if forced:
+            for pod in pods:
+                self._delete_pod(pod)
+            return
+        blocking = [p for p in pods if is_do_not_disrupt(p)]
+        evictable = [p for p in pods if not is_do_not_disrupt(p)]
+        # Critical pods (often the ones serving the rest, e.g. DNS) go last.
+        normal = [p for p in evictable if (p.get("spec") or {}).get("priorityClassName") not in _CRITICAL]
+        for pod in normal or evictable:
+            self._evict(pod, now)
+        if blocking and name_of(node) not in self._blocked_reported:
+            self._blocked_reported.add(name_of(node))
+            keys = ", ".join(pod_key(p) for p in blocking[:5])
+            self.ctx.event(node, "DrainBlocked", f"Pods with karpenter.sh/do-not-disrupt block the drain: {keys}",
+                           warning=True)
+            log.info("drain blocked by do-not-disrupt pods", extra={"node": name_of(node), "pods": keys})
+
+    def _evict(self, pod: Obj, now: float) -> None:
+        key = pod_key(pod)
+        if not self.evictions.ready(key, now):
+            return
+        try:
+            self.ctx.cluster.evict_pod(namespace_of(pod) or "default", name_of(pod))
+        except NotFoundError:
+            self.evictions.succeeded(key)
+            return
+        except TooManyRequestsError as err:
+            delay = self.evictions.failed(key, now)
+            log.info("eviction of %s refused by a disruption budget, retrying in %.0fs", key, delay,
+                     extra={"pod": key, "error": str(err)})
+            return
+        self.evictions.succeeded(key)
+        self.ctx.event(pod, "Evicted", "Evicted pod: node is being terminated")
+
+    def _delete_pod(self, pod: Obj) -> None:
+        try:
+            self.ctx.cluster.delete(r.PODS, name_of(pod), namespace_of(pod) or "default")
+            self.ctx.event(pod, "Deleted", "Deleted pod: the node's terminationGracePeriod has elapsed", warning=True)
+        except NotFoundError:
+            pass
+
+    # --- instances ---------------------------------------------------------------------------
+
+    def _instance_terminated(self, claim: Obj) -> bool:
+        """Terminate the NodeClaim's instance; True once the cloud reports it gone."""
+        if not provider_id_of(claim):
+            return True  # never launched: nothing to terminate
+        try:
+            self.ctx.cloud.delete(to_model(claim))
+        except NodeClaimNotFoundError:
+            return True
+        except CloudProviderError as err:
+            self.ctx.cloud_error("nodeclaim.termination", "Delete", err)
+            log.warning("terminating instance of %s: %s", name_of(claim), err, extra={"nodeclaim": name_of(claim)})
+            return False
+        try:
+            self.ctx.cloud.get(provider_id_of(claim))
+        except NodeClaimNotFoundError:
+            return True
+        except CloudProviderError as err:
+            self.ctx.cloud_error("nodeclaim.termination", "Get", err)
+        return False
+
+    # --- nodeclaims --------------------------------------------------------------------------
+
+    def _terminate_nodeclaim(self, claim: Obj, state: ClusterState) -> None:
+        node = state.node_for(claim)
+        if node is not None:
+            if not is_deleting(node):
+                try:
+                    self.ctx.cluster.delete(r.NODES, name_of(node))
+                except NotFoundError:
+                    pass
+            if L.TERMINATION_FINALIZER in finalizers_of(node):
+                return  # the node's drain finishes first
+            if self.ctx.cluster.get(r.NODES, name_of(node)) is not None:
+                return
+        if not self._instance_terminated(claim):
+            return
+        if remove_finalizer(self.ctx, r.NODECLAIMS, claim):
+            self.ctx.metrics.nodeclaims_terminated.labels(nodepool_of(claim), capacity_type_of(claim)).inc()
+            self.ctx.event(claim, "Terminated", f"Terminated instance {provider_id_of(claim) or '(none)'}")
+            log.info("deleted nodeclaim", extra={"nodeclaim": name_of(claim), "provider-id": provider_id_of(claim)})
+
+
+def pods_to_reschedule(state: ClusterState, nodes: Iterable[Obj]) -> list[dict[str, Any]]:
+    """Pods on ``nodes`` that need a new home when those nodes go away (what the drain will evict)."""
+    out: list[dict[str, Any]] = []
+    for node in nodes:
+        out.extend(p for p in state.pods_on(name_of(node)) if needs_eviction(p))
+    return out

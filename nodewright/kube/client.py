@@ -1,0 +1,207 @@
+"""The :class:`~nodewright.kube.cluster.Cluster` over a real API server (the official ``kubernetes`` client).
+
+Reads come from :class:`~nodewright.kube.informer.Informer` caches (one per watched resource); writes go
+to the API server and are reflected into the cache at once, so a controller sees its own writes on the
+next reconcile even before the watch event arrives. Kinds without an informer (Leases, Events) are
+read straight from the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from nodewright.kube import resources as r
+from nodewright.kube.cluster import Clock, Obj
+from nodewright.kube.errors import KubeError, NotFoundError
+from nodewright.kube.informer import Backoff, Informer
+from nodewright.kube.objects import format_micro_time, format_time, key_of, labels_of, name_of, namespace_of
+from nodewright.kube.resources import ResourceKind
+from nodewright.kube.rest import MERGE_PATCH, RestClient
+
+log = logging.getLogger(__name__)
+
+
+class KubernetesCluster:
+    """Informer-backed reads, REST writes.
+
+    Args:
+        rest: REST client over the official ``ApiClient``.
+        clock: epoch seconds, stamps Events.
+        kinds: resources to watch (default: :data:`nodewright.kube.resources.WATCHED`).
+        watch_timeout: server-side watch timeout in seconds (re-watch after each).
+        component: ``source.component`` / ``reportingController`` of recorded Events.
+    """
+
+    def __init__(
+        self,
+        rest: RestClient,
+        clock: Clock,
+        kinds: Iterable[ResourceKind] = r.WATCHED,
+        watch_timeout: float = 300.0,
+        component: str = "karpenter",
+    ) -> None:
+        self.rest = rest
+        self.clock = clock
+        self.component = component
+        self.informers: dict[ResourceKind, Informer] = {
+            kind: Informer(rest, kind, watch_timeout=watch_timeout, backoff=Backoff()) for kind in kinds
+        }
+        self._threads: list[threading.Thread] = []
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self, stop: threading.Event) -> None:
+        """Start one daemon thread per informer; returns at once."""
+        for kind, informer in self.informers.items():
+            thread = threading.Thread(target=informer.run, args=(stop,), name=f"informer-{kind.plural}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def wait_for_sync(self, timeout: float) -> bool:
+        """Block until every informer finished its first LIST; False on timeout."""
+        for informer in self.informers.values():
+            if not informer.synced.wait(timeout):
+                log.warning("informer for %s did not sync within %.0fs", informer.kind, timeout)
+                return False
+        return True
+
+    def has_synced(self) -> bool:
+        """True once every informer has listed once (the readiness probe)."""
+        return all(informer.synced.is_set() for informer in self.informers.values())
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def list(
+        self,
+        kind: ResourceKind,
+        namespace: str | None = None,
+        label_selector: Mapping[str, str] | None = None,
+    ) -> list[Obj]:
+        """From the informer cache (from the server when the kind is not watched)."""
+        informer = self.informers.get(kind)
+        if informer is None:
+            query = {"labelSelector": ",".join(f"{k}={v}" for k, v in label_selector.items())} if label_selector else None
+            doc = self.rest.request("GET", kind.collection_path(namespace), query)
+            items = doc.get("items") or []
+            for item in items:
+                item.setdefault("kind", kind.kind)
+                item.setdefault("apiVersion", kind.api_version)
+            return list(items)
+        out = []
+        for obj in informer.items():
+            if namespace is not None and namespace_of(obj) != namespace:
+                continue
+            if label_selector:
+                labels = labels_of(obj)
+                if any(labels.get(k) != v for k, v in label_selector.items()):
+                    continue
+            out.append(obj)
+        return out
+
+    def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj | None:
+        """From the informer cache (from the server when the kind is not watched)."""
+        informer = self.informers.get(kind)
+        if informer is None:
+            try:
+                obj = self.rest.request("GET", kind.object_path(name, namespace))
+            except NotFoundError:
+                return None
+            return obj
+        return informer.get(f"{namespace}/{name}" if kind.namespaced and namespace else name)
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def _reflect(self, kind: ResourceKind, event: str, obj: Obj) -> Obj:
+        obj.setdefault("kind", kind.kind)
+        obj.setdefault("apiVersion", kind.api_version)
+        informer = self.informers.get(kind)
+        if informer is not None and obj.get("metadata"):
+            informer.apply_local(event, obj)
+        return obj
+
+    def create(self, kind: ResourceKind, obj: Obj) -> Obj:
+        """POST to the collection."""
+        body = {**obj, "apiVersion": kind.api_version, "kind": kind.kind}
+        namespace = namespace_of(obj) or ("default" if kind.namespaced else None)
+        created = self.rest.request("POST", kind.collection_path(namespace), body=body, creating=True)
+        return self._reflect(kind, "ADDED", created)
+
+    def patch(self, kind: ResourceKind, name: str, patch: Obj, namespace: str | None = None) -> Obj:
+        """PATCH with ``application/merge-patch+json``."""
+        patched = self.rest.request("PATCH", kind.object_path(name, namespace), body=patch, content_type=MERGE_PATCH)
+        return self._reflect(kind, "MODIFIED", patched)
+
+    def patch_status(self, kind: ResourceKind, name: str, status: Obj, namespace: str | None = None) -> Obj:
+        """PATCH the ``status`` subresource."""
+        patched = self.rest.request(
+            "PATCH", kind.object_path(name, namespace, "status"), body={"status": status}, content_type=MERGE_PATCH
+        )
+        return self._reflect(kind, "MODIFIED", patched)
+
+    def replace(self, kind: ResourceKind, obj: Obj) -> Obj:
+        """PUT the object (``metadata.resourceVersion`` is the precondition)."""
+        body = {**obj, "apiVersion": kind.api_version, "kind": kind.kind}
+        replaced = self.rest.request("PUT", kind.object_path(name_of(obj), namespace_of(obj)), body=body)
+        return self._reflect(kind, "MODIFIED", replaced)
+
+    def delete(self, kind: ResourceKind, name: str, namespace: str | None = None) -> None:
+        """DELETE; the answer is the object (marked deleting) or a Status when it is gone."""
+        doc = self.rest.request("DELETE", kind.object_path(name, namespace))
+        if doc.get("kind") == kind.kind and doc.get("metadata", {}).get("deletionTimestamp"):
+            self._reflect(kind, "MODIFIED", doc)
+            return
+        informer = self.informers.get(kind)
+        if informer is not None:
+            cached = informer.get(f"{namespace}/{name}" if kind.namespaced and namespace else name)
+            if cached is not None:
+                informer.apply_local("DELETED", cached)
+
+    def bind_pod(self, namespace: str, name: str, node_name: str) -> None:
+        """POST ``pods/binding``."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        self.rest.request("POST", r.PODS.object_path(name, namespace, "binding"), body=body)
+
+    def evict_pod(self, namespace: str, name: str) -> None:
+        """POST ``pods/eviction`` (``policy/v1``)."""
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+        self.rest.request("POST", r.PODS.object_path(name, namespace, "eviction"), body=body)
+
+    def record_event(self, involved: Obj, reason: str, message: str, event_type: str = "Normal") -> None:
+        """Create a ``v1`` Event in the object's namespace (``default`` for cluster-scoped objects)."""
+        now = self.clock()
+        namespace = namespace_of(involved) or "default"
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name_of(involved) or 'object'}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": involved.get("apiVersion", ""),
+                "kind": involved.get("kind", ""),
+                "name": name_of(involved),
+                "namespace": namespace_of(involved) or "",
+                "uid": (involved.get("metadata") or {}).get("uid", ""),
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": event_type,
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "reportingInstance": self.component,
+            "firstTimestamp": format_time(now),
+            "lastTimestamp": format_time(now),
+            "eventTime": format_micro_time(now),
+            "action": reason,
+            "count": 1,
+        }
+        try:
+            self.rest.request("POST", r.EVENTS.collection_path(namespace), body=body, creating=True)
+        except KubeError as err:  # events are best effort, as in client-go's recorder
+            log.debug("could not record event %s on %s: %s", reason, key_of(involved), err)

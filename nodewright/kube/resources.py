@@ -1,0 +1,92 @@
+"""The Kubernetes resources nodewright reads and writes, with their REST paths.
+
+A :class:`ResourceKind` names one API resource (group, version, plural) and knows how to build the URL
+paths the API server serves for it (``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...``
+otherwise). Objects everywhere in :mod:`nodewright.kube` are plain JSON dicts exactly as the API server
+serves them, so the same code runs against the in-memory cluster, the emulator and a real cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceKind:
+    """One API resource.
+
+    Attributes:
+        group: API group, ``""`` for the core group.
+        version: API version, e.g. ``"v1"``.
+        plural: resource name in URLs, e.g. ``"nodeclaims"``.
+        kind: object kind, e.g. ``"NodeClaim"``.
+        namespaced: whether objects live in a namespace.
+    """
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        """``apiVersion`` field value: ``"v1"`` or ``"<group>/<version>"``."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def collection_path(self, namespace: str | None = None) -> str:
+        """URL path of the collection, cluster-wide when ``namespace`` is None."""
+        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            return f"{prefix}/namespaces/{namespace}/{self.plural}"
+        return f"{prefix}/{self.plural}"
+
+    def object_path(self, name: str, namespace: str | None = None, subresource: str = "") -> str:
+        """URL path of one object (or of its ``subresource``, e.g. ``"status"``)."""
+        if self.namespaced and not namespace:
+            raise ValueError(f"{self.kind} {name!r} is namespaced: a namespace is required")
+        path = f"{self.collection_path(namespace)}/{name}"
+        return f"{path}/{subresource}" if subresource else path
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+PODS = ResourceKind("", "v1", "pods", "Pod", True)
+NODES = ResourceKind("", "v1", "nodes", "Node", False)
+EVENTS = ResourceKind("", "v1", "events", "Event", True)
+PVCS = ResourceKind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
+DAEMONSETS = ResourceKind("apps", "v1", "daemonsets", "DaemonSet", True)
+PDBS = ResourceKind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)
+STORAGECLASSES = ResourceKind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+LEASES = ResourceKind("coordination.k8s.io", "v1", "leases", "Lease", True)
+NODECLAIMS = ResourceKind("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False)
+NODEPOOLS = ResourceKind("karpenter.sh", "v1", "nodepools", "NodePool", False)
+EC2NODECLASSES = ResourceKind("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", False)
+
+#: Every resource the controller watches (events and leases are written, not watched).
+WATCHED: tuple[ResourceKind, ...] = (
+    PODS,
+    NODES,
+    NODECLAIMS,
+    NODEPOOLS,
+    EC2NODECLASSES,
+    DAEMONSETS,
+    PDBS,
+    PVCS,
+    STORAGECLASSES,
+)
+
+ALL: tuple[ResourceKind, ...] = (*WATCHED, EVENTS, LEASES)
+
+
+def kind_by_name(kind: str) -> ResourceKind:
+    """The :class:`ResourceKind` whose ``kind`` is ``kind`` (e.g. ``"NodeClaim"``).
+
+    Raises:
+        KeyError: when nodewright does not handle that kind.
+    """
+    for resource in ALL:
+        if resource.kind == kind:
+            return resource
+    raise KeyError(kind)

@@ -1,0 +1,88 @@
+"""Logging setup: JSON lines in a container, readable lines in a terminal.
+
+Every record carries ``time``, ``level``, ``logger`` and ``message``; keyword context passed with
+``extra={...}`` (e.g. ``nodepool``, ``nodeclaim``, ``pods``) becomes extra JSON fields, and is appended as
+``key=value`` in text mode. The user-facing sentences ("Found N provisionable pod(s)", ...) are the
+``message`` itself so that ``grep`` works in both formats.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from typing import Any, TextIO
+
+# LogRecord attributes that are not user context.
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
+
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "warning": logging.WARNING,
+          "error": logging.ERROR}
+
+
+def _context(record: logging.LogRecord) -> dict[str, Any]:
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ``{"time", "level", "logger", "message", ...context, "error"?}``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        doc.update(_context(record))
+        if record.exc_info:
+            doc["error"] = self.formatException(record.exc_info)
+        return json.dumps(doc, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """``HH:MM:SS LEVEL logger: message key=value ...`` for humans."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
+        context = " ".join(f"{k}={v}" for k, v in _context(record).items())
+        line = f"{stamp} {record.levelname:<7} {record.name}: {record.getMessage()}"
+        if context:
+            line += f"  {context}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def setup_logging(level: str = "info", fmt: str = "auto", stream: TextIO | None = None) -> None:
+    """Configure the root logger once for the process.
+
+    Args:
+        level: ``debug``, ``info``, ``warn``/``warning`` or ``error`` (Karpenter's ``LOG_LEVEL`` values).
+        fmt: ``json``, ``text`` or ``auto`` (text when ``stream`` is a TTY, JSON otherwise, e.g. in a pod).
+        stream: where to write (default ``sys.stderr``).
+
+    Raises:
+        NodewrightValidationError: unknown ``level`` or ``fmt``.
+    """
+    from nodewright.errors import NodewrightValidationError
+
+    if level.lower() not in LEVELS:
+        raise NodewrightValidationError("LOG_LEVEL", f"unknown level {level!r}; use one of {', '.join(LEVELS)}")
+    if fmt not in ("auto", "json", "text"):
+        raise NodewrightValidationError("LOG_FORMAT", f"unknown format {fmt!r}; use auto, json or text")
+    out = stream or sys.stderr
+    if fmt == "auto":
+        fmt = "text" if (hasattr(out, "isatty") and out.isatty()) or os.environ.get("NODEWRIGHT_LOG_TEXT") else "json"
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(LEVELS[level.lower()])
+    # The kubernetes client and botocore are chatty at debug; keep them at warning unless asked.
+    for noisy in ("urllib3", "botocore", "kubernetes"):
+        logging.getLogger(noisy).setLevel(logging.WARNING if level.lower() != "debug" else logging.INFO)

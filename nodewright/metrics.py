@@ -1,0 +1,142 @@
+"""Prometheus metrics with Karpenter's names, and the HTTP endpoints for metrics and health probes.
+
+Metric names and labels follow Karpenter v1's reference ("Metrics" page of the Karpenter docs), so its
+Grafana dashboards keep working: ``karpenter_nodeclaims_created_total``, ``karpenter_nodeclaims_terminated_total``,
+``karpenter_nodes_created_total``, ``karpenter_pods_state``, ``karpenter_provisioner_scheduling_duration_seconds``,
+``karpenter_nodepools_usage``, ``karpenter_nodepools_limit``, ``karpenter_cloudprovider_errors_total``, ...
+nodewright's additions live under ``nodewright_`` (``nodewright_nodepool_cost_per_hour_usd``).
+
+Each :class:`Metrics` owns its own ``CollectorRegistry`` so tests and simulations can create many.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class Metrics:
+    """Every metric the controllers record (units in the metric names: seconds, USD per hour)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        reg = self.registry
+        self.nodeclaims_created = Counter(
+            "karpenter_nodeclaims_created_total", "NodeClaims created, by reason and NodePool.",
+            ["reason", "nodepool", "capacity_type"], registry=reg)
+        self.nodeclaims_terminated = Counter(
+            "karpenter_nodeclaims_terminated_total", "NodeClaims terminated, by NodePool.",
+            ["nodepool", "capacity_type"], registry=reg)
+        self.nodeclaims_disrupted = Counter(
+            "karpenter_nodeclaims_disrupted_total", "NodeClaims disrupted, by reason and NodePool.",
+            ["reason", "nodepool", "capacity_type"], registry=reg)
+        self.nodes_created = Counter(
+            "karpenter_nodes_created_total", "Nodes registered for NodeClaims, by NodePool.",
+            ["nodepool"], registry=reg)
+        self.nodes_terminated = Counter(
+            "karpenter_nodes_terminated_total", "Nodes whose termination finalizer was released, by NodePool.",
+            ["nodepool"], registry=reg)
+        self.pods_state = Gauge(
+            "karpenter_pods_state", "Pod state (1 per pod) with its node and NodePool.",
+            ["name", "namespace", "node", "nodepool", "phase"], registry=reg)
+        self.scheduling_duration = Histogram(
+            "karpenter_provisioner_scheduling_duration_seconds", "Duration of one scheduling simulation.",
+            ["controller"], buckets=_DURATION_BUCKETS, registry=reg)
+        self.nodepools_usage = Gauge(
+            "karpenter_nodepools_usage", "Resources in use by a NodePool's nodes (cpu cores, memory bytes, pods).",
+            ["nodepool", "resource_type"], registry=reg)
+        self.nodepools_limit = Gauge(
+            "karpenter_nodepools_limit", "A NodePool's limits (cpu cores, memory bytes).",
+            ["nodepool", "resource_type"], registry=reg)
+        self.cloudprovider_errors = Counter(
+            "karpenter_cloudprovider_errors_total", "Cloud provider calls that failed.",
+            ["controller", "method", "provider", "error"], registry=reg)
+        self.interruption_received = Counter(
+            "karpenter_interruption_received_messages_total", "Interruption messages received, by type.",
+            ["message_type"], registry=reg)
+        self.interruption_deleted = Counter(
+            "karpenter_interruption_deleted_messages_total", "Interruption messages deleted from the queue.",
+            registry=reg)
+        self.termination_duration = Histogram(
+            "karpenter_nodes_termination_duration_seconds", "Seconds from deletion request to finalizer release.",
+            ["nodepool"], buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1800), registry=reg)
+        self.cluster_state_node_count = Gauge(
+            "karpenter_cluster_state_node_count", "Nodes the controller tracks.", registry=reg)
+        self.cluster_state_synced = Gauge(
+            "karpenter_cluster_state_synced", "1 when every informer has synced.", registry=reg)
+        self.nodepool_cost = Gauge(
+            "nodewright_nodepool_cost_per_hour_usd", "Price of a NodePool's running NodeClaims, USD per hour.",
+            ["nodepool"], registry=reg)
+        self.leader = Gauge("nodewright_leader", "1 while this replica holds the leader Lease.", registry=reg)
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)
+
+    def value(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        """Current value of one sample (``name`` including ``_total`` for counters); None when absent."""
+        return self.registry.get_sample_value(name, labels or {})
+
+
+def _handler(routes: dict[str, Callable[[], tuple[int, str, bytes]]]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server naming
+            route = routes.get(self.path.split("?", 1)[0])
+            status, ctype, body = route() if route else (404, "text/plain", b"not found\n")
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # probes every few seconds: stay quiet
+            return
+
+    return Handler
+
+
+class HttpEndpoint:
+    """A small threaded HTTP server for ``/metrics`` or ``/healthz`` + ``/readyz``.
+
+    Args:
+        host: bind address (``0.0.0.0`` in a pod, ``127.0.0.1`` in tests).
+        port: TCP port, 0 picks a free one (see :attr:`port`).
+        routes: path -> callable returning ``(status, content type, body)``.
+    """
+
+    def __init__(self, host: str, port: int, routes: dict[str, Callable[[], tuple[int, str, bytes]]]) -> None:
+        self.server = ThreadingHTTPServer((host, port), _handler(routes))
+        self.server.daemon_threads = True
+        self.port = int(self.server.server_address[1])
+        self._thread = threading.Thread(target=self.server.serve_forever, name=f"http-{self.port}", daemon=True)
+
+    def start(self) -> HttpEndpoint:
+        """Serve in a daemon thread; returns self."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def metrics_endpoint(metrics: Metrics, host: str, port: int) -> HttpEndpoint:
+    """``GET /metrics`` with the Prometheus exposition of ``metrics``."""
+    return HttpEndpoint(host, port, {"/metrics": lambda: (200, CONTENT_TYPE_LATEST, metrics.render())})
+
+
+def health_endpoint(live: Callable[[], bool], ready: Callable[[], bool], host: str, port: int) -> HttpEndpoint:
+    """``GET /healthz`` (200 while ``live()``) and ``/readyz`` (200 while ``ready()``), else 500."""
+
+    def probe(check: Callable[[], bool]) -> Callable[[], tuple[int, str, bytes]]:
+        return lambda: (200, "text/plain", b"ok\n") if check() else (500, "text/plain", b"not ok\n")
+
+    return HttpEndpoint(host, port, {"/healthz": probe(live), "/readyz": probe(ready)})

@@ -1,0 +1,182 @@
+"""``nodewright run``: wire settings, adapters and controllers, elect a leader, loop until SIGTERM.
+
+Threads: one per informer (list+watch), one for the metrics endpoint, one for the health endpoint, and the
+main loop. The main loop alternates leader election (every ``retry_period``) with
+:meth:`~nodewright.controllers.manager.ControllerManager.step` (every ``reconcile_period``) while leading.
+SIGTERM/SIGINT set the stop event: the loop finishes its step, releases the Lease (so the standby takes over
+at once) and stops the endpoints.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.cloud.provider import CloudProvider
+from nodewright.controllers.common import Context
+from nodewright.controllers.interruption import InterruptionSource
+from nodewright.controllers.manager import ControllerManager, ControllerOptions
+from nodewright.kube.client import KubernetesCluster
+from nodewright.kube.cluster import Clock, Cluster
+from nodewright.kube.leaderelection import LeaderElector, LeaseConfig
+from nodewright.metrics import HttpEndpoint, Metrics, health_endpoint, metrics_endpoint
+from nodewright.settings import Settings
+
+log = logging.getLogger("nodewright.runtime")
+
+
+def default_identity() -> str:
+    """``<hostname>_<random>``: unique per process, like client-go's leader election identities."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class Runtime:
+    """A running controller replica.
+
+    Args:
+        cluster: the cluster interface (a :class:`KubernetesCluster` in production).
+        cloud: the cloud provider.
+        settings: settings (timings, ports, leader election).
+        clock: epoch seconds (``time.time``).
+        interruption: interruption messages source, or None.
+        identity: leader election identity.
+        host: bind address of the metrics and health endpoints.
+    """
+
+    cluster: Cluster
+    cloud: CloudProvider
+    settings: Settings
+    clock: Clock = time.time
+    interruption: InterruptionSource | None = None
+    identity: str = field(default_factory=default_identity)
+    host: str = "0.0.0.0"
+    stop: threading.Event = field(default_factory=threading.Event)
+    sleep: Callable[[float], Any] | None = None
+
+    def __post_init__(self) -> None:
+        s = self.settings
+        self.metrics = Metrics()
+        self.ctx = Context(self.cluster, self.cloud, self.clock, self.metrics, s.cluster_name)
+        options = ControllerOptions(batch_idle_duration=s.batch_idle_duration,
+                                    batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods)
+        self.manager = ControllerManager(self.ctx, options, self.interruption)
+        self.elector = LeaderElector(
+            self.cluster, self.identity,
+            LeaseConfig(s.leader_election_namespace, s.leader_election_name, s.lease_duration,
+                        s.renew_deadline, s.retry_period),
+            self.clock,
+        ) if s.leader_election else None
+        self.endpoints: list[HttpEndpoint] = []
+        self.steps = 0
+        self._last_loop = time.monotonic()
+
+    # --- probes ------------------------------------------------------------------------------
+
+    def live(self) -> bool:
+        """Liveness: the main loop turned within the last minute."""
+        return time.monotonic() - self._last_loop < 60.0
+
+    def ready(self) -> bool:
+        """Readiness: caches synced (standbys are ready too, so a rollout can proceed)."""
+        synced = getattr(self.cluster, "has_synced", None)
+        return bool(synced()) if callable(synced) else True
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this replica acts now."""
+        return self.elector.is_leader if self.elector else True
+
+    # --- loop --------------------------------------------------------------------------------
+
+    def start_endpoints(self) -> None:
+        """Serve ``/metrics`` and ``/healthz`` + ``/readyz`` (ports from settings; 0 picks free ports)."""
+        self.endpoints = [
+            metrics_endpoint(self.metrics, self.host, self.settings.metrics_port).start(),
+            health_endpoint(self.live, self.ready, self.host, self.settings.health_probe_port).start(),
+        ]
+
+    def run(self) -> None:
+        """Loop until :attr:`stop` is set, then release the Lease and stop the endpoints."""
+        wait = self.sleep or self.stop.wait
+        next_election = 0.0
+        try:
+            while not self.stop.is_set():
+                self._last_loop = time.monotonic()
+                now = time.monotonic()
+                if self.elector is not None and now >= next_election:
+                    self.elector.step()
+                    next_election = now + self.settings.retry_period
+                self.metrics.leader.set(1 if self.is_leader else 0)
+                synced = getattr(self.cluster, "has_synced", None)
+                self.metrics.cluster_state_synced.set(1 if (not callable(synced) or synced()) else 0)
+                if self.is_leader and self.ready():
+                    self.manager.step()
+                    self.steps += 1
+                wait(self.settings.reconcile_period)
+        finally:
+            if self.elector is not None:
+                self.elector.release()
+            self.metrics.leader.set(0)
+            for endpoint in self.endpoints:
+                endpoint.stop()
+            log.info("stopped", extra={"identity": self.identity})
+
+
+def install_signal_handlers(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT set ``stop`` (graceful shutdown)."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        log.info("received signal %d, shutting down", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def build_and_run(settings: Settings, aws_endpoint_url: str | None = None) -> None:
+    """Production wiring: the official Kubernetes client, the AWS provider, SQS interruption; blocks.
+
+    Raises:
+        KubeError: the Kubernetes configuration cannot be loaded.
+    """
+    from nodewright.api.manifests import parse_ec2nodeclass
+    from nodewright.cloud.aws.clients import AWSClients, ClientSettings
+    from nodewright.cloud.aws.provider import AWSCloudProvider, AWSProviderSettings
+    from nodewright.controllers.interruption import SQSInterruptionQueue
+    from nodewright.kube import resources as r
+    from nodewright.kube.rest import RestClient, load_api_client
+
+    stop = threading.Event()
+    install_signal_handlers(stop)
+    rest = RestClient(load_api_client(settings.kubeconfig or None))
+    cluster = KubernetesCluster(rest, time.time)
+    cluster.start(stop)
+
+    def nodeclass(name: str) -> Any:
+        doc = cluster.get(r.EC2NODECLASSES, name)
+        return parse_ec2nodeclass(doc) if doc else None
+
+    version = rest.request("GET", "/version")
+    k8s_version = f"{version.get('major', '1')}.{str(version.get('minor', '31')).rstrip('+')}"
+    clients = AWSClients(ClientSettings(region=settings.aws_region, endpoint_url=aws_endpoint_url))
+    cloud = AWSCloudProvider(
+        AWSProviderSettings(settings.cluster_name, settings.cluster_endpoint, settings.aws_region, k8s_version),
+        clients, nodeclass)
+    interruption = (SQSInterruptionQueue.from_name(clients.sqs, settings.interruption_queue)
+                    if settings.interruption_queue else None)
+    runtime = Runtime(cluster, cloud, settings, interruption=interruption, stop=stop)
+    runtime.start_endpoints()
+    log.info("nodewright controller started", extra={"cluster": settings.cluster_name,
+                                                     "identity": runtime.identity,
+                                                     "region": settings.aws_region})
+    cluster.wait_for_sync(60.0)
+    runtime.run()

@@ -1,0 +1,165 @@
+"""Pod equivalence classes and their preference-relaxation state.
+
+Pods with the same :attr:`~nodewright.scheduling.pods.Pod.shape_key` (replicas of one workload) form one class:
+requirements, tolerations and topology groups are computed once per class. Preferences are treated as required
+first and relaxed one step at a time in Karpenter's order (``preferences.go``):
+
+1. the first of several required node-affinity OR-terms (Karpenter uses one term at a time),
+2. the heaviest preferred pod-affinity term,
+3. the heaviest preferred pod-anti-affinity term,
+4. the heaviest preferred node-affinity term (only the heaviest remaining one is ever applied as required),
+5. the first ``ScheduleAnyway`` topology spread constraint,
+6. a toleration for ``PreferNoSchedule`` taints (only when some NodePool has such a taint).
+
+Relaxation is per class: once one replica had to relax, its siblings use the relaxed constraints too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.scheduling.pods import (
+    SCHEDULE_ANYWAY,
+    NodeSelectorTerm,
+    Pod,
+    PodAffinityTerm,
+    TopologySpreadConstraint,
+)
+from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.taints import TOLERATE_PREFER_NO_SCHEDULE, Toleration
+from nodewright.scheduling.topology import Topology, TopologyGroup
+
+
+def _concise_term(term: NodeSelectorTerm) -> str:
+    exprs = [{"key": k, "operator": op, **({"values": list(v)} if v else {})} for k, op, v in term.expressions]
+    return str({"matchExpressions": exprs}).replace("'", '"')
+
+
+def _concise_pod_term(term: PodAffinityTerm, weight: int) -> str:
+    sel: dict[str, Any] = {}
+    if term.label_selector is not None:
+        sel = {"matchLabels": dict(term.label_selector.match_labels)}
+    return str({"weight": weight, "podAffinityTerm": {"labelSelector": sel, "topologyKey": term.topology_key}}).replace(
+        "'", '"'
+    )
+
+
+def _concise_spread(tsc: TopologySpreadConstraint) -> str:
+    sel = dict(tsc.label_selector.match_labels) if tsc.label_selector else {}
+    return (
+        f'{{"maxSkew":{tsc.max_skew},"topologyKey":"{tsc.topology_key}",'
+        f'"whenUnsatisfiable":"{tsc.when_unsatisfiable}","labelSelector":{{"matchLabels":{sel}}}}}'.replace("'", '"')
+    )
+
+
+@dataclass(eq=False)
+class PodClass:
+    """Identical pending pods and their current (possibly relaxed) constraints.
+
+    Attributes:
+        index: position in the run (stable id).
+        rep: representative pod (all pods share its scheduling fields).
+        pods: the pods, in queue order.
+        vec: requests vector in the run's dimension order.
+        reqs: node requirements (nodeSelector ∩ current required term ∩ heaviest remaining preferred term).
+        tolerations: tolerations (plus PreferNoSchedule after the last relaxation step).
+        owned: topology groups the class must satisfy.
+        selecting: groups that count the class's pods.
+        inverse: required anti-affinity groups the class must avoid.
+    """
+
+    index: int
+    rep: Pod
+    pods: list[Pod]
+    vec: tuple[int, ...]
+    required_term: int = 0
+    pref_affinity_removed: int = 0
+    pref_anti_removed: int = 0
+    pref_node_removed: int = 0
+    anyway_removed: int = 0
+    tolerate_prefer_no_schedule: bool = False
+    reqs: Requirements = field(default_factory=Requirements)
+    tolerations: tuple[Toleration, ...] = ()
+    owned: list[TopologyGroup] = field(default_factory=list)
+    selecting: list[TopologyGroup] = field(default_factory=list)
+    inverse: list[TopologyGroup] = field(default_factory=list)
+    reason: str = ""
+
+    def refresh(self, topology: Topology) -> None:
+        """Recompute requirements, tolerations and owned groups from the relaxation state."""
+        pod = self.rep
+        reqs = Requirements.from_node_selector(pod.node_selector)
+        terms = pod.affinity.node_required
+        if terms and self.required_term < len(terms):
+            reqs = reqs.intersect(terms[self.required_term].requirements())
+        preferred = sorted(pod.affinity.node_preferred, key=lambda t: -t.weight)[self.pref_node_removed :]
+        if preferred:
+            reqs = reqs.intersect(preferred[0].term.requirements())
+        self.reqs = reqs
+        tols = pod.tolerations
+        if self.tolerate_prefer_no_schedule:
+            tols = (*tols, TOLERATE_PREFER_NO_SCHEDULE)
+        self.tolerations = tols
+        spreads = list(pod.topology_spread)
+        removed = 0
+        kept: list[TopologySpreadConstraint] = []
+        for tsc in spreads:
+            if tsc.when_unsatisfiable == SCHEDULE_ANYWAY and removed < self.anyway_removed:
+                removed += 1
+                continue
+            kept.append(tsc)
+        self.owned = topology.owned_groups(
+            pod,
+            spreads=kept,
+            preferred_affinity=len(pod.affinity.pod_affinity_preferred) - self.pref_affinity_removed,
+            preferred_anti_affinity=len(pod.affinity.pod_anti_affinity_preferred) - self.pref_anti_removed,
+            filter_identity=(self.reqs.identity(), self.tolerations),
+        )
+
+    def is_free(self) -> bool:
+        """True when placement of this class neither depends on nor changes topology counts or host ports."""
+        return not self.owned and not self.selecting and not self.inverse and not self.rep.host_ports
+
+    def relax(self, topology: Topology, prefer_no_schedule_exists: bool) -> str | None:
+        """Relax one soft constraint (see module docstring); returns Karpenter's description, None if none left."""
+        aff = self.rep.affinity
+        message: str | None = None
+        if len(aff.node_required) - self.required_term > 1:
+            term = aff.node_required[self.required_term]
+            self.required_term += 1
+            message = (
+                "removing: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]="
+                + _concise_term(term)
+            )
+        elif self.pref_affinity_removed < len(aff.pod_affinity_preferred):
+            wterm = sorted(aff.pod_affinity_preferred, key=lambda t: -t.weight)[self.pref_affinity_removed]
+            self.pref_affinity_removed += 1
+            message = "removing: spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]=" + (
+                _concise_pod_term(wterm.term, wterm.weight)
+            )
+        elif self.pref_anti_removed < len(aff.pod_anti_affinity_preferred):
+            wterm = sorted(aff.pod_anti_affinity_preferred, key=lambda t: -t.weight)[self.pref_anti_removed]
+            self.pref_anti_removed += 1
+            message = "removing: spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]=" + (
+                _concise_pod_term(wterm.term, wterm.weight)
+            )
+        elif self.pref_node_removed < len(aff.node_preferred):
+            pterm = sorted(aff.node_preferred, key=lambda t: -t.weight)[self.pref_node_removed]
+            self.pref_node_removed += 1
+            message = (
+                "removing: spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]="
+                + _concise_term(pterm.term)
+            )
+        else:
+            anyway = [t for t in self.rep.topology_spread if t.when_unsatisfiable == SCHEDULE_ANYWAY]
+            if self.anyway_removed < len(anyway):
+                tsc = anyway[self.anyway_removed]
+                self.anyway_removed += 1
+                message = "removing: spec.topologySpreadConstraints = " + _concise_spread(tsc)
+            elif prefer_no_schedule_exists and not self.tolerate_prefer_no_schedule:
+                self.tolerate_prefer_no_schedule = True
+                message = "adding: toleration for PreferNoSchedule taints"
+        if message is not None:
+            self.refresh(topology)
+        return message

@@ -1,0 +1,159 @@
+"""NodePools as the scheduler sees them: requirements, labels, taints, limits, daemonset overhead.
+
+:func:`nodepool_spec_from_model` builds a :class:`NodePoolSpec` from a validated ``karpenter.sh/v1`` NodePool
+(the :mod:`nodewright.api` model or its manifest dict). The template labels become ``In [value]``
+requirements and ``karpenter.sh/nodepool In [name]`` is added, as Karpenter's NodeClaimTemplate does.
+
+Daemonset overhead (Karpenter's ``getDaemonOverhead``): the summed requests of the daemonsets whose pod would
+run on the pool's nodes, i.e. whose strict requirements (nodeSelector + first required node-affinity term)
+are compatible with the pool's requirements and whose tolerations tolerate the pool's taints (startup taints
+and PreferNoSchedule excluded).
+
+Target utilization (nodewright's addition): annotation ``nodewright.io/target-utilization: "0.8"`` makes new
+nodes of the pool large enough that pod + daemonset requests use at most 80% of allocatable cpu and memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.api import labels as wk
+from nodewright.errors import NodewrightValidationError
+from nodewright.scheduling.pods import Pod
+from nodewright.scheduling.quantities import Resources, add, parse_resource_list
+from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, Taint, taint_from_dict, untolerated
+
+TARGET_UTILIZATION_ANNOTATION = "nodewright.io/target-utilization"
+
+
+@dataclass(slots=True, eq=False)
+class NodePoolSpec:
+    """What the scheduler needs from one NodePool.
+
+    Attributes:
+        name: NodePool name.
+        weight: priority (higher first; ties by name); 0 when unset.
+        requirements: pool requirements incl. template labels and ``karpenter.sh/nodepool``.
+        labels: template labels (plus ``karpenter.sh/nodepool``).
+        taints: template taints (placement must tolerate them).
+        startup_taints: put on the NodeClaim, ignored for placement.
+        limits: ``spec.limits`` in canonical units (``nodes`` as a count); None when unlimited.
+        usage: resources already provisioned by the pool (capacity of its nodes/NodeClaims).
+        target_utilization: fraction in (0, 1] or None (pack fully).
+        daemonset_overhead: summed requests of the daemonsets that would run on the pool's nodes.
+        node_class_ref: ``spec.template.spec.nodeClassRef`` as a dict.
+        annotations: NodePool annotations.
+    """
+
+    name: str
+    requirements: Requirements
+    weight: int = 0
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    limits: Resources | None = None
+    usage: Resources = field(default_factory=dict)
+    target_utilization: float | None = None
+    daemonset_overhead: Resources = field(default_factory=dict)
+    node_class_ref: dict[str, Any] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    def remaining(self) -> Resources | None:
+        """``limits - usage`` per limited resource (may be negative), or None when unlimited."""
+        if self.limits is None:
+            return None
+        return {name: qty - self.usage.get(name, 0) for name, qty in self.limits.items()}
+
+
+def parse_target_utilization(annotations: Mapping[str, str]) -> float | None:
+    """Read ``nodewright.io/target-utilization`` (a fraction in (0, 1]); None when absent.
+
+    Raises:
+        NodewrightValidationError: not a number in (0, 1].
+    """
+    raw = annotations.get(TARGET_UTILIZATION_ANNOTATION)
+    if raw is None:
+        return None
+    path = f"metadata.annotations[{TARGET_UTILIZATION_ANNOTATION}]"
+    try:
+        value = float(raw)
+    except ValueError:
+        raise NodewrightValidationError(path, f"must be a fraction like '0.8', got {raw!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise NodewrightValidationError(path, f"must be in (0, 1], got {raw!r}")
+    return value
+
+
+def pool_requirements(name: str, requirements: Iterable[Mapping[str, Any]], labels: Mapping[str, str]) -> Requirements:
+    """Pool requirements: its expressions, its template labels as ``In``, and ``karpenter.sh/nodepool In [name]``.
+
+    Raises:
+        NodewrightValidationError: an invalid expression (path ``spec.template.spec.requirements[i]``).
+    """
+    reqs = Requirements.from_expressions(list(requirements), "spec.template.spec.requirements")
+    extra = [Requirement(k, False, (v,)) for k, v in labels.items()]
+    extra.append(Requirement(wk.NODEPOOL, False, (name,)))
+    return Requirements([*reqs.values(), *extra])
+
+
+def daemonset_overhead(requirements: Requirements, taints: Iterable[Taint], daemonsets: Iterable[Pod]) -> Resources:
+    """Summed requests of the daemonset pods that would run on a node with these requirements and taints."""
+    blocking = tuple(t for t in taints if t.effect != PREFER_NO_SCHEDULE)
+    total: Resources = {}
+    for pod in daemonsets:
+        if untolerated(pod.tolerations, blocking) is not None:
+            continue
+        strict = Requirements.from_node_selector(pod.node_selector)
+        if pod.affinity.node_required:
+            strict = strict.intersect(pod.affinity.node_required[0].requirements())
+        if not requirements.compatible(strict):
+            continue
+        total = add(total, pod.requests)
+    return total
+
+
+def nodepool_spec_from_model(
+    nodepool: Any,
+    daemonsets: Iterable[Pod] = (),
+    usage: Mapping[str, int] | None = None,
+) -> NodePoolSpec:
+    """Build a :class:`NodePoolSpec` from a v1 NodePool (the pydantic model, or its manifest dict).
+
+    Args:
+        nodepool: :class:`nodewright.api.nodepool.NodePool` or a ``karpenter.sh/v1`` NodePool dict.
+        daemonsets: daemonset pods (:func:`nodewright.scheduling.pods.daemonset_pod`) for the overhead.
+        usage: resources already provisioned by the pool (capacity of its nodes), for remaining limits.
+
+    Raises:
+        NodewrightValidationError: invalid requirements, limits or target-utilization annotation.
+    """
+    doc: Mapping[str, Any] = nodepool.to_manifest() if hasattr(nodepool, "to_manifest") else nodepool
+    meta = doc.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    if not name:
+        raise NodewrightValidationError("metadata.name", "required field is missing")
+    spec = doc.get("spec") or {}
+    template = spec.get("template") or {}
+    tspec = template.get("spec") or {}
+    labels = {str(k): str(v) for k, v in ((template.get("metadata") or {}).get("labels") or {}).items()}
+    requirements = pool_requirements(name, tspec.get("requirements") or [], labels)
+    taints = tuple(taint_from_dict(t) for t in tspec.get("taints") or [])
+    annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+    limits = parse_resource_list(spec.get("limits"), "spec.limits") if spec.get("limits") is not None else None
+    return NodePoolSpec(
+        name=name,
+        weight=int(spec.get("weight") or 0),
+        requirements=requirements,
+        labels={**labels, wk.NODEPOOL: name},
+        taints=taints,
+        startup_taints=tuple(taint_from_dict(t) for t in tspec.get("startupTaints") or []),
+        limits=limits,
+        usage=dict(usage or {}),
+        target_utilization=parse_target_utilization(annotations),
+        daemonset_overhead=daemonset_overhead(requirements, taints, daemonsets),
+        node_class_ref=dict(tspec.get("nodeClassRef") or {}),
+        annotations=annotations,
+    )

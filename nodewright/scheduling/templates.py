@@ -1,0 +1,243 @@
+"""Per-NodePool compiled views of the instance types: resource budgets, compatibility and offering choice.
+
+Resources are handled as fixed-order integer vectors (``dims``: cpu millicores, memory bytes, pods, then any
+other requested resource) so fit checks are tuple comparisons. A type's *budget* on a pool is its allocatable
+(cpu and memory scaled by the pool's target utilization) minus the pool's daemonset overhead: pods fit when
+their summed requests are within the budget.
+
+Instance-type compatibility with requirements follows Karpenter: a key the type labels must be allowed; a
+well-known instance label the type lacks (``instance-gpu-name`` on a non-GPU type) behaves as
+``DoesNotExist``; zone / capacity type / zone id are checked against the type's available offerings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from nodewright.api import labels as wk
+from nodewright.cloud.instancetype import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
+    CAPACITY_TYPE_SPOT,
+    InstanceType,
+    Offering,
+)
+from nodewright.scheduling.nodepools import NodePoolSpec
+from nodewright.scheduling.quantities import CPU, MEMORY
+from nodewright.scheduling.requirements import INSTANCE_TYPE_KEYS, OFFERING_KEYS, Requirements
+
+Vector = tuple[int, ...]
+#: Capacity-type preference when several are allowed (Karpenter launches reserved, then spot, then on-demand).
+CAPACITY_TYPE_PRIORITY = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
+
+
+class TypeInfo:
+    """One instance type as seen by one pool: budget vector, capacity, and a per-requirements price cache."""
+
+    __slots__ = ("it", "name", "labels", "budget", "capacity", "_price_cache")
+
+    def __init__(self, it: InstanceType, budget: Vector) -> None:
+        self.it = it
+        self.name = it.name
+        self.labels = it.labels
+        self.budget = budget
+        self.capacity = dict(it.capacity)
+        self._price_cache: dict[tuple[object, ...], Offering | None] = {}
+
+    def offering(self, reqs: Requirements, capacity_type: str | None = None) -> Offering | None:
+        """Cheapest available offering allowed by ``reqs`` (zone, capacity type, zone id), optionally of one
+        capacity type; ties broken by zone name."""
+        key = (reqs.identity(), capacity_type)
+        if key in self._price_cache:
+            return self._price_cache[key]
+        zone = reqs.get(wk.ZONE)
+        ct = reqs.get(wk.CAPACITY_TYPE)
+        zid = reqs.get(wk.ZONE_ID)
+        best: Offering | None = None
+        for o in self.it.offerings:
+            if not o.available:
+                continue
+            if capacity_type is not None and o.capacity_type != capacity_type:
+                continue
+            if zone is not None and not zone.has(o.zone):
+                continue
+            if ct is not None and not ct.has(o.capacity_type):
+                continue
+            if zid is not None and o.zone_id and not zid.has(o.zone_id):
+                continue
+            if best is None or (o.price, o.zone) < (best.price, best.zone):
+                best = o
+        self._price_cache[key] = best
+        return best
+
+    def compatible(self, reqs: Requirements) -> bool:
+        """Labels allowed by ``reqs`` and at least one allowed available offering."""
+        labels = self.labels
+        for key, req in reqs.items():
+            if key in OFFERING_KEYS:
+                continue
+            value = labels.get(key)
+            if value is not None:
+                if not req.has(value):
+                    return False
+            elif key in INSTANCE_TYPE_KEYS and not req.allows_absence():
+                return False
+        return self.offering(reqs) is not None
+
+    def fits(self, need: Sequence[int]) -> bool:
+        """True when ``need`` is within the budget in every dimension."""
+        for n, b in zip(need, self.budget, strict=True):
+            if n > b:
+                return False
+        return True
+
+
+class PoolTemplate:
+    """A NodePool compiled for one scheduling run."""
+
+    def __init__(
+        self,
+        spec: NodePoolSpec,
+        order: int,
+        instance_types: Sequence[InstanceType],
+        dims: Sequence[str],
+        overhead: Mapping[str, int],
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.order = order
+        self.reqs = spec.requirements
+        self.taints = spec.taints
+        self.dims = tuple(dims)
+        self.overhead = dict(overhead)
+        self.overhead_vec: Vector = tuple(int(overhead.get(d, 0)) for d in dims)
+        util = spec.target_utilization
+        infos = []
+        for it in instance_types:
+            alloc = it.allocatable()
+            budget = []
+            for d in dims:
+                value = alloc.get(d, 0)
+                if util is not None and d in (CPU, MEMORY):
+                    value = int(value * util)
+                budget.append(value - int(overhead.get(d, 0)))
+            if min(budget) < 0:
+                continue  # the daemonsets alone do not fit
+            info = TypeInfo(it, tuple(budget))
+            if info.compatible(self.reqs):
+                infos.append(info)
+        self.types = infos
+        self.remaining = spec.remaining()
+        self._compat: dict[tuple[object, ...], list[TypeInfo]] = {}
+        self._domains: dict[tuple[str, tuple[object, ...]], frozenset[str]] = {}
+        self.min_values = {k: r.min_values for k, r in self.reqs.items() if r.min_values}
+
+    def types_for(self, reqs: Requirements) -> list[TypeInfo]:
+        """Pool types compatible with ``reqs`` (which already include the pool's requirements), cheapest
+        allowed offering first (ties by name); cached per requirement set."""
+        ident = reqs.identity()
+        found = self._compat.get(ident)
+        if found is None:
+            priced = []
+            for t in self.types:
+                if t.compatible(reqs):
+                    o = t.offering(reqs)
+                    assert o is not None
+                    priced.append((o.price, t.name, t))
+            priced.sort(key=lambda p: (p[0], p[1]))
+            found = [p[2] for p in priced]
+            self._compat[ident] = found
+        return found
+
+    def domains(self, key: str, reqs: Requirements) -> frozenset[str]:
+        """Values a node of this pool could have for ``key`` under ``reqs`` (zones and capacity types from
+        the compatible types' available offerings, other keys from their labels); cached."""
+        cache_key = (key, reqs.identity())
+        found = self._domains.get(cache_key)
+        if found is not None:
+            return found
+        req = reqs.get(key)
+        if req is not None and not req.complement:
+            values = set(req.values)
+        else:
+            values = set()
+            types = self.types_for(reqs)
+            if key in (wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID):
+                for t in types:
+                    for o in t.it.offerings:
+                        if o.available:
+                            values.add(o.zone if key == wk.ZONE else o.capacity_type if key == wk.CAPACITY_TYPE else o.zone_id)
+            else:
+                values = {v for t in types if (v := t.labels.get(key)) is not None}
+            if req is not None:
+                values = {v for v in values if req.has(v)}
+        found = frozenset(values)
+        self._domains[cache_key] = found
+        return found
+
+    def within_limits(self, info: TypeInfo) -> bool:
+        """True when launching ``info`` keeps every limited resource within what remains."""
+        if self.remaining is None:
+            return True
+        cap = info.capacity
+        for name, left in self.remaining.items():
+            if name == "nodes":
+                if left < 1:
+                    return False
+            elif cap.get(name, 0) > left:
+                return False
+        return True
+
+    def reserve(self, infos: Sequence[TypeInfo]) -> None:
+        """Subtract the largest capacity among ``infos`` (and one node) from the remaining limits."""
+        if self.remaining is None or not infos:
+            return
+        for name in list(self.remaining):
+            if name == "nodes":
+                self.remaining[name] -= 1
+            else:
+                self.remaining[name] -= max(i.capacity.get(name, 0) for i in infos)
+
+
+def capacity_type_for(candidates: Sequence[TypeInfo], reqs: Requirements) -> str | None:
+    """The capacity type a launch would use: the first of reserved/spot/on-demand some candidate offers."""
+    for ct in CAPACITY_TYPE_PRIORITY:
+        for info in candidates:
+            if info.offering(reqs, ct) is not None:
+                return ct
+    return None
+
+
+def satisfies_min_values(candidates: Sequence[TypeInfo], min_values: Mapping[str, int]) -> bool:
+    """True when ``candidates`` hold at least ``min_values[key]`` distinct values of each key."""
+    for key, need in min_values.items():
+        if len({c.labels.get(key) for c in candidates if c.labels.get(key) is not None}) < need:
+            return False
+    return True
+
+
+def truncate_candidates(
+    ordered: Sequence[TypeInfo], limit: int, min_values: Mapping[str, int]
+) -> list[TypeInfo]:
+    """The first ``limit`` of ``ordered`` (cheapest first), swapping in the cheapest types that add a missing
+    value of a ``minValues`` key in place of the most expensive kept ones (Karpenter truncates to 60 while
+    keeping minValues satisfiable)."""
+    kept = list(ordered[:limit])
+    if not min_values or satisfies_min_values(kept, min_values):
+        return kept
+    for key, need in min_values.items():
+        have = {c.labels.get(key) for c in kept}
+        for info in ordered[limit:]:
+            if len({v for v in have if v is not None}) >= need:
+                break
+            value = info.labels.get(key)
+            if value is None or value in have:
+                continue
+            # Replace the most expensive kept type whose value of `key` is duplicated.
+            for i in range(len(kept) - 1, -1, -1):
+                v = kept[i].labels.get(key)
+                if sum(1 for c in kept if c.labels.get(key) == v) > 1:
+                    kept[i] = info
+                    have = {c.labels.get(key) for c in kept}
+                    break
+    return kept

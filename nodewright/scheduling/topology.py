@@ -1,0 +1,248 @@
+"""Topology: spread constraints and pod (anti-)affinity counted per domain.
+
+A :class:`TopologyGroup` counts, per domain of one topology key (zone, hostname, capacity type, ...), the pods
+its label selector selects; the pods that own the constraint consult it before placement. Groups are shared
+by every pod with the same constraint (one group per Deployment spread, say), so counting is per group, not per
+pod. Semantics follow the kube-scheduler and Karpenter's ``topologygroup.go``:
+
+- **Spread** (maxSkew): a domain is admissible when ``count(domain) + self - min(counts) <= maxSkew``, where
+  ``self`` is 1 when the pod matches its own selector and the minimum runs over the eligible domains (0 when
+  fewer than ``minDomains`` domains exist; always 0 for ``kubernetes.io/hostname``, since a new node is always
+  possible). Among several admissible domains the least-populated one is chosen (ties by name), as Karpenter's
+  ``nextDomainTopologySpread`` does.
+- **Affinity** (required): domains already holding a selected pod; any domain when there is none and the pod
+  selects itself (the first replica).
+- **Anti-affinity** (required): domains holding no selected pod; and, inversely, a pod selected by another
+  pod's required anti-affinity must avoid the domains holding that pod's owners.
+
+Eligible domains come from the NodePools that could host the pod (their zones/capacity types from instance
+type offerings and requirements) and from existing nodes; ``nodeAffinityPolicy: Honor`` filters both by the pod's
+node requirements and ``nodeTaintsPolicy: Honor`` filters existing nodes by the pod's tolerations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from nodewright.api import labels as wk
+from nodewright.scheduling.pods import (
+    HONOR,
+    LabelSelector,
+    Pod,
+    TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
+)
+
+SPREAD = "spread"
+AFFINITY = "affinity"
+ANTI_AFFINITY = "anti-affinity"
+
+
+@dataclass(eq=False)
+class TopologyGroup:
+    """Counts of selected pods per domain for one constraint shared by a set of pods.
+
+    Attributes:
+        kind: ``spread``, ``affinity`` or ``anti-affinity``.
+        key: topology key.
+        namespaces: namespaces whose pods are counted (None: all namespaces).
+        selector: which pods are counted (None selects none).
+        max_skew, min_domains: spread parameters.
+        enforce_inverse: True for required anti-affinity (pods it selects must avoid its owners' domains).
+        universe: eligible domains (spread minimum); hostname groups leave it empty.
+        counts: selected pods per domain.
+        owner_counts: owning pods per domain (anti-affinity inverse).
+    """
+
+    kind: str
+    key: str
+    namespaces: frozenset[str] | None
+    selector: LabelSelector | None
+    max_skew: int = 1
+    min_domains: int | None = None
+    enforce_inverse: bool = False
+    universe: set[str] = field(default_factory=set)
+    counts: dict[str, int] = field(default_factory=dict)
+    owner_counts: dict[str, int] = field(default_factory=dict)
+
+    def selects(self, pod: Pod) -> bool:
+        """True when ``pod`` is counted by this group."""
+        if self.selector is None:
+            return False
+        if self.namespaces is not None and pod.namespace not in self.namespaces:
+            return False
+        return self.selector.matches(pod.labels)
+
+    def min_count(self) -> int:
+        """Global minimum over eligible domains (see module docstring)."""
+        if self.key == wk.HOSTNAME or not self.universe:
+            return 0
+        if self.min_domains is not None and len(self.universe) < self.min_domains:
+            return 0
+        counts = self.counts
+        return min(counts.get(d, 0) for d in self.universe)
+
+    def admissible(self, candidates: Iterable[str], self_selecting: bool) -> set[str]:
+        """The candidate domains this group allows for one more owning pod (a single domain for spread)."""
+        cands = candidates if isinstance(candidates, set) else set(candidates)
+        counts = self.counts
+        if self.kind == SPREAD:
+            low = self.min_count()
+            extra = 1 if self_selecting else 0
+            best: str | None = None
+            best_count = 0
+            for domain in sorted(cands):
+                count = counts.get(domain, 0) + extra
+                if count - low <= self.max_skew and (best is None or count < best_count):
+                    best, best_count = domain, count
+            return {best} if best is not None else set()
+        if self.kind == AFFINITY:
+            occupied = {d for d in cands if counts.get(d, 0) > 0}
+            if occupied:
+                return occupied
+            if self_selecting and not any(v > 0 for v in counts.values()):
+                return cands
+            return set()
+        return {d for d in cands if counts.get(d, 0) == 0}
+
+    def inverse_admissible(self, candidates: Iterable[str]) -> set[str]:
+        """Candidate domains free of this anti-affinity group's owners."""
+        return {d for d in candidates if self.owner_counts.get(d, 0) == 0}
+
+
+def _namespaces(pod: Pod, namespaces: tuple[str, ...], all_namespaces: bool) -> frozenset[str] | None:
+    if all_namespaces:
+        return None
+    return frozenset(namespaces) if namespaces else frozenset({pod.namespace})
+
+
+@dataclass
+class OwnedConstraints:
+    """The topology groups one pod class owns, after preference handling."""
+
+    groups: list[TopologyGroup] = field(default_factory=list)
+
+    @property
+    def keys(self) -> set[str]:
+        """Topology keys involved."""
+        return {g.key for g in self.groups}
+
+
+class Topology:
+    """Registry of topology groups for one scheduling run (deduplicated by constraint identity)."""
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[object, ...], TopologyGroup] = {}
+        self.hostname_groups: list[TopologyGroup] = []
+
+    @property
+    def groups(self) -> list[TopologyGroup]:
+        """Every registered group."""
+        return list(self._groups.values())
+
+    def group(
+        self,
+        kind: str,
+        key: str,
+        namespaces: frozenset[str] | None,
+        selector: LabelSelector | None,
+        *,
+        max_skew: int = 1,
+        min_domains: int | None = None,
+        enforce_inverse: bool = False,
+        filter_identity: object = None,
+    ) -> TopologyGroup:
+        """Get or create the group for this constraint identity."""
+        ident = (kind, key, namespaces, selector, max_skew, min_domains, enforce_inverse, filter_identity)
+        found = self._groups.get(ident)
+        if found is None:
+            found = TopologyGroup(kind, key, namespaces, selector, max_skew, min_domains, enforce_inverse)
+            self._groups[ident] = found
+        return found
+
+    def owned_groups(
+        self,
+        pod: Pod,
+        *,
+        spreads: list[TopologySpreadConstraint],
+        preferred_affinity: int,
+        preferred_anti_affinity: int,
+        filter_identity: object,
+    ) -> list[TopologyGroup]:
+        """Groups a pod owns: ``spreads`` (its constraints not relaxed yet), required (anti-)affinity and the
+        first ``preferred_*`` preferred terms (heaviest first) still treated as required."""
+        out: list[TopologyGroup] = []
+        aff = pod.affinity
+        for term in aff.pod_affinity_required:
+            out.append(
+                self.group(AFFINITY, term.topology_key, _namespaces(pod, term.namespaces, term.all_namespaces), term.label_selector)
+            )
+        for wterm in _heaviest(aff.pod_affinity_preferred)[:preferred_affinity]:
+            t = wterm.term
+            out.append(self.group(AFFINITY, t.topology_key, _namespaces(pod, t.namespaces, t.all_namespaces), t.label_selector))
+        for term in aff.pod_anti_affinity_required:
+            out.append(
+                self.group(
+                    ANTI_AFFINITY,
+                    term.topology_key,
+                    _namespaces(pod, term.namespaces, term.all_namespaces),
+                    term.label_selector,
+                    enforce_inverse=True,
+                )
+            )
+        for wterm in _heaviest(aff.pod_anti_affinity_preferred)[:preferred_anti_affinity]:
+            t = wterm.term
+            out.append(
+                self.group(ANTI_AFFINITY, t.topology_key, _namespaces(pod, t.namespaces, t.all_namespaces), t.label_selector)
+            )
+        for tsc in spreads:
+            honor = tsc.node_affinity_policy == HONOR or tsc.node_taints_policy == HONOR
+            out.append(
+                self.group(
+                    SPREAD,
+                    tsc.topology_key,
+                    frozenset({pod.namespace}),
+                    tsc.label_selector,
+                    max_skew=tsc.max_skew,
+                    min_domains=tsc.min_domains,
+                    filter_identity=filter_identity if honor else None,
+                )
+            )
+        return out
+
+    def register_existing_owner(self, pod: Pod) -> None:
+        """Register a bound pod's required anti-affinity so pending pods it selects avoid its domain."""
+        for term in pod.affinity.pod_anti_affinity_required:
+            self.group(
+                ANTI_AFFINITY,
+                term.topology_key,
+                _namespaces(pod, term.namespaces, term.all_namespaces),
+                term.label_selector,
+                enforce_inverse=True,
+            )
+
+    def selecting(self, pod: Pod) -> list[TopologyGroup]:
+        """Groups that count ``pod``."""
+        return [g for g in self._groups.values() if g.selects(pod)]
+
+    def inverse_for(self, pod: Pod) -> list[TopologyGroup]:
+        """Required anti-affinity groups whose owners ``pod`` must avoid."""
+        return [g for g in self._groups.values() if g.enforce_inverse and g.selects(pod)]
+
+
+def _heaviest(terms: Iterable[WeightedPodAffinityTerm]) -> list[WeightedPodAffinityTerm]:
+    # Karpenter relaxes the heaviest preferred term first (stable sort by weight, descending).
+    return sorted(terms, key=lambda t: -t.weight)
+
+
+def record(groups: Iterable[TopologyGroup], domains: Mapping[str, str], owner_of: Iterable[TopologyGroup] = ()) -> None:
+    """Count one placed pod: +1 in every selecting group at its domain, and +1 owner count in ``owner_of``."""
+    for g in groups:
+        d = domains.get(g.key)
+        if d is not None:
+            g.counts[d] = g.counts.get(d, 0) + 1
+    for g in owner_of:
+        d = domains.get(g.key)
+        if d is not None:
+            g.owner_counts[d] = g.owner_counts.get(d, 0) + 1

@@ -1,0 +1,89 @@
+"""The cluster's state as the controllers see it: one consistent snapshot per reconcile pass.
+
+:func:`snapshot` reads every relevant kind once from a :class:`~nodewright.kube.cluster.Cluster` and indexes
+it (nodes by name and provider ID, NodeClaims by name, node and provider ID, pods by node). Controllers
+decide from one snapshot so a decision never mixes two moments of the cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.api import labels as L
+from nodewright.kube import resources as r
+from nodewright.kube.cluster import Cluster
+from nodewright.kube.objects import labels_of, name_of
+from nodewright.state.pods import node_name, pod_key
+
+Obj = dict[str, Any]
+
+
+def provider_id_of(obj: Obj) -> str:
+    """``spec.providerID`` of a Node or ``status.providerID`` of a NodeClaim (``""`` when unset)."""
+    if obj.get("kind") == "Node":
+        return str((obj.get("spec") or {}).get("providerID") or "")
+    return str((obj.get("status") or {}).get("providerID") or "")
+
+
+@dataclass
+class ClusterState:
+    """Indexed snapshot. All dicts map names (``namespace/name`` for pods) to objects."""
+
+    nodes: dict[str, Obj] = field(default_factory=dict)
+    nodeclaims: dict[str, Obj] = field(default_factory=dict)
+    nodepools: dict[str, Obj] = field(default_factory=dict)
+    nodeclasses: dict[str, Obj] = field(default_factory=dict)
+    pods: dict[str, Obj] = field(default_factory=dict)
+    daemonsets: list[Obj] = field(default_factory=list)
+    pdbs: list[Obj] = field(default_factory=list)
+    pvcs: list[Obj] = field(default_factory=list)
+    storageclasses: list[Obj] = field(default_factory=list)
+    pods_by_node: dict[str, list[Obj]] = field(default_factory=dict)
+    node_by_provider_id: dict[str, Obj] = field(default_factory=dict)
+    nodeclaim_by_provider_id: dict[str, Obj] = field(default_factory=dict)
+
+    def node_for(self, nodeclaim: Obj) -> Obj | None:
+        """The Node that registered for ``nodeclaim`` (matched by provider ID), or None."""
+        pid = provider_id_of(nodeclaim)
+        return self.node_by_provider_id.get(pid) if pid else None
+
+    def nodeclaim_for(self, node: Obj) -> Obj | None:
+        """The NodeClaim a Node belongs to (matched by provider ID), or None for unmanaged nodes."""
+        pid = provider_id_of(node)
+        return self.nodeclaim_by_provider_id.get(pid) if pid else None
+
+    def pods_on(self, node: str) -> list[Obj]:
+        """Pods bound to the node named ``node``."""
+        return self.pods_by_node.get(node, [])
+
+    def managed_nodes(self) -> list[Obj]:
+        """Nodes carrying the ``karpenter.sh/nodepool`` label."""
+        return [n for n in self.nodes.values() if L.NODEPOOL in labels_of(n)]
+
+
+def snapshot(cluster: Cluster) -> ClusterState:
+    """Read and index the cluster once (O(objects))."""
+    state = ClusterState()
+    for node in cluster.list(r.NODES):
+        state.nodes[name_of(node)] = node
+        pid = provider_id_of(node)
+        if pid:
+            state.node_by_provider_id[pid] = node
+    for claim in cluster.list(r.NODECLAIMS):
+        state.nodeclaims[name_of(claim)] = claim
+        pid = provider_id_of(claim)
+        if pid:
+            state.nodeclaim_by_provider_id[pid] = claim
+    state.nodepools = {name_of(o): o for o in cluster.list(r.NODEPOOLS)}
+    state.nodeclasses = {name_of(o): o for o in cluster.list(r.EC2NODECLASSES)}
+    for pod in cluster.list(r.PODS):
+        state.pods[pod_key(pod)] = pod
+        bound = node_name(pod)
+        if bound:
+            state.pods_by_node.setdefault(bound, []).append(pod)
+    state.daemonsets = cluster.list(r.DAEMONSETS)
+    state.pdbs = cluster.list(r.PDBS)
+    state.pvcs = cluster.list(r.PVCS)
+    state.storageclasses = cluster.list(r.STORAGECLASSES)
+    return state

@@ -1,0 +1,94 @@
+"""Pod predicates the controllers share, following Karpenter's ``pkg/utils/pod`` semantics.
+
+* provisionable: pending (``PodScheduled=False`` with reason ``Unschedulable``), not bound, not
+  terminating, not finished, not owned by a DaemonSet, not gated (``spec.schedulingGates``).
+* evictable during drain: everything except DaemonSet pods, mirror (static) pods and finished pods.
+* ``karpenter.sh/do-not-disrupt: "true"`` on a pod blocks graceful drain of its node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodewright.api import labels as L
+from nodewright.kube.objects import annotations_of, is_deleting, meta
+from nodewright.scheduling.quantities import Resources, add, maximum, parse_resource_list
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def owner_kinds(pod: Mapping[str, Any]) -> list[str]:
+    """Kinds of the pod's controller owners."""
+    return [str(o.get("kind")) for o in meta(pod).get("ownerReferences") or []]
+
+
+def is_daemonset_pod(pod: Mapping[str, Any]) -> bool:
+    """Owned by a DaemonSet."""
+    return "DaemonSet" in owner_kinds(pod)
+
+
+def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
+    """A static pod mirrored by the kubelet (``kubernetes.io/config.mirror`` annotation or Node owner)."""
+    return MIRROR_ANNOTATION in annotations_of(pod) or "Node" in owner_kinds(pod)
+
+
+def is_terminal(pod: Mapping[str, Any]) -> bool:
+    """Phase Succeeded or Failed."""
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def node_name(pod: Mapping[str, Any]) -> str:
+    """``spec.nodeName`` or ``""``."""
+    return str((pod.get("spec") or {}).get("nodeName") or "")
+
+
+def is_unschedulable(pod: Mapping[str, Any]) -> bool:
+    """``PodScheduled=False`` with reason ``Unschedulable`` (kube-scheduler gave up on it)."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled":
+            return cond.get("status") == "False" and cond.get("reason") == "Unschedulable"
+    return False
+
+
+def is_provisionable(pod: Mapping[str, Any]) -> bool:
+    """A pod Karpenter would provision capacity for (see module docstring)."""
+    return (
+        is_unschedulable(pod)
+        and not node_name(pod)
+        and not is_deleting(pod)
+        and not is_terminal(pod)
+        and not is_daemonset_pod(pod)
+        and not (pod.get("spec") or {}).get("schedulingGates")
+    )
+
+
+def is_do_not_disrupt(pod: Mapping[str, Any]) -> bool:
+    """``karpenter.sh/do-not-disrupt: "true"`` (or the v1alpha5 ``karpenter.sh/do-not-evict``)."""
+    ann = annotations_of(pod)
+    return ann.get(L.DO_NOT_DISRUPT) == "true" or ann.get(L.V1ALPHA5_DO_NOT_EVICT) == "true"
+
+
+def needs_eviction(pod: Mapping[str, Any]) -> bool:
+    """A pod the drain must evict: not DaemonSet-owned, not mirror, not finished, not already going."""
+    return not (is_daemonset_pod(pod) or is_mirror_pod(pod) or is_terminal(pod) or is_deleting(pod))
+
+
+def pod_requests(pod: Mapping[str, Any]) -> Resources:
+    """Effective requests (cpu millicores, memory bytes, ...): max(sum of containers, each init container)
+    plus ``spec.overhead``, and ``pods: 1``, as the kube-scheduler computes them."""
+    spec = pod.get("spec") or {}
+    total: Resources = {}
+    for container in spec.get("containers") or []:
+        total = add(total, parse_resource_list((container.get("resources") or {}).get("requests")))
+    for container in spec.get("initContainers") or []:
+        total = maximum(total, parse_resource_list((container.get("resources") or {}).get("requests")))
+    total = add(total, parse_resource_list(spec.get("overhead")))
+    total["pods"] = total.get("pods", 0) + 1
+    return total
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    """``namespace/name``."""
+    m = meta(pod)
+    return f"{m.get('namespace') or 'default'}/{m.get('name')}"

@@ -1,0 +1,42 @@
+"""checkov checks CKV_NW_8..12 for ``--framework kubernetes`` (the rendered Helm chart).
+
+Each wraps one function of ``nw_k8s_rules`` over the single object checkov hands over. A rule that
+raises reports FAILED with the error (checkov would drop it silently).
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+import nw_catalog
+import nw_k8s_rules
+import nw_tfdoc
+from checkov.common.models.enums import CheckCategories, CheckResult
+from checkov.kubernetes.checks.resource.base_spec_check import BaseK8Check
+
+
+class ObjectRuleCheck(BaseK8Check):
+    """One nodewright rule on one Kubernetes object."""
+
+    def __init__(self, check_id: str) -> None:
+        info = nw_catalog.CHECKS[check_id]
+        super().__init__(name=info.name, id=check_id, categories=[CheckCategories.KUBERNETES],
+                         supported_entities=list(nw_k8s_rules.KINDS[check_id]), guideline=info.fix)
+
+    def scan_spec_conf(self, conf: dict[str, Any]) -> CheckResult:
+        """PASSED, FAILED (details: the problems), or UNKNOWN when the object is not in scope."""
+        try:
+            problems = nw_k8s_rules.RULES[self.id](nw_tfdoc.clean(conf))
+        except Exception:  # noqa: BLE001 - fail closed, never silently
+            self.details = [f"internal error in {self.id}: {traceback.format_exc(limit=3)}"]
+            return CheckResult.FAILED
+        if problems is None:
+            return CheckResult.UNKNOWN
+        if problems:
+            self.details = problems
+            return CheckResult.FAILED
+        return CheckResult.PASSED
+
+
+checks = [ObjectRuleCheck(check_id) for check_id in nw_k8s_rules.RULES]

@@ -1,0 +1,185 @@
+"""Rules CKV_NW_8..12 on single Kubernetes objects (plain dicts as parsed from YAML).
+
+Each ``*_problems`` function takes one object and returns what is wrong with it (an empty list when
+nothing is, ``None`` when the object is not in the rule's scope). The same functions serve the
+kubernetes framework (rendered chart) and ``kubernetes_manifest`` resources in the stacks.
+
+Karpenter facts used (karpenter.sh docs, "NodePools" and "EC2NodeClasses"):
+- a NodePool without a ``karpenter.sh/capacity-type`` requirement launches on-demand only;
+- limits live at ``spec.limits`` (v1, v1beta1) or ``spec.limits.resources`` (v1alpha5 Provisioner);
+- taints at ``spec.template.spec.taints`` (v1, v1beta1) or ``spec.taints`` (v1alpha5);
+- ``metadataOptions`` at ``spec.metadataOptions`` (EC2NodeClass, AWSNodeTemplate); hop limit default 1
+  (v1) or 2 (v1beta1); ``httpEndpoint: disabled`` turns the metadata service off.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+ROLE_ARN_ANNOTATION = "eks.amazonaws.com/role-arn"
+ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+NODEPOOL_KINDS = ("NodePool", "Provisioner")
+NODECLASS_KINDS = ("EC2NodeClass", "AWSNodeTemplate")
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _is_legacy(obj: dict[str, Any]) -> bool:
+    return obj.get("kind") == "Provisioner"
+
+
+def pool_requirements(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The NodePool's (or Provisioner's) requirements."""
+    path = ("spec", "requirements") if _is_legacy(obj) else ("spec", "template", "spec", "requirements")
+    return [r for r in _list(_get(obj, *path)) if isinstance(r, dict)]
+
+
+def pool_taints(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The taints every node of the pool carries (startup taints excluded: they go away)."""
+    path = ("spec", "taints") if _is_legacy(obj) else ("spec", "template", "spec", "taints")
+    return [t for t in _list(_get(obj, *path)) if isinstance(t, dict)]
+
+
+def allows_spot(obj: dict[str, Any]) -> bool:
+    """True when the pool may launch spot capacity (every capacity-type requirement admits "spot")."""
+    terms = [r for r in pool_requirements(obj) if r.get("key") == CAPACITY_TYPE]
+    if not terms:
+        return False  # Karpenter defaults to on-demand
+    for term in terms:
+        op, values = term.get("operator"), [str(v) for v in _list(term.get("values"))]
+        admits = {"In": "spot" in values, "NotIn": "spot" not in values, "Exists": True}.get(str(op), False)
+        if not admits:
+            return False
+    return True
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return f"{obj.get('kind')} {_get(obj, 'metadata', 'name')!r}"
+
+
+def limits_problems(obj: dict[str, Any]) -> list[str] | None:
+    """CKV_NW_8: the pool has cpu and/or memory limits."""
+    if obj.get("kind") not in NODEPOOL_KINDS:
+        return None
+    limits = _get(obj, "spec", "limits", "resources") if _is_legacy(obj) else _get(obj, "spec", "limits")
+    if not isinstance(limits, dict) or not ({"cpu", "memory"} & set(limits)):
+        return [f"{_name(obj)} has no limits (spec.limits cpu/memory): nothing bounds how many nodes it launches."]
+    return []
+
+
+def spot_taint_problems(obj: dict[str, Any]) -> list[str] | None:
+    """CKV_NW_9: a pool that allows spot carries a NoSchedule (or stricter NoExecute) taint."""
+    if obj.get("kind") not in NODEPOOL_KINDS:
+        return None
+    if not allows_spot(obj):
+        return []
+    if any(t.get("effect") in ("NoSchedule", "NoExecute") for t in pool_taints(obj)):
+        return []
+    return [f"{_name(obj)} allows spot capacity but carries no NoSchedule taint: pods that cannot take a "
+            f"two-minute interruption would land on spot without opting in."]
+
+
+def imds_problems(obj: dict[str, Any]) -> list[str] | None:
+    """CKV_NW_10: IMDSv2 required (explicitly) and hop limit at most 2."""
+    if obj.get("kind") not in NODECLASS_KINDS:
+        return None
+    options = _get(obj, "spec", "metadataOptions")
+    options = options if isinstance(options, dict) else {}
+    if str(options.get("httpEndpoint", "enabled")) == "disabled":
+        return []
+    problems = []
+    if options.get("httpTokens") != "required":
+        problems.append(f"{_name(obj)} allows IMDSv1 (metadataOptions.httpTokens is "
+                        f"{options.get('httpTokens', 'not set')!r}, must be 'required').")
+    hops = options.get("httpPutResponseHopLimit")
+    if hops is not None and (not isinstance(hops, int) or isinstance(hops, bool) or hops > 2):
+        problems.append(f"{_name(obj)} sets httpPutResponseHopLimit {hops!r}: above 2, pods behind a NAT hop "
+                        f"reach the node's credentials.")
+    return problems
+
+
+def _pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
+    spec = _get(obj, "spec", "template", "spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def container_problems(obj: dict[str, Any]) -> list[str] | None:
+    """CKV_NW_11: every container runs non-root, read-only root filesystem, no privilege escalation."""
+    if obj.get("kind") not in WORKLOAD_KINDS:
+        return None
+    pod = _pod_spec(obj)
+    pod_ctx = pod.get("securityContext") if isinstance(pod.get("securityContext"), dict) else {}
+    problems = []
+    for container in _list(pod.get("containers")) + _list(pod.get("initContainers")):
+        if not isinstance(container, dict):
+            continue
+        ctx = container.get("securityContext") if isinstance(container.get("securityContext"), dict) else {}
+        merged = {**pod_ctx, **ctx}
+        label = f"{_name(obj)} container {container.get('name')!r}"
+        if merged.get("runAsNonRoot") is not True:
+            problems.append(f"{label} may run as root (runAsNonRoot is not true).")
+        if merged.get("runAsUser") == 0:
+            problems.append(f"{label} runs as root (runAsUser: 0).")
+        if ctx.get("readOnlyRootFilesystem") is not True:
+            problems.append(f"{label} has a writable root filesystem (readOnlyRootFilesystem is not true).")
+        if ctx.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{label} allows privilege escalation (allowPrivilegeEscalation is not false).")
+        if ctx.get("privileged") is True:
+            problems.append(f"{label} is privileged.")
+    return problems
+
+
+def service_account_problems(obj: dict[str, Any]) -> list[str] | None:
+    """CKV_NW_12 (manifest side): a ServiceAccount that carries the IRSA annotation carries a role ARN.
+
+    An empty or malformed annotation (a value missed in ``--set``) makes the EKS webhook skip the
+    credentials and the controller fail on its first AWS call.
+    """
+    if obj.get("kind") != "ServiceAccount":
+        return None
+    annotations = _get(obj, "metadata", "annotations")
+    if not isinstance(annotations, dict) or ROLE_ARN_ANNOTATION not in annotations:
+        return None
+    value = str(annotations.get(ROLE_ARN_ANNOTATION) or "")
+    if ROLE_ARN.match(value) or (value.startswith("${") and value.endswith("}")):
+        return []
+    return [f"ServiceAccount {_get(obj, 'metadata', 'name')!r} has {ROLE_ARN_ANNOTATION}={value!r}, not an IAM role ARN."]
+
+
+RULES = {
+    "CKV_NW_8": limits_problems,
+    "CKV_NW_9": spot_taint_problems,
+    "CKV_NW_10": imds_problems,
+    "CKV_NW_11": container_problems,
+    "CKV_NW_12": service_account_problems,
+}
+KINDS = {
+    "CKV_NW_8": NODEPOOL_KINDS,
+    "CKV_NW_9": NODEPOOL_KINDS,
+    "CKV_NW_10": NODECLASS_KINDS,
+    "CKV_NW_11": WORKLOAD_KINDS,
+    "CKV_NW_12": ("ServiceAccount",),
+}
+
+
+def check(obj: dict[str, Any]) -> dict[str, list[str]]:
+    """Every rule that applies to ``obj``: check id -> problems (empty list: passed)."""
+    out = {}
+    for check_id, rule in RULES.items():
+        problems = rule(obj)
+        if problems is not None:
+            out[check_id] = problems
+    return out

@@ -1,0 +1,138 @@
+"""Every nodewright rule over a synthesized project: the entry point of the Terraform side.
+
+``analyze(project)`` runs the IAM rules (CKV_NW_1..6), the interruption queue rule (CKV_NW_7), the
+Kubernetes object rules on ``kubernetes_manifest`` resources (CKV_NW_8..12), and the Helm release wiring
+of CKV_NW_12: the release of the nodewright chart annotates its ServiceAccount with the ARN of the IRSA
+role whose trust names that very ServiceAccount (Helm provider ``helm_release``: ``values`` YAML strings,
+then ``set`` entries, later wins).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import nw_iam_model
+import nw_iam_rules
+import nw_k8s_rules
+import nw_queue_rules
+import yaml
+from nw_catalog import RuleReport
+from nw_iam_model import IamModel
+from nw_tfdoc import Project, Stack, clean, dict_list, scalar
+
+CHART_DEFAULT_SA = "nodewright"
+_UNESCAPED_DOT = re.compile(r"(?<!\\)\.")
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def release_values(conf: dict[str, Any]) -> dict[str, Any]:
+    """The values a ``helm_release`` passes: its ``values`` documents merged, then ``set`` entries."""
+    merged: dict[str, Any] = {}
+    values = conf.get("values")
+    for text in values if isinstance(values, list) else [values]:
+        text = scalar(text)
+        if isinstance(text, str) and text.strip():
+            try:
+                loaded = yaml.safe_load(text)
+            except yaml.YAMLError:
+                continue
+            if isinstance(loaded, dict):
+                merged = _deep_merge(merged, loaded)
+    for entry in dict_list(conf.get("set")) + dict_list(conf.get("set_sensitive")):
+        name = scalar(entry.get("name"))
+        if not isinstance(name, str) or "[" in name:
+            continue
+        keys = [k.replace("\\.", ".") for k in _UNESCAPED_DOT.split(name)]
+        nested: dict[str, Any] = {keys[-1]: scalar(entry.get("value"))}
+        for key in reversed(keys[:-1]):
+            nested = {key: nested}
+        merged = _deep_merge(merged, nested)
+    return merged
+
+
+def _sa_annotation(project: Project, namespace: str, name: str, values: dict[str, Any]) -> Any:
+    sa = values.get("serviceAccount") if isinstance(values.get("serviceAccount"), dict) else {}
+    if sa.get("create", True) not in (False, "false"):
+        annotations = sa.get("annotations") if isinstance(sa.get("annotations"), dict) else {}
+        return annotations.get(nw_k8s_rules.ROLE_ARN_ANNOTATION)
+    for type_ in ("kubernetes_service_account", "kubernetes_service_account_v1"):
+        for _s, _n, conf in project.all_resources(type_):
+            meta = clean(scalar(conf.get("metadata")) or {})
+            if meta.get("name") == name and meta.get("namespace", "default") == namespace:
+                return (meta.get("annotations") or {}).get(nw_k8s_rules.ROLE_ARN_ANNOTATION)
+    return None
+
+
+def _release_problems(project: Project, model: IamModel, stack: Stack, conf: dict[str, Any]) -> list[str]:
+    values = release_values(conf)
+    namespace = str(values.get("namespaceOverride") or scalar(conf.get("namespace")) or "default")
+    namespace = "kube-system" if namespace == "default" else namespace  # the chart's own rule (values.yaml)
+    sa = values.get("serviceAccount") if isinstance(values.get("serviceAccount"), dict) else {}
+    name = str(sa.get("name") or CHART_DEFAULT_SA)
+    subject = f"system:serviceaccount:{namespace}:{name}"
+    annotation = scalar(_sa_annotation(project, namespace, name, values))
+    irsa = [r for r in model.controllers() if r.is_web_identity()]
+    if not annotation:
+        if irsa:
+            return [f"IRSA is used ({irsa[0].address} trusts {nw_iam_rules.irsa_subjects(irsa[0])}) but the release "
+                    f"does not annotate ServiceAccount {namespace}/{name} with {nw_k8s_rules.ROLE_ARN_ANNOTATION}: "
+                    f"the controller gets no AWS credentials."]
+        return []
+    ref = project.resolve(stack.name, annotation)
+    if ref is None:
+        if not nw_k8s_rules.ROLE_ARN.match(str(annotation)):
+            return [f"{nw_k8s_rules.ROLE_ARN_ANNOTATION}={annotation!r} is not an IAM role ARN."]
+        return []
+    role = model.roles.get((ref.stack, ref.name)) if ref.type == "aws_iam_role" and ref.attr == "arn" else None
+    if role is None:
+        return [f"{nw_k8s_rules.ROLE_ARN_ANNOTATION} is {annotation!r}, not the ARN of a role in the stacks."]
+    subjects = nw_iam_rules.irsa_subjects(role)
+    if subject not in subjects:
+        return [f"The release installs ServiceAccount {subject} but {role.address} trusts {subjects}: "
+                f"sts:AssumeRoleWithWebIdentity will be denied."]
+    return []
+
+
+def check_releases(project: Project, model: IamModel, report: RuleReport) -> None:
+    """CKV_NW_12 on every ``helm_release`` of the nodewright chart."""
+    for stack, name, conf in project.all_resources("helm_release"):
+        chart = str(scalar(conf.get("chart")) or "")
+        if "nodewright" not in chart:
+            continue
+        address = f"helm_release.{name}"
+        report.passed("CKV_NW_12", stack.path, address)
+        for problem in _release_problems(project, model, stack, conf):
+            report.failed("CKV_NW_12", stack.path, address, problem)
+
+
+def check_manifests(project: Project, report: RuleReport) -> None:
+    """CKV_NW_8..12 on the objects of ``kubernetes_manifest`` resources."""
+    for stack, name, conf in project.all_resources("kubernetes_manifest"):
+        manifest = clean(scalar(conf.get("manifest")))
+        if not isinstance(manifest, dict):
+            continue
+        address = f"kubernetes_manifest.{name}"
+        for check_id, problems in nw_k8s_rules.check(manifest).items():
+            report.passed(check_id, stack.path, address)
+            for problem in problems:
+                report.failed(check_id, stack.path, address, problem)
+
+
+def analyze(project: Project) -> RuleReport:
+    """Every Terraform-side rule over ``project``."""
+    model = nw_iam_model.build(project)
+    report = nw_iam_rules.run(project, model)
+    report.extend(nw_queue_rules.run(project))
+    check_releases(project, model, report)
+    check_manifests(project, report)
+    return report

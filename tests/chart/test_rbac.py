@@ -1,0 +1,83 @@
+"""RBAC: least privilege, no wildcards, exactly the verbs and resources the controllers use."""
+
+from __future__ import annotations
+
+import pytest
+from chart_helpers import find, one
+
+pytestmark = pytest.mark.chart
+
+READ = ("get", "list", "watch")
+
+# (apiGroup, resource) -> verbs; the contract documented in docs/architecture.md ("Helm chart").
+CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
+    ("karpenter.sh", "nodepools"): {*READ},
+    ("karpenter.sh", "nodepools/status"): {*READ, "patch", "update"},
+    ("karpenter.sh", "nodeclaims"): {*READ, "create", "patch", "update", "delete"},
+    ("karpenter.sh", "nodeclaims/status"): {*READ, "patch", "update"},
+    ("karpenter.k8s.aws", "ec2nodeclasses"): {*READ},
+    ("karpenter.k8s.aws", "ec2nodeclasses/status"): {*READ, "patch", "update"},
+    ("", "nodes"): {*READ, "patch", "update", "delete"},
+    ("", "pods"): {*READ, "delete"},
+    ("", "pods/eviction"): {"create"},
+    ("", "events"): {"create", "patch"},
+    ("", "persistentvolumeclaims"): {*READ},
+    ("apps", "daemonsets"): {*READ},
+    ("policy", "poddisruptionbudgets"): {*READ},
+    ("storage.k8s.io", "storageclasses"): {*READ},
+}
+
+
+def _grants(rules: list[dict]) -> dict[tuple[str, str], set[str]]:
+    grants: dict[tuple[str, str], set[str]] = {}
+    for rule in rules:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                grants.setdefault((group, resource), set()).update(rule["verbs"])
+    return grants
+
+
+@pytest.mark.parametrize("variant", ["default", "minimal", "production", "bottlerocket", "custom-pools"])
+def test_no_wildcards_and_no_resource_names_loopholes(rendered, variant):
+    for role in find(rendered[variant], "ClusterRole") + find(rendered[variant], "Role"):
+        for rule in role["rules"]:
+            for field in ("apiGroups", "resources", "verbs"):
+                assert "*" not in rule[field], f"{role['kind']} {field} has a wildcard: {rule}"
+            assert "nonResourceURLs" not in rule
+            # Dangerous verbs that would let the controller grow its own permissions.
+            assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"])
+
+
+def test_cluster_role_grants_exactly_what_the_controllers_use(rendered):
+    role = one(rendered["minimal"], "ClusterRole", "nodewright")
+    assert _grants(role["rules"]) == CLUSTER_RULES
+    # No access to secrets, configmaps or RBAC objects at all.
+    groups_resources = {resource for _, resource in _grants(role["rules"])}
+    assert not groups_resources & {"secrets", "configmaps", "clusterroles", "roles", "serviceaccounts"}
+
+
+def test_pods_binding_only_in_bind_mode(rendered):
+    assert ("", "pods/binding") not in _grants(one(rendered["minimal"], "ClusterRole")["rules"])
+    grants = _grants(one(rendered["production"], "ClusterRole")["rules"])  # controller.bindPods: true
+    assert grants.pop(("", "pods/binding")) == {"create"}
+    assert grants == CLUSTER_RULES
+
+
+def test_leases_are_namespaced(rendered):
+    role = one(rendered["minimal"], "Role", "nodewright")
+    assert role["metadata"]["namespace"] == "kube-system"
+    assert _grants(role["rules"]) == {
+        ("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update", "patch"}
+    }
+    assert ("coordination.k8s.io", "leases") not in _grants(one(rendered["minimal"], "ClusterRole")["rules"])
+
+
+def test_bindings_tie_the_roles_to_the_service_account(rendered):
+    subject = [{"kind": "ServiceAccount", "name": "nodewright", "namespace": "kube-system"}]
+    crb = one(rendered["minimal"], "ClusterRoleBinding", "nodewright")
+    assert crb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nodewright"}
+    assert crb["subjects"] == subject
+    rb = one(rendered["minimal"], "RoleBinding", "nodewright")
+    assert rb["metadata"]["namespace"] == "kube-system"
+    assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "nodewright"}
+    assert rb["subjects"] == subject

@@ -1,0 +1,127 @@
+"""End-to-end provider behaviour against moto: launch, tags, get/list, terminate, drift, instance types."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from nodewright.api import labels
+from nodewright.cloud.aws.provider import AWSCloudProvider
+from nodewright.cloud.provider import CloudProvider, NodeClaimNotFoundError, parse_provider_id
+from aws.conftest import CLUSTER, REGION, Cluster, nodeclaim
+
+
+def _instance(instance_id: str) -> dict:
+    ec2 = boto3.client("ec2", region_name=REGION)
+    return ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+
+
+def test_provider_satisfies_protocol(provider: AWSCloudProvider) -> None:
+    assert isinstance(provider, CloudProvider)
+
+
+def test_create_launches_cheapest_type_with_tags_and_labels(provider: AWSCloudProvider, cluster: Cluster) -> None:
+    launched = provider.create(nodeclaim())
+    zone, instance_id = parse_provider_id(launched.status.provider_id)
+    raw = _instance(instance_id)
+    # moto launches the first override; overrides are cheapest first: c5.large at 0.085 $/h.
+    assert raw["InstanceType"] == "c5.large"
+    assert zone == "us-east-1a"  # the zone whose subnet has the most free IPs wins the tie on price
+    assert raw["SubnetId"] == cluster.subnets["us-east-1a"]
+    tags = {t["Key"]: t["Value"] for t in raw["Tags"]}
+    assert tags == {"kubernetes.io/cluster/demo": "owned", "eks:eks-cluster-name": CLUSTER,
+                    "karpenter.sh/nodepool": "default", "karpenter.sh/nodeclaim": "default-x7k2p",
+                    "karpenter.k8s.aws/ec2nodeclass": "default", "Name": "default/default-x7k2p"}
+    got = launched.metadata.labels
+    assert got[labels.INSTANCE_TYPE] == "c5.large" and got[labels.ZONE] == "us-east-1a"
+    assert got[labels.CAPACITY_TYPE] == "on-demand" and got[labels.REGION] == REGION
+    assert got[labels.ARCH] == "amd64" and got["team"] == "payments"
+    assert launched.status.image_id == cluster.ami_amd64
+    assert launched.status.capacity["cpu"] == "2"
+    assert launched.status.allocatable["cpu"] == "1930m"  # 2000m minus EKS kube-reserved 70m
+    assert launched.metadata.annotations[labels.EC2NODECLASS_HASH]
+
+
+def test_launch_template_carries_nodeadm_userdata_and_imds_defaults(provider: AWSCloudProvider) -> None:
+    import base64
+
+    provider.create(nodeclaim())
+    ec2 = boto3.client("ec2", region_name=REGION)
+    templates = ec2.describe_launch_templates()["LaunchTemplates"]
+    # One template per max-pods group: c5.large/m5.large run 29 pods, m5.xlarge 58 (ENI limits).
+    assert len(templates) == 2 and all(t["LaunchTemplateName"].startswith("nodewright/demo/") for t in templates)
+    max_pods = []
+    for template in templates:
+        data = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])[
+            "LaunchTemplateVersions"][0]["LaunchTemplateData"]
+        assert data["MetadataOptions"]["HttpTokens"] == "required"
+        assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
+        text = base64.b64decode(data["UserData"]).decode()
+        assert "--node-labels=karpenter.sh/nodepool=default,team=payments" in text
+        assert "- key: dedicated\n        value: payments\n        effect: NoSchedule" in text
+        max_pods.append(int(text.split("maxPods: ")[1].split("\n")[0]))
+    assert sorted(max_pods) == [29, 58]
+
+
+def test_retry_of_same_nodeclaim_never_launches_twice(provider: AWSCloudProvider) -> None:
+    first = provider.create(nodeclaim())
+    second = provider.create(nodeclaim())
+    assert first.status.provider_id == second.status.provider_id
+    assert len(provider.instances.list_instances()) == 1
+
+
+def test_get_list_and_idempotent_delete(provider: AWSCloudProvider) -> None:
+    launched = provider.create(nodeclaim())
+    view = provider.get(launched.status.provider_id)
+    assert view.metadata.name == "default-x7k2p" and view.nodepool == "default"
+    assert [c.metadata.name for c in provider.list()] == ["default-x7k2p"]
+    provider.delete(launched)
+    assert _instance(parse_provider_id(launched.status.provider_id)[1])["State"]["Name"] == "terminated"
+    with pytest.raises(NodeClaimNotFoundError):
+        provider.delete(launched)
+    with pytest.raises(NodeClaimNotFoundError):
+        provider.get(launched.status.provider_id)
+    assert provider.list() == []
+
+
+def test_get_instance_types_limits_zones_and_needs_a_fitting_ami(provider: AWSCloudProvider) -> None:
+    from nodewright.api.nodepool import NodePool
+
+    pool = NodePool.model_validate({"metadata": {"name": "default"}, "spec": {"template": {"spec": {
+        "requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                             "name": "default"}}}}})
+    types = {it.name: it for it in provider.get_instance_types(pool)}
+    assert {o.zone for it in types.values() for o in it.offerings} == {"us-east-1a", "us-east-1b", "us-east-1c"}
+    assert types["m5.large"].cheapest_offering(capacity_types=["on-demand"]).price == 0.096
+    assert "m6g.large" in types  # arm64 AMI published
+    assert not any(int(it.labels.get(labels.INSTANCE_GPU_COUNT, "0")) for it in types.values())  # no nvidia AMI
+
+
+def test_ami_drift_when_the_alias_moves(provider: AWSCloudProvider, cluster: Cluster) -> None:
+    from aws.conftest import AL2023_X86, put_public_parameter
+
+    launched = provider.create(nodeclaim())
+    assert provider.is_drifted(launched) is None
+    put_public_parameter(AL2023_X86, cluster.ami_arm64)  # a "newer" image for the same parameter
+    provider.amis._cache.clear()
+    assert provider.is_drifted(launched) == "AMIDrift"
+
+
+def test_nodeclass_drift_on_spec_change(provider: AWSCloudProvider) -> None:
+    from aws.conftest import nodeclass
+
+    launched = provider.create(nodeclaim())
+    provider._nodeclasses = {"default": nodeclass(tags={"team": "payments"})}.get
+    assert provider.is_drifted(launched) == "NodeClassDrift"
+
+
+def test_nodeclass_status_lists_resolved_ids(provider: AWSCloudProvider, cluster: Cluster) -> None:
+    from aws.conftest import nodeclass
+
+    status = provider.resolve_nodeclass(nodeclass()).status()
+    assert [s["id"] for s in status["subnets"]] == [cluster.subnets[z] for z in ("us-east-1a", "us-east-1b",
+                                                                                  "us-east-1c")]
+    assert [s["zone"] for s in status["subnets"]] == ["us-east-1a", "us-east-1b", "us-east-1c"]
+    assert status["securityGroups"] == [{"id": cluster.security_group, "name": "nodes"}]
+    assert sorted(a["id"] for a in status["amis"]) == sorted([cluster.ami_amd64, cluster.ami_arm64])
+    assert status["instanceProfile"].startswith("demo_")

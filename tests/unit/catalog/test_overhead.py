@@ -1,0 +1,174 @@
+"""EKS allocatable: ENI-limited max pods, kube-reserved tiers, eviction threshold, VM memory overhead."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodewright.cloud.catalog import instance_type_records
+from nodewright.cloud.overhead import (
+    GIB,
+    MIB,
+    KubeletSettings,
+    compute_capacity,
+    compute_overhead,
+    eni_limited_pods,
+    eviction_threshold,
+    kube_reserved,
+    kube_reserved_cpu_millis,
+    parse_quantity,
+    vm_memory_bytes,
+)
+from nodewright.errors import NodewrightValidationError
+
+
+def record(name: str) -> dict:
+    return dict(instance_type_records()[name])
+
+
+def allocatable(name: str, settings: KubeletSettings | None = None) -> dict[str, int]:
+    settings = settings or KubeletSettings()
+    capacity = compute_capacity(record(name), settings)
+    reserved = compute_overhead(capacity, settings).total()
+    return {k: v - reserved.get(k, 0) for k, v in capacity.items()}
+
+
+@pytest.mark.parametrize(
+    ("name", "pods"),
+    [
+        ("m5.large", 29),
+        ("t3.large", 35),
+        ("t3.medium", 17),
+        ("c5.large", 29),
+        ("m5.xlarge", 58),
+        ("m5.24xlarge", 737),
+    ],
+)
+def test_eni_limited_max_pods(name: str, pods: int) -> None:
+    assert eni_limited_pods(record(name)) == pods
+
+
+def test_reserved_enis_reduce_pods_and_all_reserved_means_zero() -> None:
+    # m5.large: 3 ENIs x 10 IPv4 -> (3 - 1) x 9 + 2 = 20
+    assert eni_limited_pods(record("m5.large"), reserved_enis=1) == 20
+    assert eni_limited_pods(record("m5.large"), reserved_enis=3) == 0
+
+
+@pytest.mark.parametrize(
+    ("vcpus", "millis"), [(1, 60), (2, 70), (4, 80), (8, 90), (16, 110), (96, 310), (5, 82)]
+)
+def test_kube_reserved_cpu_tiers(vcpus: int, millis: int) -> None:
+    assert kube_reserved_cpu_millis(vcpus * 1000) == millis
+
+
+def test_t3_large_allocatable_is_1930m_and_6837mi() -> None:
+    # memory: 8192Mi - ceil(8192 x 0.075)=615Mi VM overhead = 7577Mi capacity;
+    # kube-reserved 255 + 11 x 35 pods = 640Mi; eviction 100Mi -> 6837Mi.
+    alloc = allocatable("t3.large")
+    assert alloc["cpu"] == 1930
+    assert alloc["memory"] == 7169114112 == 6837 * MIB
+    assert alloc["pods"] == 35
+    # 20Gi root volume - 1Gi kube-reserved - 2Gi (10%) eviction
+    assert alloc["ephemeral-storage"] == 17 * GIB
+
+
+def test_graviton_loses_64mi_cma_before_vm_overhead() -> None:
+    # m6g.large: (8192 - 64) = 8128Mi - ceil(609.6)=610Mi = 7518Mi; - (255 + 11 x 29) - 100 = 6844Mi
+    assert vm_memory_bytes(record("m6g.large"), 0.075) == 7518 * MIB
+    assert allocatable("m6g.large")["memory"] == 6844 * MIB
+
+
+def test_max_pods_override_changes_pods_and_kube_reserved_memory() -> None:
+    alloc = allocatable("t3.large", KubeletSettings(max_pods=110))
+    assert alloc["pods"] == 110
+    # 7577Mi - (255 + 11 x 110 = 1465Mi) - 100Mi
+    assert alloc["memory"] == 6012 * MIB
+
+
+def test_pods_per_core_caps_pods() -> None:
+    assert allocatable("m5.xlarge", KubeletSettings(pods_per_core=10))["pods"] == 40
+
+
+def test_vm_memory_overhead_is_configurable() -> None:
+    assert (
+        allocatable("t3.large", KubeletSettings(vm_memory_overhead_percent=0.0))["memory"]
+        == (8192 - 740) * MIB
+    )
+    assert (
+        allocatable("t3.large", KubeletSettings(vm_memory_overhead_percent=0.1))["memory"]
+        == (8192 - 820 - 740) * MIB
+    )
+
+
+def test_kube_and_system_reserved_overrides_and_eviction_percent() -> None:
+    settings = KubeletSettings(
+        kube_reserved={"cpu": "200m", "memory": "1Gi"},
+        system_reserved={"cpu": "100m", "memory": "512Mi"},
+        eviction_hard={"memory.available": "5%"},
+    )
+    alloc = allocatable("m5.large", settings)
+    assert alloc["cpu"] == 2000 - 200 - 100
+    capacity_mib = 7577
+    assert alloc["memory"] == capacity_mib * MIB - GIB - 512 * MIB - -(-(capacity_mib * MIB * 5) // 100)
+
+
+def test_eviction_threshold_defaults_and_100_percent_disables() -> None:
+    assert eviction_threshold(8 * GIB, 20 * GIB) == {"memory": 100 * MIB, "ephemeral-storage": 2 * GIB}
+    assert eviction_threshold(8 * GIB, 20 * GIB, {"nodefs.available": "100%"})["ephemeral-storage"] == 0
+    assert eviction_threshold(8 * GIB, 20 * GIB, {"memory.available": "200Mi"})["memory"] == 200 * MIB
+
+
+def test_kube_reserved_memory_formula() -> None:
+    assert kube_reserved(2000, 29) == {"cpu": 70, "memory": 574 * MIB, "ephemeral-storage": GIB}
+
+
+def test_extended_resources_for_gpu_neuron_and_efa_types() -> None:
+    settings = KubeletSettings()
+    assert compute_capacity(record("g4dn.xlarge"), settings)["nvidia.com/gpu"] == 1
+    p4d = compute_capacity(record("p4d.24xlarge"), settings)
+    assert (p4d["nvidia.com/gpu"], p4d["vpc.amazonaws.com/efa"]) == (8, 4)
+    trn1 = compute_capacity(record("trn1.32xlarge"), settings)
+    assert (trn1["aws.amazon.com/neuron"], trn1["aws.amazon.com/neuroncore"]) == (16, 32)
+    assert "nvidia.com/gpu" not in compute_capacity(record("m5.large"), settings)
+
+
+@pytest.mark.parametrize(
+    ("resource", "value", "expected"),
+    [
+        ("cpu", "250m", 250),
+        ("cpu", "1.5", 1500),
+        ("cpu", "2", 2000),
+        ("memory", "512Mi", 512 * MIB),
+        ("memory", "1G", 10**9),
+        ("memory", "1.5Gi", 3 * GIB // 2),
+        ("memory", 1234, 1234),
+    ],
+)
+def test_parse_quantity(resource: str, value: object, expected: int) -> None:
+    assert parse_quantity(resource, value) == expected
+
+
+@pytest.mark.parametrize("bad", ["abc", "12Qi", "", True])
+def test_parse_quantity_rejects_garbage(bad: object) -> None:
+    with pytest.raises(NodewrightValidationError, match="kubelet.kubeReserved.memory"):
+        parse_quantity("memory", bad, "kubelet.kubeReserved.memory")
+
+
+def test_invalid_settings_raise_validation_errors() -> None:
+    with pytest.raises(NodewrightValidationError, match="maxPods"):
+        KubeletSettings(max_pods=-1)
+    with pytest.raises(NodewrightValidationError, match="vmMemoryOverheadPercent"):
+        KubeletSettings(vm_memory_overhead_percent=1.5)
+    with pytest.raises(NodewrightValidationError, match="evictionHard.memory.availble"):
+        KubeletSettings(eviction_hard={"memory.availble": "1Mi"})
+
+
+def test_eviction_soft_counts_when_larger_than_hard() -> None:
+    hard = {"memory.available": "200Mi"}
+    soft = {"memory.available": "500Mi", "nodefs.available": "15%"}
+    assert eviction_threshold(8 * GIB, 20 * GIB, hard, soft) == {
+        "memory": 500 * MIB,
+        "ephemeral-storage": 3 * GIB,
+    }
+    assert eviction_threshold(8 * GIB, 20 * GIB, {"memory.available": "1Gi"}, soft)["memory"] == GIB
+    with pytest.raises(NodewrightValidationError, match="kubelet.evictionSoft.memory.free"):
+        KubeletSettings(eviction_soft={"memory.free": "1Mi"})

@@ -1,0 +1,135 @@
+"""Provisioning: batch windows, pending-pod selection, NodeClaim creation, nomination, bind mode."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from nodewright.api import labels as L
+from nodewright.controllers.provisioning import Batcher, Provisioner
+from nodewright.kube import resources as r
+from nodewright.kube.objects import name_of
+
+from .conftest import node_for, pending_pod
+from .fakes import first_fit_solver
+
+
+def test_batcher_closes_after_idle_window() -> None:
+    b = Batcher(idle=1.0, maximum=10.0)
+    assert b.ready({"a"}, 0.0) is False
+    assert b.ready({"a", "b"}, 0.5) is False
+    assert b.ready({"a", "b"}, 1.4) is False  # 0.9 s since "b" arrived
+    assert b.ready({"a", "b"}, 1.5) is True
+
+
+def test_batcher_closes_at_max_window_while_pods_keep_arriving() -> None:
+    b = Batcher(idle=1.0, maximum=10.0)
+    pods: set[str] = set()
+    fired = []
+    for tick in range(0, 24):
+        t = tick * 0.5
+        pods.add(f"p{tick}")
+        if b.ready(set(pods), t):
+            fired.append(t)
+    assert fired == [10.0]
+
+
+def test_batcher_retries_still_pending_pods_every_max_window() -> None:
+    b = Batcher(idle=1.0, maximum=10.0)
+    assert b.ready({"a"}, 0.0) is False
+    assert b.ready({"a"}, 1.0) is True
+    assert b.ready({"a"}, 5.0) is False
+    assert b.ready({"a"}, 11.0) is True
+    assert b.ready(set(), 12.0) is False
+
+
+def test_provisioner_creates_one_nodeclaim_for_the_batch(ctx, cluster, clock, caplog) -> None:
+    for i in range(3):
+        cluster.create(r.PODS, pending_pod(f"web-{i}"))
+    ds_pod = pending_pod("fluentbit-x", ownerReferences=[{"kind": "DaemonSet", "name": "fluentbit"}])
+    cluster.create(r.PODS, ds_pod)
+    gated = pending_pod("gated")
+    gated["spec"]["schedulingGates"] = [{"name": "wait"}]
+    cluster.create(r.PODS, gated)
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=first_fit_solver)
+    caplog.set_level(logging.INFO)
+    assert prov.reconcile() is None  # batch window opens
+    clock.advance(1.0)
+    result = prov.reconcile()
+    assert result is not None
+    claims = cluster.list(r.NODECLAIMS)
+    assert len(claims) == 1
+    claim = claims[0]
+    assert name_of(claim).startswith("general-") and len(name_of(claim)) == len("general-") + 5
+    assert claim["metadata"]["labels"] == {L.NODEPOOL: "general", "team": "web", L.EC2NODECLASS: "default"}
+    assert claim["metadata"]["finalizers"] == [L.TERMINATION_FINALIZER]
+    assert claim["spec"]["resources"]["requests"] == {"cpu": "1500m", "memory": "1536Mi", "pods": "3"}
+    assert claim["spec"]["terminationGracePeriod"] == "10m"
+    itypes = next(q for q in claim["spec"]["requirements"] if q["key"] == L.INSTANCE_TYPE)
+    assert itypes["values"] == ["c5.large", "m5.large", "m5.xlarge"]
+    messages = [rec.getMessage() for rec in caplog.records]
+    assert "Found 3 provisionable pod(s)" in messages
+    assert "Computed 1 new node(s) will fit 3 pod(s)" in messages
+    assert any(m.startswith("Launching node with 3 pods requesting") for m in messages)
+    assert ctx.metrics.value("karpenter_nodeclaims_created_total",
+                             {"reason": "provisioning", "nodepool": "general", "capacity_type": "on-demand"}) == 1.0
+    # Nominated pods do not trigger another NodeClaim in later batches.
+    clock.advance(11.0)
+    prov.reconcile()
+    clock.advance(11.0)
+    prov.reconcile()
+    assert len(cluster.list(r.NODECLAIMS)) == 1
+
+
+def test_pods_of_a_deleted_nodeclaim_are_provisioned_again(ctx, cluster, clock) -> None:
+    cluster.create(r.PODS, pending_pod("web-0"))
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=first_fit_solver)
+    prov.reconcile()
+    clock.advance(1.0)
+    prov.reconcile()
+    first = cluster.list(r.NODECLAIMS)[0]
+    cluster.patch(r.NODECLAIMS, name_of(first), {"metadata": {"finalizers": None}})
+    cluster.delete(r.NODECLAIMS, name_of(first))
+    prov.reconcile()
+    clock.advance(1.0)
+    prov.reconcile()
+    claims = cluster.list(r.NODECLAIMS)
+    assert len(claims) == 1 and name_of(claims[0]) != name_of(first)
+
+
+def test_bind_mode_binds_nominated_pods_on_registration(ctx, cluster, clock, cloud) -> None:
+    from nodewright.controllers.lifecycle import LifecycleController
+
+    for i in range(2):
+        cluster.create(r.PODS, pending_pod(f"web-{i}"))
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), bind_pods=True, solver=first_fit_solver)
+    life = LifecycleController(ctx, on_registered=prov.on_registered)
+    prov.reconcile()
+    clock.advance(1.0)
+    prov.reconcile()
+    life.reconcile()
+    claim = cluster.list(r.NODECLAIMS)[0]
+    # Someone else took one pod meanwhile: only the other is bound.
+    cluster.patch(r.PODS, "web-1", {"spec": {"nodeName": "elsewhere"}}, "default")
+    cluster.create(r.NODES, node_for(claim))
+    life.reconcile()
+    assert cluster.bindings == [("default", "web-0", "ip-10-0-0-1.ec2.internal")]
+    assert cluster.get(r.PODS, "web-0", "default")["spec"]["nodeName"] == "ip-10-0-0-1.ec2.internal"
+
+
+def test_real_scheduler_plans_the_nodeclaim(ctx, cluster, clock) -> None:
+    from nodewright.scheduling import schedule
+
+    cluster.create(r.PODS, pending_pod("web-0", cpu="3", memory="1Gi"))
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=schedule)
+    prov.reconcile()
+    clock.advance(1.0)
+    try:
+        prov.reconcile()
+    except NotImplementedError:
+        pytest.skip("nodewright.scheduling.schedule is not implemented yet")
+    claims = cluster.list(r.NODECLAIMS)
+    assert len(claims) == 1
+    itypes = next(q for q in claims[0]["spec"]["requirements"] if q["key"] == L.INSTANCE_TYPE)
+    assert itypes["values"][0] == "m5.xlarge"
