@@ -77,6 +77,7 @@ bench: $(VENV)/.stamp
 	$(PY) scripts/bench_consolidation.py
 	$(PY) scripts/bench_simulation.py
 	$(PY) scripts/bench_catalog.py
+	$(PY) scripts/bench_synth.py
 
 clean:
 	rm -rf cdktf.out out .pytest_cache .mypy_cache .ruff_cache

@@ -39,6 +39,56 @@ def cli() -> None:
 # Subcommands are added below, one per owning module (see docs/architecture.md).
 
 
+@cli.command("simulate")
+@click.option("-f", "--filename", "filenames", multiple=True, type=click.Path(dir_okay=False),
+              help="Multi-document YAML manifests (repeatable).")
+@click.option("--region", default=None, help="AWS region; inferred from zone requirements when omitted.")
+@click.option("--output", "-o", "output", type=click.Choice(["json", "table"]), default="table", show_default=True)
+@click.option("--scenario", default=None, type=click.Path(dir_okay=False),
+              help="Replay a Scenario file on a simulated clock (instead of one decision for -f files).")
+@click.option("--baseline", default=None, type=click.Choice(["cluster-autoscaler"]),
+              help="With --scenario: also run the Cluster Autoscaler baseline, side by side.")
+@click.option("--plot", default=None, type=click.Path(dir_okay=False),
+              help="With --scenario: write a PNG of nodes by pool, pending pods and $/h over time.")
+@click.option("--seed", default=None, type=int, help="With --scenario: random seed (default: the scenario's).")
+@exit_on_invalid_input
+def simulate_command(filenames: tuple[str, ...], region: str | None, output: str, scenario: str | None = None,
+                     baseline: str | None = None, plot: str | None = None, seed: int | None = None) -> None:
+    """Print the provisioning decision for FILEs: new nodes, their types, pods and $/hour.
+    With --scenario, replay a scenario over time (nodes, pending pods, cost) instead."""
+    import json
+    import logging
+
+    from nodewright.sim.decision import decide, read_documents, render_table
+
+    if scenario is not None:
+        if filenames:
+            raise NodewrightValidationError("--scenario", "give either --scenario or -f files, not both")
+        from nodewright.sim.command import simulate_scenario
+
+        simulate_scenario(scenario, output=output, baseline=baseline, plot=plot, seed=seed)
+        return
+    if baseline or plot or seed is not None:
+        raise NodewrightValidationError("--baseline/--plot/--seed", "only apply to --scenario runs")
+    if not filenames:
+        raise NodewrightValidationError("--filename", "give at least one manifest file with -f")
+    texts = []
+    for name in filenames:
+        try:
+            with open(name, encoding="utf-8") as handle:
+                texts.append((name, handle.read()))
+        except OSError as err:
+            raise NodewrightValidationError(name, f"cannot read: {err.strerror}") from None
+    logging.getLogger("nodewright.scheduling").setLevel(logging.WARNING)
+    decision = decide(read_documents(texts), region)
+    if output == "json":
+        click.echo(json.dumps(decision, indent=2))
+    else:
+        for line in decision["events"]:
+            click.echo(line, err=True)
+        click.echo(render_table(decision))
+
+
 @cli.command("run")
 @click.option("--cluster-name", default=None, help="EKS cluster name [env CLUSTER_NAME] (required).")
 @click.option("--cluster-endpoint", default=None, help="API server URL for node bootstrap [env CLUSTER_ENDPOINT].")

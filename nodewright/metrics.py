@@ -75,6 +75,20 @@ class Metrics:
             "nodewright_nodepool_cost_per_hour_usd", "Price of a NodePool's running NodeClaims, USD per hour.",
             ["nodepool"], registry=reg)
         self.leader = Gauge("nodewright_leader", "1 while this replica holds the leader Lease.", registry=reg)
+        # Disruption (nodewright/controllers/disruption.py); names and labels as Karpenter's disruption metrics.
+        self.disruption_decisions = Counter(
+            "karpenter_voluntary_disruption_decisions_total",
+            "Disruption decisions executed, by decision (delete|replace) and reason (empty|drifted|underutilized|expired).",
+            ["decision", "reason"], registry=reg)
+        self.disruption_replacements = Counter(
+            "nodewright_disruption_replacements_total", "Replacement NodeClaims launched by disruption, by reason.",
+            ["reason"], registry=reg)
+        self.disruption_evaluation_duration = Histogram(
+            "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
+            "Seconds one pass of disruption decisions took.", ["method"], buckets=_DURATION_BUCKETS, registry=reg)
+        self.disruption_eligible_nodes = Gauge(
+            "karpenter_voluntary_disruption_eligible_nodes", "Nodes eligible for disruption, by reason.",
+            ["reason"], registry=reg)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
@@ -115,7 +129,9 @@ class HttpEndpoint:
         self.server = ThreadingHTTPServer((host, port), _handler(routes))
         self.server.daemon_threads = True
         self.port = int(self.server.server_address[1])
-        self._thread = threading.Thread(target=self.server.serve_forever, name=f"http-{self.port}", daemon=True)
+        # A 0.1 s shutdown poll (default 0.5 s) so a graceful stop hands the Lease over sooner.
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1},
+                                        name=f"http-{self.port}", daemon=True)
 
     def start(self) -> HttpEndpoint:
         """Serve in a daemon thread; returns self."""

@@ -142,24 +142,37 @@ def install_signal_handlers(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-def build_and_run(settings: Settings, aws_endpoint_url: str | None = None) -> None:
-    """Production wiring: the official Kubernetes client, the AWS provider, SQS interruption; blocks.
+def build_runtime(
+    settings: Settings,
+    stop: threading.Event | None = None,
+    aws_endpoint_url: str | None = None,
+    aws_clients: Any = None,
+    host: str = "0.0.0.0",
+    identity: str | None = None,
+) -> Runtime:
+    """Production wiring without blocking: the official Kubernetes client (informers not started yet), the AWS
+    provider, the SQS interruption queue when ``settings.interruption_queue`` is set, and a :class:`Runtime`.
+
+    Args:
+        settings: the controller settings.
+        stop: the shutdown event (a new one when None).
+        aws_endpoint_url: endpoint override for every AWS service (a local emulator), else AWS itself.
+        aws_clients: ready :class:`~nodewright.cloud.aws.clients.AWSClients` (tests), else built from settings.
+        host: bind address of the metrics and health endpoints.
+        identity: leader election identity (default :func:`default_identity`).
 
     Raises:
-        KubeError: the Kubernetes configuration cannot be loaded.
+        KubeError: the Kubernetes configuration cannot be loaded or ``GET /version`` fails.
     """
     from nodewright.api.manifests import parse_ec2nodeclass
     from nodewright.cloud.aws.clients import AWSClients, ClientSettings
+    from nodewright.cloud.aws.interruption import InterruptionQueue
     from nodewright.cloud.aws.provider import AWSCloudProvider, AWSProviderSettings
-    from nodewright.controllers.interruption import SQSInterruptionQueue
     from nodewright.kube import resources as r
     from nodewright.kube.rest import RestClient, load_api_client
 
-    stop = threading.Event()
-    install_signal_handlers(stop)
     rest = RestClient(load_api_client(settings.kubeconfig or None))
     cluster = KubernetesCluster(rest, time.time)
-    cluster.start(stop)
 
     def nodeclass(name: str) -> Any:
         doc = cluster.get(r.EC2NODECLASSES, name)
@@ -167,16 +180,36 @@ def build_and_run(settings: Settings, aws_endpoint_url: str | None = None) -> No
 
     version = rest.request("GET", "/version")
     k8s_version = f"{version.get('major', '1')}.{str(version.get('minor', '31')).rstrip('+')}"
-    clients = AWSClients(ClientSettings(region=settings.aws_region, endpoint_url=aws_endpoint_url))
+    clients = aws_clients or AWSClients(ClientSettings(region=settings.aws_region, endpoint_url=aws_endpoint_url))
     cloud = AWSCloudProvider(
         AWSProviderSettings(settings.cluster_name, settings.cluster_endpoint, settings.aws_region, k8s_version),
         clients, nodeclass)
-    interruption = (SQSInterruptionQueue.from_name(clients.sqs, settings.interruption_queue)
+    # Short polls: the run loop receives between controller passes and must not block for 20 s.
+    interruption = (InterruptionQueue.from_name(clients.sqs, settings.interruption_queue, wait_seconds=0)
                     if settings.interruption_queue else None)
-    runtime = Runtime(cluster, cloud, settings, interruption=interruption, stop=stop)
+    return Runtime(cluster, cloud, settings, interruption=interruption, identity=identity or default_identity(),
+                   host=host, stop=stop or threading.Event())
+
+
+def serve(runtime: Runtime, sync_timeout: float = 60.0) -> None:
+    """Start the informers and the endpoints, wait for the caches (at most ``sync_timeout`` s), run until stopped."""
+    if isinstance(runtime.cluster, KubernetesCluster):
+        runtime.cluster.start(runtime.stop)
     runtime.start_endpoints()
-    log.info("nodewright controller started", extra={"cluster": settings.cluster_name,
+    log.info("nodewright controller started", extra={"cluster": runtime.settings.cluster_name,
                                                      "identity": runtime.identity,
-                                                     "region": settings.aws_region})
-    cluster.wait_for_sync(60.0)
+                                                     "region": runtime.settings.aws_region})
+    if isinstance(runtime.cluster, KubernetesCluster):
+        runtime.cluster.wait_for_sync(sync_timeout)
     runtime.run()
+
+
+def build_and_run(settings: Settings, aws_endpoint_url: str | None = None) -> None:
+    """``nodewright run``: :func:`build_runtime`, SIGTERM/SIGINT handlers, :func:`serve`; blocks until a signal.
+
+    Raises:
+        KubeError: the Kubernetes configuration cannot be loaded.
+    """
+    stop = threading.Event()
+    install_signal_handlers(stop)
+    serve(build_runtime(settings, stop, aws_endpoint_url))

@@ -41,10 +41,12 @@ CHECKS: dict[str, CheckInfo] = {
         ),
         CheckInfo(
             "CKV_NW_3",
-            "IRSA trust: sts:AssumeRoleWithWebIdentity with StringEquals on :sub (one service account) and :aud",
+            "IRSA trust: sts:AssumeRoleWithWebIdentity with StringEquals on :sub (one service account) and :aud "
+            "(Pod Identity: pods.eks.amazonaws.com, one association)",
             "Trust the cluster's OIDC provider (Federated) for sts:AssumeRoleWithWebIdentity only, with "
             "StringEquals <issuer>:sub = system:serviceaccount:<namespace>:<name> (exactly one, no wildcard) "
-            "and StringEquals <issuer>:aud = sts.amazonaws.com.",
+            "and StringEquals <issuer>:aud = sts.amazonaws.com. With EKS Pod Identity: trust only Service "
+            "pods.eks.amazonaws.com for sts:AssumeRole/sts:TagSession and associate exactly one service account.",
             TF,
         ),
         CheckInfo(
@@ -107,7 +109,8 @@ CHECKS: dict[str, CheckInfo] = {
             "CKV_NW_12",
             "The controller's ServiceAccount carries the IRSA role annotation of the role that trusts it",
             "Annotate the ServiceAccount with eks.amazonaws.com/role-arn = the controller role's ARN, in the "
-            "namespace and with the name its trust policy's :sub names.",
+            "namespace and with the name its trust policy's :sub names (Pod Identity: install the release's "
+            "ServiceAccount in the namespace and name the association names).",
             ("kubernetes", "terraform_json"),
         ),
     )

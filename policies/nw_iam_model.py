@@ -73,6 +73,11 @@ class Role:
         node autoscaler's controller role."""
         return any(s.grants(a) for s in self.allowed() for a in LAUNCH_ACTIONS)
 
+    def is_pod_identity(self) -> bool:
+        """True when the trust lets EKS Pod Identity (``pods.eks.amazonaws.com``) assume it."""
+        return any(s.allows and "pods.eks.amazonaws.com" in s.principals.get("Service", [])
+                   for s in self.trust.statements)
+
     def is_web_identity(self) -> bool:
         """True when the trust lets a web identity (IRSA: the cluster's OIDC provider) assume it."""
         return any(
@@ -141,20 +146,20 @@ def build(project: Project) -> IamModel:
             if type_ == "aws_iam_policy":
                 managed[(stack.name, name)] = doc
             elif type_ == "aws_iam_role_policy":
-                role = find_role(project, model, stack.name, conf.get("role"))
-                if role is not None:
-                    role.permissions.append(doc)
+                target = find_role(project, model, stack.name, conf.get("role"))
+                if target is not None:
+                    target.permissions.append(doc)
 
     for type_, role_attr in (("aws_iam_role_policy_attachment", "role"), ("aws_iam_policy_attachment", "roles")):
         for stack, _name, conf in project.all_resources(type_):
             ref = _policy_ref(project, stack.name, conf.get("policy_arn"))
-            doc = managed.get((ref.stack, ref.name)) if ref else None
-            if doc is None:
+            attached = managed.get((ref.stack, ref.name)) if ref else None
+            if attached is None:
                 continue
             for value in str_list(conf.get(role_attr)):
-                role = find_role(project, model, stack.name, value)
-                if role is not None and doc not in role.permissions:
-                    role.permissions.append(doc)
+                target = find_role(project, model, stack.name, value)
+                if target is not None and attached not in target.permissions:
+                    target.permissions.append(attached)
 
     for type_, attr in RESOURCE_POLICY_ATTRS:
         for stack, name, conf in project.all_resources(type_):

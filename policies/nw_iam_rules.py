@@ -6,7 +6,9 @@ Facts they encode:
   report; AWS "Using an IAM role to grant permissions to applications running on Amazon EC2").
 - IRSA: the pod's projected token is exchanged by ``sts:AssumeRoleWithWebIdentity``; the token's ``sub``
   is ``system:serviceaccount:<namespace>:<name>`` and ``aud`` is ``sts.amazonaws.com`` (EKS user guide,
-  "IAM roles for service accounts").
+  "IAM roles for service accounts"). EKS Pod Identity instead trusts ``pods.eks.amazonaws.com`` for
+  ``sts:AssumeRole`` + ``sts:TagSession`` and binds the role to one service account through an
+  ``aws_eks_pod_identity_association`` (EKS user guide, "EKS Pod Identity").
 - Karpenter's controller policy conditions creation on ``aws:RequestTag/kubernetes.io/cluster/<cluster>
   = owned`` and termination on ``aws:ResourceTag/...``; RunInstances also authorises on the image,
   snapshot, subnet and security group, which carry no request tags (Karpenter's CloudFormation template).
@@ -20,7 +22,7 @@ import re
 from nw_catalog import RuleReport
 from nw_iam_model import IamModel, PolicyDoc, Role, find_role
 from nw_iampolicy import Statement
-from nw_tfdoc import Project
+from nw_tfdoc import Project, scalar
 
 FIELD_REPORT_FAILURE = (
     "launches will fail in production with 'UnauthorizedOperation: You are not authorized to perform: "
@@ -28,6 +30,7 @@ FIELD_REPORT_FAILURE = (
 )
 PASSED_TO_SERVICE_OPS = ("StringEquals", "StringLike", "ForAnyValue:StringEquals", "ForAllValues:StringEquals")
 EC2_SERVICE = {"ec2.amazonaws.com", "ec2.amazonaws.com.cn"}
+POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
 SERVICE_ACCOUNT_SUB = re.compile(r"^system:serviceaccount:[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")
 CREATE_ACTIONS = ("ec2:RunInstances", "ec2:CreateFleet")
 DESTROY_ACTIONS = ("ec2:TerminateInstances", "ec2:DeleteLaunchTemplate")
@@ -178,17 +181,46 @@ def irsa_subjects(role: Role) -> list[str]:
             if c.key.lower().endswith(":sub") and c.operator.lower() == "stringequals" for v in c.values]
 
 
-def check_irsa_trust(project: Project, model: IamModel, report: RuleReport) -> None:
-    """CKV_NW_3 on every role a web identity may assume."""
+def pod_identity_subjects(project: Project, role: Role) -> list[str]:
+    """``system:serviceaccount:<ns>:<name>`` of every EKS Pod Identity association of ``role``."""
+    subjects = []
+    for stack, _name, conf in project.all_resources("aws_eks_pod_identity_association"):
+        ref = project.resolve(stack.name, conf.get("role_arn"))
+        if ref is not None and ref.type == "aws_iam_role" and (ref.stack, ref.name) == role.key:
+            subjects.append(f"system:serviceaccount:{scalar(conf.get('namespace'))}:{scalar(conf.get('service_account'))}")
+    return subjects
+
+
+def _pod_identity_problems(project: Project, role: Role) -> list[str]:
+    problems = []
+    for i, st in enumerate(s for s in role.trust.statements if s.allows):
+        others = {k: v for k, v in st.principals.items() if k != "Service"}
+        if others or set(st.principals.get("Service", [])) != {POD_IDENTITY_SERVICE}:
+            problems.append(f"Trust {_label(st, i)} trusts {st.principals}, not only Service {POD_IDENTITY_SERVICE}.")
+        extra = [a for a in st.actions if a.lower() not in ("sts:assumerole", "sts:tagsession")]
+        if extra or st.not_actions:
+            problems.append(f"Trust {_label(st, i)} allows {extra or st.not_actions} besides sts:AssumeRole/sts:TagSession.")
+    subjects = sorted(set(pod_identity_subjects(project, role)))
+    if len(subjects) != 1 or not SERVICE_ACCOUNT_SUB.match(subjects[0]):
+        problems.append(f"must be associated (aws_eks_pod_identity_association) with exactly one service account, "
+                        f"got {subjects}.")
+    return problems
+
+
+def check_controller_trust(project: Project, model: IamModel, report: RuleReport) -> None:
+    """CKV_NW_3 on every role a web identity (IRSA) or EKS Pod Identity may assume."""
     for role in model.roles.values():
-        if not role.is_web_identity():
-            continue
         path = project.stacks[role.stack].path
-        report.passed("CKV_NW_3", path, role.address)
-        for i, st in enumerate(role.trust.statements):
-            if st.allows:
-                for problem in _trust_problems(st):
-                    report.failed("CKV_NW_3", path, role.address, f"Trust {_label(st, i)} {problem}.")
+        if role.is_web_identity():
+            report.passed("CKV_NW_3", path, role.address)
+            for i, st in enumerate(role.trust.statements):
+                if st.allows:
+                    for problem in _trust_problems(st):
+                        report.failed("CKV_NW_3", path, role.address, f"Trust {_label(st, i)} {problem}.")
+        elif role.is_pod_identity():
+            report.passed("CKV_NW_3", path, role.address)
+            for problem in _pod_identity_problems(project, role):
+                report.failed("CKV_NW_3", path, role.address, f"Pod Identity role {role.address}: {problem}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,7 +344,7 @@ def check_instance_profiles(project: Project, model: IamModel, report: RuleRepor
                           "The instance profile's role is not a role of the synthesized stacks, so it cannot be "
                           "shown to be the node role.")
             continue
-        if role in controllers or role.is_web_identity():
+        if role in controllers or role.is_web_identity() or role.is_pod_identity():
             report.failed("CKV_NW_6", path, address,
                           f"The instance profile holds {role.address}, a controller/IRSA role: nodes would get the "
                           f"controller's permissions.")
@@ -336,7 +368,7 @@ def _identity_docs(model: IamModel) -> list[PolicyDoc]:
 def run(project: Project, model: IamModel) -> RuleReport:
     """All IAM rules (CKV_NW_1..6) over a project."""
     report = RuleReport()
-    for rule in (check_passrole_present, check_passrole_scoped, check_irsa_trust, check_wildcards,
+    for rule in (check_passrole_present, check_passrole_scoped, check_controller_trust, check_wildcards,
                  check_launch_conditions, check_instance_profiles):
         rule(project, model, report)
     return report

@@ -204,7 +204,7 @@ def parse_policy(project: Project, stack: str, value: Any, depth: int = 0) -> li
         return _statements_from_ref(project, ref, depth)
     try:
         doc = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         what = "a Terraform expression" if "${" in text else "not JSON"
         raise PolicyError(f"policy is {what} and cannot be analysed ({exc.msg}); write it as JSON "
                           f"or an aws_iam_policy_document") from None

@@ -37,6 +37,10 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _is_legacy(obj: dict[str, Any]) -> bool:
     return obj.get("kind") == "Provisioner"
 
@@ -96,8 +100,7 @@ def imds_problems(obj: dict[str, Any]) -> list[str] | None:
     """CKV_NW_10: IMDSv2 required (explicitly) and hop limit at most 2."""
     if obj.get("kind") not in NODECLASS_KINDS:
         return None
-    options = _get(obj, "spec", "metadataOptions")
-    options = options if isinstance(options, dict) else {}
+    options = _dict(_get(obj, "spec", "metadataOptions"))
     if str(options.get("httpEndpoint", "enabled")) == "disabled":
         return []
     problems = []
@@ -112,8 +115,7 @@ def imds_problems(obj: dict[str, Any]) -> list[str] | None:
 
 
 def _pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
-    spec = _get(obj, "spec", "template", "spec")
-    return spec if isinstance(spec, dict) else {}
+    return _dict(_get(obj, "spec", "template", "spec"))
 
 
 def container_problems(obj: dict[str, Any]) -> list[str] | None:
@@ -121,12 +123,12 @@ def container_problems(obj: dict[str, Any]) -> list[str] | None:
     if obj.get("kind") not in WORKLOAD_KINDS:
         return None
     pod = _pod_spec(obj)
-    pod_ctx = pod.get("securityContext") if isinstance(pod.get("securityContext"), dict) else {}
+    pod_ctx = _dict(pod.get("securityContext"))
     problems = []
     for container in _list(pod.get("containers")) + _list(pod.get("initContainers")):
         if not isinstance(container, dict):
             continue
-        ctx = container.get("securityContext") if isinstance(container.get("securityContext"), dict) else {}
+        ctx = _dict(container.get("securityContext"))
         merged = {**pod_ctx, **ctx}
         label = f"{_name(obj)} container {container.get('name')!r}"
         if merged.get("runAsNonRoot") is not True:

@@ -1,7 +1,7 @@
 """Every nodewright rule over a synthesized project: the entry point of the Terraform side.
 
 ``analyze(project)`` runs the IAM rules (CKV_NW_1..6), the interruption queue rule (CKV_NW_7), the
-Kubernetes object rules on ``kubernetes_manifest`` resources (CKV_NW_8..12), and the Helm release wiring
+Kubernetes object rules on ``kubernetes_manifest`` resources (CKV_NW_8..10, 12), and the Helm release wiring
 of CKV_NW_12: the release of the nodewright chart annotates its ServiceAccount with the ARN of the IRSA
 role whose trust names that very ServiceAccount (Helm provider ``helm_release``: ``values`` YAML strings,
 then ``set`` entries, later wins).
@@ -23,6 +23,10 @@ from nw_tfdoc import Project, Stack, clean, dict_list, scalar
 
 CHART_DEFAULT_SA = "nodewright"
 _UNESCAPED_DOT = re.compile(r"(?<!\\)\.")
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -61,15 +65,14 @@ def release_values(conf: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sa_annotation(project: Project, namespace: str, name: str, values: dict[str, Any]) -> Any:
-    sa = values.get("serviceAccount") if isinstance(values.get("serviceAccount"), dict) else {}
+    sa = _dict(values.get("serviceAccount"))
     if sa.get("create", True) not in (False, "false"):
-        annotations = sa.get("annotations") if isinstance(sa.get("annotations"), dict) else {}
-        return annotations.get(nw_k8s_rules.ROLE_ARN_ANNOTATION)
+        return _dict(sa.get("annotations")).get(nw_k8s_rules.ROLE_ARN_ANNOTATION)
     for type_ in ("kubernetes_service_account", "kubernetes_service_account_v1"):
         for _s, _n, conf in project.all_resources(type_):
-            meta = clean(scalar(conf.get("metadata")) or {})
+            meta = _dict(clean(scalar(conf.get("metadata"))))
             if meta.get("name") == name and meta.get("namespace", "default") == namespace:
-                return (meta.get("annotations") or {}).get(nw_k8s_rules.ROLE_ARN_ANNOTATION)
+                return _dict(meta.get("annotations")).get(nw_k8s_rules.ROLE_ARN_ANNOTATION)
     return None
 
 
@@ -77,12 +80,18 @@ def _release_problems(project: Project, model: IamModel, stack: Stack, conf: dic
     values = release_values(conf)
     namespace = str(values.get("namespaceOverride") or scalar(conf.get("namespace")) or "default")
     namespace = "kube-system" if namespace == "default" else namespace  # the chart's own rule (values.yaml)
-    sa = values.get("serviceAccount") if isinstance(values.get("serviceAccount"), dict) else {}
+    sa = _dict(values.get("serviceAccount"))
     name = str(sa.get("name") or CHART_DEFAULT_SA)
     subject = f"system:serviceaccount:{namespace}:{name}"
     annotation = scalar(_sa_annotation(project, namespace, name, values))
     irsa = [r for r in model.controllers() if r.is_web_identity()]
+    pod_identity = [r for r in model.controllers() if r.is_pod_identity()]
     if not annotation:
+        for role in pod_identity:
+            subjects = nw_iam_rules.pod_identity_subjects(project, role)
+            if subject not in subjects:
+                return [f"The release installs ServiceAccount {subject} but the Pod Identity association of "
+                        f"{role.address} names {subjects}: the controller gets no AWS credentials."]
         if irsa:
             return [f"IRSA is used ({irsa[0].address} trusts {nw_iam_rules.irsa_subjects(irsa[0])}) but the release "
                     f"does not annotate ServiceAccount {namespace}/{name} with {nw_k8s_rules.ROLE_ARN_ANNOTATION}: "
@@ -93,12 +102,12 @@ def _release_problems(project: Project, model: IamModel, stack: Stack, conf: dic
         if not nw_k8s_rules.ROLE_ARN.match(str(annotation)):
             return [f"{nw_k8s_rules.ROLE_ARN_ANNOTATION}={annotation!r} is not an IAM role ARN."]
         return []
-    role = model.roles.get((ref.stack, ref.name)) if ref.type == "aws_iam_role" and ref.attr == "arn" else None
-    if role is None:
+    annotated = model.roles.get((ref.stack, ref.name)) if ref.type == "aws_iam_role" and ref.attr == "arn" else None
+    if annotated is None:
         return [f"{nw_k8s_rules.ROLE_ARN_ANNOTATION} is {annotation!r}, not the ARN of a role in the stacks."]
-    subjects = nw_iam_rules.irsa_subjects(role)
+    subjects = nw_iam_rules.irsa_subjects(annotated)
     if subject not in subjects:
-        return [f"The release installs ServiceAccount {subject} but {role.address} trusts {subjects}: "
+        return [f"The release installs ServiceAccount {subject} but {annotated.address} trusts {subjects}: "
                 f"sts:AssumeRoleWithWebIdentity will be denied."]
     return []
 
@@ -107,7 +116,7 @@ def check_releases(project: Project, model: IamModel, report: RuleReport) -> Non
     """CKV_NW_12 on every ``helm_release`` of the nodewright chart."""
     for stack, name, conf in project.all_resources("helm_release"):
         chart = str(scalar(conf.get("chart")) or "")
-        if "nodewright" not in chart:
+        if "nodewright" not in chart and scalar(conf.get("name")) != "nodewright":
             continue
         address = f"helm_release.{name}"
         report.passed("CKV_NW_12", stack.path, address)
@@ -116,13 +125,15 @@ def check_releases(project: Project, model: IamModel, report: RuleReport) -> Non
 
 
 def check_manifests(project: Project, report: RuleReport) -> None:
-    """CKV_NW_8..12 on the objects of ``kubernetes_manifest`` resources."""
+    """CKV_NW_8, 9, 10 and 12 on the objects of ``kubernetes_manifest`` resources."""
     for stack, name, conf in project.all_resources("kubernetes_manifest"):
         manifest = clean(scalar(conf.get("manifest")))
         if not isinstance(manifest, dict):
             continue
         address = f"kubernetes_manifest.{name}"
         for check_id, problems in nw_k8s_rules.check(manifest).items():
+            if check_id == "CKV_NW_11":  # workloads the stacks deploy are not the controller (the chart's is)
+                continue
             report.passed(check_id, stack.path, address)
             for problem in problems:
                 report.failed(check_id, stack.path, address, problem)

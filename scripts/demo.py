@@ -23,20 +23,29 @@ NODEWRIGHT = [PY, "-m", "nodewright.cli"]
 EXAMPLES = ROOT / "examples"
 
 
+# Each field report's manifests, with the workloads that make its decision worth looking at.
+SIMULATIONS = [
+    ("the first field report (v1alpha5 Provisioner, four inflate pods + daemonsets)",
+     ["provisioner-v1alpha5-default.yaml", "workloads/first-report-inflate.yaml"]),
+    ("the second field report (v1beta1 priority NodePools, a platform chart and a batch Job)",
+     ["nodepools-v1beta1-priority.yaml", "workloads/priority-workloads.yaml"]),
+    ("the third field report (team1 Provisioner, 4 replicas spread over zones)",
+     ["team1-alternative-provisioner.yaml"]),
+]
+
+
 def steps() -> list[tuple[str, list[str]]]:
     """The demo's steps as (title, argv), in order."""
     field_reports = sorted(str(p) for p in EXAMPLES.glob("*.yaml"))
     files = [arg for path in field_reports for arg in ("-f", path)]
     result = [("Convert the field reports' manifests to Karpenter v1", [*NODEWRIGHT, "convert", *files])]
-    for path in field_reports:
-        result.append(
-            (f"Simulate: what would {Path(path).name} launch?",
-             [*NODEWRIGHT, "simulate", "-f", path, "--output", "table"])
-        )
+    for title, names in SIMULATIONS:
+        args = [arg for name in names for arg in ("-f", str(EXAMPLES / name))]
+        result.append((f"Simulate {title}", [*NODEWRIGHT, "simulate", *args, "--output", "table"]))
     result += [
         ("Synthesize the infrastructure (CDK Terrain)", [PY, "main.py"]),
         ("Render the Helm chart", [PY, "scripts/render_chart.py"]),
-        ("Policy gate (checkov + CKV_NW_* checks)", [PY, "scripts/policy_gate.py"]),
+        ("Policy gate (checkov + CKV_NW_* checks)", [PY, "scripts/policy_gate.py", "--no-build"]),
         ("Replay the load-test scenario vs Cluster Autoscaler",
          [*NODEWRIGHT, "simulate", "--scenario", "examples/scenarios/load-test.yaml",
           "--baseline", "cluster-autoscaler", "--output", "table", "--plot", "out/load-test.png"]),

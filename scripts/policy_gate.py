@@ -8,7 +8,7 @@
 2. runs checkov (``.venv-checkov/bin/checkov``, its own virtualenv, ``BC_SKIP_MAPPING=TRUE``) with
    ``--external-checks-dir policies`` on the stacks (``terraform_json``), the manifests (``kubernetes``) and
    the ``Dockerfile`` (``dockerfile``), in one checkov process (``--parallel``: two, side by side);
-3. moves failures listed in ``policies/skips.yaml`` (each with its reason) to "skipped";
+3. moves failures listed in ``policies/skips.toml`` (each with its reason) to "skipped";
 4. checks coverage: every ``CKV_NW_*`` check must have evaluated at least one object of a framework that
    was scanned (a check that saw nothing - e.g. no controller role found - proves nothing);
 5. prints one table (framework, passed, failed, skipped) and each failure as check id, resource, file and
@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,7 +42,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ROOT / "policies"
-SKIPS = POLICIES / "skips.yaml"
+SKIPS = POLICIES / "skips.toml"
 CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
 sys.path.insert(0, str(POLICIES))
 
@@ -98,19 +99,19 @@ def load_skips(path: Path) -> list[Skip]:
     """Read the skips file. Raises GateError on a malformed entry, a missing reason, or a skip of a
     ``CKV_NW_*`` check (those encode what must never ship and cannot be skipped)."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as err:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as err:
         raise GateError(f"{path}: cannot read skips: {err}") from None
     skips = []
-    for i, entry in enumerate(raw.get("skips") or []):
-        where = f"{path.name}: skips[{i}]"
+    for i, entry in enumerate(raw.get("skip") or []):
+        where = f"{path.name}: skip[{i}]"
         if not isinstance(entry, dict) or not entry.get("check") or not entry.get("resource"):
             raise GateError(f"{where}: needs 'check' and 'resource'")
         if len(str(entry.get("reason") or "").strip()) < 20:
             raise GateError(f"{where} ({entry['check']}): needs a 'reason' (a sentence saying why)")
         if str(entry["check"]).startswith("CKV_NW_"):
             raise GateError(f"{where}: {entry['check']} is a nodewright check and cannot be skipped; fix the cause")
-        skips.append(Skip(str(entry["check"]), str(entry["resource"]), str(entry["reason"]).strip(),
+        skips.append(Skip(str(entry["check"]), str(entry["resource"]), " ".join(str(entry["reason"]).split()),
                           str(entry.get("file") or "*")))
     return skips
 
@@ -229,7 +230,8 @@ def relative(path: str) -> str:
 
 def to_results(reports: list[dict[str, Any]]) -> tuple[list[Result], dict[str, int]]:
     """Flatten checkov reports into ``Result``s; also return parsing errors per framework."""
-    results, parsing = [], {}
+    results: list[Result] = []
+    parsing: dict[str, int] = {}
     for report in reports:
         framework = report.get("check_type", "?")
         parsing[framework] = parsing.get(framework, 0) + int(report.get("summary", {}).get("parsing_errors", 0))
@@ -240,6 +242,8 @@ def to_results(reports: list[dict[str, Any]]) -> tuple[list[Result], dict[str, i
                 resource = rec.get("resource", "")
                 if framework == "terraform_json":
                     resource = tf_address(abs_path if abs_path.is_absolute() else ROOT / abs_path, lines[0], resource)
+                elif framework == "dockerfile":  # checkov prefixes the instruction with the file path
+                    resource = resource.rsplit("/", 1)[-1]
                 info = nw_catalog.CHECKS.get(rec["check_id"])
                 results.append(Result(framework, rec["check_id"], rec.get("check_name", ""), outcome, resource,
                                       relative(str(abs_path if abs_path.is_absolute() else ROOT / abs_path)),
@@ -312,7 +316,7 @@ def coverage_gaps(results: list[Result], scanned: list[str]) -> list[str]:
 
 def table(results: list[Result], frameworks: list[str]) -> str:
     """The summary table: one row per framework and a total."""
-    rows = [("framework", "passed", "failed", "skipped")]
+    rows: list[tuple[str, ...]] = [("framework", "passed", "failed", "skipped")]
     totals = [0, 0, 0]
     for framework in frameworks:
         counts = [sum(1 for r in results if r.framework == framework and r.outcome == o)
@@ -320,7 +324,14 @@ def table(results: list[Result], frameworks: list[str]) -> str:
         totals = [a + b for a, b in zip(totals, counts, strict=True)]
         rows.append((framework, *map(str, counts)))
     rows.append(("total", *map(str, totals)))
-    return "\n".join(f"{a:<16}{b:>8}{c:>8}{d:>9}" for a, b, c, d in rows)
+    return "\n".join(f"{r[0]:<16}{r[1]:>8}{r[2]:>8}{r[3]:>9}" for r in rows)
+
+
+def _order(r: Result) -> tuple[int, str, int, str, str]:
+    """Failures in framework order, then ours first by number (CKV_NW_1 before CKV_NW_10), then built-ins."""
+    prefix, _, number = r.check_id.rpartition("_")
+    rank = FRAMEWORKS.index(r.framework) if r.framework in FRAMEWORKS else len(FRAMEWORKS)
+    return (rank, "" if prefix == "CKV_NW" else prefix, int(number) if number.isdigit() else 0, r.file, r.resource)
 
 
 def failure_text(r: Result) -> str:
@@ -368,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     unused = apply_skips(results, skips)
     problems = [f"{n} file(s) could not be parsed by checkov's {fw} framework" for fw, n in parsing.items() if n]
     problems += coverage_gaps(results, scanned)
-    failures = [r for r in results if r.outcome == "failed"]
+    failures = sorted((r for r in results if r.outcome == "failed"), key=_order)
     timings["total"] = time.perf_counter() - started
 
     print(f"policy gate: {len(files['terraform_json'])} stack(s), {len(files['kubernetes'])} manifest file(s), "

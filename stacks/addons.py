@@ -74,7 +74,7 @@ class AddonsStack(NodewrightStack):
 
     def __init__(self, scope: Construct, stack_id: str, settings: InfraSettings, cluster: ClusterStack,
                  identity: IdentityStack, interruption: InterruptionStack) -> None:
-        super().__init__(scope, stack_id, settings)
+        super().__init__(scope, stack_id, settings, aws=False)
         access = kube_access(cluster)
         HelmProvider(self, "helm", kubernetes=HelmProviderKubernetes(
             host=access.host, cluster_ca_certificate=access.cluster_ca_certificate,

@@ -23,18 +23,23 @@ from stacks.settings import InfraSettings
 
 
 class NodewrightStack(TerraformStack):
-    """A stack with the AWS provider (region, default tags) and the configured backend.
+    """A stack with the AWS provider (region, default tags) and the configured state backend.
 
     Attributes:
         settings: the validated settings every stack reads.
     """
 
-    def __init__(self, scope: Construct, stack_id: str, settings: InfraSettings) -> None:
+    def __init__(self, scope: Construct, stack_id: str, settings: InfraSettings, *, aws: bool = True) -> None:
+        """Args:
+            aws: configure the AWS provider; stacks that only talk to Kubernetes skip it, so their
+                ``terraform init`` downloads no AWS provider.
+        """
         super().__init__(scope, stack_id)
         self.settings = settings
-        tags = {"Project": "nodewright", "Cluster": settings.cluster_name, "ManagedBy": "cdktn",
-                "Stack": stack_id, **settings.tags}
-        AwsProvider(self, "aws", region=settings.region, default_tags=[AwsProviderDefaultTags(tags=tags)])
+        if aws:
+            tags = {"Project": "nodewright", "Cluster": settings.cluster_name, "ManagedBy": "cdktn",
+                    "Stack": stack_id, **settings.tags}
+            AwsProvider(self, "aws", region=settings.region, default_tags=[AwsProviderDefaultTags(tags=tags)])
         # No terraform.required_version: checkov's terraform_json parser fails on a string under
         # "terraform" (3.3.30), and the policy gate must parse every stack. cdktf.json's
         # targetVersions ">=1.10.0" makes cdktn check backend features at synth instead.

@@ -337,9 +337,10 @@ def load_settings(context: Mapping[str, Any] | None = None,
     Raises:
         NodewrightValidationError: a setting is malformed; ``path`` is the dotted field path.
     """
+    if context is not None and not isinstance(context, Mapping):
+        raise NodewrightValidationError(CONTEXT_KEY, "cdktf.json context.nodewright must be a JSON object")
+    # A deep copy: environment overrides are written into nested mappings.
     data: dict[str, Any] = json.loads(json.dumps(dict(context or {})))
-    if not isinstance(data, dict):
-        raise NodewrightValidationError(CONTEXT_KEY, "cdktf.json context.nodewright must be an object")
     for key, raw in sorted((environ or {}).items()):
         if key.startswith(ENV_PREFIX):
             path = key[len(ENV_PREFIX):].lower().split("__")

@@ -117,7 +117,7 @@ class WorkloadsStack(NodewrightStack):
     """
 
     def __init__(self, scope: Construct, stack_id: str, settings: InfraSettings, cluster: ClusterStack) -> None:
-        super().__init__(scope, stack_id, settings)
+        super().__init__(scope, stack_id, settings, aws=False)
         access = kube_access(cluster)
         KubernetesProvider(self, "kubernetes", host=access.host,
                            cluster_ca_certificate=access.cluster_ca_certificate,

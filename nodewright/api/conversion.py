@@ -129,8 +129,9 @@ def convert_documents(
             origins.append((index, _describe(doc)))
     _place_kubelets(out, ctx)
     for position, converted in enumerate(out):
-        if converted is not docs[origins[position][0]]:
-            _validate(converted, *origins[position])
+        # Pass-through v1 documents are validated too: bad input is reported, never echoed as if fine.
+        passed_through = converted is docs[origins[position][0]]
+        _validate(converted, *origins[position], passed_through=passed_through)
     return out
 
 
@@ -548,7 +549,7 @@ def _rewrite_node(doc: dict[str, Any]) -> dict[str, Any]:
 # --- validation of the result -------------------------------------------------------------------
 
 
-def _validate(doc: dict[str, Any], index: int, origin: str) -> None:
+def _validate(doc: dict[str, Any], index: int, origin: str, *, passed_through: bool = False) -> None:
     from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeclaim, parse_nodepool
 
     parsers = {"NodePool": parse_nodepool, "EC2NodeClass": parse_ec2nodeclass, "NodeClaim": parse_nodeclaim}
@@ -559,4 +560,5 @@ def _validate(doc: dict[str, Any], index: int, origin: str) -> None:
         parser(doc)
     except NodewrightValidationError as err:
         path = f"documents[{index}].{err.path}" if err.path else f"documents[{index}]"
-        raise NodewrightValidationError(path, f"{err.reason} (in the v1 {doc['kind']} converted from {origin})") from None
+        where = f"in {origin}" if passed_through else f"in the v1 {doc['kind']} converted from {origin}"
+        raise NodewrightValidationError(path, f"{err.reason} ({where})") from None

@@ -8,6 +8,7 @@ NodePool status. Nothing here sleeps or starts threads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nodewright.controllers.common import Context, log
@@ -17,7 +18,8 @@ from nodewright.controllers.lifecycle import LifecycleController
 from nodewright.controllers.nodepool_status import NodePoolStatusController
 from nodewright.controllers.provisioning import Batcher, Provisioner
 from nodewright.controllers.termination import TerminationController, Terminator
-from nodewright.state.cluster import snapshot
+from nodewright.kube.cluster import Cluster
+from nodewright.state.cluster import ClusterState, snapshot
 
 
 @dataclass(frozen=True)
@@ -46,9 +48,12 @@ class ControllerManager:
         ctx: Context,
         options: ControllerOptions | None = None,
         interruption: InterruptionSource | None = None,
+        snapshotter: Callable[[Cluster], ClusterState] = snapshot,
     ) -> None:
         opts = options or ControllerOptions()
         self.ctx = ctx
+        # The simulator passes a snapshotter that reuses one snapshot while the cluster is unchanged.
+        self.snapshotter = snapshotter
         self.provisioner = Provisioner(
             ctx, Batcher(opts.batch_idle_duration, opts.batch_max_duration), bind_pods=opts.bind_pods
         )
@@ -74,6 +79,6 @@ class ControllerManager:
             if run is None:
                 continue
             try:
-                run(snapshot(self.ctx.cluster))
+                run(self.snapshotter(self.ctx.cluster))
             except Exception:  # one broken controller must not stall the rest of the step
                 log.exception("controller %s failed", name)

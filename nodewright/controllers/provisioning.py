@@ -25,6 +25,7 @@ from nodewright.cloud.instancetype import InstanceType
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.controllers.common import Context, Obj, log, nodepool_of
 from nodewright.controllers.termination import has_disrupted_taint
+from nodewright.disruption.hashing import nodepool_hash_annotations
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
@@ -251,11 +252,20 @@ class Provisioner:
                 except NodewrightValidationError:
                     continue
         nodes = []
+        nominated = self._nominated_pods(state)
         for node in state.nodes.values():
             try:
-                nodes.append(node_from_manifest(node, bound.get(name_of(node), [])))
+                existing = node_from_manifest(node, bound.get(name_of(node), []))
             except NodewrightValidationError as err:
                 log.debug("skipping node %s: %s", name_of(node), err)
+                continue
+            # Pods nominated to this node (or to its NodeClaim before it registered) will take its room once
+            # kube-scheduler binds them; without them a registered, not yet Ready node looks empty.
+            claim = state.nodeclaim_for(node)
+            existing.pods.extend(nominated.get(name_of(node), []))
+            if claim is not None:
+                existing.pods.extend(nominated.get(name_of(claim), []))
+            nodes.append(existing)
         inflight = []
         for claim in state.nodeclaims.values():
             if is_deleting(claim) or state.node_for(claim) is not None:
@@ -264,6 +274,20 @@ class Provisioner:
             if existing is not None:
                 inflight.append(existing)
         return nodes, inflight
+
+    def _nominated_pods(self, state: ClusterState) -> dict[str, list[Pod]]:
+        """Unbound pods with a valid nomination, by nomination target (Node or NodeClaim name)."""
+        now = self.ctx.clock()
+        out: dict[str, list[Pod]] = {}
+        for key, nom in self.nominations.items():
+            pod = state.pods.get(key)
+            if pod is None or node_name(pod) or not self._nominated(key, state, now):
+                continue
+            try:
+                out.setdefault(nom.target, []).append(pod_from_manifest(_strip_binding(pod)))
+            except NodewrightValidationError:
+                continue
+        return out
 
     def _inflight_node(
         self, claim: Obj, state: ClusterState, instance_types: Mapping[str, Sequence[InstanceType]]
@@ -452,7 +476,8 @@ def nodeclaim_from_plan(plan: NodeClaimPlan, nodepool: Mapping[str, Any]) -> Obj
     metadata: dict[str, Any] = {
         "generateName": f"{plan.nodepool}-",
         "labels": labels,
-        "annotations": dict(tmeta.get("annotations") or {}),
+        # Drift compares this stamp with the pool's current hash (nodewright.disruption.drift).
+        "annotations": {**dict(tmeta.get("annotations") or {}), **nodepool_hash_annotations(nodepool)},
         "finalizers": [L.TERMINATION_FINALIZER],
     }
     np_meta = nodepool.get("metadata") or {}

@@ -67,7 +67,7 @@ class LeaderElector:
             "leaseDurationSeconds": int(round(self.config.lease_duration)),
             "acquireTime": format_micro_time(now) if acquire else old.get("acquireTime", format_micro_time(now)),
             "renewTime": format_micro_time(now),
-            "leaseTransitions": transitions + (1 if acquire and old.get("holderIdentity") else 0),
+            "leaseTransitions": transitions + (1 if acquire and old else 0),  # client-go: on every holder change
         }
 
     def step(self) -> bool:

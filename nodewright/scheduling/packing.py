@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from nodewright.scheduling.templates import TypeInfo, Vector
 
-BEAM_WIDTH = 6
+BEAM_WIDTH = 8
 SMALL_PROBLEM_PODS = 64
 TAIL_BINS = 6
 
@@ -142,6 +142,31 @@ def _ffd(budget: Vector, order: Sequence[int], items: Sequence[Item], counts: Se
     return fill
 
 
+def _dot_fill(budget: Vector, items: Sequence[Item], counts: Sequence[int]) -> list[tuple[int, int]]:
+    """Fill one node pod by pod, each time taking the pod best aligned with the room left (normalised dot
+    product), so complementary pods (cpu-heavy with memory-heavy) share a node."""
+    rem = list(budget)
+    left = list(counts)
+    taken: dict[int, int] = {}
+    scale = [max(b, 1) for b in budget]
+    while True:
+        best, best_score = -1, -1.0
+        for i, item in enumerate(items):
+            if left[i] <= 0 or not _fits(item.vec, rem):
+                continue
+            score = sum((v / sc) * (r / sc) for v, r, sc in zip(item.vec, rem, scale, strict=True))
+            if score > best_score:
+                best, best_score = i, score
+        if best < 0:
+            break
+        vec = items[best].vec
+        for d in range(len(rem)):
+            rem[d] -= vec[d]
+        left[best] -= 1
+        taken[best] = taken.get(best, 0) + 1
+    return sorted(taken.items())
+
+
 class _Problem:
     def __init__(
         self,
@@ -152,6 +177,7 @@ class _Problem:
         mode: str,
     ) -> None:
         self.items = items
+        self.small = sum(it.count for it in items) <= SMALL_PROBLEM_PODS
         self.dims = len(items[0].vec) if items else 0
         self.prices = prices
         self.all_types = all_types
@@ -181,10 +207,13 @@ class _Problem:
     def moves(self, counts: Sequence[int], limit: int) -> list[tuple[float, TypeInfo, list[tuple[int, int]]]]:
         scored = []
         for t in self.types:
-            fill = _ffd(t.budget, self.order, self.items, counts)
-            if fill:
-                value = sum(self.values[i] * k for i, k in fill)
-                scored.append((self.prices[t.name] / value, t, fill))
+            fills = [_ffd(t.budget, self.order, self.items, counts)]
+            if self.small:
+                fills.append(_dot_fill(t.budget, self.items, counts))
+            for fill in fills:
+                if fill:
+                    value = sum(self.values[i] * k for i, k in fill)
+                    scored.append((self.prices[t.name] / value, t, fill))
         scored.sort(key=lambda s: (s[0], s[1].name))
         return scored[:limit]
 
@@ -236,7 +265,7 @@ class _Problem:
                     break
         if not finished:
             return []
-        return min(finished, key=lambda f: (f[0], len(f[1])))[1]
+        return min(finished, key=lambda f: (round(f[0], 9), len(f[1])))[1]
 
     def cheapest_fitting(self, need: Sequence[int]) -> TypeInfo | None:
         for t in self.all_types:
@@ -253,20 +282,36 @@ class _Problem:
             if t is not None and self.prices[t.name] < b.price:
                 b.info, b.price = t, self.prices[t.name]
 
-    def merge_pairs(self, bins: list[Bin]) -> list[Bin]:
+    def merge_pairs(self, bins: list[Bin], repack: bool = False) -> list[Bin]:
+        """Merge two nodes into one cheaper type; with ``repack``, also re-solve each pair's pods by beam search."""
         improved = True
-        while improved and len(bins) > 1:
+        rounds = 0
+        while improved and len(bins) > 1 and rounds < 200:
             improved = False
+            rounds += 1
             for i in range(len(bins)):
                 for j in range(i + 1, len(bins)):
                     merged = _merge_fill(bins[i].fill, bins[j].fill)
                     need = Bin(bins[i].info, 0.0, merged).need(self.items, self.dims)
+                    pair_cost = bins[i].price + bins[j].price - 1e-9
                     t = self.cheapest_fitting(need)
-                    if t is not None and self.prices[t.name] < bins[i].price + bins[j].price - 1e-12:
+                    if t is not None and self.prices[t.name] < pair_cost:
                         bins[i] = Bin(t, self.prices[t.name], merged)
                         del bins[j]
                         improved = True
                         break
+                    if repack:
+                        counts = [0] * len(self.items)
+                        for idx, k in merged:
+                            counts[idx] += k
+                        alt = self.beam(counts)
+                        self.downsize(alt)
+                        if alt and _cost(alt) < pair_cost and _placed(alt, len(self.items)) == counts:
+                            bins[i:i + 1] = alt[:1]
+                            del bins[j]
+                            bins.extend(alt[1:])
+                            improved = True
+                            break
                 if improved:
                     break
         return bins
@@ -311,19 +356,30 @@ def pack(items: Sequence[Item], types: Sequence[TypeInfo], prices: dict[str, flo
             placed = _placed(bins, len(items))
             left = [c - p for c, p in zip(counts, placed, strict=True)]
             greedy_bins = problem.greedy(list(counts))
-            if _placed(greedy_bins, len(items)) == placed and _cost(greedy_bins) < _cost(bins):
+            if _placed(greedy_bins, len(items)) == placed and (round(_cost(greedy_bins), 9), len(greedy_bins)) < (
+                round(_cost(bins), 9),
+                len(bins),
+            ):
                 bins = greedy_bins
         else:
             bins = problem.greedy(counts)
             left = counts
             bins = _improve_tail(problem, bins)
         problem.downsize(bins)
-        if len(bins) <= 40:
+        if total_pods <= SMALL_PROBLEM_PODS:
+            # Pairwise re-solving costs a beam search per pair: only for small catalogs (tests, narrow pools).
+            bins = problem.merge_pairs(bins, repack=len(bins) <= 30 and len(problem.types) <= 40)
+        elif len(bins) <= 40:
             bins = problem.merge_pairs(bins)
         else:
             tail = problem.merge_pairs(bins[-TAIL_BINS:])
             bins = bins[:-TAIL_BINS] + tail
-        if best_bins is None or (sum(left), _cost(bins)) < (sum(best_left), _cost(best_bins)):
+        # Ties (to the nano-dollar) go to fewer nodes.
+        if best_bins is None or (sum(left), round(_cost(bins), 9), len(bins)) < (
+            sum(best_left),
+            round(_cost(best_bins), 9),
+            len(best_bins),
+        ):
             best_bins, best_left = bins, left
     return best_bins or [], best_left
 

@@ -98,16 +98,18 @@ class _Claim:
         self.seen: set[int] = set()
         self.packed = False
 
-    def fits(self, vec: Vector) -> bool:
-        """Whether some remaining type fits need + vec (types before ``ptr`` are known not to fit)."""
+    def fit_index(self, vec: Vector) -> int | None:
+        """Index of the cheapest type fitting need + vec (types before ``ptr`` never fit the current need)."""
         need = [a + b for a, b in zip(self.need, vec, strict=True)]
         types = self.types
         for i in range(self.ptr, len(types)):
             if types[i].fits(need):
-                self.ptr = i
-                return True
-        self.ptr = len(types)
-        return False
+                return i
+        return None
+
+    def fits(self, vec: Vector) -> bool:
+        """Whether some type fits need + vec; does not move ``ptr``."""
+        return self.fit_index(vec) is not None
 
     def domains(self, key: str, reqs: Requirements) -> set[str]:
         """Values the claim's node could have for ``key`` under ``reqs``."""
@@ -116,10 +118,12 @@ class _Claim:
         return set(self.pool.domains(key, reqs))
 
     def cheapest(self) -> TypeInfo | None:
-        """The cheapest type that fits the claim's pods (types are kept cheapest first)."""
-        if self.fits((0,) * len(self.need)):
-            return self.types[self.ptr]
-        return None
+        """The cheapest type that fits the claim's pods (types are kept cheapest first); advances ``ptr``."""
+        index = self.fit_index((0,) * len(self.need))
+        if index is None:
+            return None
+        self.ptr = index
+        return self.types[index]
 
 
 class _Run:
@@ -319,8 +323,10 @@ class _Run:
                 )
                 return False, hostname_block and self._blocked_on_hostname(cls, claim)
             reqs = narrowed
+        index: int | None = None
         if reqs is claim.reqs:
-            if not claim.fits(cls.vec):
+            index = claim.fit_index(cls.vec)
+            if index is None:
                 return False, True
             types = None
         else:
@@ -339,6 +345,8 @@ class _Run:
             if not satisfies_min_values([t for t in pool_types if t.fits(need)], pool.min_values):
                 return False, True
         self._commit(cls, claim, reqs, types, domains)
+        if types is None and index is not None:
+            claim.ptr = index  # every type before it fails the new need
         return True, False
 
     def _blocked_on_hostname(self, cls: PodClass, claim: _Claim) -> bool:
@@ -710,7 +718,15 @@ class _Run:
     # --- output ---------------------------------------------------------------------------------
     def finalize(self) -> None:
         for claim in self.claims:
-            fitting = [t for t in claim.types if t.fits(claim.need)]
+            # Types are kept cheapest first and those before ``ptr`` never fit: only the cheapest few
+            # hundred fitting ones can make the 60 candidates.
+            claim.cheapest()
+            fitting = []
+            for t in claim.types[claim.ptr :]:
+                if t.fits(claim.need):
+                    fitting.append(t)
+                    if len(fitting) >= 4 * MAX_INSTANCE_TYPES:
+                        break
             ordered = self._ordered(fitting, claim.reqs)
             candidates = truncate_candidates(ordered, MAX_INSTANCE_TYPES, claim.pool.min_values)
             if not candidates:

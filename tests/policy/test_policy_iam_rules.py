@@ -249,3 +249,49 @@ def test_instance_profile_with_an_unknown_role_and_with_the_literal_node_role_na
     assert set(failed(docs)) == {("CKV_NW_6", "aws_iam_instance_profile.node")}
     profile["role"] = "nodewright-node"  # the node role's literal name resolves to it
     assert failed(docs) == {}
+
+
+# --------------------------------------------------------------------------------------------
+# CKV_NW_3 / 12 with EKS Pod Identity instead of IRSA
+# --------------------------------------------------------------------------------------------
+
+
+def as_pod_identity(docs: dict[str, Any], namespace: str = "kube-system") -> None:
+    """The fixture switched to Pod Identity: trust pods.eks.amazonaws.com, one association, no annotation."""
+    docs["identity"]["data"]["aws_iam_policy_document"]["controller_trust"]["statement"] = [{
+        "effect": "Allow", "actions": ["sts:AssumeRole", "sts:TagSession"],
+        "principals": [{"type": "Service", "identifiers": ["pods.eks.amazonaws.com"]}]}]
+    docs["identity"]["resource"]["aws_eks_pod_identity_association"] = {"controller": {
+        "cluster_name": "${aws_eks_cluster.cluster.name}", "namespace": namespace,
+        "service_account": "nodewright", "role_arn": "${aws_iam_role.controller.arn}"}}
+    release = docs["addons"]["resource"]["helm_release"]["nodewright"]
+    release["values"] = [json.dumps({"serviceAccount": {"name": "nodewright"}})]
+
+
+def test_pod_identity_is_checked_instead_of_irsa(docs):
+    as_pod_identity(docs)
+    report = analyze(docs)
+    assert report.findings == []
+    assert ("CKV_NW_3", IDENTITY, "aws_iam_role.controller") in report.evaluated
+
+
+def test_pod_identity_without_association_and_with_a_wider_trust(docs):
+    as_pod_identity(docs)
+    del docs["identity"]["resource"]["aws_eks_pod_identity_association"]
+    trust = docs["identity"]["data"]["aws_iam_policy_document"]["controller_trust"]["statement"][0]
+    trust["principals"].append({"type": "AWS", "identifiers": ["arn:aws:iam::123456789012:root"]})
+    found = failed(docs)
+    assert found[("CKV_NW_3", "aws_iam_role.controller")] == [
+        "Pod Identity role aws_iam_role.controller: Trust statement #1 trusts {'Service': ['pods.eks.amazonaws.com'], "
+        "'AWS': ['arn:aws:iam::123456789012:root']}, not only Service pods.eks.amazonaws.com.",
+        "Pod Identity role aws_iam_role.controller: must be associated (aws_eks_pod_identity_association) with "
+        "exactly one service account, got []."]
+    assert ("CKV_NW_12", "helm_release.nodewright") in found
+
+
+def test_pod_identity_association_in_another_namespace_than_the_release(docs):
+    as_pod_identity(docs, namespace="nodewright")
+    assert failed(docs) == {("CKV_NW_12", "helm_release.nodewright"): [
+        "The release installs ServiceAccount system:serviceaccount:kube-system:nodewright but the Pod Identity "
+        "association of aws_iam_role.controller names ['system:serviceaccount:nodewright:nodewright']: the "
+        "controller gets no AWS credentials."]}

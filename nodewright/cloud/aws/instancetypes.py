@@ -14,9 +14,10 @@ failure keeps the last good data.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -50,8 +51,11 @@ class InstanceTypeProvider:
     """Live instance types of one region (bundled snapshot as the fallback)."""
 
     def __init__(self, ec2: Any, region: str, prices: catalog.PriceLookup, unavailable: UnavailableOfferings,
-                 clock: Clock = time.monotonic) -> None:
+                 clock: Clock = time.monotonic, patterns: Sequence[str] = ()) -> None:
+        """``patterns``: optional ``instance-type`` filter values (``"m5.*"``) restricting what is described;
+        empty means every type (the default, as Karpenter)."""
         self._ec2 = ec2
+        self._filters = [{"Name": "instance-type", "Values": list(patterns)}] if patterns else []
         self.region = region
         self._prices = prices
         self._unavailable = unavailable
@@ -98,14 +102,19 @@ class InstanceTypeProvider:
         log.warning(f"using the bundled instance type {what} for {self.region}: DescribeInstanceTypes failed: {err}")
         self.source = "bundled"
         if what == "specs":
-            self._records = dict(catalog.instance_type_records())
+            self._records = {name: record for name, record in catalog.instance_type_records().items()
+                             if self._wanted(name)}
         else:
             self._offered = {it.name: sorted({o.zone for o in it.offerings})
                              for it in catalog.load_instance_types(self.region)}
 
+    def _wanted(self, name: str) -> bool:
+        patterns = self._filters[0]["Values"] if self._filters else ["*"]
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
     def _describe_specs(self) -> None:
         records: dict[str, Mapping[str, Any]] = {}
-        for page in self._ec2.get_paginator("describe_instance_types").paginate():
+        for page in self._ec2.get_paginator("describe_instance_types").paginate(Filters=self._filters):
             for record in page.get("InstanceTypes", []):
                 records[record["InstanceType"]] = record
         self._records = records
@@ -115,7 +124,7 @@ class InstanceTypeProvider:
         self._zone_ids = {z["ZoneName"]: z.get("ZoneId", "") for z in zones}
         offered: dict[str, list[str]] = {}
         paginator = self._ec2.get_paginator("describe_instance_type_offerings")
-        for page in paginator.paginate(LocationType="availability-zone"):
+        for page in paginator.paginate(LocationType="availability-zone", Filters=self._filters):
             for item in page.get("InstanceTypeOfferings", []):
                 offered.setdefault(item["InstanceType"], []).append(item["Location"])
         self._offered = {name: sorted(set(z)) for name, z in offered.items()}

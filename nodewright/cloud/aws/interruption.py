@@ -29,7 +29,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -67,6 +67,7 @@ class InterruptionMessage:
         event_id: the EventBridge event ``id``.
         time: the event ``time`` (ISO 8601 text).
         detail: for logs -- e.g. the new instance state or the Health event type code.
+        receipt_handle: the SQS receipt handle (set by :meth:`InterruptionQueue.receive`, for ``delete``).
     """
 
     kind: str
@@ -75,6 +76,12 @@ class InterruptionMessage:
     event_id: str = ""
     time: str = ""
     detail: str = ""
+    receipt_handle: str = ""
+
+    @property
+    def actionable(self) -> bool:
+        """Whether the instances must be cordoned and drained (action ``CordonAndDrain``)."""
+        return self.action == ACTION_CORDON_AND_DRAIN
 
 
 def _instance_id(detail: Mapping[str, Any]) -> str:
@@ -138,52 +145,81 @@ Handler = Callable[[InterruptionMessage], None]
 
 
 class InterruptionQueue:
-    """Long-polls the interruption queue and dispatches parsed messages to ``handler``."""
+    """The interruption queue: pollable (:meth:`receive` + :meth:`delete`, what the controller's run loop and the
+    simulator use) or handler-driven (:meth:`poll_once` / :meth:`run` dispatch to ``handler``)."""
 
-    def __init__(self, sqs: Any, queue_url: str, handler: Handler, wait_seconds: int = RECEIVE_WAIT_SECONDS) -> None:
+    def __init__(self, sqs: Any, queue_url: str, handler: Handler | None = None,
+                 wait_seconds: int = RECEIVE_WAIT_SECONDS) -> None:
         self._sqs = sqs
         self.queue_url = queue_url
         self._handler = handler
         self.wait_seconds = wait_seconds
         self.malformed = 0
         """Count of malformed messages deleted (a metric source)."""
+        self.receive_failed = False
+        """Whether the last ``ReceiveMessage`` failed (the run loop then waits before polling again)."""
 
-    def poll_once(self) -> list[InterruptionMessage]:
-        """One ``ReceiveMessage`` round: parse, handle, delete. Returns the messages handled.
+    @classmethod
+    def from_name(cls, sqs: Any, queue_name: str, handler: Handler | None = None,
+                  wait_seconds: int = RECEIVE_WAIT_SECONDS) -> InterruptionQueue:
+        """Resolve ``queue_name`` (``INTERRUPTION_QUEUE``) with ``GetQueueUrl``.
 
-        Never raises for message content; SQS errors are logged and yield an empty round.
+        Raises:
+            botocore.exceptions.ClientError: the queue does not exist or access is denied.
         """
+        return cls(sqs, sqs.get_queue_url(QueueName=queue_name)["QueueUrl"], handler, wait_seconds)
+
+    def receive(self) -> list[InterruptionMessage]:
+        """One ``ReceiveMessage`` round (up to 10, ``wait_seconds`` long poll): the parsed messages, each carrying
+        its ``receipt_handle``. Malformed messages are deleted at once and not returned. Never raises for SQS
+        errors (logged; an empty round)."""
+        self.receive_failed = False
         try:
             received = self._sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=RECEIVE_BATCH,
                                                  WaitTimeSeconds=self.wait_seconds).get("Messages", [])
         except (ClientError, BotoCoreError) as err:
             log.error("receiving from the interruption queue failed", extra={"queue": self.queue_url,
                                                                               "error": str(err)})
+            self.receive_failed = True
             return []
-        handled: list[InterruptionMessage] = []
+        messages: list[InterruptionMessage] = []
         for raw in received:
-            message = self._process(raw)
-            if message is not None:
-                handled.append(message)
-        return handled
+            try:
+                message = parse_event(raw.get("Body", ""))
+            except MalformedMessageError as err:
+                self.malformed += 1
+                log.warning("deleting malformed interruption message",
+                            extra={"message_id": raw.get("MessageId", ""), "error": str(err)})
+                self._delete(raw)
+                continue
+            messages.append(replace(message, receipt_handle=str(raw.get("ReceiptHandle", ""))))
+        return messages
 
-    def _process(self, raw: Mapping[str, Any]) -> InterruptionMessage | None:
-        try:
-            message = parse_event(raw.get("Body", ""))
-        except MalformedMessageError as err:
-            self.malformed += 1
-            log.warning("deleting malformed interruption message",
-                        extra={"message_id": raw.get("MessageId", ""), "error": str(err)})
-            self._delete(raw)
-            return None
-        try:
-            self._handler(message)
-        except Exception:  # a handler bug must not stop the loop; SQS redelivers later
-            log.exception("handling interruption message failed", extra={"kind": message.kind,
-                                                                         "instances": list(message.instance_ids)})
-            return None
-        self._delete(raw)
-        return message
+    def delete(self, message: InterruptionMessage) -> None:
+        """``DeleteMessage`` for a message :meth:`receive` returned (handled). Never raises for SQS errors."""
+        self._delete({"ReceiptHandle": message.receipt_handle})
+
+    def poll_once(self) -> list[InterruptionMessage]:
+        """One ``ReceiveMessage`` round: parse, handle, delete. Returns the messages handled.
+
+        Never raises for message content; SQS errors are logged and yield an empty round.
+
+        Raises:
+            ValueError: the queue was built without a handler (use :meth:`receive` instead).
+        """
+        if self._handler is None:
+            raise ValueError("InterruptionQueue.poll_once needs a handler; use receive() and delete()")
+        handled: list[InterruptionMessage] = []
+        for message in self.receive():
+            try:
+                self._handler(message)
+            except Exception:  # a handler bug must not stop the loop; SQS redelivers later
+                log.exception("handling interruption message failed", extra={"kind": message.kind,
+                                                                             "instances": list(message.instance_ids)})
+                continue
+            self.delete(message)
+            handled.append(message)
+        return handled
 
     def _delete(self, raw: Mapping[str, Any]) -> None:
         try:
@@ -191,7 +227,12 @@ class InterruptionQueue:
         except (ClientError, BotoCoreError, KeyError) as err:
             log.error("deleting interruption message failed", extra={"error": str(err)})
 
-    def run(self, stop: threading.Event) -> None:
-        """Poll until ``stop`` is set (checked between long-polls, so it returns within ``wait_seconds``)."""
+    def run(self, stop: threading.Event, error_backoff_seconds: float = 5.0) -> None:
+        """Poll until ``stop`` is set (checked between long-polls, so it returns within ``wait_seconds``).
+
+        After a failed receive it waits ``error_backoff_seconds`` so a broken queue is not hammered.
+        """
         while not stop.is_set():
             self.poll_once()
+            if self.receive_failed:
+                stop.wait(error_backoff_seconds)

@@ -74,6 +74,8 @@ class AWSProviderSettings:
         ca_bundle: base64 cluster CA.
         cluster_cidr: service CIDR (nodeadm needs it).
         cluster_dns: kubelet clusterDNS override, empty for the AMI default.
+        instance_type_patterns: restrict the catalog to these ``instance-type`` filter patterns (``"m5.*"``);
+            empty = every type (Karpenter's default).
     """
 
     cluster_name: str
@@ -83,6 +85,7 @@ class AWSProviderSettings:
     ca_bundle: str = ""
     cluster_cidr: str = ""
     cluster_dns: tuple[str, ...] = ()
+    instance_type_patterns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,8 @@ class AWSCloudProvider:
         self.security_groups = SecurityGroupProvider(clients.ec2, clock)
         self.amis = AMIProvider(clients.ec2, clients.ssm, settings.kubernetes_version, clock)
         self.pricing = PricingProvider(clients.pricing, clients.ec2, settings.region, clock)
-        self.instance_types = InstanceTypeProvider(clients.ec2, settings.region, self.pricing, self.unavailable, clock)
+        self.instance_types = InstanceTypeProvider(clients.ec2, settings.region, self.pricing, self.unavailable, clock,
+                                                    settings.instance_type_patterns)
         self.launch_templates = LaunchTemplateProvider(clients.ec2, settings.cluster_name, clock)
         self.instance_profiles = InstanceProfileProvider(clients.iam, settings.cluster_name, settings.region, clock)
         self.instances = InstanceProvider(clients.ec2, settings.cluster_name, self.unavailable,

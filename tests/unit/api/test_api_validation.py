@@ -484,7 +484,9 @@ def test_parse_documents_prefixes_document_index() -> None:
     bad["spec"]["weight"] = 0
     with pytest.raises(NodewrightValidationError) as info:
         parse_documents([ec2nodeclass(), bad])
-    assert str(info.value) == "documents[1].spec.weight: Input should be greater than or equal to 1, got 0"
+    assert str(info.value) == (
+        "documents[1].spec.weight: Input should be greater than or equal to 1, got 0 (in NodePool 'general')"
+    )
 
 
 def test_cli_prints_one_line_and_exits_2(tmp_path: Any) -> None:
@@ -518,3 +520,19 @@ def test_restricted_label_rules() -> None:
     assert labels.is_restricted_label("karpenter.sh/nodepool") is not None
     assert labels.is_restricted_label("sub.kubernetes.io/thing") is not None
     assert labels.is_restricted_label("karpenter.sh/custom") is not None
+
+
+def test_convert_rejects_an_invalid_v1_nodepool_it_would_pass_through() -> None:
+    """A v1 NodePool needs no conversion, but `convert` must not echo it back when it is invalid."""
+    from nodewright.api import convert_documents
+
+    bad = nodepool()
+    bad["spec"]["template"]["spec"]["requirements"] = [
+        {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["abc"]}
+    ]
+    with pytest.raises(NodewrightValidationError) as info:
+        convert_documents([bad])
+    assert str(info.value) == (
+        "documents[0].spec.template.spec.requirements[0].values: Gt needs one integer, got 'abc'"
+        " (in NodePool 'general')"
+    )

@@ -17,6 +17,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ec2.models import ec2_backends
 from moto.ssm.models import Parameter, ssm_backends
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
@@ -33,6 +34,10 @@ AL2023_X86 = f"/aws/service/eks/optimized-ami/{K8S}/amazon-linux-2023/x86_64/sta
 AL2023_ARM = f"/aws/service/eks/optimized-ami/{K8S}/amazon-linux-2023/arm64/standard/recommended/image_id"
 BR_X86 = f"/aws/service/bottlerocket/aws-k8s-{K8S}/x86_64/latest/image_id"
 
+#: The tests describe these types only: moto serialises all ~1,400 types in ~8 s, too slow per test (and
+#: moto's instance-type filter matches exact names only, where AWS also takes wildcards such as ``m5.*``).
+TYPE_PATTERNS = ("m5.large", "m5.xlarge", "m5.2xlarge", "c5.large", "c5.xlarge", "t3.large", "m6g.large",
+                 "g4dn.xlarge")
 #: Live on-demand prices the stubbed Pricing API returns (USD/hour).
 LIVE_PRICES = {"m5.large": 0.096, "m5.xlarge": 0.192, "c5.large": 0.085, "t3.large": 0.0832, "m6g.large": 0.077}
 
@@ -114,9 +119,10 @@ def make_cluster(ec2: Any, iam: Any) -> Cluster:
     ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.8.0/22", AvailabilityZone="us-east-1a")  # untagged decoy
     group = ec2.create_security_group(GroupName="nodes", Description="nodes", VpcId=vpc, TagSpecifications=[
         {"ResourceType": "security-group", "Tags": [{"Key": "karpenter.sh/discovery", "Value": CLUSTER}]}])["GroupId"]
-    images = ec2.describe_images(Owners=["amazon"])["Images"]
-    amd64 = next(i["ImageId"] for i in images if i["Architecture"] == "x86_64" and "Windows" not in i.get("Name", ""))
-    arm64 = next(i["ImageId"] for i in images if i["Architecture"] == "arm64")
+    # Serialising moto's ~1,300 public images through DescribeImages takes seconds: pick from its backend.
+    images = ec2_backends[DEFAULT_ACCOUNT_ID][REGION].amis.values()
+    amd64 = next(i.id for i in images if i.architecture == "x86_64" and "Windows" not in (i.name or ""))
+    arm64 = next(i.id for i in images if i.architecture == "arm64")
     put_public_parameter(AL2023_X86, amd64)
     put_public_parameter(AL2023_ARM, arm64)
     put_public_parameter(BR_X86, amd64)
@@ -163,7 +169,8 @@ def make_provider(nodeclasses: dict[str, EC2NodeClass], pricing: Any, clock: Any
     """An AWSCloudProvider over moto (or a moto server at ``endpoint_url``) with a stubbed Pricing API."""
     clients = AWSClients(ClientSettings(REGION, endpoint_url=endpoint_url, max_attempts=2, read_timeout=10),
                          overrides={"pricing": pricing})
-    settings = AWSProviderSettings(CLUSTER, ENDPOINT, REGION, K8S, ca_bundle=CA, cluster_cidr="10.100.0.0/16")
+    settings = AWSProviderSettings(CLUSTER, ENDPOINT, REGION, K8S, ca_bundle=CA, cluster_cidr="10.100.0.0/16",
+                                   instance_type_patterns=TYPE_PATTERNS)
     kwargs = {"clock": clock} if clock is not None else {}
     return AWSCloudProvider(settings, clients, nodeclasses.get, **kwargs)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import boto3
 import pytest
 
+from aws.conftest import CLUSTER, REGION, Cluster, nodeclaim
 from nodewright.api import labels
 from nodewright.cloud.aws.provider import AWSCloudProvider
 from nodewright.cloud.provider import CloudProvider, NodeClaimNotFoundError, parse_provider_id
-from aws.conftest import CLUSTER, REGION, Cluster, nodeclaim
 
 
 def _instance(instance_id: str) -> dict:

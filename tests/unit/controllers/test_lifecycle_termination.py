@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from nodewright.api import labels as L
+from nodewright.cloud.aws.interruption import parse_event
 from nodewright.cloud.provider import InsufficientCapacityError, LaunchError
 from nodewright.controllers.garbagecollection import GarbageCollector
-from nodewright.controllers.interruption import InterruptionController, InterruptionMessage, parse_event
+from nodewright.controllers.interruption import InterruptionController, InterruptionMessage
 from nodewright.controllers.lifecycle import LifecycleController
 from nodewright.controllers.manager import ControllerManager, ControllerOptions
 from nodewright.controllers.nodepool_status import NodePoolStatusController
@@ -192,9 +195,11 @@ def test_spot_interruption_cordons_drains_and_replaces(ctx, cluster, clock, clou
     claim = ready_node(ctx, cluster, clock)
     body = {"source": "aws.ec2", "detail-type": "EC2 Spot Instance Interruption Warning",
             "detail": {"instance-id": "i-00000000000000001", "instance-action": "terminate"}}
-    message = parse_event(body, "h1")
-    assert message == InterruptionMessage("SpotInterruption", ("i-00000000000000001",), handle="h1")
-    source = ListSource([message, InterruptionMessage("RebalanceRecommendation", ("i-00000000000000001",))])
+    message = parse_event(json.dumps(body))
+    assert message == InterruptionMessage("SpotInterruption", ("i-00000000000000001",), "CordonAndDrain",
+                                          detail="terminate")
+    rebalance = InterruptionMessage("RebalanceRecommendation", ("i-00000000000000001",), "EventOnly")
+    source = ListSource([message, rebalance])
     assert InterruptionController(ctx, source).reconcile() == 1
     assert len(source.deleted) == 2
     node = cluster.get(r.NODES, NODE)

@@ -1,0 +1,307 @@
+"""Disruption: execute the decisions of :mod:`nodewright.disruption`, one graceful decision at a time.
+
+Karpenter's disruption controller, as a synchronous state machine driven by :meth:`DisruptionController.reconcile`
+(the manager's step or the simulator's clock; nothing here sleeps):
+
+1. **Expiration** (every pass, forceful, not budgeted): expired NodeClaims are deleted through the termination
+   path (reason ``Expired``); the provisioner launches for their pods while they drain.
+2. **Decide** (every ``poll_period``, 10 s): :func:`nodewright.disruption.decide` -- emptiness, drift,
+   multi-node, single-node consolidation; the first that finds work yields the pending command.
+3. **Validate** after ``validation_delay`` (15 s) on a fresh snapshot (:func:`nodewright.disruption.validate`);
+   a decision that no longer holds is dropped.
+4. **Execute**: taint the candidates ``karpenter.sh/disrupted:NoSchedule``; with replacements, create their
+   NodeClaims and wait until every one is ``Ready``; then delete the candidates through
+   :class:`~nodewright.controllers.termination.Terminator` (drain honours PDBs and ``terminationGracePeriod``).
+   A replacement that disappears (e.g. no capacity) or is not Ready within ``replacement_timeout`` rolls the
+   command back: untaint the candidates and delete the replacements not Ready.
+
+Also: re-stamps the NodePool hash on NodeClaims stamped with another hash version (so upgrades and claims
+made by Karpenter never look drifted), tracks each node's last pod event (for ``consolidateAfter``), and
+asks the cloud provider for drift (AMI, subnet, security groups) at most every ``drift_check_period``.
+
+Metrics: ``karpenter_voluntary_disruption_decisions_total{decision,reason}``,
+``nodewright_disruption_replacements_total{reason}``,
+``karpenter_voluntary_disruption_decision_evaluation_duration_seconds{method}``,
+``karpenter_voluntary_disruption_eligible_nodes{reason}``; events with the reason and the saving in $/h
+("Consolidating 3 nodes into 1 t4g.large, saving $0.21/h").
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from nodewright.api import labels as L
+from nodewright.api.manifests import parse_nodepool
+from nodewright.cloud.instancetype import InstanceType
+from nodewright.cloud.provider import CloudProviderError
+from nodewright.controllers.common import Context, Obj, log, to_model
+from nodewright.controllers.provisioning import nodeclaim_from_plan, nodeclaim_ready
+from nodewright.controllers.termination import Terminator
+from nodewright.disruption import Decision, DecisionOptions, decide, decide_expiration, validate
+from nodewright.disruption.from_state import view_from_state
+from nodewright.disruption.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
+from nodewright.disruption.model import ClusterView
+from nodewright.errors import NodewrightValidationError
+from nodewright.kube import resources as r
+from nodewright.kube.errors import KubeError, NotFoundError
+from nodewright.kube.objects import annotations_of, is_deleting, labels_of, name_of
+from nodewright.state.cluster import ClusterState, snapshot
+from nodewright.state.pods import pod_key
+
+VALIDATING = "validating"
+WAITING = "waiting"
+
+
+@dataclass
+class Command:
+    """A decision being carried out.
+
+    Attributes:
+        decision: what to do.
+        decided_at: epoch seconds the decision was made.
+        phase: :data:`VALIDATING` (waiting ``validation_delay``) or :data:`WAITING` (replacements launching).
+        replacements: names of the replacement NodeClaims created.
+        launched_at: epoch seconds the replacements were created.
+    """
+
+    decision: Decision
+    decided_at: float
+    phase: str = VALIDATING
+    replacements: list[str] = field(default_factory=list)
+    launched_at: float = 0.0
+
+
+class DisruptionController:
+    """The disruption controller (see module docstring).
+
+    Args:
+        ctx: dependencies (cluster, cloud, clock, metrics).
+        terminator: the termination path's entry point.
+        options: decision tunables.
+        poll_period: seconds between decisions (Karpenter: 10 s).
+        validation_delay: seconds between deciding and re-validating (Karpenter: 15 s).
+        replacement_timeout: seconds replacements get to become Ready before the command is rolled back.
+        drift_check_period: seconds between cloud-provider drift checks of one NodeClaim.
+    """
+
+    def __init__(
+        self,
+        ctx: Context,
+        terminator: Terminator,
+        options: DecisionOptions | None = None,
+        *,
+        poll_period: float = 10.0,
+        validation_delay: float = 15.0,
+        replacement_timeout: float = 600.0,
+        drift_check_period: float = 300.0,
+    ) -> None:
+        self.ctx = ctx
+        self.terminator = terminator
+        self.options = options or DecisionOptions()
+        self.poll_period = poll_period
+        self.validation_delay = validation_delay
+        self.replacement_timeout = replacement_timeout
+        self.drift_check_period = drift_check_period
+        self.command: Command | None = None
+        self.last_decision_at = float("-inf")
+        self._pods_seen: dict[str, frozenset[str]] = {}
+        self._last_pod_event: dict[str, float] = {}
+        self._cloud_drift: dict[str, tuple[float, str | None]] = {}
+        self.executed: list[Decision] = []
+
+    # --- the pass ----------------------------------------------------------------------------
+
+    def reconcile(self, state: ClusterState | None = None) -> Decision | None:
+        """One pass (see module docstring). Returns the decision executed in this pass, if any."""
+        state = state or snapshot(self.ctx.cluster)
+        now = self.ctx.clock()
+        self._track_pod_events(state, now)
+        self._restamp(state)
+        view = self.view(state, now)
+        self._expire(view, now)
+        if self.command is not None:
+            return self._advance(self.command, state, view, now)
+        if now - self.last_decision_at < self.poll_period:
+            return None
+        self.last_decision_at = now
+        started = time.perf_counter()
+        decision = decide(view, now, self.options)
+        self.ctx.metrics.disruption_evaluation_duration.labels("all").observe(time.perf_counter() - started)
+        if decision is not None:
+            log.info("disruption decided: %s", decision.message(),
+                     extra={"method": decision.method, "nodes": [c.name for c in decision.candidates]})
+            self.command = Command(decision, now)
+        return None
+
+    def view(self, state: ClusterState, now: float) -> ClusterView:
+        """The pure decision inputs of ``state`` (instance types from the cloud provider, per NodePool)."""
+        return view_from_state(state, now, self._instance_types(state), self._last_pod_event,
+                               self._drift_reasons(state, now))
+
+    # --- inputs ------------------------------------------------------------------------------
+
+    def _instance_types(self, state: ClusterState) -> dict[str, list[InstanceType]]:
+        out: dict[str, list[InstanceType]] = {}
+        for name, doc in state.nodepools.items():
+            if is_deleting(doc):
+                continue
+            try:
+                out[name] = list(self.ctx.cloud.get_instance_types(parse_nodepool(doc)))
+            except NodewrightValidationError:
+                continue
+            except CloudProviderError as err:
+                self.ctx.cloud_error("disruption", "GetInstanceTypes", err)
+        return out
+
+    def _drift_reasons(self, state: ClusterState, now: float) -> dict[str, str | None]:
+        for name in [n for n in self._cloud_drift if n not in state.nodeclaims]:
+            del self._cloud_drift[name]
+        out: dict[str, str | None] = {}
+        for name, claim in state.nodeclaims.items():
+            if is_deleting(claim) or state.node_for(claim) is None:
+                continue
+            checked = self._cloud_drift.get(name)
+            if checked is None or now - checked[0] >= self.drift_check_period:
+                checked = (now, self._ask_cloud(claim))
+                self._cloud_drift[name] = checked
+            out[name] = checked[1]
+        return out
+
+    def _ask_cloud(self, claim: Obj) -> str | None:
+        try:
+            return self.ctx.cloud.is_drifted(to_model(claim))
+        except CloudProviderError as err:
+            self.ctx.cloud_error("disruption", "IsDrifted", err)
+        except NodewrightValidationError:
+            pass
+        return None
+
+    def _track_pod_events(self, state: ClusterState, now: float) -> None:
+        """A node's last pod event is the last pass its set of bound pods changed (first sight: none)."""
+        current = {name: frozenset(pod_key(p) for p in state.pods_on(name)) for name in state.nodes}
+        for name, pods in current.items():
+            seen = self._pods_seen.get(name)
+            if seen is not None and seen != pods:
+                self._last_pod_event[name] = now
+        self._pods_seen = current
+        for name in [n for n in self._last_pod_event if n not in current]:
+            del self._last_pod_event[name]
+
+    def _restamp(self, state: ClusterState) -> None:
+        """Stamp the current NodePool hash on claims stamped with another hash version (Karpenter's hash
+        controller), so a changed hash definition never drifts a fleet."""
+        hashes: dict[str, str] = {}
+        for claim in state.nodeclaims.values():
+            pool = labels_of(claim).get(L.NODEPOOL, "")
+            doc = state.nodepools.get(pool)
+            if doc is None or is_deleting(claim):
+                continue
+            if annotations_of(claim).get(L.NODEPOOL_HASH_VERSION) == NODEPOOL_HASH_VERSION:
+                continue
+            if pool not in hashes:
+                hashes[pool] = nodepool_hash(doc)
+            patch = {"metadata": {"annotations": {L.NODEPOOL_HASH: hashes[pool],
+                                                  L.NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION}}}
+            try:
+                self.ctx.cluster.patch(r.NODECLAIMS, name_of(claim), patch)
+            except KubeError as err:
+                log.info("re-stamping nodeclaim %s: %s", name_of(claim), err)
+
+    # --- expiration --------------------------------------------------------------------------
+
+    def _expire(self, view: ClusterView, now: float) -> None:
+        decision = decide_expiration(view, now)
+        if decision is None:
+            return
+        self._count(decision)
+        for node in decision.candidates:
+            message = f"Expiring node {node.name}: older than expireAfter ({node.expire_after:.0f}s)"
+            if self.terminator.delete_nodeclaim(node.nodeclaim, decision.reason, message):
+                log.info(message, extra={"nodeclaim": node.nodeclaim, "node": node.name})
+        self.executed.append(decision)
+
+    # --- the command -------------------------------------------------------------------------
+
+    def _advance(self, command: Command, state: ClusterState, view: ClusterView, now: float) -> Decision | None:
+        if command.phase == VALIDATING:
+            if now - command.decided_at < self.validation_delay:
+                return None
+            fresh = validate(command.decision, view, now, self.options)
+            if fresh is None:
+                log.info("disruption decision no longer valid, dropped: %s", command.decision.message(),
+                         extra={"method": command.decision.method})
+                self.command = None
+                return None
+            command.decision = fresh
+            return self._execute(command, state, now)
+        return self._wait_for_replacements(command, state, now)
+
+    def _execute(self, command: Command, state: ClusterState, now: float) -> Decision | None:
+        decision = command.decision
+        for node in decision.candidates:
+            self.terminator.taint(node.name)
+        if not decision.replacements:
+            return self._finish(command)
+        try:
+            for plan in decision.replacements:
+                doc = nodeclaim_from_plan(plan, state.nodepools.get(plan.nodepool) or {})
+                created = self.ctx.cluster.create(r.NODECLAIMS, doc)
+                command.replacements.append(name_of(created))
+                self.ctx.metrics.nodeclaims_created.labels(decision.reason.lower(), plan.nodepool,
+                                                           plan.capacity_type).inc()
+        except KubeError as err:
+            log.error("launching replacements failed, rolling back: %s", err)
+            self._roll_back(command, state)
+            return None
+        self.ctx.metrics.disruption_replacements.labels(decision.reason.lower()).inc(len(command.replacements))
+        command.phase, command.launched_at = WAITING, now
+        log.info("launched %d replacement(s) for %s: %s", len(command.replacements), decision.method,
+                 ", ".join(command.replacements), extra={"method": decision.method})
+        return None
+
+    def _wait_for_replacements(self, command: Command, state: ClusterState, now: float) -> Decision | None:
+        claims = [state.nodeclaims.get(name) for name in command.replacements]
+        failed = any(c is None or is_deleting(c) for c in claims)
+        if not failed and all(c is not None and nodeclaim_ready(c) for c in claims):
+            return self._finish(command)
+        if failed or now - command.launched_at >= self.replacement_timeout:
+            log.warning("replacements did not become ready, rolling back: %s", command.decision.message(),
+                        extra={"method": command.decision.method})
+            self._roll_back(command, state)
+        return None
+
+    def _finish(self, command: Command) -> Decision:
+        decision = command.decision
+        message = decision.message()
+        self._count(decision)
+        for node in decision.candidates:
+            # The termination path records the event "Disrupting NodeClaim: <reason> <message>" on each claim.
+            self.terminator.delete_nodeclaim(node.nodeclaim, decision.reason, message)
+        log.info(message, extra={"method": decision.method, "nodes": [c.name for c in decision.candidates],
+                                 "savings_per_hour": round(decision.savings, 4)})
+        self.executed.append(decision)
+        self.command = None
+        return decision
+
+    def _roll_back(self, command: Command, state: ClusterState) -> None:
+        for node in command.decision.candidates:
+            self.terminator.untaint(node.name)
+        for name in command.replacements:
+            claim = state.nodeclaims.get(name)
+            if claim is not None and nodeclaim_ready(claim):
+                continue  # a Ready node is useful capacity; consolidation will judge it later
+            try:
+                self.ctx.cluster.delete(r.NODECLAIMS, name)
+            except NotFoundError:
+                pass
+        for node in command.decision.candidates[:1]:
+            claim = self.ctx.cluster.get(r.NODECLAIMS, node.nodeclaim)
+            if claim is not None:
+                self.ctx.event(claim, "DisruptionFailed",
+                               f"Replacements did not become ready; not disrupting: {command.decision.message()}",
+                               warning=True)
+        self.command = None
+
+    def _count(self, decision: Decision) -> None:
+        self.ctx.metrics.disruption_decisions.labels(decision.decision, decision.reason.lower()).inc()

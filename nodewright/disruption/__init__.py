@@ -1,0 +1,63 @@
+"""nodewright.disruption: which nodes to remove or replace, as pure functions over plain data.
+
+Stable entry points (the disruption controller, the simulator, benchmarks and tests use only these):
+
+- :class:`ClusterView`, :class:`Node`, :class:`Pool`, :class:`NodeClassInfo`, :class:`PDB` -- the inputs;
+- :func:`decide` -> :class:`Decision` (emptiness, drift, multi-node, single-node consolidation, in that order,
+  the first that finds work acts) and :func:`decide_expiration` (forceful, not budgeted);
+- :func:`validate` -- re-check a decision on a fresh view before executing it;
+- :mod:`nodewright.disruption.budgets`, :mod:`~nodewright.disruption.candidates`,
+  :mod:`~nodewright.disruption.hashing` (drift hashes) for the individual rules.
+
+Nothing here reads a clock or a client: ``now`` (epoch seconds) is an argument. Prices are USD/hour.
+"""
+
+from nodewright.disruption.budgets import allowed_disruptions, budget_active, budget_mapping
+from nodewright.disruption.consolidation import ConsolidationOptions
+from nodewright.disruption.decide import METHODS, DecisionOptions, decide, decide_expiration, validate
+from nodewright.disruption.drift import drift_reason
+from nodewright.disruption.hashing import ec2nodeclass_hash, nodepool_hash, nodepool_hash_annotations
+from nodewright.disruption.model import (
+    DELETE,
+    DRIFT,
+    EMPTINESS,
+    EXPIRATION,
+    MULTI_NODE,
+    PDB,
+    REPLACE,
+    SINGLE_NODE,
+    ClusterView,
+    Decision,
+    Node,
+    NodeClassInfo,
+    Pool,
+)
+
+__all__ = [
+    "DELETE",
+    "DRIFT",
+    "EMPTINESS",
+    "EXPIRATION",
+    "METHODS",
+    "MULTI_NODE",
+    "PDB",
+    "REPLACE",
+    "SINGLE_NODE",
+    "ClusterView",
+    "ConsolidationOptions",
+    "Decision",
+    "DecisionOptions",
+    "Node",
+    "NodeClassInfo",
+    "Pool",
+    "allowed_disruptions",
+    "budget_active",
+    "budget_mapping",
+    "decide",
+    "decide_expiration",
+    "drift_reason",
+    "ec2nodeclass_hash",
+    "nodepool_hash",
+    "nodepool_hash_annotations",
+    "validate",
+]

@@ -1,0 +1,174 @@
+"""Consolidation: remove underutilized nodes whose pods fit elsewhere, or replace them with a cheaper node.
+
+**Multi-node** (Karpenter ``MultiNodeConsolidation``): candidates ordered by disruption cost, cut to what the
+``Underutilized`` budgets allow, are searched for the longest prefix whose pods fit on the remaining nodes plus
+at most one new node strictly cheaper than the prefix (binary search over the prefix length, as Karpenter's
+``firstNConsolidationOption``; at least two nodes). Karpenter stops at 100 candidates; nodewright starts with
+the same window and, when the whole window consolidates, doubles it (up to ``max_candidates``) so a large,
+mostly idle cluster collapses in a few passes instead of hundreds. Every probe is screened first
+(:mod:`nodewright.disruption.screen`: sums, then first-fit) and only simulated when the screen passes.
+
+**Single-node** (Karpenter ``SingleNodeConsolidation``): each candidate in order; the first whose pods fit
+elsewhere (delete) or on one strictly cheaper node (replace; spot-to-spot rules in
+:mod:`nodewright.disruption.replacement`) wins. Screened likewise; at most ``max_simulations`` full
+simulations per pass.
+
+Target utilization: destinations are offered at ``target x allocatable`` (see
+:mod:`nodewright.disruption.simulation`) and a node is a candidate only below ``target - hysteresis`` (see
+:mod:`nodewright.disruption.candidates`), so provisioning packs to the target, consolidation never packs above
+it, and a node filled to the target is not immediately "underutilized" again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from nodewright.disruption.budgets import budget_mapping, within_budget
+from nodewright.disruption.candidates import base_problem, by_disruption_cost, consolidation_problem
+from nodewright.disruption.model import (
+    MULTI_NODE,
+    REASON_UNDERUTILIZED,
+    SINGLE_NODE,
+    ClusterView,
+    Decision,
+    Node,
+)
+from nodewright.disruption.replacement import consolidation_replacements
+from nodewright.disruption.screen import Screen, Vec, vec
+from nodewright.disruption.simulation import Simulator
+
+#: Karpenter's ``MultiNodeConsolidation`` window.
+KARPENTER_MULTI_NODE_CANDIDATES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationOptions:
+    """Tunables of the consolidation methods.
+
+    Attributes:
+        window: first multi-node window (Karpenter: 100 candidates).
+        max_candidates: the largest multi-node window when whole windows keep consolidating.
+        max_simulations: single-node full simulations per pass (Karpenter bounds by a 3-minute timeout instead).
+        spot_to_spot: allow spot -> spot replacement (Karpenter feature gate ``SpotToSpotConsolidation``).
+    """
+
+    window: int = KARPENTER_MULTI_NODE_CANDIDATES
+    max_candidates: int = 1_000
+    max_simulations: int = 30
+    spot_to_spot: bool = True
+
+
+def underutilized_candidates(view: ClusterView, now: float) -> list[Node]:
+    """Nodes passing every rule for ``Underutilized``, by ascending disruption cost."""
+    out = []
+    for node in view.nodes:
+        if base_problem(node, view.pools, view.pdbs, REASON_UNDERUTILIZED) is not None:
+            continue
+        if consolidation_problem(node, view.pools[node.nodepool], now, REASON_UNDERUTILIZED) is not None:
+            continue
+        out.append(node)
+    return by_disruption_cost(out, now)
+
+
+class _Search:
+    """Evaluates consolidation options for candidate sets: screen, then simulate."""
+
+    def __init__(self, view: ClusterView, simulator: Simulator, options: ConsolidationOptions) -> None:
+        self.simulator = simulator
+        self.options = options
+        self.screen = Screen(simulator.destinations, view.pools.values())
+        self.evaluated = 0
+
+    def screened_out(self, candidates: Sequence[Node]) -> bool:
+        """True when the screen proves (sums, first-fit + price floor) the set cannot consolidate."""
+        leftover = self.screen.place([p for c in candidates for p in c.pods], {c.name for c in candidates})
+        if leftover is None or not leftover:
+            return False
+        floor = self.screen.replacement_floor(leftover)
+        return floor is None or floor >= sum(c.price for c in candidates)
+
+    def option(self, candidates: Sequence[Node], method: str) -> Decision | None:
+        """The consolidation decision for exactly ``candidates``, or None."""
+        self.evaluated += 1
+        if self.screened_out(candidates):
+            return None
+        result = self.simulator.simulate(candidates, max_new=1)
+        replacements = consolidation_replacements(result, candidates, self.options.spot_to_spot)
+        if replacements is None:
+            return None
+        return Decision(method, REASON_UNDERUTILIZED, list(candidates), replacements=replacements, result=result)
+
+
+def _prefix_sums(candidates: Sequence[Node], screen: Screen) -> tuple[list[Vec], list[Vec]]:
+    need: list[Vec] = [(0, 0, 0)]
+    lost: list[Vec] = [(0, 0, 0)]
+    for c in candidates:
+        n = vec({})
+        for p in c.pods:
+            r = vec(p.requests)
+            n = (n[0] + r[0], n[1] + r[1], n[2] + r[2])
+        a, b, f = need[-1], lost[-1], screen.node_free(c.name)
+        need.append((a[0] + n[0], a[1] + n[1], a[2] + n[2]))
+        lost.append((b[0] + f[0], b[1] + f[1], b[2] + f[2]))
+    return need, lost
+
+
+def multi_node(view: ClusterView, now: float, simulator: Simulator,
+               options: ConsolidationOptions | None = None) -> Decision | None:
+    """The largest multi-node consolidation of this pass, or None (see module docstring)."""
+    opts = options or ConsolidationOptions()
+    allowed = budget_mapping(view.pools, view.nodes, REASON_UNDERUTILIZED, now)
+    candidates = within_budget(underutilized_candidates(view, now), allowed)[: opts.max_candidates]
+    if len(candidates) < 2:
+        return None
+    search = _Search(view, simulator, opts)
+    need, lost = _prefix_sums(candidates, search.screen)
+    # Longest prefix passing the sums (a necessary condition, monotone in the prefix length).
+    feasible = max((k for k in range(len(candidates) + 1) if search.screen.aggregate_fits(need[k], lost[k])),
+                   default=0)
+    best: Decision | None = None
+    lo, window = 2, min(opts.window, len(candidates))
+    while True:
+        hi = min(window, feasible)
+        found = _binary_search(candidates, lo, hi, search)
+        if found is not None:
+            best = found
+        covered = best is not None and len(best.candidates) == window
+        if not covered or window >= len(candidates) or window >= feasible:
+            break
+        lo, window = window + 1, min(window * 2, len(candidates))
+    if best is not None:
+        best.evaluated = search.evaluated
+    return best
+
+
+def _binary_search(candidates: Sequence[Node], lo: int, hi: int, search: _Search) -> Decision | None:
+    """Largest k in [lo, hi] with a valid option for ``candidates[:k]`` (Karpenter's binary search)."""
+    best: Decision | None = None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        option = search.option(candidates[:mid], MULTI_NODE)
+        if option is not None:
+            best, lo = option, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def single_node(view: ClusterView, now: float, simulator: Simulator,
+                options: ConsolidationOptions | None = None) -> Decision | None:
+    """The first candidate that can be deleted or replaced by one cheaper node, or None."""
+    opts = options or ConsolidationOptions()
+    allowed = budget_mapping(view.pools, view.nodes, REASON_UNDERUTILIZED, now)
+    candidates = [c for c in underutilized_candidates(view, now) if allowed.get(c.nodepool, 0) > 0]
+    search = _Search(view, simulator, opts)
+    start = simulator.calls
+    for candidate in candidates:
+        if simulator.calls - start >= opts.max_simulations:
+            break
+        option = search.option([candidate], SINGLE_NODE)
+        if option is not None:
+            option.evaluated = search.evaluated
+            return option
+    return None

@@ -1,0 +1,123 @@
+"""One pass of disruption decisions: the methods in Karpenter's order, the first that finds work acts.
+
+:func:`decide` is what the disruption controller (and the simulator, and the benchmark) calls: pure over a
+:class:`~nodewright.disruption.model.ClusterView` and ``now``. :func:`validate` re-checks a decision on a fresh
+view before it is executed (Karpenter waits 15 s and re-validates, so a burst of pod churn does not act on
+stale data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from nodewright.disruption.budgets import budget_mapping
+from nodewright.disruption.candidates import base_problem, consolidation_problem
+from nodewright.disruption.consolidation import ConsolidationOptions, multi_node, single_node
+from nodewright.disruption.drift import drift, drift_reason
+from nodewright.disruption.emptiness import emptiness
+from nodewright.disruption.expiration import expiration, is_expired
+from nodewright.disruption.model import (
+    DRIFT,
+    EMPTINESS,
+    EXPIRATION,
+    MULTI_NODE,
+    REASON_EMPTY,
+    REASON_UNDERUTILIZED,
+    SINGLE_NODE,
+    ClusterView,
+    Decision,
+)
+from nodewright.disruption.replacement import consolidation_replacements
+from nodewright.disruption.simulation import Simulator
+
+#: The graceful methods in the order they are tried.
+METHODS = (EMPTINESS, DRIFT, MULTI_NODE, SINGLE_NODE)
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionOptions:
+    """Tunables of one pass.
+
+    Attributes:
+        consolidation: multi/single-node options.
+        drift_simulations: drifted candidates simulated per pass at most.
+        methods: graceful methods to run, in order (default all of :data:`METHODS`).
+    """
+
+    consolidation: ConsolidationOptions = field(default_factory=ConsolidationOptions)
+    drift_simulations: int = 10
+    methods: tuple[str, ...] = METHODS
+
+
+def decide(view: ClusterView, now: float, options: DecisionOptions | None = None,
+           simulator: Simulator | None = None) -> Decision | None:
+    """The graceful decision of this pass (emptiness, drift, multi-node, single-node), or None.
+
+    ``simulator`` may be passed to read its :attr:`~Simulator.calls` afterwards (benchmarks); it must be built
+    over the same ``view``.
+    """
+    opts = options or DecisionOptions()
+    simulator = simulator or Simulator(view)
+    runners: dict[str, Callable[[], Decision | None]] = {
+        EMPTINESS: lambda: emptiness(view, now),
+        DRIFT: lambda: drift(view, now, simulator, opts.drift_simulations),
+        MULTI_NODE: lambda: multi_node(view, now, simulator, opts.consolidation),
+        SINGLE_NODE: lambda: single_node(view, now, simulator, opts.consolidation),
+    }
+    for method in opts.methods:
+        decision = runners[method]()
+        if decision is not None:
+            return decision
+    return None
+
+
+def decide_expiration(view: ClusterView, now: float) -> Decision | None:
+    """The forceful expiration decision (not budgeted; see :mod:`nodewright.disruption.expiration`)."""
+    return expiration(view, now)
+
+
+def validate(decision: Decision, view: ClusterView, now: float, options: DecisionOptions | None = None) -> Decision | None:
+    """Re-check ``decision`` on a fresh ``view``; the (possibly re-simulated) decision, or None when it no longer
+    holds: a candidate vanished or broke a rule, the budget shrank, a consolidation no longer fits or no longer
+    saves at least as much, or a drifted node is no longer drifted.
+    """
+    opts = options or DecisionOptions()
+    by_name = {n.name: n for n in view.nodes}
+    fresh = [by_name.get(c.name) for c in decision.candidates]
+    if any(n is None for n in fresh):
+        return None
+    nodes = [n for n in fresh if n is not None]
+    if decision.method == EXPIRATION:
+        return decision if all(is_expired(n, now) and not n.deleting for n in nodes) else None
+    allowed = budget_mapping(view.pools, view.nodes, decision.reason, now)
+    for node in nodes:
+        if base_problem(node, view.pools, view.pdbs, decision.reason) is not None:
+            return None
+        allowed[node.nodepool] = allowed.get(node.nodepool, 0) - 1
+    if any(v < 0 for v in allowed.values()):
+        return None
+    if decision.method == EMPTINESS:
+        ok = all(not n.pods and consolidation_problem(n, view.pools[n.nodepool], now, REASON_EMPTY) is None
+                 for n in nodes)
+        return Decision(EMPTINESS, decision.reason, nodes, evaluated=decision.evaluated) if ok else None
+    if decision.method == DRIFT:
+        if any(drift_reason(n, view) is None for n in nodes):
+            return None
+        result = Simulator(view).simulate(nodes, max_new=None) if any(n.pods for n in nodes) else None
+        if result is not None and result.unschedulable:
+            return None
+        return Decision(DRIFT, decision.reason, nodes, replacements=list(result.new_nodeclaims) if result else [],
+                        result=result, evaluated=decision.evaluated, detail=decision.detail)
+    if any(consolidation_problem(n, view.pools[n.nodepool], now, REASON_UNDERUTILIZED) is not None for n in nodes):
+        return None
+    result = Simulator(view).simulate(nodes, max_new=1)
+    replacements = consolidation_replacements(result, nodes, opts.consolidation.spot_to_spot)
+    if replacements is None:
+        return None
+    fresh_decision = Decision(decision.method, decision.reason, nodes, replacements=replacements, result=result,
+                              evaluated=decision.evaluated)
+    # A decision that now needs a replacement where it needed none (or a dearer one) is a different decision.
+    if fresh_decision.savings + 1e-9 < decision.savings:
+        return None
+    return fresh_decision

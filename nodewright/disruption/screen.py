@@ -1,0 +1,217 @@
+"""A cheap screen in front of the scheduler, so consolidation of thousands of nodes stays fast.
+
+Karpenter runs a full scheduling simulation per candidate and bounds the work with a timeout (1-3 minutes);
+users report consolidation giving up at 300-700 nodes. nodewright screens candidates first and runs the full
+simulation (:class:`nodewright.disruption.simulation.Simulator`) only for those that pass, and always before a
+decision is returned -- the screen never *accepts* anything on its own.
+
+The screen knows cpu, memory and pod count, node labels and blocking taints:
+
+* :meth:`Screen.place`: first-fit-decreasing of the pods onto the destinations' free room (nodes grouped by
+  labels and taints, each group sorted by free cpu so a scan stops as soon as no node can hold the pod);
+  returns the pods left over. Pods the screen cannot judge (topology spread, pod (anti-)affinity, host ports,
+  hostname selectors, extended resources) make it answer "unknown" and the caller simulates.
+* :meth:`Screen.replacement_floor`: the cheapest price any pool could launch one node at for some pods (the
+  Pareto frontier of each pool's instance types by price vs. allocatable, after target utilization and
+  daemonset overhead): a lower bound, since the pods' own requirements can only make it dearer.
+* :meth:`Screen.aggregate_fits`: sums only -- a necessary condition used to bound the multi-node search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from nodewright.api import labels as wk
+from nodewright.cloud.instancetype import InstanceType, Offering
+from nodewright.disruption.model import Pool
+from nodewright.scheduling import ExistingNode, Pod, Requirements
+from nodewright.scheduling.quantities import CPU, MEMORY, PODS
+from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, untolerated
+
+Vec = tuple[int, int, int]
+_DIMS = (CPU, MEMORY, PODS)
+_OFFERING_KEYS = frozenset({wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID, wk.REGION})
+
+
+def vec(resources: dict[str, int] | None) -> Vec:
+    """(cpu millicores, memory bytes, pods) of a resource map."""
+    r = resources or {}
+    return (r.get(CPU, 0), r.get(MEMORY, 0), r.get(PODS, 0))
+
+
+def _sub(a: Vec, b: Vec) -> Vec:
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+def _fits(need: Vec, room: Vec) -> bool:
+    return need[0] <= room[0] and need[1] <= room[1] and need[2] <= room[2]
+
+
+def is_simple(pod: Pod) -> bool:
+    """Whether the screen can judge ``pod``: no topology, host ports, hostname selectors or extra resources."""
+    aff = pod.affinity
+    if pod.topology_spread or pod.host_ports or aff.pod_affinity_required or aff.pod_anti_affinity_required:
+        return False
+    if aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred:
+        return False
+    if wk.HOSTNAME in pod.node_selector:
+        return False
+    if any(k for t in aff.node_required for k, _, _ in t.expressions if k == wk.HOSTNAME):
+        return False
+    return all(name in _DIMS for name in pod.requests)
+
+
+def pod_fits_labels(pod: Pod, labels: dict[str, str], taints: Iterable[object]) -> bool:
+    """Node selector, required node affinity (any term) and tolerations of blocking taints."""
+    if not Requirements.from_node_selector(pod.node_selector).satisfied_by_labels(labels):
+        return False
+    terms = pod.affinity.node_required
+    if terms and not any(t.requirements().satisfied_by_labels(labels) for t in terms):
+        return False
+    return untolerated(pod.tolerations, taints) is None  # type: ignore[arg-type]
+
+
+class _Group:
+    __slots__ = ("labels", "taints", "nodes")
+
+    def __init__(self, labels: dict[str, str], taints: tuple[object, ...]) -> None:
+        self.labels = labels
+        self.taints = taints
+        self.nodes: list[tuple[str, Vec]] = []
+
+
+def offering_for(it: InstanceType, reqs: Requirements, capacity_type: str | None = None) -> Offering | None:
+    """Cheapest available offering of ``it`` allowed by ``reqs`` (zone, capacity type), optionally of one type."""
+    zone, ct = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
+    best: Offering | None = None
+    for o in it.offerings:
+        if not o.available or (capacity_type is not None and o.capacity_type != capacity_type):
+            continue
+        if (zone is not None and not zone.has(o.zone)) or (ct is not None and not ct.has(o.capacity_type)):
+            continue
+        if best is None or (o.price, o.zone) < (best.price, best.zone):
+            best = o
+    return best
+
+
+def type_allowed(it: InstanceType, reqs: Requirements) -> bool:
+    """The type's labels satisfy ``reqs`` (offering keys aside; absent well-known labels allowed)."""
+    for key, req in reqs.items():
+        if key in _OFFERING_KEYS:
+            continue
+        value = it.labels.get(key)
+        if value is None:
+            if key in wk.WELL_KNOWN_LABELS or req.allows_absence():
+                continue
+            return False
+        if not req.has(value):
+            return False
+    return True
+
+
+def pool_frontier(pool: Pool) -> list[tuple[float, Vec]]:
+    """(price, room for pods) of the pool's types, Pareto-minimal: no kept type is dearer than another kept type
+    with at least as much room in every dimension. Room = allocatable x target utilization - daemonset overhead."""
+    target = pool.target_utilization or 1.0
+    overhead = vec(pool.spec.daemonset_overhead)
+    options: list[tuple[float, Vec]] = []
+    for it in pool.instance_types:
+        if not type_allowed(it, pool.spec.requirements):
+            continue
+        offering = offering_for(it, pool.spec.requirements)
+        if offering is None:
+            continue
+        alloc = vec(it.allocatable())
+        room = (int(alloc[0] * target) - overhead[0], int(alloc[1] * target) - overhead[1], alloc[2] - overhead[2])
+        options.append((offering.price, room))
+    options.sort(key=lambda o: (o[0], -o[1][0], -o[1][1]))
+    frontier: list[tuple[float, Vec]] = []
+    for price, room in options:
+        if not any(_fits(room, kept) for _, kept in frontier):
+            frontier.append((price, room))
+    return frontier
+
+
+class Screen:
+    """The fast screen over one pass's destinations (see module docstring)."""
+
+    def __init__(self, destinations: Sequence[ExistingNode], pools: Iterable[Pool]) -> None:
+        self.free: dict[str, Vec] = {}
+        groups: dict[tuple[object, ...], _Group] = {}
+        for node in destinations:
+            if node.marked_for_deletion or node.unschedulable:
+                continue
+            free = _sub(vec(node.allocatable), vec(node.requested()))
+            self.free[node.name] = free
+            labels = {k: v for k, v in node.labels.items() if k != wk.HOSTNAME}
+            taints = tuple(t for t in node.scheduling_taints() if t.effect != PREFER_NO_SCHEDULE)
+            key = (tuple(sorted(labels.items())), taints)
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = _Group(labels, taints)
+            group.nodes.append((node.name, free))
+        for group in groups.values():
+            group.nodes.sort(key=lambda n: -n[1][0])
+        self.groups = list(groups.values())
+        self._compatible: dict[int, list[_Group]] = {}
+        self.pools = [(p, pool_frontier(p)) for p in pools]
+        self.total_free = tuple(sum(max(0, f[i]) for f in self.free.values()) for i in range(3))
+        self.max_room = tuple(max((room[i] for _, fr in self.pools for _, room in fr), default=0) for i in range(3))
+
+    def _groups_for(self, pod: Pod) -> list[_Group]:
+        key = pod.shape_key
+        hit = self._compatible.get(key)
+        if hit is None:
+            hit = self._compatible[key] = [g for g in self.groups if pod_fits_labels(pod, g.labels, g.taints)]
+        return hit
+
+    def place(self, pods: Sequence[Pod], excluded: set[str]) -> list[Pod] | None:
+        """Pods that found no room on the destinations outside ``excluded``, or None when some pod is not
+        :func:`is_simple` (the screen cannot judge; simulate)."""
+        if not all(is_simple(p) for p in pods):
+            return None
+        used: dict[str, Vec] = {}
+        leftover: list[Pod] = []
+        for pod in sorted(pods, key=lambda p: (-p.requests.get(CPU, 0), -p.requests.get(MEMORY, 0))):
+            need = vec(pod.requests)
+            if not self._place_one(pod, need, excluded, used):
+                leftover.append(pod)
+        return leftover
+
+    def _place_one(self, pod: Pod, need: Vec, excluded: set[str], used: dict[str, Vec]) -> bool:
+        for group in self._groups_for(pod):
+            for name, free in group.nodes:
+                if free[0] < need[0]:
+                    break  # sorted by free cpu: no later node of this group has room
+                if name in excluded:
+                    continue
+                room = used.get(name, free)
+                if _fits(need, room):
+                    used[name] = _sub(room, need)
+                    return True
+        return False
+
+    def replacement_floor(self, pods: Sequence[Pod]) -> float | None:
+        """Lowest price of one new node that could hold all of ``pods`` (None: no pool's type is big enough)."""
+        need = (sum(p.requests.get(CPU, 0) for p in pods), sum(p.requests.get(MEMORY, 0) for p in pods), len(pods))
+        best: float | None = None
+        for pool, frontier in self.pools:
+            if any(untolerated(p.tolerations, [t for t in pool.spec.taints if t.effect != PREFER_NO_SCHEDULE])
+                   for p in pods):
+                continue
+            for price, room in frontier:  # ascending price: the first that fits is the pool's floor
+                if best is not None and price >= best:
+                    break
+                if _fits(need, room):
+                    best = price
+                    break
+        return best
+
+    def aggregate_fits(self, need: Vec, lost_free: Vec) -> bool:
+        """Necessary condition: ``need`` fits in the total free room minus ``lost_free`` plus one largest node."""
+        return all(need[i] <= self.total_free[i] - lost_free[i] + self.max_room[i] for i in range(3))
+
+    def node_free(self, name: str) -> Vec:
+        """Free room of a destination (zeros for unknown nodes), negatives clipped to 0."""
+        f = self.free.get(name, (0, 0, 0))
+        return (max(0, f[0]), max(0, f[1]), max(0, f[2]))

@@ -1,0 +1,96 @@
+"""Ask the scheduler whether the pods of some candidates fit elsewhere, and on what.
+
+One :class:`Simulator` per decision pass. Its destinations are the managed nodes that are initialized and not
+being disrupted, plus unmanaged nodes; a destination in a NodePool with ``nodewright.io/target-utilization``
+is offered to the scheduler with its cpu and memory allocatable scaled by that fraction, so consolidation never
+packs a node above the target (new NodeClaims get the same treatment inside the scheduler). Uninitialized nodes
+are not destinations: they may still fail to come up.
+
+Each :meth:`Simulator.simulate` call is one :func:`nodewright.scheduling.schedule` run with the candidates'
+nodes removed and their reschedulable pods pending (Karpenter's ``SimulateScheduling``); it costs O(cluster),
+which is why the consolidation methods screen candidates cheaply first (:mod:`nodewright.disruption.screen`)
+and count the calls here (:attr:`Simulator.calls`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nodewright.disruption.model import ClusterView, Node, Pool
+from nodewright.scheduling import ExistingNode, SchedulingResult, schedule
+from nodewright.scheduling.quantities import CPU, MEMORY
+
+
+def scaled_view(node: ExistingNode, target: float | None) -> ExistingNode:
+    """``node`` with cpu/memory allocatable scaled by ``target`` (the node itself when ``target`` is None)."""
+    if target is None:
+        return node
+    alloc = dict(node.allocatable)
+    for name in (CPU, MEMORY):
+        if name in alloc:
+            alloc[name] = int(alloc[name] * target)
+    return ExistingNode(
+        name=node.name,
+        labels=node.labels,
+        allocatable=alloc,
+        taints=node.taints,
+        pods=node.pods,
+        initialized=node.initialized,
+        nodepool=node.nodepool,
+        instance_type=node.instance_type,
+        capacity_type=node.capacity_type,
+        zone=node.zone,
+        price=node.price,
+        capacity=node.capacity,
+        startup_taints=node.startup_taints,
+        marked_for_deletion=node.marked_for_deletion,
+        unschedulable=node.unschedulable,
+    )
+
+
+def destination_views(view: ClusterView) -> list[ExistingNode]:
+    """The nodes moved pods may land on (see module docstring), target-scaled."""
+    out = []
+    for node in view.nodes:
+        if node.deleting or not node.initialized:
+            continue
+        pool = view.pools.get(node.nodepool)
+        out.append(scaled_view(node.view, pool.target_utilization if pool else None))
+    out.extend(n for n in view.unmanaged if not n.marked_for_deletion)
+    return out
+
+
+class Simulator:
+    """Scheduling simulations over one :class:`ClusterView`.
+
+    Attributes:
+        destinations: target-scaled destination nodes (see module docstring).
+        calls: how many :func:`schedule` runs this simulator made.
+    """
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self.destinations = destination_views(view)
+        self.pools: list[Pool] = list(view.pools.values())
+        self.instance_types = {p.name: list(p.instance_types) for p in self.pools}
+        self.calls = 0
+        # Greedy placement (Karpenter's): consolidation opens at most one NodeClaim, where the scheduler's
+        # cost-optimal fleet search buys nothing and costs up to a second per simulation.
+        self.optimize = False
+
+    def simulate(self, candidates: Sequence[Node], max_new: int | None) -> SchedulingResult:
+        """Schedule the candidates' reschedulable pods on every other destination plus at most ``max_new``
+        new NodeClaims (None: any number). Pods that need more are in ``result.unschedulable``."""
+        self.calls += 1
+        gone = {c.name for c in candidates}
+        nodes = [n for n in self.destinations if n.name not in gone]
+        pods = [p for c in candidates for p in c.pods]
+        return schedule(
+            pods,
+            nodes,
+            [p.spec for p in self.pools],
+            self.instance_types,
+            daemonsets=self.view.daemonsets,
+            max_new_nodeclaims=max_new,
+            optimize=self.optimize,
+        )

@@ -1,0 +1,288 @@
+"""Pod autoscalers on the simulated clock: a HorizontalPodAutoscaler model and KEDA ScaledObjects.
+
+Load is requests per second per workload, set by scenario ``load`` events. One replica serves
+``perReplicaCapacity`` requests/s at 100% of its CPU request.
+
+**HPA** (``autoscaling/v2``), every 15 s (kube-controller-manager's ``--horizontal-pod-autoscaler-sync-period``):
+
+* ``Resource cpu`` with ``averageUtilization: U``: raw = ceil(rps / (perReplicaCapacity x U/100));
+* any metric with ``averageValue: V`` (Pods/Object/External, e.g. requests per second per replica):
+  raw = ceil(rps / V); several metrics: the largest;
+* 10% tolerance around the current count; stabilisation windows (scale-up 0 s, scale-down 300 s by
+  default, or ``spec.behavior.*.stabilizationWindowSeconds``); the default scale-up rate limit (at most
+  +100% or +4 pods per 15 s, whichever is more); clamped to ``[minReplicas, maxReplicas]``.
+  Source: Kubernetes docs, "Horizontal Pod Autoscaling" (algorithm details, default behavior).
+
+**KEDA ScaledObject** (``keda.sh/v1alpha1``), polled every ``pollingInterval`` (30 s):
+
+* ``cron`` triggers: active between the last ``start`` and the next ``end`` occurrence in ``timezone``
+  (evaluated with croniter), asking for ``desiredReplicas``;
+* ``cpu`` triggers (``metadata.value`` = utilisation %), and any other trigger with ``metadata.threshold``
+  (read as requests/s per replica from the load), active when the load is above ``activationThreshold``;
+* any trigger active: the HPA algorithm above over the triggers (largest wins), floor
+  ``max(1, minReplicaCount)``; none active for ``cooldownPeriod`` (300 s): ``minReplicaCount``
+  (``idleReplicaCount`` when set). Source: KEDA docs, "Scaling Deployments" and the cron scaler.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+from nodewright.errors import NodewrightValidationError
+from nodewright.sim.workloads import ReplicaWorkload, replicas_for
+
+HPA_SYNC_SECONDS = 15.0
+KEDA_POLLING_SECONDS = 30.0
+KEDA_COOLDOWN_SECONDS = 300.0
+DEFAULT_SCALE_DOWN_WINDOW = 300.0
+TOLERANCE = 0.1
+
+
+@dataclass
+class Load:
+    """Offered load of one workload: requests/s and requests/s one replica handles at 100% CPU."""
+
+    requests_per_second: float = 0.0
+    per_replica_capacity: float = 10.0
+
+
+@dataclass
+class Stabilizer:
+    """HPA recommendation smoothing: stabilisation windows plus the default scale-up rate limit."""
+
+    up_window: float = 0.0
+    down_window: float = DEFAULT_SCALE_DOWN_WINDOW
+    history: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def apply(self, now: float, raw: int, current: int, low: int, high: int) -> int:
+        """The replica count to set given the raw recommendation ``raw`` and ``current`` replicas."""
+        self.history.append((now, raw))
+        horizon = max(self.up_window, self.down_window)
+        while self.history and self.history[0][0] < now - horizon:
+            self.history.popleft()
+        up = min(v for t, v in self.history if t >= now - self.up_window)
+        down = max(v for t, v in self.history if t >= now - self.down_window)
+        desired = current
+        if current < up:
+            desired = min(up, max(current * 2, current + 4))
+        elif current > down:
+            desired = down
+        return max(low, min(high, desired))
+
+
+def _tolerant(raw: int, current: int) -> int:
+    if current > 0 and abs(raw / current - 1.0) <= TOLERANCE:
+        return current
+    return raw
+
+
+def _behavior(doc: Mapping[str, Any] | None) -> Stabilizer:
+    behavior = doc or {}
+    up = (behavior.get("scaleUp") or {}).get("stabilizationWindowSeconds", 0)
+    down = (behavior.get("scaleDown") or {}).get("stabilizationWindowSeconds", DEFAULT_SCALE_DOWN_WINDOW)
+    return Stabilizer(float(up), float(down))
+
+
+def _metric_target(metric: Mapping[str, Any], load: Load, path: str) -> int:
+    """Raw replicas one HPA metric asks for under ``load``."""
+    kind = metric.get("type")
+    body = metric.get({"Resource": "resource", "Pods": "pods", "Object": "object",
+                       "External": "external", "ContainerResource": "containerResource"}.get(str(kind), "")) or {}
+    target = body.get("target") or {}
+    if "averageUtilization" in target:
+        utilization = float(target["averageUtilization"]) / 100.0
+        return replicas_for(load.requests_per_second, load.per_replica_capacity * utilization)
+    for key in ("averageValue", "value"):
+        if key in target:
+            return replicas_for(load.requests_per_second, _quantity(target[key], f"{path}.target.{key}"))
+    raise NodewrightValidationError(path, "metric target needs averageUtilization, averageValue or value")
+
+
+def _quantity(value: Any, path: str) -> float:
+    text = str(value)
+    try:
+        return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+    except ValueError:
+        raise NodewrightValidationError(path, f"expected a number, got {value!r}") from None
+
+
+@dataclass
+class HorizontalPodAutoscaler:
+    """An ``autoscaling/v2`` HPA on a Deployment/StatefulSet (see module docstring)."""
+
+    name: str
+    target: str
+    min_replicas: int
+    max_replicas: int
+    metrics: list[dict[str, Any]]
+    stabilizer: Stabilizer
+    period: float = HPA_SYNC_SECONDS
+    next_sync: float = 0.0
+
+    @classmethod
+    def from_manifest(cls, doc: Mapping[str, Any]) -> HorizontalPodAutoscaler:
+        """Build from a HorizontalPodAutoscaler manifest.
+
+        Raises:
+            NodewrightValidationError: no target, or bounds that are not counts.
+        """
+        meta = doc.get("metadata") or {}
+        spec = doc.get("spec") or {}
+        name = str(meta.get("name") or "hpa")
+        target = str((spec.get("scaleTargetRef") or {}).get("name") or "")
+        if not target:
+            raise NodewrightValidationError(f"{name}.spec.scaleTargetRef.name", "required field is missing")
+        metrics = list(spec.get("metrics") or [{"type": "Resource", "resource": {
+            "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}])
+        return cls(name, target, int(spec.get("minReplicas", 1)), int(spec.get("maxReplicas", 10)), metrics,
+                   _behavior(spec.get("behavior")))
+
+    def reconcile(self, now: float, workload: ReplicaWorkload, load: Load) -> bool:
+        """Resize ``workload`` when a sync is due; True when it ran."""
+        if now < self.next_sync:
+            return False
+        self.next_sync = now + self.period
+        raw = max(_metric_target(m, load, f"{self.name}.spec.metrics[{i}]") for i, m in enumerate(self.metrics))
+        raw = _tolerant(raw, workload.replicas)
+        workload.replicas = self.stabilizer.apply(now, raw, workload.replicas, self.min_replicas, self.max_replicas)
+        return True
+
+
+@dataclass
+class CronTrigger:
+    """KEDA's cron scaler: ``desired`` replicas between ``start`` and ``end`` (cron expressions in ``timezone``)."""
+
+    start: str
+    end: str
+    timezone: str
+    desired: int
+
+    def active(self, now: float) -> bool:
+        """Whether ``now`` lies in a window: the latest start is more recent than the latest end."""
+        local = dt.datetime.fromtimestamp(now + 1e-3, tz=ZoneInfo(self.timezone))
+        last_start = croniter(self.start, local).get_prev(float)
+        last_end = croniter(self.end, local).get_prev(float)
+        return bool(last_start > last_end)
+
+
+@dataclass
+class MetricTrigger:
+    """A KEDA metric trigger read from the load: ``per_replica`` requests/s per replica (cpu: utilisation)."""
+
+    kind: str
+    per_replica: float | None
+    utilization: float | None
+    activation: float = 0.0
+
+    def desired(self, load: Load) -> int:
+        """Raw replicas for ``load``."""
+        if self.utilization is not None:
+            return replicas_for(load.requests_per_second, load.per_replica_capacity * self.utilization)
+        return replicas_for(load.requests_per_second, self.per_replica or load.per_replica_capacity)
+
+    def active(self, load: Load) -> bool:
+        """Load above the activation threshold."""
+        return load.requests_per_second > self.activation
+
+
+def _trigger(doc: Mapping[str, Any], path: str) -> CronTrigger | MetricTrigger:
+    kind = str(doc.get("type") or "")
+    meta = doc.get("metadata") or {}
+    if kind == "cron":
+        for key in ("start", "end", "desiredReplicas"):
+            if key not in meta:
+                raise NodewrightValidationError(f"{path}.metadata.{key}", "required field is missing")
+        timezone = str(meta.get("timezone") or "UTC")
+        try:
+            ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise NodewrightValidationError(f"{path}.metadata.timezone", f"unknown time zone {timezone!r}") from None
+        for key in ("start", "end"):
+            if not croniter.is_valid(str(meta[key])):
+                raise NodewrightValidationError(f"{path}.metadata.{key}", f"invalid cron expression {meta[key]!r}")
+        return CronTrigger(str(meta["start"]), str(meta["end"]), timezone, int(str(meta["desiredReplicas"])))
+    if kind in ("cpu", "memory"):
+        value = _quantity(meta.get("value", 80), f"{path}.metadata.value")
+        return MetricTrigger(kind, None, value / 100.0)
+    threshold = meta.get("threshold", meta.get("targetValue"))
+    activation = _quantity(meta.get("activationThreshold", 0), f"{path}.metadata.activationThreshold")
+    per_replica = _quantity(threshold, f"{path}.metadata.threshold") if threshold is not None else None
+    return MetricTrigger(kind, per_replica, None, activation)
+
+
+@dataclass
+class ScaledObject:
+    """A KEDA ScaledObject (see module docstring)."""
+
+    name: str
+    target: str
+    min_replicas: int
+    max_replicas: int
+    idle_replicas: int | None
+    triggers: list[CronTrigger | MetricTrigger]
+    stabilizer: Stabilizer
+    polling: float = KEDA_POLLING_SECONDS
+    cooldown: float = KEDA_COOLDOWN_SECONDS
+    next_poll: float = 0.0
+    last_active: float | None = None
+
+    @classmethod
+    def from_manifest(cls, doc: Mapping[str, Any]) -> ScaledObject:
+        """Build from a ``keda.sh/v1alpha1`` ScaledObject.
+
+        Raises:
+            NodewrightValidationError: no target or triggers, or an invalid trigger.
+        """
+        meta = doc.get("metadata") or {}
+        spec = doc.get("spec") or {}
+        name = str(meta.get("name") or "scaledobject")
+        target = str((spec.get("scaleTargetRef") or {}).get("name") or "")
+        if not target:
+            raise NodewrightValidationError(f"{name}.spec.scaleTargetRef.name", "required field is missing")
+        triggers = spec.get("triggers") or []
+        if not triggers:
+            raise NodewrightValidationError(f"{name}.spec.triggers", "a ScaledObject needs at least one trigger")
+        behavior = (((spec.get("advanced") or {}).get("horizontalPodAutoscalerConfig") or {}).get("behavior"))
+        idle = spec.get("idleReplicaCount")
+        return cls(name, target, int(spec.get("minReplicaCount", 0)), int(spec.get("maxReplicaCount", 100)),
+                   int(idle) if idle is not None else None,
+                   [_trigger(t, f"{name}.spec.triggers[{i}]") for i, t in enumerate(triggers)],
+                   _behavior(behavior), float(spec.get("pollingInterval", KEDA_POLLING_SECONDS)),
+                   float(spec.get("cooldownPeriod", KEDA_COOLDOWN_SECONDS)))
+
+    def reconcile(self, now: float, workload: ReplicaWorkload, load: Load) -> bool:
+        """Poll the triggers when due and resize ``workload``; True when it polled."""
+        if now < self.next_poll:
+            return False
+        self.next_poll = now + self.polling
+        wanted: list[int] = []
+        for trigger in self.triggers:
+            if isinstance(trigger, CronTrigger):
+                if trigger.active(now):
+                    wanted.append(trigger.desired)
+            elif trigger.active(load):
+                wanted.append(trigger.desired(load))
+        if wanted:
+            self.last_active = now
+            floor = max(1, self.min_replicas)
+            raw = _tolerant(max(wanted), workload.replicas)
+            workload.replicas = self.stabilizer.apply(now, raw, max(workload.replicas, 0), floor, self.max_replicas)
+        elif self.last_active is None or now - self.last_active >= self.cooldown:
+            idle = self.idle_replicas if self.idle_replicas is not None else self.min_replicas
+            workload.replicas = idle
+            self.stabilizer.history.clear()
+        return True
+
+
+def next_due(scalers: list[HorizontalPodAutoscaler | ScaledObject]) -> float:
+    """Earliest epoch second any scaler wants to run again (inf when none)."""
+    times = [s.next_sync if isinstance(s, HorizontalPodAutoscaler) else s.next_poll for s in scalers]
+    return min(times) if times else math.inf

@@ -1,0 +1,45 @@
+"""``nodewright simulate --scenario FILE``: replay a scenario and print / plot the result.
+
+The ``simulate`` subcommand (``nodewright/cli.py``) hands over here when ``--scenario`` is given.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+
+from nodewright.sim.progress import progress_for_terminal
+from nodewright.sim.render import render_table
+from nodewright.sim.runner import run_scenario
+from nodewright.sim.scenario import load_scenario
+
+
+def simulate_scenario(path: str, *, output: str = "table", baseline: str | None = None, plot: str | None = None,
+                      seed: int | None = None) -> dict[str, object]:
+    """Run the scenario at ``path`` and print its result; returns the result document.
+
+    Args:
+        path: scenario file (YAML).
+        output: ``table`` (the side-by-side summary) or ``json`` (timeline, summary, baseline).
+        baseline: ``"cluster-autoscaler"`` to run the baseline as well.
+        plot: PNG path to write (nodes by pool, pending pods, $/h).
+        seed: overrides the scenario's seed.
+
+    Raises:
+        NodewrightValidationError: an invalid scenario file.
+    """
+    scenario = load_scenario(path)
+    started = time.perf_counter()
+    result = run_scenario(scenario, baseline=baseline, seed=seed, progress=progress_for_terminal())
+    if output == "json":
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(render_table(result))
+    click.echo(f"simulated {scenario.duration / 60:g} min in {time.perf_counter() - started:.1f} s", err=True)
+    if plot:
+        from nodewright.sim.plot import write_plot
+
+        click.echo(f"wrote {write_plot(result, plot)}", err=True)
+    return result

@@ -1,0 +1,96 @@
+"""The PNG of ``nodewright simulate --scenario ... --plot FILE``: nodes by pool, pending pods and $/h over time.
+
+Three panels sharing the time axis (minutes): nodes per pool, pending pods, cost per hour. nodewright is
+drawn solid, the baseline dashed in the same colour, so the two runs read on the same axes. matplotlib runs
+headless (the ``Agg`` backend): no display is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+_NODEWRIGHT = "#1f4e9c"
+_BASELINE = "#c0392b"
+
+
+def _series(timeline: Sequence[Mapping[str, Any]], key: str) -> tuple[list[float], list[float]]:
+    return [e["t"] / 60.0 for e in timeline], [float(e[key]) for e in timeline]
+
+
+def _pools(runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> list[str]:
+    names: set[str] = set()
+    for _, timeline in runs:
+        for entry in timeline:
+            names.update(k for k, v in entry["nodes_by_pool"].items() if v)
+    return sorted(names)
+
+
+def write_plot(result: Mapping[str, Any], path: str | Path) -> Path:
+    """Draw ``result`` (a :func:`nodewright.sim.runner.run_scenario` document) to ``path`` (PNG); returns it.
+
+    Raises:
+        OSError: the file cannot be written (the parent directory is created when missing).
+    """
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    runs: list[tuple[str, Sequence[Mapping[str, Any]], Mapping[str, Any]]] = [
+        ("nodewright", result["timeline"], result["summary"])]
+    if result.get("baseline"):
+        base = result["baseline"]
+        runs.append((base["autoscaler"], base["timeline"], base["summary"]))
+    styles = ["-", "--"]
+    colors = (_NODEWRIGHT, _BASELINE)
+    pools = _pools([(name, timeline) for name, timeline, _ in runs]) or [""]
+    # One nodes panel per pool (up to 4; beyond that one panel with a line per pool and run).
+    per_pool = len(pools) <= 4
+    node_panels = len(pools) if per_pool else 1
+    fig, axes = plt.subplots(node_panels + 2, 1, figsize=(11, 2.1 * node_panels + 4.6), sharex=True,
+                             gridspec_kw={"height_ratios": [1] * node_panels + [1.1, 1.1]})
+    node_axes, ax_pending, ax_cost = list(axes[:node_panels]), axes[node_panels], axes[node_panels + 1]
+    for i, pool in enumerate(pools):
+        ax = node_axes[i] if per_pool else node_axes[0]
+        for (name, timeline, _), style, color in zip(runs, styles, colors, strict=False):
+            xs = [e["t"] / 60.0 for e in timeline]
+            ys = [e["nodes_by_pool"].get(pool, 0) for e in timeline]
+            line_color = color if per_pool else _COLORS[i % len(_COLORS)]
+            label = name if per_pool else f"{pool or '(no pool)'} - {name}"
+            ax.step(xs, ys, where="post", linestyle=style, color=line_color, linewidth=1.8, label=label)
+        if per_pool:
+            ax.set_ylabel(f"{pool or '(no pool)'}\nnodes")
+    for (name, timeline, summary), style, color in zip(runs, styles, colors, strict=False):
+        xs, pending = _series(timeline, "pending_pods")
+        ax_pending.step(xs, pending, where="post", linestyle=style, color=color, linewidth=1.8,
+                        label=f"{name} (p95 wait {summary.get('pod_schedule_latency_p95_s') or 0:.0f}s)")
+        xs, cost = _series(timeline, "cost_per_hour")
+        ax_cost.step(xs, cost, where="post", linestyle=style, color=color, linewidth=1.8,
+                     label=f"{name} (total ${summary.get('cost_usd', 0):.2f})")
+    vs = f" vs {runs[1][0]} (dashed)" if len(runs) > 1 else ""
+    node_axes[0].set_title(f"{result.get('scenario', 'scenario')}: nodewright (solid){vs} -- nodes by pool, "
+                           "pending pods, cost")
+    node_axes[0].legend(loc="upper right", fontsize=8, frameon=False, ncol=1 if per_pool else 2)
+    if not per_pool:
+        node_axes[0].set_ylabel("nodes")
+    ax_pending.set_ylabel("pending pods")
+    ax_pending.legend(loc="upper right", fontsize=8, frameon=False)
+    ax_cost.set_ylabel("$ / hour")
+    ax_cost.set_xlabel("simulated time (minutes)")
+    ax_cost.legend(loc="upper right", fontsize=8, frameon=False)
+    for ax in [*node_axes, ax_pending, ax_cost]:
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(bottom=0)
+    for ax in [*node_axes, ax_pending]:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

@@ -1,0 +1,62 @@
+"""Text rendering of a scenario run: the side-by-side summary table of ``nodewright simulate --scenario``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: (summary key, row label, format) in display order.
+ROWS: tuple[tuple[str, str, str], ...] = (
+    ("pod_schedule_latency_p50_s", "pod schedule latency p50 (s)", "{:.1f}"),
+    ("pod_schedule_latency_p95_s", "pod schedule latency p95 (s)", "{:.1f}"),
+    ("pod_schedule_latency_max_s", "pod schedule latency max (s)", "{:.1f}"),
+    ("first_node_ready_s", "first node Ready at (s)", "{:.0f}"),
+    ("pods_scheduled", "pods scheduled", "{:d}"),
+    ("max_nodes", "max nodes", "{:d}"),
+    ("final_nodes", "final nodes", "{:d}"),
+    ("nodes_launched", "nodes launched", "{:d}"),
+    ("node_hours", "node-hours", "{:.2f}"),
+    ("cost_usd", "cost (USD)", "${:.2f}"),
+    ("unscheduled_pods_at_end", "unscheduled pods at end", "{:d}"),
+    ("disruptions_by_reason", "disruptions", ""),
+)
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
+    return fmt.format(value) if fmt else str(value)
+
+
+def _minutes(seconds: float) -> str:
+    if seconds % 3600 == 0:
+        return f"{seconds / 3600:g}h"
+    return f"{seconds / 60:g}m"
+
+
+def render_table(result: Mapping[str, Any]) -> str:
+    """The summary of ``result`` (a :func:`nodewright.sim.runner.run_scenario` document) as a text table,
+    nodewright and the baseline side by side, with the saving when a baseline ran."""
+    columns = [("nodewright", result["summary"])]
+    baseline = result.get("baseline")
+    if baseline:
+        columns.append((baseline["autoscaler"], baseline["summary"]))
+    title = f"scenario {result['scenario']} ({_minutes(float(result['duration_s']))} simulated, seed {result['seed']})"
+    rows = [[label] + [_cell(summary.get(key), fmt) for _, summary in columns] for key, label, fmt in ROWS]
+    header = [title] + [name for name, _ in columns]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True)))]
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+    if baseline:
+        ours, theirs = result["summary"], baseline["summary"]
+        if theirs.get("cost_usd"):
+            saving = 1 - ours["cost_usd"] / theirs["cost_usd"]
+            lines.append(f"cost: nodewright ${ours['cost_usd']:.2f} vs {baseline['autoscaler']} "
+                         f"${theirs['cost_usd']:.2f} ({abs(saving):.0%} {'less' if saving >= 0 else 'more'})")
+        if ours.get("first_node_ready_s") is not None and theirs.get("first_node_ready_s") is not None:
+            lines.append(f"first node Ready: {ours['first_node_ready_s']:.0f}s vs {theirs['first_node_ready_s']:.0f}s")
+    return "\n".join(lines)

@@ -1,0 +1,249 @@
+"""The simulated cluster both autoscalers run against: objects, workloads, pod autoscalers, nodes, events.
+
+A :class:`World` owns the simulated clock, the in-memory cluster, the simulated EC2, the kubelet and
+kube-scheduler stand-ins, the workload controllers and the pod autoscalers of one scenario, plus a
+:class:`~nodewright.sim.report.Recorder`. The node autoscaler under test (nodewright's controllers or the
+Cluster Autoscaler model) is plugged in by the runner; the world calls it only through
+:class:`InterruptionHandler` for spot interruption warnings.
+
+Manifests accepted: NodePool, EC2NodeClass (Karpenter kinds already converted to v1), Deployment,
+ReplicaSet, StatefulSet, Job, CronJob, DaemonSet, Pod, PodDisruptionBudget, HorizontalPodAutoscaler
+(``autoscaling/v2``), ScaledObject (``keda.sh/v1alpha1``); Namespace, Service, ServiceAccount, ConfigMap,
+Secret and PriorityClass are accepted and ignored. Anything else is a validation error.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nodewright.api import labels as L
+from nodewright.cloud.simulated import LatencyDistribution, SimInstance, SimulatedEC2
+from nodewright.errors import NodewrightValidationError
+from nodewright.kube import resources as r
+from nodewright.kube.memory import InMemoryCluster
+from nodewright.kube.objects import condition_true, is_deleting
+from nodewright.sim.autoscaling import HorizontalPodAutoscaler, Load, ScaledObject
+from nodewright.sim.autoscaling import next_due as scalers_due
+from nodewright.sim.kubelet import SimulatedKubelet
+from nodewright.sim.kubescheduler import KubeScheduler
+from nodewright.sim.report import Recorder
+from nodewright.sim.scenario import Event, Scenario
+from nodewright.sim.workloads import (
+    CronJobWorkload,
+    DaemonSetWorkload,
+    JobWorkload,
+    ReplicaWorkload,
+    job_duration,
+)
+
+IGNORED_KINDS = frozenset({"Namespace", "Service", "ServiceAccount", "ConfigMap", "Secret", "PriorityClass"})
+OfferingKey = tuple[str, str, str]
+InterruptionHandler = Callable[[SimInstance], None]
+
+
+class SimClock:
+    """A settable clock: epoch seconds, advanced only by the simulation loop."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class World:
+    """One scenario's simulated cluster (see module docstring).
+
+    Args:
+        scenario: the parsed scenario.
+        seed: random seed (names, latencies, interruption choices).
+        latency: launch latency of the instances this world's autoscaler launches.
+
+    Attributes:
+        out_of_capacity: offerings that currently fail launches (``insufficientCapacity`` events).
+        on_interruption: called for each spot interruption warning (set by the autoscaler driver).
+    """
+
+    def __init__(self, scenario: Scenario, seed: int, latency: LatencyDistribution) -> None:
+        self.scenario = scenario
+        self.start = scenario.start
+        self.clock = SimClock(scenario.start)
+        self.rng = random.Random(seed)
+        self.cluster = InMemoryCluster(self.clock, seed)
+        self.ec2 = SimulatedEC2(self.clock, random.Random(f"ec2-{seed}"), latency)
+        self.kubelet = SimulatedKubelet(self.cluster, self.ec2, self.clock, scenario.region,
+                                        scenario.pod_start_delay, self._interruption_warning)
+        self.scheduler = KubeScheduler(self.cluster)
+        self.recorder = Recorder(self.cluster, self.ec2, self.clock, scenario.start)
+        self.replicas: dict[str, ReplicaWorkload] = {}
+        self.jobs: list[JobWorkload] = []
+        self.cronjobs: list[CronJobWorkload] = []
+        self.daemonsets: list[DaemonSetWorkload] = []
+        self.scalers: list[tuple[HorizontalPodAutoscaler | ScaledObject, str]] = []
+        self.loads: dict[str, Load] = {}
+        self.out_of_capacity: set[OfferingKey] = set()
+        self._capacity_back: list[tuple[float, OfferingKey]] = []
+        self.on_interruption: InterruptionHandler | None = None
+        self._events = list(scenario.events)
+        self.apply(scenario.manifests)
+
+    # --- manifests ---------------------------------------------------------------------------------------
+
+    def apply(self, docs: list[dict[str, Any]]) -> None:
+        """Create the objects and workloads of ``docs``.
+
+        Raises:
+            NodewrightValidationError: an unsupported kind, or an autoscaler naming an unknown workload.
+        """
+        scalers: list[tuple[HorizontalPodAutoscaler | ScaledObject, str]] = []
+        for doc in docs:
+            kind = str(doc.get("kind"))
+            path = f"spec.manifests: {kind} {(doc.get('metadata') or {}).get('name', '')!s}".rstrip()
+            try:
+                scaler = self._apply_one(kind, doc)
+            except NodewrightValidationError as err:
+                raise NodewrightValidationError(f"{path}: {err.path}", err.reason) from None
+            if scaler is not None:
+                scalers.append((scaler, path))
+        for scaler, path in scalers:
+            if scaler.target not in self.replicas:
+                raise NodewrightValidationError(f"{path}.spec.scaleTargetRef.name",
+                                                f"no Deployment or StatefulSet named {scaler.target!r}")
+            self.scalers.append((scaler, scaler.target))
+
+    def _apply_one(self, kind: str, doc: dict[str, Any]) -> HorizontalPodAutoscaler | ScaledObject | None:
+        if kind == "NodePool":
+            self.cluster.create(r.NODEPOOLS, doc)
+        elif kind == "EC2NodeClass":
+            created = self.cluster.create(r.EC2NODECLASSES, doc)
+            subnets = [{"id": f"subnet-sim-{z}", "zone": z} for z in self.scenario.zones]
+            self.cluster.patch_status(r.EC2NODECLASSES, created["metadata"]["name"], {
+                "subnets": subnets, "conditions": [{"type": "Ready", "status": "True", "reason": "Ready"}]})
+        elif kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+            workload = ReplicaWorkload.from_manifest(doc)
+            self.replicas[workload.name] = workload
+        elif kind == "Job":
+            meta = doc.get("metadata") or {}
+            spec = doc.get("spec") or {}
+            self.jobs.append(JobWorkload.from_spec(str(meta.get("name")), str(meta.get("namespace") or "default"),
+                                                   spec, job_duration(doc, spec.get("template") or {}, "Job")))
+        elif kind == "CronJob":
+            self.cronjobs.append(CronJobWorkload.from_manifest(doc))
+        elif kind == "DaemonSet":
+            self.daemonsets.append(DaemonSetWorkload.from_manifest(doc))
+            self.cluster.create(r.DAEMONSETS, doc)
+        elif kind == "Pod":
+            self.cluster.create(r.PODS, {**doc, "status": {"phase": "Pending"}})
+        elif kind == "PodDisruptionBudget":
+            self.cluster.create(r.PDBS, doc)
+        elif kind == "HorizontalPodAutoscaler":
+            return HorizontalPodAutoscaler.from_manifest(doc)
+        elif kind == "ScaledObject":
+            return ScaledObject.from_manifest(doc)
+        elif kind not in IGNORED_KINDS:
+            raise NodewrightValidationError("kind", f"{kind!r} is not simulated")
+        return None
+
+    # --- events ------------------------------------------------------------------------------------------
+
+    def _workload(self, event: Event) -> ReplicaWorkload:
+        name = str(event.params.get("deployment") or event.params.get("statefulset"))
+        workload = self.replicas.get(name)
+        if workload is None:
+            raise NodewrightValidationError(f"{event.path}.{event.kind}", f"no workload named {name!r}")
+        return workload
+
+    def validate_events(self) -> None:
+        """Check that every event names an existing workload.
+
+        Raises:
+            NodewrightValidationError: an event names an unknown workload.
+        """
+        for event in self._events:
+            if event.kind in ("scale", "load"):
+                self._workload(event)
+
+    def apply_event(self, event: Event) -> None:
+        """Carry out one scenario event now."""
+        params = event.params
+        if event.kind == "scale":
+            self._workload(event).replicas = int(params["replicas"])
+        elif event.kind == "load":
+            name = self._workload(event).name
+            previous = self.loads.get(name, Load())
+            self.loads[name] = Load(float(params["requestsPerSecond"]),
+                                    float(params.get("perReplicaCapacity", previous.per_replica_capacity)))
+        elif event.kind == "interruptSpot":
+            self.interrupt_spot(int(params.get("count", 1)), params.get("nodepool"))
+        elif event.kind == "insufficientCapacity":
+            key = (str(params["instanceType"]), str(params["zone"]), str(params["capacityType"]))
+            self.out_of_capacity.add(key)
+            if "for" in params:
+                self._capacity_back.append((self.clock() + float(params["for"]), key))
+
+    def interrupt_spot(self, count: int, nodepool: Any = None) -> list[str]:
+        """Send spot interruption warnings to ``count`` random live spot instances (of ``nodepool``)."""
+        candidates = [i for i in self.ec2.live() if i.capacity_type == "spot" and not i.interrupt_at
+                      and (nodepool is None or i.node_labels.get(L.NODEPOOL) == nodepool)]
+        chosen = self.rng.sample(candidates, min(count, len(candidates)))
+        for instance in chosen:
+            self.ec2.interrupt(instance.id)
+        return [i.id for i in chosen]
+
+    def _interruption_warning(self, instance: SimInstance) -> None:
+        if self.on_interruption is not None:
+            self.on_interruption(instance)
+
+    # --- the tick ----------------------------------------------------------------------------------------
+
+    def tick(self, now: float) -> None:
+        """Everything but the node autoscaler, at ``now``: events, EC2 transitions, pod autoscalers,
+        workload controllers, DaemonSets, pod starts, then kube-scheduler."""
+        while self._events and self._events[0].at + self.start <= now:
+            self.apply_event(self._events.pop(0))
+        for back in [b for b in self._capacity_back if b[0] <= now]:
+            self._capacity_back.remove(back)
+            self.out_of_capacity.discard(back[1])
+        self.kubelet.apply_transitions(now)
+        for scaler, target in self.scalers:
+            scaler.reconcile(now, self.replicas[target], self.loads.get(target, Load()))
+        for workload in self.replicas.values():
+            workload.reconcile(self.cluster)
+        for job in self.jobs:
+            job.reconcile(self.cluster, now)
+        self.jobs = [j for j in self.jobs if not j.done]
+        for cronjob in self.cronjobs:
+            cronjob.reconcile(self.cluster, now)
+        if self.daemonsets:
+            ready = [n for n in self.cluster.list(r.NODES) if condition_true(n, "Ready") and not is_deleting(n)]
+            for daemonset in self.daemonsets:
+                daemonset.reconcile(self.cluster, ready)
+        self.kubelet.start_pods(now)
+        self.scheduler.tick()
+
+    def next_wake(self, now: float) -> float:
+        """Epoch seconds of the next thing the world itself must do (inf when nothing is scheduled)."""
+        times = [scalers_due([s for s, _ in self.scalers])]
+        if self._events:
+            times.append(self._events[0].at + self.start)
+        times.extend(t for t, _ in self._capacity_back)
+        for value in (self.ec2.next_event_time(), self.kubelet.next_start()):
+            if value is not None:
+                times.append(value)
+        for job in self.jobs:
+            finish = job.next_finish()
+            if finish is not None:
+                times.append(finish)
+        for cronjob in self.cronjobs:
+            times.append(cronjob.next_fire(now))
+            times.extend(f for f in (j.next_finish() for j in cronjob.jobs) if f is not None)
+        future = [t for t in times if t > now]
+        return min(future) if future else math.inf
+
+
+def group_of(labels: Mapping[str, str]) -> str:
+    """The pool (``karpenter.sh/nodepool``) a node belongs to, '' when none."""
+    return labels.get(L.NODEPOOL, "")

@@ -1,0 +1,120 @@
+"""Scheduling benchmark, mirroring Karpenter's scheduling benchmark mix.
+
+>= 400 instance types (the bundled us-east-1 catalog, ~1,300 types); pods split evenly between plain pods, zone
+topology spread, hostname topology spread, zone pod affinity and hostname pod anti-affinity, with cpu and memory
+drawn from fixed sets (seeded). Times :func:`nodewright.scheduling.schedule` only (pods are built beforehand),
+one process, one core. Prints pods/s, peak RSS and the fleet's $/h, then the cost ratio to the exact MILP
+optimum (SciPy/HiGHS) on the small random suite of ``tests/unit/scheduling/test_optimality.py``.
+
+Run: ``.venv/bin/python scripts/bench_scheduling.py [--sizes 100,1000,5000,20000] [--milp-cases 30]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+
+from nodewright.cloud.catalog import load_instance_types
+from nodewright.scheduling import (
+    Affinity,
+    LabelSelector,
+    NodePoolSpec,
+    Pod,
+    PodAffinityTerm,
+    Requirements,
+    TopologySpreadConstraint,
+    schedule,
+)
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+CPUS = [100, 250, 500, 1000, 1500]
+MEMS = [100, 256, 512, 1024, 2048, 4096]
+
+
+def make_pods(count: int, seed: int = 42) -> list[Pod]:
+    rng = random.Random(seed)
+    kinds = ["plain", "zone-spread", "host-spread", "zone-affinity", "host-anti-affinity"]
+    pods: list[Pod] = []
+    for kind in kinds:
+        for i in range(count // len(kinds)):
+            cpu, mem = rng.choice(CPUS), rng.choice(MEMS) * 2**20
+            labels = {"app": kind}
+            extra: dict[str, object] = {}
+            if kind == "zone-spread":
+                extra["topology_spread"] = (TopologySpreadConstraint(1, ZONE, label_selector=LabelSelector((("app", kind),))),)
+            elif kind == "host-spread":
+                extra["topology_spread"] = (TopologySpreadConstraint(1, HOST, label_selector=LabelSelector((("app", kind),))),)
+            elif kind == "zone-affinity":
+                group = str(rng.randrange(10))
+                labels = {"affinity-group": group}
+                term = PodAffinityTerm(ZONE, LabelSelector((("affinity-group", group),)))
+                extra["affinity"] = Affinity(pod_affinity_required=(term,))
+            elif kind == "host-anti-affinity":
+                term = PodAffinityTerm(HOST, LabelSelector((("app", kind),)))
+                extra["affinity"] = Affinity(pod_anti_affinity_required=(term,))
+            pods.append(
+                Pod(namespace="default", name=f"{kind}-{i}", labels=labels,
+                    requests={"cpu": cpu, "memory": mem, "pods": 1}, **extra)  # type: ignore[arg-type]
+            )
+    return pods
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench(sizes: list[int]) -> None:
+    types = load_instance_types("us-east-1")
+    pool = NodePoolSpec(name="default", requirements=Requirements())
+    print(f"instance types: {len(types)}")
+    print(f"{'pods':>7} {'seconds':>8} {'pods/s':>8} {'nodes':>6} {'$/h':>10} {'unsched':>8} {'peak RSS MiB':>13}")
+    for n in sizes:
+        pods = make_pods(n)
+        start = time.perf_counter()
+        result = schedule(pods, [], [pool], {"default": types})
+        elapsed = time.perf_counter() - start
+        print(
+            f"{n:>7} {elapsed:>8.2f} {n / elapsed:>8.0f} {len(result.new_nodeclaims):>6} "
+            f"{result.total_price:>10.2f} {len(result.unschedulable):>8} {peak_rss_mib():>13.0f}"
+        )
+
+
+def milp_suite(cases: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
+    from scheduling.helpers import pool  # type: ignore[import-not-found]
+    from scheduling.test_optimality import milp_optimum, random_case  # type: ignore[import-not-found]
+
+    ratios = []
+    for seed in range(cases):
+        types, pods = random_case(seed)
+        result = schedule(pods, [], [pool()], {"default": types})
+        if result.unschedulable:
+            continue
+        greedy = schedule(pods, [], [pool()], {"default": types}, optimize=False)
+        optimum = milp_optimum(types, pods, result.total_price)
+        ratios.append((result.total_price / optimum, greedy.total_price / optimum))
+    ours = sorted(r[0] for r in ratios)
+    karp = sorted(r[1] for r in ratios)
+    print(f"\nMILP suite: {len(ratios)} cases (<=30 pods, <=20 types); cost / optimum (lower bound if not proven)")
+    print(f"{'':>22} {'min':>6} {'median':>7} {'p90':>6} {'max':>6}")
+    for name, rs in (("nodewright", ours), ("greedy (Karpenter-like)", karp)):
+        print(f"{name:>22} {rs[0]:>6.3f} {rs[len(rs) // 2]:>7.3f} {rs[int(len(rs) * 0.9)]:>6.3f} {rs[-1]:>6.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,5000,20000")
+    parser.add_argument("--milp-cases", type=int, default=30)
+    args = parser.parse_args()
+    bench([int(s) for s in args.sizes.split(",")])
+    if args.milp_cases:
+        milp_suite(args.milp_cases)
+
+
+if __name__ == "__main__":
+    main()

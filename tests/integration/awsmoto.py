@@ -1,0 +1,189 @@
+"""moto's ``ThreadedMotoServer`` on 127.0.0.1 as the EC2/SSM/IAM/SQS endpoint, seeded like an EKS account.
+
+The server runs in this process, so the seed writes EKS AMI alias parameters (under the reserved
+``/aws/service/`` prefix that PutParameter refuses) straight into moto's SSM backend. The Pricing API is not
+in moto: the controller gets a ``botocore`` Stubber-backed pricing client answering live on-demand prices.
+``POST /moto-api/reset`` empties every backend between tests.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.stub import Stubber
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ec2.models import instance_types as moto_instance_types
+from moto.server import ThreadedMotoServer
+from moto.ssm.models import Parameter, ssm_backends
+
+from nodewright.cloud.aws.clients import AWSClients, ClientSettings
+
+REGION = "us-east-1"
+CLUSTER = "demo"
+K8S_VERSION = "1.31"
+QUEUE = "nodewright-demo"
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+               "AWS_DEFAULT_REGION": REGION}
+AL2023_PARAMETERS = {
+    "x86_64": f"/aws/service/eks/optimized-ami/{K8S_VERSION}/amazon-linux-2023/x86_64/standard/recommended/image_id",
+    "arm64": f"/aws/service/eks/optimized-ami/{K8S_VERSION}/amazon-linux-2023/arm64/standard/recommended/image_id",
+}
+#: On-demand prices (USD/hour) the stubbed Pricing API answers; c5.large is the cheapest candidate.
+LIVE_PRICES = {"m5.large": 0.096, "m5.xlarge": 0.192, "c5.large": 0.085, "c5.xlarge": 0.17, "t3.large": 0.0832}
+
+
+#: The instance types this account offers. moto serves its whole catalog (~1,300 types, 7 pages per call),
+#: which costs ~10 s per controller start on a busy core; a small account keeps each test under a second.
+OFFERED_TYPES = frozenset({"c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "t3.large", "m6g.large"})
+
+
+class MotoServer:
+    """One ``ThreadedMotoServer`` on 127.0.0.1 (free port) shared by the integration tests, offering
+    :data:`OFFERED_TYPES` only (restored on :meth:`stop`)."""
+
+    def __init__(self) -> None:
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self.url = ""
+        self._saved: list[tuple[Any, Any]] = []
+        self.amis: dict[str, str] = {}
+
+    def start(self) -> MotoServer:
+        backend = moto_instance_types.InstanceTypeBackend
+        self._saved.append((backend, backend.instance_types))
+        backend.instance_types = [t for t in backend.instance_types if t["InstanceType"] in OFFERED_TYPES]
+        for by_region in moto_instance_types.INSTANCE_TYPE_OFFERINGS.values():
+            offerings = by_region.get(REGION)
+            if offerings is not None:
+                self._saved.append((by_region, list(offerings)))
+                by_region[REGION] = [o for o in offerings if o.get("InstanceType") in OFFERED_TYPES]
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per AWS call otherwise
+        self.server.start()
+        host, port = self.server.get_host_and_port()
+        self.url = f"http://{host}:{port}"
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()
+        for owner, saved in reversed(self._saved):
+            if isinstance(owner, dict):
+                owner[REGION] = saved
+            else:
+                owner.instance_types = saved
+
+    def reset(self) -> None:
+        """Empty every moto backend."""
+        request = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST", data=b"")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            response.read()
+
+
+def _put_public_parameter(name: str, value: str) -> None:
+    backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
+    versions = backend._parameters[name]
+    versions.append(Parameter(account_id=DEFAULT_ACCOUNT_ID, name=name, value=value, parameter_type="String",
+                              description=None, allowed_pattern=None, keyid=None,
+                              last_modified_date=dt.datetime.now(dt.UTC), version=len(versions) + 1,
+                              data_type="aws:ec2:image"))
+
+
+@dataclass
+class Account:
+    """What :func:`seed` created in moto.
+
+    Attributes:
+        url: the moto endpoint.
+        subnets: zone -> subnet id (tagged ``karpenter.sh/discovery=demo``).
+        security_group: the tagged security group id.
+        amis: architecture -> AMI id behind the AL2023 alias parameters.
+        queue_url: the interruption queue.
+        fleet_requests: every ``CreateFleet`` request the controller's clients sent (parameters as sent).
+    """
+
+    url: str
+    subnets: dict[str, str]
+    security_group: str
+    amis: dict[str, str]
+    queue_url: str
+    fleet_requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def client(self, service: str) -> Any:
+        """A boto3 client for the test itself against moto."""
+        return boto3.client(service, region_name=REGION, endpoint_url=self.url)
+
+    def instances(self) -> list[dict[str, Any]]:
+        """Every instance moto knows, with its state."""
+        reservations = self.client("ec2").describe_instances()["Reservations"]
+        return [i for r in reservations for i in r["Instances"]]
+
+    def controller_clients(self) -> AWSClients:
+        """Clients for one controller replica: moto endpoint, few retries, stubbed Pricing, CreateFleet recorded."""
+        pricing = _session().client("pricing", region_name="us-east-1")
+        stubber = Stubber(pricing)
+        stubber.add_response("get_products", {"PriceList": [_price_entry(t, p) for t, p in sorted(LIVE_PRICES.items())],
+                                              "FormatVersion": "aws_v1"})
+        stubber.activate()
+        clients = AWSClients(ClientSettings(REGION, endpoint_url=self.url, max_attempts=2, connect_timeout=2,
+                                            read_timeout=10), session=_session(), overrides={"pricing": pricing})
+        for service in ("ec2", "ssm", "iam", "sqs", "sts"):  # eagerly, here: sessions are not thread-safe
+            getattr(clients, service)
+
+        def record(params: dict[str, Any], **_: Any) -> None:
+            self.fleet_requests.append(json.loads(json.dumps(params, default=str)))
+
+        clients.ec2.meta.events.register("provide-client-params.ec2.CreateFleet", record)
+        return clients
+
+
+_SESSION: list[boto3.session.Session] = []
+
+
+def _session() -> boto3.session.Session:
+    """One boto3 session for every test: it caches the service models (loading EC2's takes ~0.5 s)."""
+    if not _SESSION:
+        _SESSION.append(boto3.session.Session())
+    return _SESSION[0]
+
+
+def _price_entry(instance_type: str, usd: float) -> str:
+    return json.dumps({
+        "product": {"productFamily": "Compute Instance",
+                    "attributes": {"instanceType": instance_type, "regionCode": REGION, "operatingSystem": "Linux",
+                                   "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used"}},
+        "terms": {"OnDemand": {"SKU.A": {"priceDimensions": {"SKU.A.B": {
+            "unit": "Hrs", "pricePerUnit": {"USD": f"{usd:.10f}"}}}}}},
+    })
+
+
+def seed(server: MotoServer) -> Account:
+    """A VPC with discovery-tagged subnets in three zones, a tagged security group, AL2023 alias parameters for
+    Kubernetes 1.31, the node role, and the interruption queue."""
+    url = server.url
+    ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=url)
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    discovery = [{"Key": "karpenter.sh/discovery", "Value": CLUSTER}]
+    subnets = {}
+    for zone, cidr in (("us-east-1a", "10.0.0.0/24"), ("us-east-1b", "10.0.1.0/25"), ("us-east-1c", "10.0.2.0/26")):
+        subnets[zone] = ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone, TagSpecifications=[
+            {"ResourceType": "subnet", "Tags": discovery}])["Subnet"]["SubnetId"]
+    group = ec2.create_security_group(GroupName="nodes", Description="nodes", VpcId=vpc, TagSpecifications=[
+        {"ResourceType": "security-group", "Tags": discovery}])["GroupId"]
+    if not server.amis:  # moto's default AMIs are the same after every reset: look them up once
+        images = ec2.describe_images(Owners=["amazon"])["Images"]
+        server.amis = {
+            "x86_64": next(i["ImageId"] for i in images if i["Architecture"] == "x86_64"
+                           and "Windows" not in i.get("Name", "")),
+            "arm64": next(i["ImageId"] for i in images if i["Architecture"] == "arm64"),
+        }
+    amis = dict(server.amis)
+    for arch, parameter in AL2023_PARAMETERS.items():
+        _put_public_parameter(parameter, amis[arch])
+    boto3.client("iam", region_name=REGION, endpoint_url=url).create_role(
+        RoleName="KarpenterNodeRole-demo", AssumeRolePolicyDocument="{}")
+    queue_url = boto3.client("sqs", region_name=REGION, endpoint_url=url).create_queue(QueueName=QUEUE)["QueueUrl"]
+    return Account(url, subnets, group, amis, queue_url)

@@ -1,0 +1,155 @@
+"""The controller under test, run as in production (``runtime.build_runtime`` + ``runtime.serve``) in a thread,
+plus the manifests and the "kubelet" steps the tests play (pods pending, a Node registering)."""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kubernetes import client as k8s
+
+from nodewright.api import labels as L
+from nodewright.runtime import Runtime, build_runtime, serve
+from nodewright.settings import Settings
+
+from .awsmoto import CLUSTER, REGION, Account
+from .emulator import EmulatorThread
+
+T = TypeVar("T")
+ENDPOINT = "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"
+
+
+def wait_for(predicate: Callable[[], T], timeout: float = 10.0, what: str = "condition", interval: float = 0.02) -> T:
+    """Poll ``predicate`` until it returns something truthy (returned); AssertionError after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:.1f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def fast_settings(kubeconfig: str, **overrides: Any) -> Settings:
+    """Production settings with test timings: 0.1 s batch idle, 2 s lease, 50 ms reconcile, free ports."""
+    base = Settings(cluster_name=CLUSTER, aws_region=REGION, cluster_endpoint=ENDPOINT, batch_idle_duration=0.1,
+                    batch_max_duration=1.0, metrics_port=0, health_probe_port=0, lease_duration=2.0,
+                    renew_deadline=1.5, retry_period=0.2, reconcile_period=0.05, kubeconfig=kubeconfig)
+    return dataclasses.replace(base, **overrides)
+
+
+class Replica:
+    """One controller replica in a thread, built by the production wiring against the emulator and moto."""
+
+    def __init__(self, kube: EmulatorThread, account: Account, identity: str, **settings: Any) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="nodewright-it-")
+        kubeconfig = Path(self._dir.name) / "kubeconfig"
+        kubeconfig.write_text(kube.kubeconfig(), encoding="utf-8")
+        self.settings = fast_settings(str(kubeconfig), **settings)
+        self.runtime: Runtime = build_runtime(self.settings, aws_clients=account.controller_clients(),
+                                              host="127.0.0.1", identity=identity)
+        self.thread = threading.Thread(target=serve, args=(self.runtime, 10.0), name=f"replica-{identity}",
+                                       daemon=True)
+
+    def start(self) -> Replica:
+        self.thread.start()
+        wait_for(lambda: self.runtime.endpoints and self.runtime.ready(), 10, "informers to sync")
+        return self
+
+    @property
+    def is_leader(self) -> bool:
+        return self.runtime.is_leader
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        return self.runtime.metrics.value(name, labels) or 0.0
+
+    def stop(self, release: bool = True) -> None:
+        """Graceful stop (the Lease is released) or, with ``release=False``, a crash (the Lease is left)."""
+        if not release and self.runtime.elector is not None:
+            self.runtime.elector.release = lambda: None  # type: ignore[method-assign]
+        self.runtime.stop.set()
+        self.thread.join(10)
+        assert not self.thread.is_alive(), "the replica did not stop"
+        self._dir.cleanup()
+
+
+# --- manifests ---------------------------------------------------------------------------------------------
+
+
+def ec2nodeclass(name: str = "default") -> dict[str, Any]:
+    return {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": name},
+            "spec": {"role": "KarpenterNodeRole-demo", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                     "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": CLUSTER}}],
+                     "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": CLUSTER}}],
+                     "tags": {"team": "platform"}}}
+
+
+def nodepool(name: str = "general", types: tuple[str, ...] = ("c5.large", "m5.large", "m5.xlarge"),
+             nodeclass: str = "default", **template_spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
+            "spec": {"template": {"metadata": {"labels": {"team": "web"}}, "spec": {
+                "requirements": [{"key": L.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
+                                 {"key": L.INSTANCE_TYPE, "operator": "In", "values": list(types)}],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": nodeclass},
+                **template_spec}},
+                "limits": {"cpu": "100"}}}
+
+
+def apply_pool(custom: k8s.CustomObjectsApi, **nodepool_args: Any) -> None:
+    """Create the ``default`` EC2NodeClass and a NodePool through the official client."""
+    custom.create_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", ec2nodeclass())
+    custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", nodepool(**nodepool_args))
+
+
+def pending_pod(core: k8s.CoreV1Api, name: str, cpu: str = "500m", memory: str = "512Mi",
+                labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None) -> None:
+    """Create a pod and mark it unschedulable, as kube-scheduler does when no node fits."""
+    core.create_namespaced_pod("default", {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {"app": "web"}, "annotations": annotations or {}},
+        "spec": {"containers": [{"name": "app", "image": "nginx",
+                                 "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}})
+    core.patch_namespaced_pod_status(name, "default", {"status": {"conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+         "message": "0/0 nodes are available"}]}})
+
+
+def run_pod(core: k8s.CoreV1Api, name: str, node: str) -> None:
+    """What kube-scheduler and the kubelet do: bind (if needed), then report Running and Ready."""
+    pod = core.read_namespaced_pod(name, "default")
+    if not pod.spec.node_name:
+        core.create_namespaced_binding("default", k8s.V1Binding(
+            metadata=k8s.V1ObjectMeta(name=name), target=k8s.V1ObjectReference(kind="Node", name=node)),
+            _preload_content=False)
+    core.patch_namespaced_pod_status(name, "default", {"status": {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True"}]}})
+
+
+def register_node(core: k8s.CoreV1Api, claim: dict[str, Any], ready: bool = True) -> str:
+    """What the kubelet does on a new instance: create the Node with the instance's providerID, the NodePool's
+    labels and the ``karpenter.sh/unregistered`` taint from the bootstrap, then report Ready."""
+    status = claim["status"]
+    name = f"ip-10-0-0-{abs(hash(status['providerID'])) % 250 + 1}.ec2.internal"
+    labels = {k: v for k, v in claim["metadata"]["labels"].items()}
+    labels.update({L.HOSTNAME: name, "kubernetes.io/os": "linux"})
+    core.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+                      "spec": {"providerID": status["providerID"], "taints": [
+                          {"key": L.UNREGISTERED_TAINT_KEY, "effect": L.UNREGISTERED_TAINT_EFFECT}]}})
+    core.patch_node_status(name, {"status": {
+        "capacity": status["capacity"], "allocatable": status["allocatable"],
+        "conditions": [{"type": "Ready", "status": "True" if ready else "False", "reason": "KubeletReady"}]}})
+    return name
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> str | None:
+    """The status (``"True"``/``"False"``) of condition ``type_`` on ``obj``, None when absent."""
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return str(cond.get("status"))
+    return None

@@ -1,0 +1,180 @@
+"""CreateFleet launches: request shape, capacity-error fallback, exhaustion, denials (botocore Stubber, since
+moto's create_fleet uses only the first override and never returns Errors)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import ANY, Stubber
+
+from aws.conftest import REGION
+from nodewright.cloud.aws.instances import (
+    FleetCandidate,
+    InstanceProvider,
+    LaunchRequest,
+    fleet_request,
+    idempotency_token,
+)
+from nodewright.cloud.aws.unavailable import UnavailableOfferings
+from nodewright.cloud.provider import AuthorizationError, InsufficientCapacityError
+
+LT = "nodewright/demo/0123456789abcdef"
+SUBNETS = {"us-east-1a": "subnet-0aaa", "us-east-1b": "subnet-0bbb"}
+
+
+def _candidates(capacity_type: str = "on-demand") -> list[FleetCandidate]:
+    prices = {"c5.large": 0.085, "m5.large": 0.096}
+    return [FleetCandidate(t, z, s, capacity_type, p, LT) for t, p in prices.items() for z, s in SUBNETS.items()]
+
+
+def _overrides(*pairs: tuple[str, str]) -> list[dict[str, Any]]:
+    return [{"LaunchTemplateSpecification": {"LaunchTemplateName": LT, "Version": "$Latest"},
+             "Overrides": [{"InstanceType": t, "SubnetId": SUBNETS[z]} for t, z in pairs]}]
+
+
+def _expect_fleet(capacity_type: str, pairs: list[tuple[str, str]], attempt: int) -> dict[str, Any]:
+    return {"Type": "instant", "TargetCapacitySpecification": {"TotalTargetCapacity": 1,
+                                                               "DefaultTargetCapacityType": capacity_type},
+            "LaunchTemplateConfigs": _overrides(*pairs), "TagSpecifications": ANY,
+            "ClientToken": idempotency_token("uid-1", attempt),
+            ("SpotOptions" if capacity_type == "spot" else "OnDemandOptions"): ANY}
+
+
+def _fleet_error(instance_type: str, zone: str, code: str, message: str = "") -> dict[str, Any]:
+    return {"LaunchTemplateAndOverrides": {"LaunchTemplateSpecification": {"LaunchTemplateName": LT, "Version": "1"},
+                                           "Overrides": {"InstanceType": instance_type, "SubnetId": SUBNETS[zone]}},
+            "Lifecycle": "on-demand", "ErrorCode": code, "ErrorMessage": message or f"{code} for {instance_type}"}
+
+
+def _instance(instance_id: str, instance_type: str, zone: str) -> dict[str, Any]:
+    return {"Reservations": [{"Instances": [{
+        "InstanceId": instance_id, "InstanceType": instance_type, "Placement": {"AvailabilityZone": zone},
+        "State": {"Name": "pending", "Code": 0}, "ImageId": "ami-0123", "SubnetId": SUBNETS[zone],
+        "LaunchTime": dt.datetime(2026, 7, 20, tzinfo=dt.UTC),
+        "Tags": [{"Key": "karpenter.sh/nodeclaim", "Value": "default-x7k2p"}]}]}]}
+
+
+@pytest.fixture
+def ec2(aws_env: None) -> tuple[Any, Stubber]:
+    client = boto3.client("ec2", region_name=REGION)
+    stubber = Stubber(client)
+    stubber.add_response("describe_instances", {"Reservations": []})  # no instance launched before (no crash)
+    return client, stubber
+
+
+def _provider(client: Any, now: list[float]) -> tuple[InstanceProvider, UnavailableOfferings]:
+    unavailable = UnavailableOfferings(clock=lambda: now[0])
+    return InstanceProvider(client, "demo", unavailable), unavailable
+
+
+def test_fleet_request_document() -> None:
+    request = fleet_request(_candidates("spot")[:1], "spot", {"karpenter.sh/nodeclaim": "nc"}, "tok")
+    assert request == {
+        "Type": "instant",
+        "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": "spot"},
+        "LaunchTemplateConfigs": _overrides(("c5.large", "us-east-1a")),
+        "TagSpecifications": [{"ResourceType": k, "Tags": [{"Key": "karpenter.sh/nodeclaim", "Value": "nc"}]}
+                              for k in ("instance", "volume", "fleet")],
+        "ClientToken": "tok", "SpotOptions": {"AllocationStrategy": "price-capacity-optimized"}}
+    many = [FleetCandidate(f"m5.{i}xlarge", "us-east-1a", "subnet-0aaa", "on-demand", 1.0, LT) for i in range(80)]
+    on_demand = fleet_request(many, "on-demand", {}, "tok")
+    assert len(on_demand["LaunchTemplateConfigs"][0]["Overrides"]) == 60
+    assert on_demand["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"}
+
+
+def test_idempotency_token_is_stable_and_bounded() -> None:
+    assert idempotency_token("uid-1", 0) == idempotency_token("uid-1", 0)
+    assert idempotency_token("uid-1", 0) != idempotency_token("uid-1", 1)
+    assert len(idempotency_token("uid-1", 0)) <= 64
+
+
+def test_ice_marks_offering_and_retries_with_the_rest(ec2: tuple[Any, Stubber]) -> None:
+    client, stubber = ec2
+    now = [0.0]
+    all_pairs = [("c5.large", "us-east-1a"), ("c5.large", "us-east-1b"), ("m5.large", "us-east-1a"),
+                 ("m5.large", "us-east-1b")]
+    stubber.add_response("create_fleet", {"FleetId": "fleet-1", "Errors": [
+        _fleet_error("c5.large", "us-east-1a", "InsufficientInstanceCapacity")], "Instances": []},
+        _expect_fleet("on-demand", all_pairs, 0))
+    stubber.add_response("create_fleet", {"FleetId": "fleet-2", "Errors": [], "Instances": [{
+        "InstanceIds": ["i-0abc"], "InstanceType": "c5.large", "Lifecycle": "on-demand"}]},
+        _expect_fleet("on-demand", all_pairs[1:], 1))
+    stubber.add_response("describe_instances", _instance("i-0abc", "c5.large", "us-east-1b"),
+                         {"InstanceIds": ["i-0abc"]})
+    stubber.activate()
+    provider, unavailable = _provider(client, now)
+    instance = provider.launch(LaunchRequest("default-x7k2p", "uid-1", _candidates()))
+    stubber.assert_no_pending_responses()
+    assert (instance.id, instance.instance_type, instance.zone) == ("i-0abc", "c5.large", "us-east-1b")
+    assert unavailable.is_unavailable("c5.large", "us-east-1a", "on-demand")
+    now[0] = 179.9
+    assert unavailable.is_unavailable("c5.large", "us-east-1a", "on-demand")
+    now[0] = 180.0  # Karpenter's 3-minute window is over
+    assert not unavailable.is_unavailable("c5.large", "us-east-1a", "on-demand")
+
+
+def test_all_offerings_exhausted_fails_with_every_reason(ec2: tuple[Any, Stubber]) -> None:
+    client, stubber = ec2
+    stubber.add_response("create_fleet", {"Errors": [
+        _fleet_error("c5.large", "us-east-1a", "InsufficientInstanceCapacity"),
+        _fleet_error("c5.large", "us-east-1b", "Unsupported"),
+        _fleet_error("m5.large", "us-east-1a", "InsufficientInstanceCapacity")], "Instances": []})
+    stubber.add_response("create_fleet", {"Errors": [
+        _fleet_error("m5.large", "us-east-1b", "VcpuLimitExceeded")], "Instances": []},
+        _expect_fleet("on-demand", [("m5.large", "us-east-1b")], 1))
+    stubber.activate()
+    provider, unavailable = _provider(client, [0.0])
+    with pytest.raises(InsufficientCapacityError) as caught:
+        provider.launch(LaunchRequest("default-x7k2p", "uid-1", _candidates()))
+    assert [(r.instance_type, r.zone, r.error_code) for r in caught.value.reasons] == [
+        ("c5.large", "us-east-1a", "InsufficientInstanceCapacity"), ("c5.large", "us-east-1b", "Unsupported"),
+        ("m5.large", "us-east-1a", "InsufficientInstanceCapacity"), ("m5.large", "us-east-1b", "VcpuLimitExceeded")]
+    assert str(caught.value).startswith("all 4 offerings for nodeclaim default-x7k2p are unavailable (c5.large/")
+    assert unavailable.is_unavailable("m5.large", "us-east-1c", "on-demand")  # vCPU quota is regional
+
+
+def test_spot_limit_falls_back_to_on_demand(ec2: tuple[Any, Stubber]) -> None:
+    client, stubber = ec2
+    candidates = [*_candidates("spot"), *_candidates("on-demand")]
+    stubber.add_response("create_fleet", {"Errors": [
+        {**_fleet_error("c5.large", "us-east-1a", "MaxSpotInstanceCountExceeded"), "Lifecycle": "spot"}],
+        "Instances": []})
+    stubber.add_response("create_fleet", {"Instances": [{"InstanceIds": ["i-0od"], "InstanceType": "c5.large",
+                                                          "Lifecycle": "on-demand"}]},
+                         _expect_fleet("on-demand", [("c5.large", "us-east-1a"), ("c5.large", "us-east-1b"),
+                                                     ("m5.large", "us-east-1a"), ("m5.large", "us-east-1b")], 1))
+    stubber.add_response("describe_instances", _instance("i-0od", "c5.large", "us-east-1a"))
+    stubber.activate()
+    provider, unavailable = _provider(client, [0.0])
+    assert provider.launch(LaunchRequest("default-x7k2p", "uid-1", candidates)).id == "i-0od"
+    assert unavailable.is_unavailable("m6g.large", "us-east-1c", "spot")  # the account-wide spot limit
+
+
+def test_fleet_passrole_error_is_an_authorization_error(ec2: tuple[Any, Stubber]) -> None:
+    client, stubber = ec2
+    message = ("You are not authorized to perform this operation. User: arn:aws:sts::111122223333:assumed-role/"
+               "KarpenterControllerRole-demo/1732 is not authorized to perform: iam:PassRole on resource: "
+               "arn:aws:iam::111122223333:role/KarpenterNodeRole-demo")
+    stubber.add_response("create_fleet", {"Errors": [_fleet_error("c5.large", "us-east-1a", "UnauthorizedOperation",
+                                                                   message)], "Instances": []})
+    stubber.activate()
+    provider, unavailable = _provider(client, [0.0])
+    with pytest.raises(AuthorizationError) as caught:
+        provider.launch(LaunchRequest("default-x7k2p", "uid-1", _candidates()))
+    assert str(caught.value) == (
+        "the controller role arn:aws:iam::111122223333:role/KarpenterControllerRole-demo may not iam:PassRole on "
+        "arn:aws:iam::111122223333:role/KarpenterNodeRole-demo: add iam:PassRole for that role with condition "
+        "iam:PassedToService=ec2.amazonaws.com")
+    assert not unavailable.is_unavailable("c5.large", "us-east-1a", "on-demand")  # not a capacity problem
+
+
+def test_existing_instance_for_the_nodeclaim_is_returned_without_a_fleet(aws_env: None) -> None:
+    client = boto3.client("ec2", region_name=REGION)
+    stubber = Stubber(client)
+    stubber.add_response("describe_instances", _instance("i-0old", "m5.large", "us-east-1b"))
+    stubber.activate()  # no create_fleet response queued: calling it would fail the test
+    provider, _ = _provider(client, [0.0])
+    assert provider.launch(LaunchRequest("default-x7k2p", "uid-1", _candidates())).id == "i-0old"

@@ -1,0 +1,76 @@
+"""Launch templates: deterministic names, reuse, tags, deletion of unused ones, block device defaults."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from aws.conftest import CLUSTER, REGION, Cluster
+from nodewright.api.ec2nodeclass import BlockDeviceMapping, MetadataOptions
+from nodewright.cloud.aws.launchtemplates import (
+    LaunchTemplateProvider,
+    LaunchTemplateSpec,
+    block_devices,
+    metadata_options,
+    volume_size_gib,
+)
+
+
+def _spec(cluster: Cluster, user_data: str = "#!/bin/bash\n") -> LaunchTemplateSpec:
+    return LaunchTemplateSpec(cluster_name=CLUSTER, nodeclass="default", image_id=cluster.ami_amd64,
+                              user_data=user_data, security_group_ids=(cluster.security_group,),
+                              instance_profile="demo_profile", block_device_mappings=tuple(block_devices(None, "AL2023")),
+                              tags={"team": "payments"})
+
+
+def test_same_inputs_reuse_one_template(cluster: Cluster) -> None:
+    ec2 = boto3.client("ec2", region_name=REGION)
+    provider = LaunchTemplateProvider(ec2, CLUSTER)
+    first = provider.ensure(_spec(cluster))
+    # A fresh provider (a restarted controller) finds the template by name instead of creating it again.
+    second = LaunchTemplateProvider(ec2, CLUSTER).ensure(_spec(cluster))
+    assert first == second and provider.created == 1
+    assert len(ec2.describe_launch_templates()["LaunchTemplates"]) == 1
+    tags = {t["Key"]: t["Value"] for t in ec2.describe_launch_templates()["LaunchTemplates"][0]["Tags"]}
+    assert tags == {"team": "payments", "karpenter.k8s.aws/cluster": CLUSTER, "karpenter.k8s.aws/ec2nodeclass": "default"}
+
+
+def test_changed_user_data_gets_a_new_template_and_unused_ones_are_deleted(cluster: Cluster) -> None:
+    ec2 = boto3.client("ec2", region_name=REGION)
+    provider = LaunchTemplateProvider(ec2, CLUSTER)
+    old = provider.ensure(_spec(cluster))
+    new = provider.ensure(_spec(cluster, "#!/bin/bash\necho v2\n"))
+    assert old.name != new.name and provider.created == 2
+    ec2.create_launch_template(LaunchTemplateName="someone-elses", LaunchTemplateData={"ImageId": cluster.ami_amd64})
+    assert provider.delete_unused({new.name}) == [old.name]
+    names = sorted(t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"])
+    assert names == sorted([new.name, "someone-elses"])
+
+
+def test_template_data_document(cluster: Cluster) -> None:
+    data = _spec(cluster, "hi").data()
+    assert data == {
+        "ImageId": cluster.ami_amd64, "UserData": "aGk=", "IamInstanceProfile": {"Name": "demo_profile"},
+        "BlockDeviceMappings": [{"DeviceName": "/dev/xvda", "Ebs": {"VolumeSize": 20, "VolumeType": "gp3",
+                                                                   "Encrypted": True, "DeleteOnTermination": True}}],
+        "MetadataOptions": {"HttpEndpoint": "enabled", "HttpProtocolIpv6": "disabled", "HttpPutResponseHopLimit": 1,
+                            "HttpTokens": "required"},
+        "Monitoring": {"Enabled": False}, "SecurityGroupIds": [cluster.security_group]}
+
+
+def test_block_device_defaults_and_overrides() -> None:
+    assert block_devices(None, "Bottlerocket") == [
+        {"DeviceName": "/dev/xvda", "Ebs": {"VolumeSize": 4, "VolumeType": "gp3", "Encrypted": True,
+                                            "DeleteOnTermination": True}},
+        {"DeviceName": "/dev/xvdb", "Ebs": {"VolumeSize": 20, "VolumeType": "gp3", "Encrypted": True,
+                                            "DeleteOnTermination": True}}]
+    custom = [BlockDeviceMapping.model_validate({"deviceName": "/dev/xvda", "ebs": {
+        "volumeSize": "100G", "volumeType": "gp3", "iops": 4000, "encrypted": True}})]
+    assert block_devices(custom, "AL2023") == [{"DeviceName": "/dev/xvda", "Ebs": {
+        "VolumeSize": 94, "VolumeType": "gp3", "Encrypted": True, "Iops": 4000}}]
+    assert metadata_options(MetadataOptions(httpPutResponseHopLimit=2))["HttpPutResponseHopLimit"] == 2
+
+
+@pytest.mark.parametrize(("size", "gib"), [("20Gi", 20), ("100G", 94), ("1Ti", 1024), ("1T", 932)])
+def test_volume_sizes_round_up_to_gib(size: str, gib: int) -> None:
+    assert volume_size_gib(size) == gib

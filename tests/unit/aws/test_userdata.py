@@ -1,0 +1,158 @@
+"""userData merges: exact documents for AL2023 (MIME + nodeadm NodeConfig), Bottlerocket (TOML), AL2."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from nodewright.cloud.aws import tomlwriter
+from nodewright.cloud.aws.userdata import BootstrapOptions, Taint, parse_mime_parts, user_data
+from nodewright.errors import NodewrightValidationError
+
+BASE = {"cluster_name": "demo", "cluster_endpoint": "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com",
+        "ca_bundle": "Q0EtREFUQQ==", "cluster_cidr": "10.100.0.0/16",
+        "labels": {"karpenter.sh/nodepool": "team1", "intent": "apps"}, "taints": [Taint("team1", "NoSchedule")],
+        "max_pods": 58}
+
+NODECONFIG = """apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  cluster:
+    name: demo
+    apiServerEndpoint: https://ABCDEF.gr7.us-east-1.eks.amazonaws.com
+    certificateAuthority: Q0EtREFUQQ==
+    cidr: 10.100.0.0/16
+  kubelet:
+    config:
+      maxPods: 58
+      registerWithTaints:
+      - key: team1
+        effect: NoSchedule
+    flags:
+    - --node-labels=intent=apps,karpenter.sh/nodepool=team1"""
+
+
+def test_al2023_shell_user_data_becomes_second_mime_part() -> None:
+    got = user_data("AL2023", BootstrapOptions(**BASE, custom_user_data="#!/bin/bash\necho 'hello'\n"))
+    assert got == f"""MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="//"
+
+--//
+Content-Type: application/node.eks.aws
+
+{NODECONFIG}
+--//
+Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+echo 'hello'
+--//--
+"""
+
+
+def test_al2023_user_mime_archive_keeps_its_parts_in_order() -> None:
+    custom = """MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="BOUNDARY"
+
+--BOUNDARY
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  kubelet:
+    config:
+      shutdownGracePeriod: 30s
+--BOUNDARY
+Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+echo second
+--BOUNDARY--
+"""
+    got = user_data("AL2023", BootstrapOptions(**BASE, custom_user_data=custom))
+    assert got == f"""MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="//"
+
+--//
+Content-Type: application/node.eks.aws
+
+{NODECONFIG}
+--//
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  kubelet:
+    config:
+      shutdownGracePeriod: 30s
+--//
+Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+echo second
+--//--
+"""
+
+
+def test_al2023_plain_nodeconfig_yaml_is_typed_as_nodeconfig() -> None:
+    parts = parse_mime_parts("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n")
+    assert parts == [("application/node.eks.aws", "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n")]
+
+
+def test_bottlerocket_merge_keeps_users_kube_api_qps() -> None:
+    got = user_data("Bottlerocket", BootstrapOptions(**BASE, custom_user_data="[settings.kubernetes]\nkube-api-qps = 30\n"))
+    assert got == """[settings.kubernetes]
+kube-api-qps = 30
+cluster-name = "demo"
+api-server = "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"
+cluster-certificate = "Q0EtREFUQQ=="
+max-pods = 58
+
+[settings.kubernetes.node-labels]
+intent = "apps"
+"karpenter.sh/nodepool" = "team1"
+
+[settings.kubernetes.node-taints]
+team1 = [":NoSchedule"]
+"""
+    assert tomllib.loads(got)["settings"]["kubernetes"]["kube-api-qps"] == 30
+
+
+def test_bottlerocket_merges_user_labels_and_other_tables() -> None:
+    custom = ('[settings.host-containers.admin]\nenabled = true\n\n'
+              '[settings.kubernetes.node-labels]\n"example.com/owner" = "team1"\n')
+    doc = tomllib.loads(user_data("Bottlerocket", BootstrapOptions(**BASE, custom_user_data=custom)))
+    assert doc["settings"]["host-containers"] == {"admin": {"enabled": True}}
+    assert doc["settings"]["kubernetes"]["node-labels"] == {
+        "example.com/owner": "team1", "intent": "apps", "karpenter.sh/nodepool": "team1"}
+
+
+def test_bottlerocket_invalid_toml_names_the_field() -> None:
+    with pytest.raises(NodewrightValidationError, match=r"^spec.userData: Bottlerocket userData is not valid TOML"):
+        user_data("Bottlerocket", BootstrapOptions(**BASE, custom_user_data="[settings.kubernetes\n"))
+
+
+def test_al2_bootstrap_script_follows_user_parts() -> None:
+    got = user_data("AL2", BootstrapOptions(**{**BASE, "taints": [Taint("team1", "NoSchedule", "x")]}))
+    assert got.endswith("""Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash -xe
+exec > >(tee /var/log/user-data.log) 2>&1
+/etc/eks/bootstrap.sh demo --apiserver-endpoint https://ABCDEF.gr7.us-east-1.eks.amazonaws.com \
+--b64-cluster-ca Q0EtREFUQQ== --use-max-pods false --kubelet-extra-args \
+'--node-labels=intent=apps,karpenter.sh/nodepool=team1 --register-with-taints=team1=x:NoSchedule --max-pods=58'
+--//--
+""")
+
+
+def test_unknown_family_is_rejected() -> None:
+    with pytest.raises(NodewrightValidationError, match="unsupported AMI family 'Ubuntu'"):
+        user_data("Ubuntu", BootstrapOptions(**BASE))
+
+
+def test_toml_writer_round_trips_nested_tables_and_quoted_keys() -> None:
+    doc = {"a": 1, "s": 'q"uote', "t": {"k.with.dots": ["x", "y"], "flag": False, "deep": {"n": 1.5}}}
+    assert tomllib.loads(tomlwriter.dumps(doc)) == doc

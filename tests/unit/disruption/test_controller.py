@@ -1,0 +1,188 @@
+"""The disruption controller on the in-memory cluster: validate after 15 s, taint, replace, wait Ready, delete,
+roll back, expire, re-stamp hashes, metrics and events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodewright.api import labels as L
+from nodewright.controllers.common import Context
+from nodewright.controllers.disruption import DisruptionController
+from nodewright.controllers.termination import Terminator, has_disrupted_taint
+from nodewright.disruption.hashing import NODEPOOL_HASH_VERSION, nodepool_hash, nodepool_hash_annotations
+from nodewright.kube import resources as r
+from nodewright.kube.memory import InMemoryCluster
+from nodewright.kube.objects import is_deleting, name_of
+from nodewright.metrics import Metrics
+
+from .helpers import CATALOG, BY_NAME, HOUR, NOW
+
+NODEPOOL: dict[str, Any] = {
+    "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+    "spec": {"template": {"spec": {
+        "requirements": [{"key": L.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}],
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}},
+        "disruption": {"consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}},
+}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Cloud:
+    name = "test"
+
+    def __init__(self) -> None:
+        self.drift: dict[str, str] = {}
+
+    def get_instance_types(self, nodepool: Any) -> list[Any]:
+        return list(CATALOG)
+
+    def is_drifted(self, nodeclaim: Any) -> str | None:
+        return self.drift.get(nodeclaim.metadata.name)
+
+
+@pytest.fixture
+def env() -> tuple[InMemoryCluster, Clock, Cloud, DisruptionController, Metrics]:
+    clock, cloud, metrics = Clock(), Cloud(), Metrics()
+    cluster = InMemoryCluster(clock, seed=3)
+    cluster.create(r.NODEPOOLS, NODEPOOL)
+    ctx = Context(cluster, cloud, clock, metrics, "demo")  # type: ignore[arg-type]
+    return cluster, clock, cloud, DisruptionController(ctx, Terminator(ctx)), metrics
+
+
+def add_node(cluster: InMemoryCluster, name: str, type_name: str, cpus: list[int], *, hashed: bool = True,
+             expire: str = "720h", pod_annotations: dict[str, str] | None = None) -> None:
+    it = BY_NAME[type_name]
+    labels = {L.NODEPOOL: "default", L.INSTANCE_TYPE: type_name, L.ZONE: "us-east-1a",
+              L.CAPACITY_TYPE: "on-demand", L.INITIALIZED: "true"}
+    pid = f"aws:///us-east-1a/i-{abs(hash(name)) % 10**12:017x}"
+    alloc = {"cpu": f"{it.capacity['cpu']}m", "memory": str(it.capacity["memory"]), "pods": "110"}
+    cluster.create(r.NODECLAIMS, {
+        "metadata": {"name": f"{name}-claim", "labels": dict(labels), "finalizers": [L.TERMINATION_FINALIZER],
+                     "annotations": nodepool_hash_annotations(NODEPOOL) if hashed else {}},
+        "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                                      "name": "default"}, "expireAfter": expire},
+        "status": {"providerID": pid, "nodeName": name, "allocatable": alloc,
+                   "conditions": [{"type": "Initialized", "status": "True"}, {"type": "Ready", "status": "True"}]}})
+    cluster.create(r.NODES, {
+        "metadata": {"name": name, "labels": {**labels, L.HOSTNAME: name}, "finalizers": [L.TERMINATION_FINALIZER]},
+        "spec": {"providerID": pid}, "status": {"allocatable": alloc, "capacity": alloc,
+                                                "conditions": [{"type": "Ready", "status": "True"}]}})
+    for i, cpu in enumerate(cpus):
+        cluster.create(r.PODS, {
+            "metadata": {"name": f"{name}-p{i}", "namespace": "default", "labels": {"app": name},
+                         "annotations": dict(pod_annotations or {})},
+            "spec": {"nodeName": name, "containers": [{"name": "c", "resources": {"requests": {"cpu": f"{cpu}m"}}}]},
+            "status": {"phase": "Running"}})
+
+
+def set_ready(cluster: InMemoryCluster, claim: str) -> None:
+    cluster.patch_status(r.NODECLAIMS, claim, {"conditions": [{"type": "Ready", "status": "True"}]})
+
+
+def test_consolidation_waits_15s_launches_a_replacement_waits_ready_then_deletes(env: Any) -> None:
+    cluster, clock, _, controller, metrics = env
+    for i in range(3):
+        add_node(cluster, f"n{i}", "c.medium", [500])
+    assert controller.reconcile() is None and controller.command is not None
+    clock.now += 10
+    assert controller.reconcile() is None and controller.command.phase == "validating"
+    clock.now += 5
+    assert controller.reconcile() is None
+    assert all(has_disrupted_taint(cluster.get(r.NODES, f"n{i}")) for i in range(3))
+    claims = [c for c in cluster.list(r.NODECLAIMS) if name_of(c).startswith("default-")]
+    assert len(claims) == 1
+    replacement = claims[0]
+    types = next(q["values"] for q in replacement["spec"]["requirements"] if q["key"] == L.INSTANCE_TYPE)
+    assert types == ["c.large", "c.medium", "c.small"]
+    assert replacement["metadata"]["annotations"][L.NODEPOOL_HASH] == nodepool_hash(NODEPOOL)
+    assert metrics.value("nodewright_disruption_replacements_total", {"reason": "underutilized"}) == 1
+    clock.now += 30
+    assert controller.reconcile() is None  # not Ready yet: nothing deleted
+    assert not any(is_deleting(cluster.get(r.NODECLAIMS, f"n{i}-claim")) for i in range(3))
+    set_ready(cluster, name_of(replacement))
+    done = controller.reconcile()
+    assert done is not None and done.message() == "Consolidating 3 nodes into 1 c.small, saving $0.50/h"
+    assert all(is_deleting(cluster.get(r.NODECLAIMS, f"n{i}-claim")) for i in range(3))
+    assert metrics.value("karpenter_voluntary_disruption_decisions_total",
+                         {"decision": "replace", "reason": "underutilized"}) == 1
+    messages = [e["message"] for e in cluster.events if e["reason"] == "DisruptionTerminating"]
+    assert messages[0] == "Disrupting NodeClaim: Underutilized Consolidating 3 nodes into 1 c.small, saving $0.50/h"
+
+
+def test_failed_replacement_rolls_back_the_taints(env: Any) -> None:
+    cluster, clock, _, controller, metrics = env
+    add_node(cluster, "big", "c.large", [3000])
+    controller.reconcile()
+    clock.now += 15
+    controller.reconcile()
+    assert has_disrupted_taint(cluster.get(r.NODES, "big"))
+    replacement = controller.command.replacements[0]
+    cluster.delete(r.NODECLAIMS, replacement)  # e.g. insufficient capacity
+    clock.now += 10
+    controller.reconcile()
+    assert controller.command is None
+    assert not has_disrupted_taint(cluster.get(r.NODES, "big"))
+    assert not is_deleting(cluster.get(r.NODECLAIMS, "big-claim"))
+    assert metrics.value("karpenter_voluntary_disruption_decisions_total",
+                         {"decision": "replace", "reason": "underutilized"}) is None
+    assert any(e["reason"] == "DisruptionFailed" for e in cluster.events)
+
+
+def test_emptiness_is_revalidated_and_dropped_when_a_pod_arrives(env: Any) -> None:
+    cluster, clock, _, controller, metrics = env
+    add_node(cluster, "busy", "c.medium", [3900])
+    add_node(cluster, "empty", "c.medium", [])
+    controller.reconcile()
+    assert controller.command is not None and controller.command.decision.method == "emptiness"
+    cluster.create(r.PODS, {"metadata": {"name": "late", "namespace": "default"},
+                            "spec": {"nodeName": "empty", "containers": [{"name": "c"}]}, "status": {"phase": "Running"}})
+    clock.now += 15
+    assert controller.reconcile() is None and controller.command is None
+    assert not has_disrupted_taint(cluster.get(r.NODES, "empty"))
+
+
+def test_emptiness_deletes_after_validation(env: Any) -> None:
+    cluster, clock, _, controller, metrics = env
+    add_node(cluster, "busy", "c.medium", [3900])
+    add_node(cluster, "empty", "c.medium", [])
+    controller.reconcile()
+    clock.now += 15
+    done = controller.reconcile()
+    assert done is not None and done.message() == "Deleting 1 empty node, saving $0.20/h"
+    assert is_deleting(cluster.get(r.NODECLAIMS, "empty-claim"))
+    assert metrics.value("karpenter_voluntary_disruption_decisions_total", {"decision": "delete", "reason": "empty"}) == 1
+
+
+def test_expiration_is_immediate_and_ignores_do_not_disrupt(env: Any) -> None:
+    cluster, clock, _, controller, metrics = env
+    add_node(cluster, "old", "c.medium", [3900], expire="1h", pod_annotations={L.DO_NOT_DISRUPT: "true"})
+    clock.now += HOUR
+    controller.reconcile()
+    claim = cluster.get(r.NODECLAIMS, "old-claim")
+    assert is_deleting(claim)
+    reason = next(c for c in claim["status"]["conditions"] if c["type"] == L.CONDITION_DISRUPTION_REASON)
+    assert reason["reason"] == "Expired"
+    assert metrics.value("karpenter_voluntary_disruption_decisions_total", {"decision": "delete", "reason": "expired"}) == 1
+
+
+def test_claims_without_our_hash_version_are_restamped_not_drifted(env: Any) -> None:
+    cluster, clock, cloud, controller, _ = env
+    add_node(cluster, "legacy", "c.medium", [3900], hashed=False)
+    controller.reconcile()
+    ann = cluster.get(r.NODECLAIMS, "legacy-claim")["metadata"]["annotations"]
+    assert ann == {L.NODEPOOL_HASH: nodepool_hash(NODEPOOL), L.NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION}
+    assert controller.command is None
+    # Changing the template now drifts it; the cloud's reasons are consulted too.
+    cluster.patch(r.NODEPOOLS, "default", {"spec": {"template": {"metadata": {"labels": {"team": "web"}}}}})
+    clock.now += 10
+    controller.reconcile()
+    assert controller.command is not None and controller.command.decision.detail == {"legacy": "NodePoolDrifted"}
