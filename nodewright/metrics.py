@@ -86,9 +86,6 @@ class Metrics:
         self.disruption_evaluation_duration = Histogram(
             "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
             "Seconds one pass of disruption decisions took.", ["method"], buckets=_DURATION_BUCKETS, registry=reg)
-        self.disruption_eligible_nodes = Gauge(
-            "karpenter_voluntary_disruption_eligible_nodes", "Nodes eligible for disruption, by reason.",
-            ["reason"], registry=reg)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

@@ -32,6 +32,7 @@ import boto3
 from botocore.stub import Stubber
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ec2.models import ec2_backends
+from moto.ec2.models.amis import Ami
 from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
 
@@ -80,8 +81,12 @@ def build_cluster(endpoint: str) -> dict[str, Any]:
                                           TagSpecifications=[{"ResourceType": "subnet", "Tags": tag}])["Subnet"]["SubnetId"]
     group = ec2.create_security_group(GroupName="demo-nodes", Description="nodes", VpcId=vpc,
                                       TagSpecifications=[{"ResourceType": "security-group", "Tags": tag}])["GroupId"]
-    images = ec2_backends[DEFAULT_ACCOUNT_ID][REGION].amis.values()
-    amd64 = next(i.id for i in images if i.architecture == "x86_64" and "Windows" not in (i.name or ""))
+    # The EKS AL2023 image as AWS publishes it (moto's RegisterImage would drop architecture and owner).
+    backend = ec2_backends[DEFAULT_ACCOUNT_ID][REGION]
+    amd64 = "ami-0eks0al2023x8600"
+    backend.amis[amd64] = Ami(backend, amd64, name=f"amazon-eks-node-al2023-x86_64-standard-{K8S}-v20250715",
+                              architecture="x86_64", owner_id="602401143452", virtualization_type="hvm",
+                              root_device_name="/dev/xvda", root_device_type="ebs")
     put_public_parameter(f"/aws/service/eks/optimized-ami/{K8S}/amazon-linux-2023/x86_64/standard/recommended/image_id",
                          amd64)
     iam.create_role(RoleName="KarpenterNodeRole-demo", AssumeRolePolicyDocument="{}")

@@ -21,8 +21,8 @@ asks the cloud provider for drift (AMI, subnet, security groups) at most every `
 
 Metrics: ``karpenter_voluntary_disruption_decisions_total{decision,reason}``,
 ``nodewright_disruption_replacements_total{reason}``,
-``karpenter_voluntary_disruption_decision_evaluation_duration_seconds{method}``,
-``karpenter_voluntary_disruption_eligible_nodes{reason}``; events with the reason and the saving in $/h
+``karpenter_voluntary_disruption_decision_evaluation_duration_seconds{method}``;
+events with the reason and the saving in $/h
 ("Consolidating 3 nodes into 1 t4g.large, saving $0.21/h").
 """
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nodewright.controllers.common import Context, log
+from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.garbagecollection import GarbageCollector
 from nodewright.controllers.interruption import InterruptionController, InterruptionSource
 from nodewright.controllers.lifecycle import LifecycleController
@@ -62,6 +63,7 @@ class ControllerManager:
         )
         self.termination = TerminationController(ctx)
         self.terminator: Terminator = self.termination.terminator
+        self.disruption = DisruptionController(ctx, self.terminator)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
         self.status = NodePoolStatusController(ctx, opts.status_period)
@@ -72,6 +74,7 @@ class ControllerManager:
             ("provisioner", self.provisioner.reconcile),
             ("lifecycle", self.lifecycle.reconcile),
             ("termination", self.termination.reconcile),
+            ("disruption", self.disruption.reconcile),
             ("interruption", self.interruption.reconcile if self.interruption else None),
             ("garbagecollection", self.gc.reconcile),
             ("nodepool.status", self.status.reconcile),

@@ -51,6 +51,7 @@ from nodewright.scheduling.templates import (
     TypeInfo,
     Vector,
     capacity_type_for,
+    fitting_prefix,
     satisfies_min_values,
     truncate_candidates,
 )
@@ -83,7 +84,9 @@ class _NodeState:
 class _Claim:
     """A NodeClaim being built in this run."""
 
-    __slots__ = ("pool", "index", "hostname", "reqs", "types", "ptr", "need", "pods", "ports", "seen", "packed")
+    __slots__ = (
+        "pool", "index", "hostname", "reqs", "types", "ptr", "need", "pods", "ports", "seen", "packed", "final"
+    )
 
     def __init__(self, pool: PoolTemplate, index: int, reqs: Requirements, types: list[TypeInfo], dims: int) -> None:
         self.pool = pool
@@ -97,6 +100,8 @@ class _Claim:
         self.ports: list[HostPort] = []
         self.seen: set[int] = set()
         self.packed = False
+        #: Launch candidates fixed when the NodeClaim was packed (packed NodeClaims take no further pods).
+        self.final: list[TypeInfo] | None = None
 
     def fit_index(self, vec: Vector) -> int | None:
         """Index of the cheapest type fitting need + vec (types before ``ptr`` never fit the current need)."""
@@ -674,12 +679,19 @@ class _Run:
             bins = self._squeeze(bins, priced, prices, items, cap_left)
         for b in bins:
             need = b.need(items, len(self.dims))
-            fitting = [t for t in priced if t.fits(need) and pool.within_limits(t)]
+            # `priced` is cheapest first: without minValues only the first 60 fitting types matter.
+            fitting = fitting_prefix(
+                priced,
+                need,
+                None if pool.min_values else MAX_INSTANCE_TYPES,
+                keep=pool.within_limits if pool.remaining is not None else None,
+            )
             candidates = truncate_candidates(fitting, MAX_INSTANCE_TYPES, pool.min_values)
             if not candidates or (pool.min_values and not satisfies_min_values(candidates, pool.min_values)):
                 continue
             claim = _Claim(pool, len(self.claims), merged, candidates, len(self.dims))
             claim.packed = True
+            claim.final = candidates
             claim.need = need
             for idx, k in b.fill:
                 cls = members[idx]
@@ -718,17 +730,13 @@ class _Run:
     # --- output ---------------------------------------------------------------------------------
     def finalize(self) -> None:
         for claim in self.claims:
-            # Types are kept cheapest first and those before ``ptr`` never fit: only the cheapest few
-            # hundred fitting ones can make the 60 candidates.
-            claim.cheapest()
-            fitting = []
-            for t in claim.types[claim.ptr :]:
-                if t.fits(claim.need):
-                    fitting.append(t)
-                    if len(fitting) >= 4 * MAX_INSTANCE_TYPES:
-                        break
-            ordered = self._ordered(fitting, claim.reqs)
-            candidates = truncate_candidates(ordered, MAX_INSTANCE_TYPES, claim.pool.min_values)
+            candidates = claim.final
+            if candidates is None:
+                # The pool ranks its types per capacity type once per requirement set; a NodeClaim whose
+                # types were narrowed (limits) only keeps those.
+                pool = claim.pool
+                allowed = None if claim.types is pool.types_for(claim.reqs) else {id(t) for t in claim.types}
+                candidates = pool.launch_candidates(claim.reqs, claim.need, MAX_INSTANCE_TYPES, allowed)
             if not candidates:
                 for pod in claim.pods:
                     self.result.unschedulable[pod.key] = "no instance type fits the pods planned together"

@@ -12,7 +12,8 @@ well-known instance label the type lacks (``instance-gpu-name`` on a non-GPU typ
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from operator import le
 
 from nodewright.api import labels as wk
 from nodewright.cloud.instancetype import (
@@ -85,11 +86,8 @@ class TypeInfo:
         return self.offering(reqs) is not None
 
     def fits(self, need: Sequence[int]) -> bool:
-        """True when ``need`` is within the budget in every dimension."""
-        for n, b in zip(need, self.budget, strict=True):
-            if n > b:
-                return False
-        return True
+        """True when ``need`` is within the budget in every dimension (vectors of the run's dims)."""
+        return all(map(le, need, self.budget))
 
 
 class PoolTemplate:
@@ -130,6 +128,7 @@ class PoolTemplate:
         self.remaining = spec.remaining()
         self._compat: dict[tuple[object, ...], list[TypeInfo]] = {}
         self._domains: dict[tuple[str, tuple[object, ...]], frozenset[str]] = {}
+        self._ranked: dict[tuple[object, ...], dict[str | None, list[TypeInfo]]] = {}
         self.min_values = {k: r.min_values for k, r in self.reqs.items() if r.min_values}
 
     def types_for(self, reqs: Requirements) -> list[TypeInfo]:
@@ -148,6 +147,52 @@ class PoolTemplate:
             found = [p[2] for p in priced]
             self._compat[ident] = found
         return found
+
+    def ranked(self, reqs: Requirements) -> dict[str | None, list[TypeInfo]]:
+        """``types_for(reqs)`` ranked per capacity type: ``{ct: types offering ct under reqs, cheapest such
+        offering first (ties by name)}`` for reserved, spot and on-demand, and ``{None: types_for(reqs)}``
+        (cheapest offering of any capacity type); cached per requirement set.
+
+        Computed once per requirement set so that choosing the launch candidates of each NodeClaim is a scan
+        of a ready ranking instead of an offering lookup and a sort per NodeClaim.
+        """
+        ident = reqs.identity()
+        found = self._ranked.get(ident)
+        if found is None:
+            types = self.types_for(reqs)
+            found = {None: types}
+            for ct in CAPACITY_TYPE_PRIORITY:
+                priced = []
+                for t in types:
+                    o = t.offering(reqs, ct)
+                    if o is not None:
+                        priced.append((o.price, t.name, t))
+                priced.sort(key=lambda p: (p[0], p[1]))
+                found[ct] = [p[2] for p in priced]
+            self._ranked[ident] = found
+        return found
+
+    def launch_candidates(
+        self,
+        reqs: Requirements,
+        need: Sequence[int],
+        limit: int,
+        allowed: Collection[int] | None = None,
+    ) -> list[TypeInfo]:
+        """The instance types a NodeClaim with summed pod requests ``need`` lists for its launch.
+
+        The capacity type is the first of reserved/spot/on-demand that some fitting type (compatible with
+        ``reqs``, ``allowed`` by id when given) offers; the fitting types offering it are taken cheapest
+        offering first and truncated to ``limit`` honouring ``minValues`` (Karpenter orders a NodeClaim's
+        instance types by price and truncates the fleet request to 60). Empty when nothing fits.
+        """
+        ranked = self.ranked(reqs)
+        min_values = self.min_values
+        for ct in (*CAPACITY_TYPE_PRIORITY, None):
+            out = fitting_prefix(ranked[ct], need, None if min_values else limit, allowed)
+            if out:
+                return truncate_candidates(out, limit, min_values)
+        return []
 
     def domains(self, key: str, reqs: Requirements) -> frozenset[str]:
         """Values a node of this pool could have for ``key`` under ``reqs`` (zones and capacity types from
@@ -197,6 +242,28 @@ class PoolTemplate:
                 self.remaining[name] -= 1
             else:
                 self.remaining[name] -= max(i.capacity.get(name, 0) for i in infos)
+
+
+def fitting_prefix(
+    ordered: Sequence[TypeInfo],
+    need: Sequence[int],
+    limit: int | None,
+    allowed: Collection[int] | None = None,
+    keep: Callable[[TypeInfo], bool] | None = None,
+) -> list[TypeInfo]:
+    """The first ``limit`` (None: all) types of ``ordered`` whose budget fits ``need``, optionally only those
+    whose id is in ``allowed`` and for which ``keep`` holds; order preserved."""
+    out: list[TypeInfo] = []
+    for t in ordered:
+        if all(map(le, need, t.budget)):
+            if allowed is not None and id(t) not in allowed:
+                continue
+            if keep is not None and not keep(t):
+                continue
+            out.append(t)
+            if limit is not None and len(out) >= limit:
+                break
+    return out
 
 
 def capacity_type_for(candidates: Sequence[TypeInfo], reqs: Requirements) -> str | None:

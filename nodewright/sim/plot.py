@@ -87,7 +87,7 @@ def write_plot(result: Mapping[str, Any], path: str | Path) -> Path:
     ax_cost.legend(loc="upper right", fontsize=8, frameon=False)
     for ax in [*node_axes, ax_pending, ax_cost]:
         ax.grid(True, alpha=0.3)
-        ax.set_ylim(bottom=0)
+        ax.set_ylim(0, max(1.0, ax.get_ylim()[1]) * 1.12)  # headroom: a line at the maximum stays visible
     for ax in [*node_axes, ax_pending]:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()

@@ -205,6 +205,7 @@ class AWSCloudProvider:
 
     def _create(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass) -> NodeClaim:
         resolved = self.resolve_nodeclass(nodeclass)
+        self.pricing.refresh()  # no-op unless a refresh period has passed
         types = self.instance_types.instance_types(resolved.zonal_subnets, kubelet_settings(nodeclass))
         pairs = allowed_offerings(types, nodeclaim.spec.requirements, resolved.zonal_subnets)
         candidates: list[FleetCandidate] = []

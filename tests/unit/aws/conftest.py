@@ -8,6 +8,7 @@ moto's SSM backend directly; the Pricing API is not implemented by moto, so test
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ec2.models import ec2_backends
+from moto.ec2.models.amis import Ami
 from moto.ssm.models import Parameter, ssm_backends
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
@@ -50,6 +52,15 @@ def put_public_parameter(name: str, value: str, region: str = REGION) -> None:
                               description=None, allowed_pattern=None, keyid=None,
                               last_modified_date=dt.datetime.now(dt.UTC), version=len(versions) + 1,
                               data_type="aws:ec2:image"))
+
+
+def add_image(name: str, architecture: str, owner: str = "602401143452") -> str:
+    """Register an image with an architecture and owner (moto's RegisterImage drops both); returns its id."""
+    backend = ec2_backends[DEFAULT_ACCOUNT_ID][REGION]
+    image_id = "ami-" + hashlib.sha256(f"{name}/{architecture}".encode()).hexdigest()[:17]
+    backend.amis[image_id] = Ami(backend, image_id, name=name, architecture=architecture, owner_id=owner,
+                                 virtualization_type="hvm", root_device_name="/dev/xvda", root_device_type="ebs")
+    return image_id
 
 
 def price_list_entry(instance_type: str, usd: float) -> str:
@@ -96,7 +107,9 @@ class Cluster:
 def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fake credentials and region so nothing can reach real AWS."""
     for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION}.items():
+                       "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION,
+                       # moto builds ~1,300 public images per account otherwise: 1-2 s per test.
+                       "MOTO_EC2_LOAD_DEFAULT_AMIS": "false"}.items():
         monkeypatch.setenv(key, value)
 
 
@@ -119,10 +132,8 @@ def make_cluster(ec2: Any, iam: Any) -> Cluster:
     ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.8.0/22", AvailabilityZone="us-east-1a")  # untagged decoy
     group = ec2.create_security_group(GroupName="nodes", Description="nodes", VpcId=vpc, TagSpecifications=[
         {"ResourceType": "security-group", "Tags": [{"Key": "karpenter.sh/discovery", "Value": CLUSTER}]}])["GroupId"]
-    # Serialising moto's ~1,300 public images through DescribeImages takes seconds: pick from its backend.
-    images = ec2_backends[DEFAULT_ACCOUNT_ID][REGION].amis.values()
-    amd64 = next(i.id for i in images if i.architecture == "x86_64" and "Windows" not in (i.name or ""))
-    arm64 = next(i.id for i in images if i.architecture == "arm64")
+    amd64 = add_image("amazon-eks-node-al2023-x86_64-standard-1.31-v20250715", "x86_64")
+    arm64 = add_image("amazon-eks-node-al2023-arm64-standard-1.31-v20250715", "arm64")
     put_public_parameter(AL2023_X86, amd64)
     put_public_parameter(AL2023_ARM, arm64)
     put_public_parameter(BR_X86, amd64)
@@ -164,11 +175,15 @@ def nodeclaim(name: str = "default-x7k2p", types: tuple[str, ...] = ("m5.large",
                  "taints": [{"key": "dedicated", "value": "payments", "effect": "NoSchedule"}]}})
 
 
+# One botocore session for every test: a fresh one re-reads the EC2 service model (~1 s).
+_SESSION = boto3.session.Session()
+
+
 def make_provider(nodeclasses: dict[str, EC2NodeClass], pricing: Any, clock: Any = None,
                   endpoint_url: str | None = None) -> AWSCloudProvider:
     """An AWSCloudProvider over moto (or a moto server at ``endpoint_url``) with a stubbed Pricing API."""
     clients = AWSClients(ClientSettings(REGION, endpoint_url=endpoint_url, max_attempts=2, read_timeout=10),
-                         overrides={"pricing": pricing})
+                         session=_SESSION, overrides={"pricing": pricing})
     settings = AWSProviderSettings(CLUSTER, ENDPOINT, REGION, K8S, ca_bundle=CA, cluster_cidr="10.100.0.0/16",
                                    instance_type_patterns=TYPE_PATTERNS)
     kwargs = {"clock": clock} if clock is not None else {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import boto3
 from botocore.stub import Stubber
 
-from aws.conftest import K8S, REGION, Cluster
+from aws.conftest import K8S, REGION, Cluster, add_image
 from nodewright.api.ec2nodeclass import AMISelectorTerm
 from nodewright.cloud.aws.amis import AMI, AMIProvider, alias_parameters, newest_first
 from nodewright.cloud.provider import AuthorizationError
@@ -48,12 +48,13 @@ def test_tag_term_finds_owned_images_newest_first(cluster: Cluster) -> None:
     ec2 = boto3.client("ec2", region_name=REGION)
     ids = []
     for name in ("nodes-2024-01", "nodes-2024-02"):
-        image = ec2.register_image(Name=name, Architecture="arm64", RootDeviceName="/dev/xvda")
-        ec2.create_tags(Resources=[image["ImageId"]], Tags=[{"Key": "team", "Value": "platform"}])
-        ids.append(image["ImageId"])
+        image_id = add_image(name, "arm64", owner="123456789012")
+        ec2.create_tags(Resources=[image_id], Tags=[{"Key": "team", "Value": "platform"}])
+        ids.append(image_id)
     provider = AMIProvider(ec2, boto3.client("ssm", region_name=REGION), K8S)
     amis = provider.resolve([AMISelectorTerm(tags={"team": "platform"})])
     assert [a.name for a in amis] == ["nodes-2024-02", "nodes-2024-01"]  # same second: name breaks the tie
+    assert {a.arch for a in amis} == {"arm64"}
     assert {a.variant for a in amis} == {""}  # chosen by tags: fits any type of its architecture
 
 

@@ -115,3 +115,16 @@ def test_queue_handles_deletes_and_survives_malformed_and_failing_handlers(moto:
     assert queue.malformed == 1
     left = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
     assert [json.loads(m["Body"])["detail-type"] for m in left] == ["EC2 Instance Rebalance Recommendation"]
+
+
+def test_pull_style_receive_and_delete_by_queue_name(moto: None) -> None:
+    sqs = boto3.client("sqs", region_name=REGION)
+    sqs.create_queue(QueueName="demo-interruption", Attributes={"VisibilityTimeout": "0"})
+    queue = InterruptionQueue.from_name(sqs, "demo-interruption", wait_seconds=0)
+    for body in (HEALTH, "null"):
+        sqs.send_message(QueueUrl=queue.queue_url, MessageBody=body)
+    messages = queue.receive()
+    assert [(m.kind, m.actionable) for m in messages] == [("ScheduledChange", True)]
+    assert messages[0].receipt_handle and queue.malformed == 1
+    queue.delete(messages[0])
+    assert sqs.receive_message(QueueUrl=queue.queue_url).get("Messages", []) == []

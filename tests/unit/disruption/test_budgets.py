@@ -7,7 +7,13 @@ import datetime as dt
 import pytest
 
 from nodewright.api.nodepool import Budget
-from nodewright.disruption.budgets import UNLIMITED, allowed_disruptions, budget_active, budget_mapping, within_budget
+from nodewright.disruption.budgets import (
+    UNLIMITED,
+    allowed_disruptions,
+    budget_active,
+    budget_mapping,
+    within_budget,
+)
 
 from .helpers import NOW, cluster, node, pool
 

@@ -17,7 +17,7 @@ from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import is_deleting, name_of
 from nodewright.metrics import Metrics
 
-from .helpers import CATALOG, BY_NAME, HOUR, NOW
+from .helpers import BY_NAME, CATALOG, HOUR, NOW
 
 NODEPOOL: dict[str, Any] = {
     "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
