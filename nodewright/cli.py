@@ -62,8 +62,9 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     from nodewright.sim.decision import decide, read_documents, render_table
 
     if scenario is not None:
-        if filenames:
-            raise NodewrightValidationError("--scenario", "give either --scenario or -f files, not both")
+        if filenames or region:
+            raise NodewrightValidationError("--scenario", "give either --scenario or -f/--region, not both "
+                                                          "(a scenario names its region in spec.region)")
         from nodewright.sim.command import simulate_scenario
 
         simulate_scenario(scenario, output=output, baseline=baseline, plot=plot, seed=seed)
@@ -92,6 +93,8 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
 @cli.command("run")
 @click.option("--cluster-name", default=None, help="EKS cluster name [env CLUSTER_NAME] (required).")
 @click.option("--cluster-endpoint", default=None, help="API server URL for node bootstrap [env CLUSTER_ENDPOINT].")
+@click.option("--cluster-ca-bundle", default=None, help="Base64 cluster CA for node bootstrap [env CLUSTER_CA_BUNDLE]; default eks:DescribeCluster.")
+@click.option("--cluster-cidr", default=None, help="Service CIDR for node bootstrap [env CLUSTER_CIDR]; default eks:DescribeCluster.")
 @click.option("--aws-region", default=None, help="AWS region [env AWS_REGION] (required).")
 @click.option("--interruption-queue", default=None, help="SQS queue of EC2 interruption events [env INTERRUPTION_QUEUE].")
 @click.option("--batch-idle-duration", default=None, help="Close a batch after this long without new pods [env BATCH_IDLE_DURATION, 1s].")

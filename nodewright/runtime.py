@@ -163,9 +163,13 @@ def build_runtime(
 
     Raises:
         KubeError: the Kubernetes configuration cannot be loaded or ``GET /version`` fails.
+        NodewrightValidationError: ``CLUSTER_ENDPOINT``, ``CLUSTER_CA_BUNDLE`` or ``CLUSTER_CIDR`` is malformed.
+        AuthorizationError, ClusterDiscoveryError: one of them is unset and ``eks:DescribeCluster`` was denied or
+            failed (:mod:`nodewright.cloud.aws.cluster`).
     """
     from nodewright.api.manifests import parse_ec2nodeclass
     from nodewright.cloud.aws.clients import AWSClients, ClientSettings
+    from nodewright.cloud.aws.cluster import configured_facts, resolve_cluster_facts
     from nodewright.cloud.aws.interruption import InterruptionQueue
     from nodewright.cloud.aws.provider import AWSCloudProvider, AWSProviderSettings
     from nodewright.kube import resources as r
@@ -181,8 +185,12 @@ def build_runtime(
     version = rest.request("GET", "/version")
     k8s_version = f"{version.get('major', '1')}.{str(version.get('minor', '31')).rstrip('+')}"
     clients = aws_clients or AWSClients(ClientSettings(region=settings.aws_region, endpoint_url=aws_endpoint_url))
+    # Node bootstrap facts: configured values win, eks:DescribeCluster fills the rest (fails fast, one sentence).
+    facts = resolve_cluster_facts(clients, settings.cluster_name, configured_facts(
+        settings.cluster_endpoint, settings.cluster_ca_bundle, settings.cluster_cidr))
     cloud = AWSCloudProvider(
-        AWSProviderSettings(settings.cluster_name, settings.cluster_endpoint, settings.aws_region, k8s_version),
+        AWSProviderSettings(settings.cluster_name, facts.endpoint, settings.aws_region, k8s_version,
+                            ca_bundle=facts.ca_bundle, cluster_cidr=facts.service_cidr),
         clients, nodeclass)
     # Short polls: the run loop receives between controller passes and must not block for 20 s.
     interruption = (InterruptionQueue.from_name(clients.sqs, settings.interruption_queue, wait_seconds=0)

@@ -78,6 +78,8 @@ class Settings:
         bind_pods: bind the pods a decision placed on a new node as soon as it registers.
         kubeconfig: path to a kubeconfig (empty: in-cluster, then ``~/.kube/config``).
         reconcile_period: seconds between controller passes in the run loop.
+        cluster_ca_bundle: base64 (or PEM) cluster CA for node bootstrap; empty means ``eks:DescribeCluster``.
+        cluster_cidr: Kubernetes service CIDR for node bootstrap; empty means ``eks:DescribeCluster``.
     """
 
     cluster_name: str
@@ -99,6 +101,8 @@ class Settings:
     bind_pods: bool = False
     kubeconfig: str = ""
     reconcile_period: float = 0.25
+    cluster_ca_bundle: str = ""
+    cluster_cidr: str = ""
 
 
 #: field -> (environment variable, parser kind). Flags use the field name with dashes.
@@ -122,6 +126,8 @@ ENV_NAMES: dict[str, tuple[str, str]] = {
     "bind_pods": ("BIND_PODS", "bool"),
     "kubeconfig": ("KUBECONFIG", "str"),
     "reconcile_period": ("NODEWRIGHT_RECONCILE_PERIOD", "duration"),
+    "cluster_ca_bundle": ("CLUSTER_CA_BUNDLE", "str"),
+    "cluster_cidr": ("CLUSTER_CIDR", "str"),
 }
 
 

@@ -27,6 +27,7 @@ from pydantic_core import PydanticCustomError
 
 from nodewright.api import durations
 from nodewright.errors import NodewrightValidationError
+from nodewright.quantities import QUANTITY_PATTERN
 
 # --- errors -------------------------------------------------------------------------------------
 
@@ -149,7 +150,7 @@ _NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 # Kubernetes resource.Quantity: a signed decimal number with an optional SI/binary suffix or exponent.
-_QUANTITY_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE])?$")
+_QUANTITY_RE = re.compile(QUANTITY_PATTERN)
 
 
 def check_qualified_name(key: str) -> str:

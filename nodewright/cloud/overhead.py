@@ -31,11 +31,11 @@ All quantities are integers in canonical units: cpu millicores, memory and stora
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodewright import quantities
 from nodewright.cloud.instancetype import Overhead, Resources
 from nodewright.errors import NodewrightValidationError
 
@@ -114,46 +114,18 @@ class KubeletSettings:
 
 # --- quantities ---------------------------------------------------------------------------------
 
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
-_SUFFIX = {
-    "": 1,
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
-
-
 def parse_quantity(resource: str, value: Any, path: str = "") -> int:
     """A Kubernetes quantity in canonical units: millicores for ``cpu``, plain integer otherwise.
 
-    ``value`` is a quantity string (``"250m"``, ``"1.5"``, ``"512Mi"``, ``"1G"``) or a number already in
-    canonical units (int). Fractions round up, as the kubelet does for reservations.
+    ``value`` is a quantity string (``"250m"``, ``"1.5"``, ``"512Mi"``, ``"1G"``) parsed by
+    :func:`nodewright.quantities.parse_quantity` (fractions round up), or an int already in canonical units.
 
     Raises:
         NodewrightValidationError: when ``value`` is not a quantity (``path`` names the field).
     """
-    if isinstance(value, bool):
-        raise NodewrightValidationError(path or resource, f"expected a quantity, got {value!r}")
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
-    match = _QUANTITY.match(str(value).strip())
-    if not match or (match.group(2) not in _SUFFIX and match.group(2) != "m"):
-        raise NodewrightValidationError(path or resource, f"{value!r} is not a Kubernetes quantity")
-    number, suffix = float(match.group(1)), match.group(2)
-    if suffix == "m":
-        base = number / 1000
-    else:
-        base = number * _SUFFIX[suffix]
-    return math.ceil(base * 1000 - 1e-9) if resource == "cpu" else math.ceil(base - 1e-9)
+    return quantities.parse_quantity(value, resource, path or resource)
 
 
 def _parse_resources(values: Mapping[str, Any], path: str) -> Resources:

@@ -51,7 +51,9 @@ from nodewright.state.cluster import ClusterState, snapshot
 
 _STANDARD_RESOURCES = {"cpu", "memory", "pods", "ephemeral-storage"}
 #: Taints the kubelet/cloud controller put on a fresh node that must be gone before it is initialized.
-_EPHEMERAL_TAINTS = {L.NOT_READY_TAINT_KEY, L.UNREACHABLE_TAINT_KEY, L.UNINITIALIZED_TAINT_KEY}
+#: Karpenter v1 counts ``karpenter.sh/unregistered`` among them too (it is removed at registration).
+_EPHEMERAL_TAINTS = {L.NOT_READY_TAINT_KEY, L.UNREACHABLE_TAINT_KEY, L.UNINITIALIZED_TAINT_KEY,
+                     L.UNREGISTERED_TAINT_KEY}
 
 
 def _taint_key(t: dict[str, Any]) -> tuple[str, str]:
@@ -116,7 +118,10 @@ class LifecycleController:
             if self.on_registered is not None:
                 self.on_registered(claim, node)
         if not condition_true(claim, L.CONDITION_INITIALIZED):
-            node = state.node_for(claim) or self.ctx.cluster.get(r.NODES, (claim.get("status") or {}).get("nodeName", ""))
+            # Read the Node again: registration may just have written it (startup taints), and the snapshot
+            # predates that write -- judging the snapshot would initialize a node that still has them.
+            name = name_of(state.node_for(claim) or {}) or str((claim.get("status") or {}).get("nodeName") or "")
+            node = self.ctx.cluster.get(r.NODES, name) if name else None
             if node is not None:
                 self._initialize(claim, node)
 

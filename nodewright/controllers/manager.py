@@ -2,8 +2,8 @@
 
 The run loop (:mod:`nodewright.runtime`) calls :meth:`step` every ``reconcile_period`` while this replica
 leads; the simulator calls it on its own clock. Each step takes one snapshot of the cluster and runs the
-controllers in dependency order: provisioning, lifecycle, termination, interruption, garbage collection,
-NodePool status. Nothing here sleeps or starts threads.
+controllers in dependency order: EC2NodeClass status, provisioning, lifecycle, termination, interruption,
+garbage collection, NodePool status. Nothing here sleeps or starts threads.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.garbagecollection import GarbageCollector
 from nodewright.controllers.interruption import InterruptionController, InterruptionSource
 from nodewright.controllers.lifecycle import LifecycleController
+from nodewright.controllers.nodeclass import NodeClassController
 from nodewright.controllers.nodepool_status import NodePoolStatusController
 from nodewright.controllers.provisioning import Batcher, Provisioner
 from nodewright.controllers.termination import TerminationController, Terminator
@@ -35,6 +36,7 @@ class ControllerOptions:
     gc_grace: float = 30.0
     gc_period: float = 30.0
     status_period: float = 10.0
+    nodeclass_period: float = 60.0
 
 
 class ControllerManager:
@@ -67,10 +69,12 @@ class ControllerManager:
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
         self.status = NodePoolStatusController(ctx, opts.status_period)
+        self.nodeclass = NodeClassController(ctx, opts.nodeclass_period)
 
     def step(self) -> None:
         """One pass of every controller. A controller's failure is logged and does not stop the others."""
         for name, run in (
+            ("nodeclass", self.nodeclass.reconcile),  # EC2NodeClass status (and instance profile) first
             ("provisioner", self.provisioner.reconcile),
             ("lifecycle", self.lifecycle.reconcile),
             ("termination", self.termination.reconcile),

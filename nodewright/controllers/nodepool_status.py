@@ -21,7 +21,7 @@ from nodewright.controllers.common import Context, Obj, log, nodepool_of
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError
-from nodewright.kube.objects import condition_true, is_deleting, labels_of, name_of, set_condition
+from nodewright.kube.objects import condition, condition_true, is_deleting, labels_of, name_of, set_condition
 from nodewright.scheduling.quantities import add, parse_resource_list
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.pods import node_name, pod_key
@@ -129,7 +129,7 @@ class NodePoolStatusController:
         elif nodeclass is None:
             ready, reason, message = False, "NodeClassNotFound", f"EC2NodeClass {ref.get('name')!r} not found"
         elif (nodeclass.get("status") or {}).get("conditions") and not condition_true(nodeclass, "Ready"):
-            ready, reason, message = False, "NodeClassNotReady", f"EC2NodeClass {ref.get('name')!r} is not ready"
+            ready, reason, message = False, "NodeClassNotReady", _not_ready(ref.get("name"), nodeclass)
         else:
             ready, reason, message = True, "Ready", ""
         conditions = set_condition(conditions, L.CONDITION_VALIDATION_SUCCEEDED, not valid_reason, now,
@@ -139,7 +139,8 @@ class NodePoolStatusController:
         class_reason = "NodeClassNotFound" if nodeclass is None else "NodeClassNotReady"
         conditions = set_condition(conditions, L.CONDITION_NODECLASS_READY, class_ready, now,
                                    "NodeClassReady" if class_ready else class_reason,
-                                   "" if class_ready else f"EC2NodeClass {ref.get('name')!r} is not usable")
+                                   "" if class_ready else f"EC2NodeClass {ref.get('name')!r} not found"
+                                   if nodeclass is None else _not_ready(ref.get("name"), nodeclass))
         conditions = set_condition(conditions, L.CONDITION_READY, ready, now, reason, message)
         resources = {k: _format(k, v) for k, v in usage.items() if k in _REPORTED}
         resources["nodes"] = str(usage.get("nodes", 0))
@@ -157,6 +158,13 @@ class NodePoolStatusController:
             namespace, name = pod_key(pod).split("/", 1)
             phase = str((pod.get("status") or {}).get("phase") or "Pending")
             gauge.labels(name, namespace, node, nodepool, phase).set(1)
+
+
+def _not_ready(name: Any, nodeclass: Obj) -> str:
+    """Why the EC2NodeClass is not ready, carrying its own Ready message (written by
+    :mod:`nodewright.controllers.nodeclass`, e.g. the permission the controller role lacks)."""
+    why = str((condition(nodeclass, L.CONDITION_READY) or {}).get("message") or "")
+    return f"EC2NodeClass {name!r} is not ready" + (f": {why}" if why else "")
 
 
 def _same(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool:

@@ -255,17 +255,17 @@ class Provisioner:
         nominated = self._nominated_pods(state)
         for node in state.nodes.values():
             try:
-                existing = node_from_manifest(node, bound.get(name_of(node), []))
+                current = node_from_manifest(node, bound.get(name_of(node), []))
             except NodewrightValidationError as err:
                 log.debug("skipping node %s: %s", name_of(node), err)
                 continue
             # Pods nominated to this node (or to its NodeClaim before it registered) will take its room once
             # kube-scheduler binds them; without them a registered, not yet Ready node looks empty.
             claim = state.nodeclaim_for(node)
-            existing.pods.extend(nominated.get(name_of(node), []))
+            current.pods.extend(nominated.get(name_of(node), []))
             if claim is not None:
-                existing.pods.extend(nominated.get(name_of(claim), []))
-            nodes.append(existing)
+                current.pods.extend(nominated.get(name_of(claim), []))
+            nodes.append(current)
         inflight = []
         for claim in state.nodeclaims.values():
             if is_deleting(claim) or state.node_for(claim) is not None:

@@ -154,6 +154,24 @@ def _price(instance_types: Sequence[InstanceType], labels: Mapping[str, str]) ->
     return 0.0
 
 
+#: id(pod manifest) -> (the manifest, its scheduler pod). Cluster objects are replaced, never mutated, on
+#: every change, so a manifest seen again (same object, kept alive here) converts to the same pod; this keeps
+#: a disruption pass over thousands of unchanged pods cheap. Bounded: cleared when it grows past the limit.
+_CONVERTED: dict[int, tuple[Obj, Pod]] = {}
+_CONVERTED_LIMIT = 50_000
+
+
+def _converted(doc: Obj) -> Pod:
+    entry = _CONVERTED.get(id(doc))
+    if entry is not None and entry[0] is doc:
+        return entry[1]
+    pod = pod_from_manifest({**doc, "kind": "Pod"})
+    if len(_CONVERTED) >= _CONVERTED_LIMIT:
+        _CONVERTED.clear()
+    _CONVERTED[id(doc)] = (doc, pod)
+    return pod
+
+
 def _pods(state: ClusterState, node: str) -> tuple[list[Pod], list[Pod]]:
     """(every bound pod, the reschedulable ones) as scheduler pods."""
     everything: list[Pod] = []
@@ -162,7 +180,7 @@ def _pods(state: ClusterState, node: str) -> tuple[list[Pod], list[Pod]]:
         if (doc.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         try:
-            pod = pod_from_manifest({**doc, "kind": "Pod"})
+            pod = _converted(doc)
         except NodewrightValidationError:
             continue
         everything.append(pod)

@@ -25,13 +25,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodewright.api import labels as wk
-from nodewright.api.manifests import parse_ec2nodeclass
+
+# The EC2NodeClass hash has one definition, in the API layer, shared with the AWS provider that stamps it.
+from nodewright.api.hashing import EC2NODECLASS_HASH_VERSION, ec2nodeclass_hash
+
+__all__ = ["EC2NODECLASS_HASH_VERSION", "NODEPOOL_HASH_VERSION", "ec2nodeclass_hash", "nodepool_hash",
+           "nodepool_hash_annotations", "nodepool_hash_inputs"]
 
 NODEPOOL_HASH_VERSION = "nodewright-v1"
-#: Same value the AWS provider stamps next to its hash (``nodewright.cloud.aws.provider``).
-EC2NODECLASS_HASH_VERSION = "v1"
-
-_SELECTOR_FIELDS = ("subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms")
 
 
 def _manifest(obj: Any) -> Mapping[str, Any]:
@@ -72,21 +73,3 @@ def nodepool_hash(nodepool: Any) -> str:
 def nodepool_hash_annotations(nodepool: Any) -> dict[str, str]:
     """The annotations a new NodeClaim of ``nodepool`` carries: hash and hash version."""
     return {wk.NODEPOOL_HASH: nodepool_hash(nodepool), wk.NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION}
-
-
-def ec2nodeclass_hash(nodeclass: Any) -> str:
-    """Hash of an EC2NodeClass (model or dict) spec minus its selector terms.
-
-    Raises:
-        NodewrightValidationError: ``nodeclass`` is a dict that is not a valid EC2NodeClass.
-
-    Selectors drift through what they resolve to (AMI, subnet, security group drift) instead. The definition is
-    the one the AWS provider stamps at launch (``nodewright.cloud.aws.provider.nodeclass_hash``, a test keeps
-    them equal): SHA-256 of the spec as sorted JSON, first 16 hex digits.
-    """
-    if not hasattr(nodeclass, "to_manifest"):
-        nodeclass = parse_ec2nodeclass(dict(nodeclass))  # defaults filled exactly as the provider sees them
-    spec = dict(nodeclass.spec.to_manifest())
-    for selector in _SELECTOR_FIELDS:
-        spec.pop(selector, None)
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]

@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 #: Handler signature: (event type "ADDED"|"MODIFIED"|"DELETED", object).
 Handler = Callable[[str, Obj], None]
+#: Deletions remembered per informer (see :meth:`Informer._remember_deletion`).
+_TOMBSTONES = 10_000
 
 
 @dataclass
@@ -91,6 +93,8 @@ class Informer:
         self.synced = threading.Event()
         self.resource_version: str | None = None
         self._cache: dict[str, Obj] = {}
+        #: key -> resourceVersion of its last deletion, so a late answer to an own write cannot resurrect it.
+        self._tombstones: dict[str, int] = {}
         self._lock = threading.Lock()
         self._handlers: list[Handler] = []
         #: Counters for tests and metrics: lists done, watches opened, 410s seen, failures.
@@ -112,6 +116,13 @@ class Informer:
         with self._lock:
             return self._cache.get(key)
 
+    def _remember_deletion(self, key: str, resource_version: int) -> None:
+        """Keep the deletion's resourceVersion (bounded: the oldest half goes when full)."""
+        self._tombstones[key] = max(resource_version, self._tombstones.get(key, 0))
+        if len(self._tombstones) > _TOMBSTONES:
+            for old in list(self._tombstones)[: _TOMBSTONES // 2]:
+                del self._tombstones[old]
+
     def apply_local(self, event: str, obj: Obj) -> None:
         """Reflect this process's own successful write before the watch delivers it.
 
@@ -121,21 +132,32 @@ class Informer:
 
     def _apply(self, event: str, obj: Obj) -> None:
         key = key_of(obj)
+        meta = obj.get("metadata") or {}
+        if event != "DELETED" and meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            # The API server answers the write that removes the last finalizer with the object's final state;
+            # it is gone, whichever of that answer and the watch's DELETED arrives first.
+            event = "DELETED"
+        new_rv = resource_version_int(obj)
         with self._lock:
             current = self._cache.get(key)
-            if current is not None and event != "DELETED":
-                old_rv, new_rv = resource_version_int(current), resource_version_int(obj)
-                if old_rv is not None and new_rv is not None and new_rv < old_rv:
-                    return
-            if event == "DELETED":
+            if event != "DELETED":
+                tombstone = self._tombstones.get(key)
+                if tombstone is not None and new_rv is not None and new_rv <= tombstone:
+                    return  # an own write's answer arriving after the watch already delivered the deletion
+                if current is not None:
+                    old_rv = resource_version_int(current)
+                    if old_rv is not None and new_rv is not None and new_rv < old_rv:
+                        return
+                self._cache[key] = obj
+            else:
+                if new_rv is not None:
+                    self._remember_deletion(key, new_rv)
                 if current is None:
                     return
-                new_rv, old_rv = resource_version_int(obj), resource_version_int(current)
+                old_rv = resource_version_int(current)
                 if new_rv is not None and old_rv is not None and new_rv < old_rv:
                     return
                 del self._cache[key]
-            else:
-                self._cache[key] = obj
         for handler in self._handlers:
             handler(event, obj)
 

@@ -14,6 +14,7 @@ Stable entry points (controllers, disruption, the simulator and tests use only t
 Everything here is pure and synchronous: no client, no clock, no I/O (logging aside).
 """
 
+from nodewright.quantities import Resources, format_resources, parse_quantity, parse_resource_list
 from nodewright.scheduling.nodepools import (
     TARGET_UTILIZATION_ANNOTATION,
     NodePoolSpec,
@@ -36,7 +37,6 @@ from nodewright.scheduling.pods import (
     pod_from_template,
     pods_from_workload,
 )
-from nodewright.scheduling.quantities import Resources, format_resources, parse_quantity, parse_resource_list
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.result import NodeClaimPlan, SchedulingEvent, SchedulingResult
 from nodewright.scheduling.scheduler import MAX_INSTANCE_TYPES, schedule

@@ -16,6 +16,7 @@ Relaxation is per class: once one replica had to relax, its siblings use the rel
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,12 +115,15 @@ class PodClass:
             spreads=kept,
             preferred_affinity=len(pod.affinity.pod_affinity_preferred) - self.pref_affinity_removed,
             preferred_anti_affinity=len(pod.affinity.pod_anti_affinity_preferred) - self.pref_anti_removed,
-            filter_identity=(self.reqs.identity(), self.tolerations),
         )
 
-    def is_free(self) -> bool:
-        """True when placement of this class neither depends on nor changes topology counts or host ports."""
-        return not self.owned and not self.selecting and not self.inverse and not self.rep.host_ports
+    def is_free(self, ambiguous_ports: Collection[tuple[str, int]] = frozenset()) -> bool:
+        """True when placement of this class neither depends on nor changes topology counts, and its host
+        ports (if any) conflict with every pod sharing their (protocol, port): ``ambiguous_ports`` lists the
+        keys used with several specific host IPs, which need the pod-by-pod conflict check."""
+        if self.owned or self.selecting or self.inverse:
+            return False
+        return not any((p.protocol, p.port) in ambiguous_ports for p in self.rep.host_ports)
 
     def relax(self, topology: Topology, prefer_no_schedule_exists: bool) -> str | None:
         """Relax one soft constraint (see module docstring); returns Karpenter's description, None if none left."""

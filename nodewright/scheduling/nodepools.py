@@ -21,8 +21,8 @@ from typing import Any
 
 from nodewright.api import labels as wk
 from nodewright.errors import NodewrightValidationError
+from nodewright.quantities import Resources, add, parse_resource_list
 from nodewright.scheduling.pods import Pod
-from nodewright.scheduling.quantities import Resources, add, parse_resource_list
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, Taint, taint_from_dict, untolerated
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from nodewright.api import labels as wk
 from nodewright.errors import NodewrightValidationError
+from nodewright.quantities import Resources, add, parse_resource_list
 from nodewright.scheduling.pods import Pod
-from nodewright.scheduling.quantities import Resources, add, parse_resource_list
 from nodewright.scheduling.taints import Taint, taint_from_dict
 
 #: Taints a node carries while booting; ignored for a node that is not initialized yet.

@@ -22,8 +22,9 @@ checked in tests against the exact optimum of the MILP (SciPy/HiGHS) on random s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from operator import ge, le, mul
 
 from nodewright.scheduling.templates import TypeInfo, Vector
 
@@ -59,24 +60,20 @@ class Bin:
 
 
 def _fits(need: Sequence[int], budget: Sequence[int]) -> bool:
-    for n, b in zip(need, budget, strict=True):
-        if n > b:
-            return False
-    return True
+    return all(map(le, need, budget))
 
 
 def _pareto(types: Sequence[TypeInfo], prices: dict[str, float]) -> list[TypeInfo]:
     """Drop types another type dominates (at least the budget in every dimension, at most the price)."""
     ordered = sorted(types, key=lambda t: (prices[t.name], t.name))
     kept: list[TypeInfo] = []
+    budgets: list[Vector] = []
     for t in ordered:
-        dominated = False
-        for k in kept:
-            if prices[k.name] <= prices[t.name] and all(kb >= tb for kb, tb in zip(k.budget, t.budget, strict=True)):
-                dominated = True
-                break
-        if not dominated:
+        tb = t.budget
+        # Everything kept so far is at most t's price: t is dominated when one of them holds its budget.
+        if not any(all(map(ge, kb, tb)) for kb in budgets):
             kept.append(t)
+            budgets.append(tb)
     return kept
 
 
@@ -146,25 +143,67 @@ def _dot_fill(budget: Vector, items: Sequence[Item], counts: Sequence[int]) -> l
     """Fill one node pod by pod, each time taking the pod best aligned with the room left (normalised dot
     product), so complementary pods (cpu-heavy with memory-heavy) share a node."""
     rem = list(budget)
-    left = list(counts)
-    taken: dict[int, int] = {}
     scale = [max(b, 1) for b in budget]
-    while True:
+    # Items that no longer fit never fit again (the room only shrinks): keep a shrinking active list.
+    active = [i for i, item in enumerate(items) if counts[i] > 0 and all(map(le, item.vec, rem))]
+    normed = {i: [v / sc for v, sc in zip(items[i].vec, scale, strict=True)] for i in active}
+    left = {i: counts[i] for i in active}
+    taken: dict[int, int] = {}
+    while active:
+        room = [r / sc for r, sc in zip(rem, scale, strict=True)]
         best, best_score = -1, -1.0
-        for i, item in enumerate(items):
-            if left[i] <= 0 or not _fits(item.vec, rem):
-                continue
-            score = sum((v / sc) * (r / sc) for v, r, sc in zip(item.vec, rem, scale, strict=True))
+        for i in active:
+            score = sum(map(mul, normed[i], room))
             if score > best_score:
                 best, best_score = i, score
-        if best < 0:
-            break
         vec = items[best].vec
         for d in range(len(rem)):
             rem[d] -= vec[d]
         left[best] -= 1
         taken[best] = taken.get(best, 0) + 1
+        active = [i for i in active if left[i] > 0 and all(map(le, items[i].vec, rem))]
     return sorted(taken.items())
+
+
+Fill = list[tuple[int, int]]
+
+
+class _Shared:
+    """Per-:func:`pack` data shared by the value weightings: pareto types, per-type item capacities, and the
+    fills already computed.
+
+    A fill of type ``t`` depends on the remaining counts only through ``min(count_i, cap_i(t))``, where
+    ``cap_i(t)`` is how many pods of item ``i`` fit ``t`` alone: fills are cached under those capped counts,
+    so beam states, search steps and the three weightings reuse each other's fills.
+    """
+
+    def __init__(self, items: Sequence[Item], types: list[TypeInfo], prices: dict[str, float]) -> None:
+        self.items = items
+        self.types = types
+        self.prices = [prices[t.name] for t in types]
+        self.caps: list[list[int]] = []
+        for t in types:
+            caps = []
+            for it in items:
+                cap = min((b // v for b, v in zip(t.budget, it.vec, strict=True) if v > 0), default=1 << 62)
+                caps.append(cap)
+            self.caps.append(caps)
+        self.fills: dict[tuple[object, ...], Fill] = {}
+
+    def fill(self, j: int, order: tuple[int, ...] | None, counts: Sequence[int]) -> Fill:
+        """FFD fill of type ``j`` in ``order`` (None: the dot-product fill), cached."""
+        capped = tuple(map(min, counts, self.caps[j]))
+        key = (j, order, capped)
+        found = self.fills.get(key)
+        if found is None:
+            budget = self.types[j].budget
+            found = _dot_fill(budget, self.items, capped) if order is None else _ffd(budget, order, self.items, capped)
+            self.fills[key] = found
+        return found
+
+
+def _move_key(s: tuple[float, str, int, int, TypeInfo, Fill]) -> tuple[float, str, int, int]:
+    return s[0], s[1], s[2], s[3]
 
 
 class _Problem:
@@ -172,7 +211,7 @@ class _Problem:
         self,
         items: Sequence[Item],
         all_types: list[TypeInfo],
-        pareto: list[TypeInfo],
+        shared: _Shared,
         prices: dict[str, float],
         mode: str,
     ) -> None:
@@ -181,41 +220,99 @@ class _Problem:
         self.dims = len(items[0].vec) if items else 0
         self.prices = prices
         self.all_types = all_types
-        self.types = pareto
+        self.shared = shared
+        self.types = shared.types
         w = _fit_weights(self.types, prices, self.dims, mode)
+        self.weights = w
         self.values = [sum(wd * vd for wd, vd in zip(w, it.vec, strict=True)) + 1e-12 for it in items]
-        self.order = sorted(range(len(items)), key=lambda i: (-self.values[i], i))
+        self.order = tuple(sorted(range(len(items)), key=lambda i: (-self.values[i], i)))
         best_rate = min(
             (prices[t.name] / (sum(wd * bd for wd, bd in zip(w, t.budget, strict=True)) + 1e-12) for t in self.types),
             default=0.0,
         )
         self.best_rate = best_rate
+        total = sum(it.count for it in items)
+        slack = 1e-12 * (total + 1)
+        self.static_order = sorted(
+            (shared.prices[j] / (sum(map(mul, w, t.budget)) * (1 + 1e-9) + slack), j) for j, t in enumerate(self.types)
+        )
 
-    def best_move(self, counts: Sequence[int]) -> tuple[TypeInfo, list[tuple[int, int]], float] | None:
-        best: tuple[TypeInfo, list[tuple[int, int]], float] | None = None
-        best_key: tuple[float, float] | None = None
-        for t in self.types:
-            fill = _ffd(t.budget, self.order, self.items, counts)
+    def _need(self, counts: Sequence[int]) -> tuple[list[int], int]:
+        """Summed requests and number of the remaining pods."""
+        dims = self.dims
+        items = self.items
+        need = [0] * dims
+        pods = 0
+        for i, c in enumerate(counts):
+            if c:
+                pods += c
+                vec = items[i].vec
+                for d in range(dims):
+                    need[d] += vec[d] * c
+        return need, pods
+
+    def _candidates(self, counts: Sequence[int]) -> Iterator[tuple[float, float, int]]:
+        """Yield (static bound, bound, j) for the types in static-bound order; see :meth:`moves`.
+
+        A fill's value is at most the weighted sum, per dimension, of the smaller of the type's budget and the
+        remaining pods' total need, so no fill of type j scores (price / value) below ``bound``, and
+        ``static bound`` (the same with the whole budget, computed once) is at most ``bound``. Visiting types
+        in static-bound order and stopping once it exceeds the best scores found gives exactly the moves a
+        full scan would, without filling every type.
+        """
+        need, pods = self._need(counts)
+        w = self.weights
+        slack = 1e-12 * (pods + 1)
+        prices = self.shared.prices
+        types = self.types
+        for static, j in self.static_order:
+            cap = sum(map(mul, w, map(min, types[j].budget, need)))
+            yield static, prices[j] / (cap * (1 + 1e-9) + slack), j
+
+    def best_move(self, counts: Sequence[int]) -> tuple[TypeInfo, Fill, float] | None:
+        best: tuple[TypeInfo, Fill, float] | None = None
+        best_key: tuple[float, float, int] | None = None
+        shared = self.shared
+        for static, bound, j in self._candidates(counts):
+            if best_key is not None:
+                if static > best_key[0]:
+                    break
+                if bound > best_key[0]:
+                    continue
+            fill = shared.fill(j, self.order, counts)
             if not fill:
                 continue
             value = sum(self.values[i] * k for i, k in fill)
-            key = (self.prices[t.name] / value, -value)
+            # Ties go to the type listed first (pareto order), as a scan in that order would choose.
+            key = (shared.prices[j] / value, -value, j)
             if best_key is None or key < best_key:
-                best, best_key = (t, fill, value), key
+                best, best_key = (self.types[j], fill, value), key
         return best
 
-    def moves(self, counts: Sequence[int], limit: int) -> list[tuple[float, TypeInfo, list[tuple[int, int]]]]:
-        scored = []
-        for t in self.types:
-            fills = [_ffd(t.budget, self.order, self.items, counts)]
-            if self.small:
-                fills.append(_dot_fill(t.budget, self.items, counts))
-            for fill in fills:
+    def moves(self, counts: Sequence[int], limit: int) -> list[tuple[float, TypeInfo, Fill]]:
+        """The ``limit`` best-scoring (price / value) fills of any type for ``counts``, best first (ties by
+        type name, then FFD before the dot-product fill), as filling every type and sorting would give."""
+        scored: list[tuple[float, str, int, int, TypeInfo, Fill]] = []
+        kth = float("inf")
+        shared = self.shared
+        orders: tuple[tuple[int, ...] | None, ...] = (self.order, None) if self.small else (self.order,)
+        for static, bound, j in self._candidates(counts):
+            if static > kth:
+                break
+            if bound > kth:
+                continue
+            t = self.types[j]
+            for n, order in enumerate(orders):
+                fill = shared.fill(j, order, counts)
                 if fill:
                     value = sum(self.values[i] * k for i, k in fill)
-                    scored.append((self.prices[t.name] / value, t, fill))
-        scored.sort(key=lambda s: (s[0], s[1].name))
-        return scored[:limit]
+                    scored.append((shared.prices[j] / value, t.name, j, n, t, fill))
+            if len(scored) >= 2 * limit or (kth == float("inf") and len(scored) >= limit):
+                scored.sort(key=_move_key)
+                del scored[limit:]
+                kth = scored[-1][0]
+        scored.sort(key=_move_key)
+        return [(s[0], s[4], s[5]) for s in scored[:limit]]
 
     def remaining_estimate(self, counts: Sequence[int]) -> float:
         return self.best_rate * sum(self.values[i] * c for i, c in enumerate(counts))
@@ -268,8 +365,10 @@ class _Problem:
         return min(finished, key=lambda f: (round(f[0], 9), len(f[1])))[1]
 
     def cheapest_fitting(self, need: Sequence[int]) -> TypeInfo | None:
-        for t in self.all_types:
-            if _fits(need, t.budget):
+        # The cheapest type holding ``need`` (at least one pod) is never dominated: scanning the pareto
+        # types (cheapest first, ties by name) finds the same type as scanning all of them.
+        for t in self.types:
+            if all(map(le, need, t.budget)):
                 return t
         return None
 
@@ -347,9 +446,9 @@ def pack(items: Sequence[Item], types: Sequence[TypeInfo], prices: dict[str, flo
     all_types = sorted(types, key=lambda t: (prices[t.name], t.name))
     # Only types that fit at least one item matter for the greedy moves.
     useful = [t for t in types if any(_fits(it.vec, t.budget) for it in items)]
-    pareto = _pareto(useful, prices)
+    shared = _Shared(items, _pareto(useful, prices), prices)
     for mode in ("fit", "cpu", "memory"):
-        problem = _Problem(items, all_types, pareto, prices, mode)
+        problem = _Problem(items, all_types, shared, prices, mode)
         counts = [it.count for it in items]
         if total_pods <= SMALL_PROBLEM_PODS:
             bins = problem.beam(list(counts))

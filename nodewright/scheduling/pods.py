@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.errors import NodewrightValidationError
-from nodewright.scheduling.quantities import PODS, Resources, parse_resource_list
+from nodewright.quantities import PODS, Resources, parse_resource_list
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.taints import Toleration, toleration_from_dict
 

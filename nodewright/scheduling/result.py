@@ -7,8 +7,8 @@ from typing import Any
 
 from nodewright.api import labels as wk
 from nodewright.cloud.instancetype import InstanceType, Offering
+from nodewright.quantities import Resources
 from nodewright.scheduling.pods import Pod
-from nodewright.scheduling.quantities import Resources
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.taints import Taint
 

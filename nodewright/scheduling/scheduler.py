@@ -32,17 +32,18 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from operator import le
 from typing import Any
 
 from nodewright.api import labels as wk
 from nodewright.cloud.instancetype import InstanceType
+from nodewright.quantities import CPU, MEMORY, PODS, Resources, format_resources
 from nodewright.scheduling.classes import PodClass
 from nodewright.scheduling.nodepools import NodePoolSpec, daemonset_overhead
 from nodewright.scheduling.nodes import ExistingNode
 from nodewright.scheduling.packing import Item, pack
 from nodewright.scheduling.pods import HostPort, Pod
-from nodewright.scheduling.quantities import CPU, MEMORY, PODS, Resources, format_resources
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.result import NodeClaimPlan, SchedulingEvent, SchedulingResult
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, untolerated
@@ -55,7 +56,7 @@ from nodewright.scheduling.templates import (
     satisfies_min_values,
     truncate_candidates,
 )
-from nodewright.scheduling.topology import AFFINITY, SPREAD, Topology, record
+from nodewright.scheduling.topology import AFFINITY, SPREAD, NodeFilter, Topology, TopologyGroup, record
 
 #: Karpenter truncates the fleet request's instance types to 60.
 MAX_INSTANCE_TYPES = 60
@@ -219,7 +220,9 @@ class _Run:
                     domain = node.labels.get(g.key)
                     if domain is None:
                         continue
-                    if g.selects(pod):
+                    if g.selects(pod) and (
+                        g.node_filter is None or g.node_filter.matches_node(node.labels, node.taints)
+                    ):
                         g.counts[domain] = g.counts.get(domain, 0) + 1
                     if g.enforce_inverse and any(
                         t.topology_key == g.key and t.label_selector == g.selector
@@ -232,12 +235,18 @@ class _Run:
             for g in cls.owned:
                 if g.kind != SPREAD or g.key == wk.HOSTNAME:
                     continue
-                g.universe |= self._eligible_domains(cls, g.key)
+                g.universe |= self._eligible_domains(cls, g)
 
-    def _eligible_domains(self, cls: PodClass, key: str) -> set[str]:
+    def _eligible_domains(self, cls: PodClass, g: TopologyGroup) -> set[str]:
+        """Domains of ``g.key`` a pod of ``cls`` could reach: from compatible NodePools and existing nodes, minus
+        those whose taints the group's node filter honours and the owner does not tolerate."""
+        key = g.key
+        flt = g.node_filter
         domains: set[str] = set()
         for pool in self.pools:
             if pool.reqs.incompatibility(cls.reqs) is not None:
+                continue
+            if flt is not None and not flt.tolerates(pool.taints):
                 continue
             merged = pool.reqs.intersect(cls.reqs)
             types = pool.types_for(merged)
@@ -246,7 +255,8 @@ class _Run:
         for node in self.nodes:
             value = node.labels.get(key)
             if value is not None and cls.reqs.satisfied_by_labels(node.labels):
-                domains.add(value)
+                if flt is None or flt.tolerates(node.node.taints):
+                    domains.add(value)
         return domains
 
     # --- events --------------------------------------------------------------------------------
@@ -278,7 +288,8 @@ class _Run:
         pod = cls.pods.pop()
         ns.placed.append(pod)
         ns.ports.extend(cls.rep.host_ports)
-        self._record(cls, domains)
+        if domains:
+            self._record(cls, domains, lambda f: f.matches_node(ns.labels, ns.node.taints))
         return True, False
 
     def _node_topology(self, cls: PodClass, ns: _NodeState, domains: dict[str, str]) -> tuple[bool, bool]:
@@ -300,10 +311,12 @@ class _Run:
                 domains[g.key] = value
         return True, False
 
-    def _record(self, cls: PodClass, domains: Mapping[str, str]) -> None:
+    def _record(self, cls: PodClass, domains: Mapping[str, str], counts_on: Callable[[NodeFilter], bool]) -> None:
+        """Count a pod of ``cls`` just placed in ``domains``; ``counts_on`` says whether its node passes a
+        spread group's node filter (nodeAffinityPolicy / nodeTaintsPolicy)."""
         if domains:
             owner_of = [g for g in cls.owned if g.enforce_inverse]
-            record(cls.selecting, domains, owner_of)
+            record(cls.selecting, domains, owner_of, counts_on)
 
     # --- claims --------------------------------------------------------------------------------
     def try_claim(self, cls: PodClass, claim: _Claim) -> tuple[bool, bool]:
@@ -378,7 +391,9 @@ class _Run:
         claim.need = [a + b for a, b in zip(claim.need, cls.vec, strict=True)]
         claim.pods.append(cls.pods.pop())
         claim.ports.extend(cls.rep.host_ports)
-        self._record(cls, domains)
+        if domains:
+            taints = claim.pool.taints
+            self._record(cls, domains, lambda f: f.matches_claim(claim.reqs, taints))
 
     def _claim_topology(
         self, cls: PodClass, claim: _Claim, reqs: Requirements, domains: dict[str, str]
@@ -510,8 +525,11 @@ class _Run:
         seen_upto: int = getattr(cls, "_claims_seen", 0)
         live.extend(self.claims[seen_upto:])
         cls._claims_seen = len(self.claims)  # type: ignore[attr-defined]
+        blockers = _hostname_blockers(cls)
         kept: list[_Claim] = []
         for i, claim in enumerate(live):
+            if blockers and _blocked(blockers, claim.hostname):
+                continue  # a cheap, exact shortcut of try_claim's permanent hostname verdict
             ok, permanent = self.try_claim(cls, claim)
             if ok:
                 kept.extend(live[i:])
@@ -568,7 +586,7 @@ class _Run:
     def _refresh_universes(self, cls: PodClass) -> None:
         for g in cls.owned:
             if g.kind == SPREAD and g.key != wk.HOSTNAME and not g.universe:
-                g.universe |= self._eligible_domains(cls, g.key)
+                g.universe |= self._eligible_domains(cls, g)
 
     # --- free pods ------------------------------------------------------------------------------
     def fill_existing(self, cls: PodClass) -> None:
@@ -581,35 +599,65 @@ class _Run:
                 if not ok:
                     break
 
-    def fill_claims(self, cls: PodClass) -> None:
-        """Fill spare room of this run's NodeClaims with a free class, without raising their price."""
+    def fill_claims(self, classes: Sequence[PodClass]) -> None:
+        """Fill spare room of this run's NodeClaims with free classes, without raising their price.
+
+        Each NodeClaim in creation order takes, class by class (queue order), as many pods as fit the room its
+        cheapest fitting type has left. This is the same result as letting each class visit every NodeClaim in
+        turn, but a NodeClaim's room is computed once per change instead of once per class.
+        """
         for claim in self.claims:
-            if not cls.pods:
-                return
-            if claim.packed or untolerated(cls.tolerations, claim.pool.taints) is not None:
+            if claim.packed:
                 continue
-            if claim.reqs.incompatibility(cls.reqs) is not None:
+            room = self._room(claim)
+            if room is None:
                 continue
-            merged = claim.reqs.intersect(cls.reqs) if cls.index not in claim.seen else claim.reqs
-            cheapest = claim.cheapest()
-            if cheapest is None or not cheapest.compatible(merged):
-                continue
-            room = [b - n for b, n in zip(cheapest.budget, claim.need, strict=True)]
-            k = len(cls.pods)
-            for r, v in zip(room, cls.vec, strict=True):
-                if v > 0:
-                    k = min(k, r // v)
-            if k <= 0:
-                continue
-            if merged is not claim.reqs:
-                claim.reqs = merged
-                claim.types = [t for t in claim.types if t.compatible(merged)]
-                claim.ptr = 0
-                claim.seen = set()
-            claim.seen.add(cls.index)
-            for _ in range(k):
-                claim.need = [a + b for a, b in zip(claim.need, cls.vec, strict=True)]
-                claim.pods.append(cls.pods.pop())
+            for cls in classes:
+                if not cls.pods or not all(map(le, cls.vec, room)):
+                    continue
+                if self._fill_claim(cls, claim, room):
+                    room = self._room(claim)
+                    if room is None:
+                        break
+
+    @staticmethod
+    def _room(claim: _Claim) -> list[int] | None:
+        cheapest = claim.cheapest()
+        if cheapest is None:
+            return None
+        return [b - n for b, n in zip(cheapest.budget, claim.need, strict=True)]
+
+    def _fill_claim(self, cls: PodClass, claim: _Claim, room: Sequence[int]) -> bool:
+        """Put as many pods of ``cls`` as fit ``room`` on ``claim``; True when some were placed."""
+        if untolerated(cls.tolerations, claim.pool.taints) is not None:
+            return False
+        if claim.reqs.incompatibility(cls.reqs) is not None:
+            return False
+        ports = cls.rep.host_ports
+        if ports and any(a.conflicts(b) for a in ports for b in claim.ports):
+            return False
+        merged = claim.reqs.intersect(cls.reqs) if cls.index not in claim.seen else claim.reqs
+        cheapest = claim.cheapest()
+        if cheapest is None or not cheapest.compatible(merged):
+            return False
+        # Replicas share their host ports, so a node holds one of them.
+        k = 1 if ports else len(cls.pods)
+        for r, v in zip(room, cls.vec, strict=True):
+            if v > 0:
+                k = min(k, r // v)
+        if k <= 0:
+            return False
+        if merged is not claim.reqs:
+            claim.reqs = merged
+            claim.types = [t for t in claim.types if t.compatible(merged)]
+            claim.ptr = 0
+            claim.seen = set()
+        claim.seen.add(cls.index)
+        claim.need = [a + v * k for a, v in zip(claim.need, cls.vec, strict=True)]
+        for _ in range(k):
+            claim.pods.append(cls.pods.pop())
+            claim.ports.extend(ports)
+        return True
 
     def pack_free(self, free: Sequence[PodClass]) -> None:
         """Group free classes by (NodePool, requirements) and pack each group cost-optimally."""
@@ -672,13 +720,14 @@ class _Run:
             if o is not None:
                 prices[t.name] = o.price
         priced = [t for t in ordered if t.name in prices]
-        items = [Item(cls.vec, len(cls.pods)) for cls in members]
-        bins, _left = pack(items, priced, prices)
+        items, pack_types = _with_port_dims(members, priced)
+        bins, _left = pack(items, pack_types, prices)
         cap_left = None if self.max_new is None else self.max_new - len(self.claims)
         if cap_left is not None and len(bins) > cap_left:
-            bins = self._squeeze(bins, priced, prices, items, cap_left)
+            bins = self._squeeze(bins, pack_types, prices, items, cap_left)
+        base = len(self.dims)
         for b in bins:
-            need = b.need(items, len(self.dims))
+            need = b.need(items, len(items[0].vec))[:base]
             # `priced` is cheapest first: without minValues only the first 60 fitting types matter.
             fitting = fitting_prefix(
                 priced,
@@ -697,6 +746,7 @@ class _Run:
                 cls = members[idx]
                 for _ in range(k):
                     claim.pods.append(cls.pods.pop())
+                    claim.ports.extend(cls.rep.host_ports)
                 claim.seen.add(cls.index)
             self.claims.append(claim)
             pool.reserve(candidates)
@@ -749,7 +799,9 @@ class _Run:
     def _plan(self, claim: _Claim, candidates: list[TypeInfo]) -> NodeClaimPlan:
         pool = claim.pool
         chosen = candidates[0]
-        ct = capacity_type_for(candidates, claim.reqs)
+        # Candidates all offer the launch's capacity type and none offers a preferred one (else that would
+        # have been chosen), so the cheapest candidate alone decides it.
+        ct = capacity_type_for(candidates[:1], claim.reqs)
         offering = chosen.offering(claim.reqs, ct)
         assert offering is not None  # candidates are priced by the same offering filter
         reqs = claim.reqs.with_requirement(
@@ -778,6 +830,61 @@ class _Run:
             daemonset_overhead=dict(pool.overhead),
             hostname=claim.hostname,
         )
+
+
+def _with_port_dims(members: Sequence[PodClass], types: list[TypeInfo]) -> tuple[list[Item], list[TypeInfo]]:
+    """Packing items for ``members`` and the types to pack them on, with host ports as resources.
+
+    Each (protocol, port) used by a member becomes one more dimension: a pod using it requests 1 and every
+    node offers 1, so the packer never puts two pods sharing a host port on one node. Members only share a
+    key when their ports conflict (see :func:`_ambiguous_ports`), so this is exact.
+    """
+    keys = sorted({(p.protocol, p.port) for cls in members for p in cls.rep.host_ports})
+    if not keys:
+        return [Item(cls.vec, len(cls.pods)) for cls in members], types
+    items = []
+    for cls in members:
+        used = {(p.protocol, p.port) for p in cls.rep.host_ports}
+        items.append(Item(cls.vec + tuple(1 if k in used else 0 for k in keys), len(cls.pods)))
+    ones = (1,) * len(keys)
+    return items, [TypeInfo(t.it, t.budget + ones) for t in types]
+
+
+def _ambiguous_ports(pods: Iterable[Pod]) -> frozenset[tuple[str, int]]:
+    """(protocol, port) keys used with two different specific host IPs: pods sharing such a key may not
+    conflict, so they stay on the pod-by-pod path that checks each pair."""
+    ips: dict[tuple[str, int], set[str]] = {}
+    for pod in pods:
+        for p in pod.host_ports:
+            specific = ips.setdefault((p.protocol, p.port), set())
+            if p.host_ip not in ("", "0.0.0.0"):
+                specific.add(p.host_ip)
+    return frozenset(k for k, v in ips.items() if len(v) > 1)
+
+
+def _hostname_blockers(cls: PodClass) -> list[tuple[dict[str, int], int]]:
+    """(counts per hostname, highest admissible count) for the class's hostname spread, anti-affinity and
+    inverse anti-affinity groups: a NodeClaim whose count exceeds the bound can never take the class again
+    (hostname spread's minimum is always 0, counts only grow)."""
+    out: list[tuple[dict[str, int], int]] = []
+    for g in cls.owned:
+        if g.key != wk.HOSTNAME:
+            continue
+        if g.kind == SPREAD:
+            out.append((g.counts, g.max_skew - (1 if g in cls.selecting else 0)))
+        elif g.kind != AFFINITY:
+            out.append((g.counts, 0))
+    for g in cls.inverse:
+        if g.key == wk.HOSTNAME:
+            out.append((g.owner_counts, 0))
+    return out
+
+
+def _blocked(blockers: list[tuple[dict[str, int], int]], hostname: str) -> bool:
+    for counts, bound in blockers:
+        if counts.get(hostname, 0) > bound:
+            return True
+    return False
 
 
 def _queue_order(pod: Pod) -> tuple[int, int]:
@@ -828,9 +935,10 @@ def schedule(
         cls.pods = []
     constrained: deque[tuple[PodClass, Pod]] = deque()
     free_order: list[PodClass] = []
+    ambiguous = _ambiguous_ports(pods)
     for pod in queue_pods:
         cls = class_of[id(pod)]
-        if optimize and cls.is_free():
+        if optimize and cls.is_free(ambiguous):
             if not cls.pods:
                 free_order.append(cls)
             cls.pods.append(pod)
@@ -842,8 +950,7 @@ def schedule(
     for cls in free_order:
         run.fill_existing(cls)
     run.run_queue(constrained)
-    for cls in free_order:
-        run.fill_claims(cls)
+    run.fill_claims(free_order)
     run.pack_free(free_order)
     run.finalize()
     _summarize(run)

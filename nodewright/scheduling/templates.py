@@ -23,8 +23,8 @@ from nodewright.cloud.instancetype import (
     InstanceType,
     Offering,
 )
+from nodewright.quantities import CPU, MEMORY
 from nodewright.scheduling.nodepools import NodePoolSpec
-from nodewright.scheduling.quantities import CPU, MEMORY
 from nodewright.scheduling.requirements import INSTANCE_TYPE_KEYS, OFFERING_KEYS, Requirements
 
 Vector = tuple[int, ...]

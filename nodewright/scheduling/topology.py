@@ -16,13 +16,20 @@ pod. Semantics follow the kube-scheduler and Karpenter's ``topologygroup.go``:
   pod's required anti-affinity must avoid the domains holding that pod's owners.
 
 Eligible domains come from the NodePools that could host the pod (their zones/capacity types from instance
-type offerings and requirements) and from existing nodes; ``nodeAffinityPolicy: Honor`` filters both by the pod's
-node requirements and ``nodeTaintsPolicy: Honor`` filters existing nodes by the pod's tolerations.
+type offerings and requirements) and from existing nodes compatible with the pod's node requirements.
+
+A spread group carries the owner's :class:`NodeFilter` (kube-scheduler's ``nodeAffinityPolicy`` /
+``nodeTaintsPolicy``, Karpenter's ``TopologyNodeFilter``): a selected pod is counted only when its node -- an
+existing node or a NodeClaim of this run -- passes the filter: with ``nodeAffinityPolicy: Honor`` (default) the
+node must match the owner's nodeSelector and one of its required node-affinity terms, with
+``nodeTaintsPolicy: Honor`` (default Ignore) the owner must tolerate the node's ``NoSchedule``/``NoExecute``
+taints. Under ``nodeTaintsPolicy: Honor`` the eligible domains also leave out NodePools and nodes whose taints
+the owner does not tolerate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as wk
@@ -33,10 +40,65 @@ from nodewright.scheduling.pods import (
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
 )
+from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.taints import NO_EXECUTE, NO_SCHEDULE, Taint, Toleration, untolerated
 
 SPREAD = "spread"
 AFFINITY = "affinity"
 ANTI_AFFINITY = "anti-affinity"
+
+
+@dataclass(frozen=True, eq=False)
+class NodeFilter:
+    """Which nodes a spread constraint counts (kube-scheduler's node inclusion policies).
+
+    Attributes:
+        terms: requirement sets, OR-ed (nodeSelector AND each required node-affinity term); None when
+            ``nodeAffinityPolicy`` is Ignore or the pod has no node requirements.
+        tolerations: the owner's tolerations; None when ``nodeTaintsPolicy`` is Ignore.
+    """
+
+    terms: tuple[Requirements, ...] | None
+    tolerations: tuple[Toleration, ...] | None
+
+    @classmethod
+    def for_spread(cls, pod: Pod, tsc: TopologySpreadConstraint) -> NodeFilter | None:
+        """The filter of ``pod``'s constraint ``tsc``; None when it counts every node."""
+        terms: tuple[Requirements, ...] | None = None
+        if tsc.node_affinity_policy == HONOR:
+            selector = Requirements.from_node_selector(pod.node_selector)
+            required = pod.affinity.node_required
+            built = tuple(selector.intersect(t.requirements()) for t in required) if required else (selector,)
+            terms = built if any(len(t) for t in built) else None
+        tolerations = tuple(pod.tolerations) if tsc.node_taints_policy == HONOR else None
+        if terms is None and tolerations is None:
+            return None
+        return cls(terms, tolerations)
+
+    def identity(self) -> tuple[object, ...]:
+        """Hashable identity (groups with equal constraints and filters are shared)."""
+        terms = None if self.terms is None else tuple(t.identity() for t in self.terms)
+        return (terms, self.tolerations)
+
+    def tolerates(self, taints: Iterable[Taint]) -> bool:
+        """True unless taints are honoured and a ``NoSchedule``/``NoExecute`` one is not tolerated."""
+        if self.tolerations is None:
+            return True
+        blocking = [t for t in taints if t.effect in (NO_SCHEDULE, NO_EXECUTE)]
+        return untolerated(self.tolerations, blocking) is None
+
+    def matches_node(self, labels: Mapping[str, str], taints: Iterable[Taint]) -> bool:
+        """Whether an existing node with ``labels`` and ``taints`` counts."""
+        if self.terms is not None and not any(t.satisfied_by_labels(labels) for t in self.terms):
+            return False
+        return self.tolerates(taints)
+
+    def matches_claim(self, reqs: Requirements, taints: Iterable[Taint]) -> bool:
+        """Whether a NodeClaim with requirements ``reqs`` and ``taints`` counts (requirements compatible with
+        one term, as Karpenter's ``TopologyNodeFilter.MatchesRequirements``)."""
+        if self.terms is not None and not any(reqs.compatible(t) for t in self.terms):
+            return False
+        return self.tolerates(taints)
 
 
 @dataclass(eq=False)
@@ -53,6 +115,7 @@ class TopologyGroup:
         universe: eligible domains (spread minimum); hostname groups leave it empty.
         counts: selected pods per domain.
         owner_counts: owning pods per domain (anti-affinity inverse).
+        node_filter: which nodes count (spread only; None: every node).
     """
 
     kind: str
@@ -65,6 +128,7 @@ class TopologyGroup:
     universe: set[str] = field(default_factory=set)
     counts: dict[str, int] = field(default_factory=dict)
     owner_counts: dict[str, int] = field(default_factory=dict)
+    node_filter: NodeFilter | None = None
 
     def selects(self, pod: Pod) -> bool:
         """True when ``pod`` is counted by this group."""
@@ -151,13 +215,15 @@ class Topology:
         max_skew: int = 1,
         min_domains: int | None = None,
         enforce_inverse: bool = False,
-        filter_identity: object = None,
+        node_filter: NodeFilter | None = None,
     ) -> TopologyGroup:
         """Get or create the group for this constraint identity."""
-        ident = (kind, key, namespaces, selector, max_skew, min_domains, enforce_inverse, filter_identity)
+        filter_ident = None if node_filter is None else node_filter.identity()
+        ident = (kind, key, namespaces, selector, max_skew, min_domains, enforce_inverse, filter_ident)
         found = self._groups.get(ident)
         if found is None:
             found = TopologyGroup(kind, key, namespaces, selector, max_skew, min_domains, enforce_inverse)
+            found.node_filter = node_filter
             self._groups[ident] = found
         return found
 
@@ -168,7 +234,6 @@ class Topology:
         spreads: list[TopologySpreadConstraint],
         preferred_affinity: int,
         preferred_anti_affinity: int,
-        filter_identity: object,
     ) -> list[TopologyGroup]:
         """Groups a pod owns: ``spreads`` (its constraints not relaxed yet), required (anti-)affinity and the
         first ``preferred_*`` preferred terms (heaviest first) still treated as required."""
@@ -197,7 +262,6 @@ class Topology:
                 self.group(ANTI_AFFINITY, t.topology_key, _namespaces(pod, t.namespaces, t.all_namespaces), t.label_selector)
             )
         for tsc in spreads:
-            honor = tsc.node_affinity_policy == HONOR or tsc.node_taints_policy == HONOR
             out.append(
                 self.group(
                     SPREAD,
@@ -206,7 +270,7 @@ class Topology:
                     tsc.label_selector,
                     max_skew=tsc.max_skew,
                     min_domains=tsc.min_domains,
-                    filter_identity=filter_identity if honor else None,
+                    node_filter=NodeFilter.for_spread(pod, tsc),
                 )
             )
         return out
@@ -236,11 +300,19 @@ def _heaviest(terms: Iterable[WeightedPodAffinityTerm]) -> list[WeightedPodAffin
     return sorted(terms, key=lambda t: -t.weight)
 
 
-def record(groups: Iterable[TopologyGroup], domains: Mapping[str, str], owner_of: Iterable[TopologyGroup] = ()) -> None:
-    """Count one placed pod: +1 in every selecting group at its domain, and +1 owner count in ``owner_of``."""
+def record(
+    groups: Iterable[TopologyGroup],
+    domains: Mapping[str, str],
+    owner_of: Iterable[TopologyGroup] = (),
+    counts_on: Callable[[NodeFilter], bool] | None = None,
+) -> None:
+    """Count one placed pod: +1 in every selecting group at its domain (groups with a node filter only when
+    ``counts_on(filter)`` says the pod's node passes it), and +1 owner count in ``owner_of``."""
     for g in groups:
         d = domains.get(g.key)
         if d is not None:
+            if g.node_filter is not None and counts_on is not None and not counts_on(g.node_filter):
+                continue
             g.counts[d] = g.counts.get(d, 0) + 1
     for g in owner_of:
         d = domains.get(g.key)

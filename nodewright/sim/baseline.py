@@ -191,6 +191,10 @@ class ClusterAutoscalerDriver:
         """The next scan."""
         return self.next_scan if self.next_scan > now else now + self.config.scan_interval
 
+    def should_step(self, now: float) -> bool:
+        """A scan is due."""
+        return now >= self.next_scan
+
     def step(self, now: float) -> None:
         """A scan when one is due: ASG health, scale-up, else scale-down."""
         if now < self.next_scan:

@@ -8,38 +8,44 @@ drift, expiration), over the world's in-memory cluster and a
 interruption controller through a :class:`~nodewright.cloud.simulated.SimulatedInterruptionQueue`.
 
 Stepping: the controllers' timing (batch windows of 1 s, disruption polls of 10 s, the 15 s validation
-delay) is honoured by stepping every second while anything relevant is moving -- a pod turned
-``Unschedulable``, a Node or NodeClaim changed, within the last :data:`HOT_SECONDS` -- and every
-``poll_period`` (10 s, Karpenter's disruption poll) otherwise. The world wakes the loop for its own events
+delay) is honoured by stepping one second after anything they react to moved -- a pod turned
+``Unschedulable``, a Node or NodeClaim changed (also by the previous step: drains and launches take several
+passes) -- and every :data:`QUIET_SECONDS` (10 s, Karpenter's disruption poll) otherwise. The world wakes the loop for its own events
 (EC2 transitions, pod starts, job ends, autoscaler syncs) in between.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Protocol
 
+from nodewright.api import labels as L
 from nodewright.cloud.simulated import SimInstance, SimulatedCloudProvider, SimulatedInterruptionQueue
-from nodewright.controllers.common import Context, log
+from nodewright.controllers.common import Context
 from nodewright.controllers.manager import ControllerManager, ControllerOptions
 from nodewright.kube import resources as r
 from nodewright.kube.cluster import Cluster, Obj
+from nodewright.kube.objects import condition_true, is_deleting
 from nodewright.kube.resources import ResourceKind
 from nodewright.metrics import Metrics
 from nodewright.sim.world import World
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.pods import is_unschedulable, node_name
 
-#: Seconds after a relevant change during which the controllers are stepped every second.
-HOT_SECONDS = 12.0
 #: Seconds between controller steps when nothing moves (Karpenter's disruption poll period).
 QUIET_SECONDS = 10.0
+#: Longest a settled cluster goes without a disruption decision (Karpenter re-checks a consolidated cluster
+#: after 5 minutes too).
+SETTLED_MAX_SECONDS = 300.0
 
 
 class Driver(Protocol):
     """A node autoscaler the runner can step."""
 
     name: str
+
+    def should_step(self, now: float) -> bool:
+        """Whether :meth:`step` has anything to do at ``now``."""
+        ...
 
     def step(self, now: float) -> None:
         """Act at ``now``."""
@@ -48,6 +54,17 @@ class Driver(Protocol):
     def next_wake(self, now: float) -> float:
         """Epoch seconds it wants to act next."""
         ...
+
+
+class _Idle:
+    """Stands in for the disruption controller during a pass it would spend deciding nothing."""
+
+    @staticmethod
+    def reconcile(state: ClusterState | None = None) -> None:
+        return None
+
+
+_IDLE = _Idle()
 
 
 class CachedSnapshots:
@@ -78,7 +95,11 @@ class NodewrightDriver:
 
     Args:
         world: the simulated cluster.
-        options: controller tunables (Karpenter's defaults when None).
+        options: controller tunables (Karpenter's defaults, NodePool status once a minute, when None).
+
+    Attributes:
+        passes_skipped: disruption passes left out because they provably had nothing to do.
+        steps: controller steps run.
     """
 
     name = "nodewright"
@@ -91,45 +112,122 @@ class NodewrightDriver:
         self.cloud.out_of_capacity = world.out_of_capacity
         self.ctx = Context(world.cluster, self.cloud, world.clock, Metrics(), f"sim-{world.scenario.name}")
         self.snapshots = CachedSnapshots(world)
-        self.manager = ControllerManager(self.ctx, options, self.queue, snapshotter=self.snapshots)
-        # The disruption controller joins the manager's step once it is wired there; until then it runs here.
-        self.disruption = getattr(self.manager, "disruption", None)
-        self._own_disruption = self.disruption is None
-        if self.disruption is None:
-            from nodewright.controllers.disruption import DisruptionController
-
-            self.disruption = DisruptionController(self.ctx, self.manager.terminator)
-        self.hot_until = -math.inf
+        # NodePool status only feeds metrics and status fields nobody reads in a simulation: once a minute.
+        opts = options or ControllerOptions(status_period=60.0)
+        self.manager = ControllerManager(self.ctx, opts, self.queue, snapshotter=self.snapshots)
+        self.disruption = self.manager.disruption
+        self.busy = False  # something the controllers react to changed since the last step
+        self._recheck = False
+        self.revision = 0  # count of pod / node / NodeClaim changes
+        self._stepped_revision = -1
+        self._due = world.start
+        self._settled: tuple[int, float] | None = None  # (revision, until) while decisions cannot change
+        # Work in progress that needs passes even when nothing changes (retries, timeouts, batch re-runs).
+        self._unschedulable: set[str] = set()
+        self._unready: set[str] = set()
+        self._deleting: set[tuple[str, str]] = set()
+        self.passes_skipped = 0
+        self.steps = 0
         world.on_interruption = self._on_interruption
         world.cluster.add_listener(self._on_change)
 
+    # --- watching the cluster ----------------------------------------------------------------------------
+
     def _on_change(self, kind: ResourceKind, event: str, obj: Obj) -> None:
-        if kind in (r.NODES, r.NODECLAIMS) or (
-                kind == r.PODS and event == "MODIFIED" and not node_name(obj) and is_unschedulable(obj)):
-            self.hot_until = self.world.clock() + HOT_SECONDS
+        if kind not in (r.NODES, r.NODECLAIMS, r.PODS):
+            return
+        self.revision += 1
+        name = str((obj.get("metadata") or {}).get("name"))
+        key = (kind.kind, name if kind != r.PODS else f"{(obj.get('metadata') or {}).get('namespace')}/{name}")
+        gone = event == "DELETED"
+        if is_deleting(obj) and not gone:
+            self._deleting.add(key)
+        else:
+            self._deleting.discard(key)
+        if kind == r.PODS:
+            if not gone and not node_name(obj) and is_unschedulable(obj):
+                self._unschedulable.add(key[1])
+                self.busy = True
+            else:
+                self._unschedulable.discard(key[1])
+            return
+        self.busy = True
+        if kind == r.NODECLAIMS:
+            if gone or condition_true(obj, L.CONDITION_READY):
+                self._unready.discard(name)
+            else:
+                self._unready.add(name)
 
     def _on_interruption(self, instance: SimInstance) -> None:
         self.queue.spot_interruption(instance.id)
+        self._due = self.world.clock()  # the interruption controller polls its queue in the next pass
         # As the AWS provider does: the interrupted spot offering is not retried for a while.
         self.cloud.mark_unavailable(instance.instance_type.name, instance.zone, instance.capacity_type)
 
+    # --- stepping ----------------------------------------------------------------------------------------
+
+    def should_step(self, now: float) -> bool:
+        """Whether a controller pass is needed now: the cluster changed since the last one, or one is due."""
+        return self.revision != self._stepped_revision or now >= self._due
+
     def step(self, now: float) -> None:
-        """One :meth:`ControllerManager.step` (plus the disruption controller when the manager lacks it)."""
-        self.manager.step()
-        if self._own_disruption and self.disruption is not None:
-            try:
-                self.disruption.reconcile(self.snapshots(self.world.cluster))
-            except Exception:  # as in ControllerManager.step: a failing controller must not stop the run
-                log.exception("controller disruption failed")
+        """One :meth:`ControllerManager.step`; the disruption pass is left out while it provably has nothing to do.
+
+        The disruption controller's decision (:func:`nodewright.disruption.decide`) is a pure function of the
+        cluster view and the time; the view changes only when pods, nodes or NodeClaims change, or when a
+        node's ``consolidateAfter`` or ``expireAfter`` elapses. After a pass that decided nothing, and until
+        one of those happens, another pass would decide nothing again (and track no pod event), so it is
+        skipped -- as Karpenter skips a "consolidated" cluster. At least every :data:`SETTLED_MAX_SECONDS` it
+        runs anyway (disruption budget windows open and close on a schedule).
+        """
+        settled = (self._settled is not None and self._settled[0] == self.revision and now < self._settled[1]
+                   and self.disruption.command is None)
+        if settled:
+            self.manager.disruption = _IDLE  # type: ignore[assignment]
+            self.passes_skipped += 1
+        # A change seen before this pass (pods just marked Unschedulable) needs a second look a second later:
+        # the provisioner's batch closes after 1 s without new pods.
+        self._recheck = self.busy
+        self.busy = False
+        try:
+            self.manager.step()
+        finally:
+            self.manager.disruption = self.disruption
+        self.steps += 1
+        if not settled:
+            if self.disruption.last_decision_at == now and self.disruption.command is None:
+                self._settled = (self.revision, self._next_eligible(now))
+            else:
+                self._settled = None
+        self._stepped_revision = self.revision
+        self._due = self._next_due(now)
+
+    def _next_due(self, now: float) -> float:
+        if self.busy or self._recheck:
+            return now + 1.0  # the pass itself changed something: drains, launches take several passes
+        command = self.disruption.command
+        if command is not None and command.phase == "validating":
+            return min(now + QUIET_SECONDS, max(now + 1.0, command.decided_at + self.disruption.validation_delay))
+        if self._unschedulable or self._unready or self._deleting or command is not None:
+            return now + QUIET_SECONDS
+        if self._settled is not None:
+            return max(now + QUIET_SECONDS, self._settled[1])  # nothing in progress: wait for a timer
+        return now + QUIET_SECONDS
+
+    def _next_eligible(self, now: float) -> float:
+        """When a node's consolidateAfter or expireAfter next elapses (at most ``now + SETTLED_MAX_SECONDS``)."""
+        until = now + SETTLED_MAX_SECONDS
+        view = self.disruption.view(self.snapshots(self.world.cluster), now)
+        for node in view.nodes:
+            pool = view.pools.get(node.nodepool)
+            after = pool.consolidate_after if pool is not None else None
+            quiet_since = node.last_pod_event if node.last_pod_event is not None else node.created
+            for deadline in (quiet_since + after if after is not None else None,
+                             node.created + node.expire_after if node.expire_after is not None else None):
+                if deadline is not None and deadline > now:
+                    until = min(until, deadline)
+        return until
 
     def next_wake(self, now: float) -> float:
-        """Every second while hot, else at the next disruption poll or validation deadline."""
-        if now < self.hot_until:
-            return now + 1.0
-        wake = now + QUIET_SECONDS
-        command = getattr(self.disruption, "command", None)
-        if command is not None and getattr(command, "phase", "") == "validating":
-            deadline = command.decided_at + getattr(self.disruption, "validation_delay", 15.0)
-            if deadline > now:
-                wake = min(wake, deadline)
-        return wake
+        """Epoch seconds of the next pass the controllers need without any change."""
+        return self._due if self._due > now else now + 1.0

@@ -31,7 +31,7 @@ from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import condition, condition_true, is_deleting, labels_of
 from nodewright.kube.resources import ResourceKind
 from nodewright.scheduling.quantities import parse_quantity
-from nodewright.state.pods import is_daemonset_pod, is_terminal, node_name, pod_key, pod_requests
+from nodewright.state.pods import is_daemonset_pod, node_name, pod_key, pod_requests
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -94,6 +94,8 @@ class Recorder:
     max_nodes: int = 0
     _nodes: set[str] = field(default_factory=set)
     _disrupted: set[str] = field(default_factory=set)
+    # Cluster objects are replaced, never mutated: facts about a stored pod object hold while it is stored.
+    _facts_cache: dict[int, tuple[Obj, bool, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cluster.add_listener(self._on_change)
@@ -137,20 +139,33 @@ class Recorder:
 
     # --- sampling ----------------------------------------------------------------------------------------
 
+    def _facts(self, pod: Obj) -> tuple[bool, int]:
+        """(DaemonSet pod, cpu request in millicores), computed once per stored pod object."""
+        entry = self._facts_cache.get(id(pod))
+        if entry is None or entry[0] is not pod:
+            if len(self._facts_cache) > 50_000:
+                self._facts_cache.clear()
+            entry = (pod, is_daemonset_pod(pod), pod_requests(pod).get("cpu", 0))
+            self._facts_cache[id(pod)] = entry
+        return entry[1], entry[2]
+
     def sample(self, now: float) -> Sample:
         """Measure the cluster now and append to :attr:`timeline`."""
         pending = running = 0
         requested = 0
         for pod in self.cluster.list(r.PODS):
-            if is_terminal(pod) or is_daemonset_pod(pod) and not node_name(pod):
+            status = pod.get("status") or {}
+            phase = status.get("phase")
+            if phase in ("Succeeded", "Failed"):
                 continue
-            if not node_name(pod):
-                if not is_deleting(pod):
+            daemon, cpu = self._facts(pod)
+            if not (pod.get("spec") or {}).get("nodeName"):
+                if not daemon and not is_deleting(pod):
                     pending += 1
                 continue
-            if (pod.get("status") or {}).get("phase") == "Running":
+            if phase == "Running":
                 running += 1
-            requested += pod_requests(pod).get("cpu", 0)
+            requested += cpu
         by_pool: Counter[str] = Counter()
         allocatable = 0
         nodes = self.cluster.list(r.NODES)

@@ -41,7 +41,7 @@ class RunResult:
         autoscaler: ``nodewright`` or ``cluster-autoscaler``.
         timeline: samples every ``sampleInterval`` seconds.
         summary: see :meth:`nodewright.sim.report.Recorder.summary`.
-        steps: loop iterations.
+        steps: controller passes (nodewright) or scans (Cluster Autoscaler) run.
         wall_seconds: real seconds the run took.
     """
 
@@ -101,8 +101,9 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
         while True:
             world.clock.now = now
             world.tick(now)
-            driver.step(now)
-            steps += 1
+            if driver.should_step(now):
+                driver.step(now)
+                steps += 1
             while next_sample <= now:
                 world.recorder.sample(now)
                 next_sample += interval

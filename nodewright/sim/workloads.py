@@ -114,9 +114,15 @@ class ReplicaWorkload:
         """Kind of the pods' controller owner (a Deployment's pods belong to its ReplicaSet)."""
         return "ReplicaSet" if self.kind == "Deployment" else self.kind
 
+    def forget(self, name: str) -> None:
+        """A pod of this workload was deleted (evicted, garbage-collected): it will be replaced."""
+        if name in self.pods:
+            self.pods.remove(name)
+
     def reconcile(self, cluster: InMemoryCluster) -> None:
-        """Create missing pods, delete surplus ones."""
-        self.pods = [p for p in self.pods if _live(cluster, self.namespace, p) is not None]
+        """Create missing pods, delete surplus ones (deleted pods were reported through :meth:`forget`)."""
+        if len(self.pods) == self.replicas:
+            return
         if self.kind == "StatefulSet":
             self._reconcile_ordinals(cluster)
             return
@@ -127,7 +133,7 @@ class ReplicaWorkload:
         if len(self.pods) > self.replicas:
             for name in self._victims(cluster, len(self.pods) - self.replicas):
                 cluster.delete(r.PODS, name, self.namespace)
-                self.pods.remove(name)
+                self.forget(name)
 
     def _victims(self, cluster: InMemoryCluster, count: int) -> list[str]:
         def rank(item: tuple[int, str]) -> tuple[int, int]:
@@ -148,7 +154,7 @@ class ReplicaWorkload:
         for name in list(self.pods):
             if int(name.rsplit("-", 1)[1]) >= self.replicas:
                 cluster.delete(r.PODS, name, self.namespace)
-                self.pods.remove(name)
+                self.forget(name)
 
 
 def job_duration(doc: Mapping[str, Any], template: Mapping[str, Any], path: str) -> float:

@@ -23,8 +23,10 @@ from nodewright.api import labels as L
 from nodewright.cloud.simulated import LatencyDistribution, SimInstance, SimulatedEC2
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
+from nodewright.kube.cluster import Obj
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import condition_true, is_deleting
+from nodewright.kube.objects import condition_true, is_deleting, name_of
+from nodewright.kube.resources import ResourceKind
 from nodewright.sim.autoscaling import HorizontalPodAutoscaler, Load, ScaledObject
 from nodewright.sim.autoscaling import next_due as scalers_due
 from nodewright.sim.kubelet import SimulatedKubelet
@@ -38,6 +40,7 @@ from nodewright.sim.workloads import (
     ReplicaWorkload,
     job_duration,
 )
+from nodewright.state.pods import is_daemonset_pod
 
 IGNORED_KINDS = frozenset({"Namespace", "Service", "ServiceAccount", "ConfigMap", "Secret", "PriorityClass"})
 OfferingKey = tuple[str, str, str]
@@ -88,7 +91,21 @@ class World:
         self._capacity_back: list[tuple[float, OfferingKey]] = []
         self.on_interruption: InterruptionHandler | None = None
         self._events = list(scenario.events)
+        self._nodes_changed = True
         self.apply(scenario.manifests)
+        self.cluster.add_listener(self._on_change)
+
+    def _on_change(self, kind: ResourceKind, event: str, obj: Obj) -> None:
+        # The DaemonSet controller watches nodes (and its pods); the ReplicaSet/StatefulSet controllers watch
+        # their pods: a deleted one is replaced.
+        if kind == r.NODES or (kind == r.PODS and event == "DELETED" and is_daemonset_pod(obj)):
+            self._nodes_changed = True
+        if kind == r.PODS and event == "DELETED":
+            owners = (obj.get("metadata") or {}).get("ownerReferences") or []
+            if owners and owners[0].get("kind") in ("ReplicaSet", "StatefulSet"):
+                workload = self.replicas.get(str(owners[0].get("name")))
+                if workload is not None:
+                    workload.forget(name_of(obj))
 
     # --- manifests ---------------------------------------------------------------------------------------
 
@@ -217,7 +234,8 @@ class World:
         self.jobs = [j for j in self.jobs if not j.done]
         for cronjob in self.cronjobs:
             cronjob.reconcile(self.cluster, now)
-        if self.daemonsets:
+        if self.daemonsets and self._nodes_changed:
+            self._nodes_changed = False
             ready = [n for n in self.cluster.list(r.NODES) if condition_true(n, "Ready") and not is_deleting(n)]
             for daemonset in self.daemonsets:
                 daemonset.reconcile(self.cluster, ready)

@@ -16,6 +16,7 @@ import pytest
 
 from nodewright.kube import resources as r
 from nodewright.kube.client import KubernetesCluster
+from nodewright.kube.errors import ConflictError
 from nodewright.kube.leaderelection import LeaderElector, LeaseConfig
 from nodewright.kube.rest import RestClient, load_api_client
 
@@ -51,3 +52,17 @@ def test_leader_election_on_a_real_lease(rest: RestClient) -> None:
         assert b.step()
     finally:
         cluster.delete(r.LEASES, cfg.name, cfg.namespace)
+
+
+def test_stale_resource_version_conflicts_like_the_emulator(rest: RestClient) -> None:
+    """The integration emulator answers 409 to a write based on a stale resourceVersion; so must the cluster."""
+    cluster = KubernetesCluster(rest, time.time, kinds=())
+    name = f"nodewright-e2e-{uuid.uuid4().hex[:6]}"
+    created = cluster.create(r.LEASES, {"metadata": {"name": name, "namespace": "default"},
+                                        "spec": {"holderIdentity": "a"}})
+    try:
+        cluster.replace(r.LEASES, {**created, "spec": {"holderIdentity": "b"}})
+        with pytest.raises(ConflictError):
+            cluster.replace(r.LEASES, {**created, "spec": {"holderIdentity": "c"}})
+    finally:
+        cluster.delete(r.LEASES, name, "default")

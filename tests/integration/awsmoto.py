@@ -8,10 +8,12 @@ in moto: the controller gets a ``botocore`` Stubber-backed pricing client answer
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +30,7 @@ REGION = "us-east-1"
 CLUSTER = "demo"
 K8S_VERSION = "1.31"
 QUEUE = "nodewright-demo"
+SERVICE_CIDR = "10.100.0.0/16"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
                "AWS_DEFAULT_REGION": REGION}
 AL2023_PARAMETERS = {
@@ -44,24 +47,14 @@ OFFERED_TYPES = frozenset({"c5.large", "c5.xlarge", "m5.large", "m5.xlarge", "t3
 
 
 class MotoServer:
-    """One ``ThreadedMotoServer`` on 127.0.0.1 (free port) shared by the integration tests, offering
-    :data:`OFFERED_TYPES` only (restored on :meth:`stop`)."""
+    """One ``ThreadedMotoServer`` on 127.0.0.1 (free port) shared by the integration tests."""
 
     def __init__(self) -> None:
         self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self.url = ""
-        self._saved: list[tuple[Any, Any]] = []
         self.amis: dict[str, str] = {}
 
     def start(self) -> MotoServer:
-        backend = moto_instance_types.InstanceTypeBackend
-        self._saved.append((backend, backend.instance_types))
-        backend.instance_types = [t for t in backend.instance_types if t["InstanceType"] in OFFERED_TYPES]
-        for by_region in moto_instance_types.INSTANCE_TYPE_OFFERINGS.values():
-            offerings = by_region.get(REGION)
-            if offerings is not None:
-                self._saved.append((by_region, list(offerings)))
-                by_region[REGION] = [o for o in offerings if o.get("InstanceType") in OFFERED_TYPES]
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per AWS call otherwise
         self.server.start()
         host, port = self.server.get_host_and_port()
@@ -70,17 +63,33 @@ class MotoServer:
 
     def stop(self) -> None:
         self.server.stop()
-        for owner, saved in reversed(self._saved):
-            if isinstance(owner, dict):
-                owner[REGION] = saved
-            else:
-                owner.instance_types = saved
 
     def reset(self) -> None:
         """Empty every moto backend."""
         request = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST", data=b"")
         with urllib.request.urlopen(request, timeout=10) as response:
             response.read()
+
+
+@contextlib.contextmanager
+def offering_only(types: frozenset[str] = OFFERED_TYPES) -> Iterator[None]:
+    """Make moto (in this process) offer only ``types`` in :data:`REGION` for the duration; restores its global
+    catalog afterwards, so other suites using moto see the full catalog."""
+    backend = moto_instance_types.InstanceTypeBackend
+    saved_types = backend.instance_types
+    saved_offerings = {location: by_region[REGION]
+                       for location, by_region in moto_instance_types.INSTANCE_TYPE_OFFERINGS.items()
+                       if REGION in by_region}
+    backend.instance_types = [t for t in saved_types if t["InstanceType"] in types]
+    for location, offerings in saved_offerings.items():
+        moto_instance_types.INSTANCE_TYPE_OFFERINGS[location][REGION] = [
+            o for o in offerings if o.get("InstanceType") in types]
+    try:
+        yield
+    finally:
+        backend.instance_types = saved_types
+        for location, offerings in saved_offerings.items():
+            moto_instance_types.INSTANCE_TYPE_OFFERINGS[location][REGION] = offerings
 
 
 def _put_public_parameter(name: str, value: str) -> None:
@@ -130,7 +139,7 @@ class Account:
         stubber.activate()
         clients = AWSClients(ClientSettings(REGION, endpoint_url=self.url, max_attempts=2, connect_timeout=2,
                                             read_timeout=10), session=_session(), overrides={"pricing": pricing})
-        for service in ("ec2", "ssm", "iam", "sqs", "sts"):  # eagerly, here: sessions are not thread-safe
+        for service in ("ec2", "ssm", "iam", "sqs", "sts", "eks"):  # eagerly, here: sessions are not thread-safe
             getattr(clients, service)
 
         def record(params: dict[str, Any], **_: Any) -> None:
@@ -162,7 +171,7 @@ def _price_entry(instance_type: str, usd: float) -> str:
 
 def seed(server: MotoServer) -> Account:
     """A VPC with discovery-tagged subnets in three zones, a tagged security group, AL2023 alias parameters for
-    Kubernetes 1.31, the node role, and the interruption queue."""
+    Kubernetes 1.31, the node role, the interruption queue and the EKS cluster."""
     url = server.url
     ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=url)
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
@@ -186,4 +195,9 @@ def seed(server: MotoServer) -> Account:
     boto3.client("iam", region_name=REGION, endpoint_url=url).create_role(
         RoleName="KarpenterNodeRole-demo", AssumeRolePolicyDocument="{}")
     queue_url = boto3.client("sqs", region_name=REGION, endpoint_url=url).create_queue(QueueName=QUEUE)["QueueUrl"]
+    # The EKS cluster itself: the controller reads endpoint, CA and service CIDR from eks:DescribeCluster.
+    boto3.client("eks", region_name=REGION, endpoint_url=url).create_cluster(
+        name=CLUSTER, roleArn="arn:aws:iam::123456789012:role/eks-cluster",
+        resourcesVpcConfig={"subnetIds": sorted(subnets.values())},
+        kubernetesNetworkConfig={"serviceIpv4Cidr": SERVICE_CIDR})
     return Account(url, subnets, group, amis, queue_url)

@@ -13,7 +13,7 @@ from kubernetes import client as k8s
 
 from nodewright.kube.rest import RestClient
 
-from .awsmoto import CREDENTIALS, Account, MotoServer, seed
+from .awsmoto import CREDENTIALS, Account, MotoServer, offering_only, seed
 from .emulator import EmulatorThread, NodewrightKubeEmulator
 
 INTEGRATION_DIR = Path(__file__).parent
@@ -68,9 +68,11 @@ def moto_server() -> Iterator[MotoServer]:
 
 
 @pytest.fixture
-def account(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Account:
-    """A freshly reset and seeded moto account; fake credentials so nothing can reach real AWS."""
+def account(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
+    """A freshly reset and seeded moto account offering a few instance types; fake credentials so nothing can
+    reach real AWS."""
     for key, value in CREDENTIALS.items():
         monkeypatch.setenv(key, value)
     moto_server.reset()
-    return seed(moto_server)
+    with offering_only():
+        yield seed(moto_server)

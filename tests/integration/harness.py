@@ -22,6 +22,9 @@ from .emulator import EmulatorThread
 
 T = TypeVar("T")
 ENDPOINT = "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"
+#: Cluster CA (base64 PEM) and service CIDR given as settings, so no eks:DescribeCluster call is needed.
+CA_BUNDLE = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJJVEVTVAotLS0tLUVORCBDRVJUSUZJQ0FURS0tLS0tCg=="
+SERVICE_CIDR = "10.100.0.0/16"
 
 
 def wait_for(predicate: Callable[[], T], timeout: float = 10.0, what: str = "condition", interval: float = 0.02) -> T:
@@ -37,10 +40,11 @@ def wait_for(predicate: Callable[[], T], timeout: float = 10.0, what: str = "con
 
 
 def fast_settings(kubeconfig: str, **overrides: Any) -> Settings:
-    """Production settings with test timings: 0.1 s batch idle, 2 s lease, 50 ms reconcile, free ports."""
-    base = Settings(cluster_name=CLUSTER, aws_region=REGION, cluster_endpoint=ENDPOINT, batch_idle_duration=0.1,
+    """Production settings with test timings: 0.1 s batch idle, 2 s lease, 0.1 s reconcile, free ports."""
+    base = Settings(cluster_name=CLUSTER, aws_region=REGION, cluster_endpoint=ENDPOINT, cluster_ca_bundle=CA_BUNDLE,
+                    cluster_cidr=SERVICE_CIDR, batch_idle_duration=0.1,
                     batch_max_duration=1.0, metrics_port=0, health_probe_port=0, lease_duration=2.0,
-                    renew_deadline=1.5, retry_period=0.2, reconcile_period=0.05, kubeconfig=kubeconfig)
+                    renew_deadline=1.5, retry_period=0.25, reconcile_period=0.1, kubeconfig=kubeconfig)
     return dataclasses.replace(base, **overrides)
 
 

@@ -157,3 +157,19 @@ def test_leader_election_over_http(rest: RestClient, kube: EmulatorThread) -> No
     assert not a.step()
     now[0] += 1.0
     assert a.step() and kube.emulator.peek("leases", "nodewright-it", "kube-system")["spec"]["holderIdentity"] == "a"
+
+
+def test_releasing_the_last_finalizer_never_resurrects_the_object(cluster: KubernetesCluster,
+                                                                  kube: EmulatorThread) -> None:
+    """Regression: the answer to the finalizer-removing PATCH may arrive after the watch's DELETED; reflecting
+    it used to put the deleted Node back into the cache for good, and NodeClaim termination waited forever."""
+    cluster.create(r.NODES, {"metadata": {"name": "n1", "finalizers": ["karpenter.sh/termination"]}})
+    cluster.delete(r.NODES, "n1")
+    informer = cluster.informers[r.NODES]
+    wait_for(lambda: (informer.get("n1") or {}).get("metadata", {}).get("deletionTimestamp"), 5, "deleting")
+    released = cluster.rest.request("PATCH", r.NODES.object_path("n1"), body={"metadata": {"finalizers": None}},
+                                    content_type="application/merge-patch+json")
+    assert released["metadata"]["deletionTimestamp"] and not released["metadata"].get("finalizers")
+    wait_for(lambda: informer.get("n1") is None, 5, "the watch's DELETED")
+    informer.apply_local("MODIFIED", released)  # the late answer, as KubernetesCluster.patch reflects it
+    assert informer.get("n1") is None and cluster.get(r.NODES, "n1") is None

@@ -48,7 +48,7 @@ class ClientSettings:
 
 
 class AWSClients:
-    """Lazily created boto3 clients (ec2, ssm, iam, sqs, pricing, sts) sharing one session.
+    """Lazily created boto3 clients (ec2, ssm, iam, sqs, pricing, sts, eks) sharing one session.
 
     Tests may pass ready clients (for example wrapped by ``botocore.stub.Stubber``) through ``overrides``.
     """
@@ -93,6 +93,11 @@ class AWSClients:
     def sts(self) -> Any:
         """STS client (caller identity for error messages)."""
         return self._client("sts")
+
+    @property
+    def eks(self) -> Any:
+        """EKS client in the cluster's region (``DescribeCluster`` for node bootstrap facts)."""
+        return self._client("eks")
 
     @property
     def pricing(self) -> Any:

@@ -163,6 +163,11 @@ class InstanceTypeProvider:
                 out.append(instance_type)
         return out
 
+    def names(self) -> list[str]:
+        """Names of every described instance type, sorted."""
+        self.refresh()
+        return sorted(self._records)
+
     def record(self, name: str) -> Mapping[str, Any] | None:
         """The raw ``DescribeInstanceTypes`` record of ``name`` (None when unknown)."""
         self.refresh()

@@ -13,8 +13,6 @@ rather than a storm; the controllers surface the sentence on the NodeClaim, the 
 from __future__ import annotations
 
 import builtins
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +20,7 @@ from dataclasses import dataclass, field
 
 from nodewright.api import labels
 from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.hashing import ec2nodeclass_hash, ec2nodeclass_hash_annotations
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.aws import userdata
@@ -106,15 +105,6 @@ class ResolvedNodeClass:
                 "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": ""}]}
 
 
-def nodeclass_hash(nodeclass: EC2NodeClass) -> str:
-    """Hash of the EC2NodeClass fields whose change replaces nodes (everything but the selectors, which drift
-    through their resolved values instead). Stored as ``karpenter.k8s.aws/ec2nodeclass-hash``."""
-    spec = nodeclass.spec.to_manifest()
-    for selector in ("subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms"):
-        spec.pop(selector, None)
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
-
-
 def kubelet_settings(nodeclass: EC2NodeClass) -> KubeletSettings:
     """The capacity-relevant kubelet settings of ``nodeclass`` for the catalog's allocatable maths."""
     kubelet = nodeclass.spec.kubelet
@@ -179,6 +169,17 @@ class AWSCloudProvider:
         profile = self.instance_profiles.resolve(nodeclass.name, spec.role, spec.instance_profile)
         return ResolvedNodeClass(subnets, groups, amis, profile, self.subnets.zonal(spec.subnet_selector_terms))
 
+    def nodeclass_status(self, nodeclass: EC2NodeClass) -> dict[str, object]:
+        """The ``status`` to write back on ``nodeclass``: resolved subnets (id, zone, zoneID), security groups,
+        AMIs (id, name, requirements), instance profile and ``Ready=True``; or only ``Ready=False`` with the
+        reason (``NodeClassNotReady``, ``Unauthorized``) and the actionable message. Never raises for AWS
+        errors it can explain."""
+        try:
+            return self.resolve_nodeclass(nodeclass).status()
+        except (NodeClassNotReadyError, AuthorizationError) as err:
+            reason = "Unauthorized" if isinstance(err, AuthorizationError) else "NodeClassNotReady"
+            return {"conditions": [{"type": "Ready", "status": "False", "reason": reason, "message": str(err)}]}
+
     # --- authorization backoff ------------------------------------------------------------------------------
 
     def _guarded(self, key: str, action: Callable[[], NodeClaim]) -> NodeClaim:
@@ -205,7 +206,7 @@ class AWSCloudProvider:
 
     def _create(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass) -> NodeClaim:
         resolved = self.resolve_nodeclass(nodeclass)
-        self.pricing.refresh()  # no-op unless a refresh period has passed
+        self._refresh_prices()
         types = self.instance_types.instance_types(resolved.zonal_subnets, kubelet_settings(nodeclass))
         pairs = allowed_offerings(types, nodeclaim.spec.requirements, resolved.zonal_subnets)
         candidates: list[FleetCandidate] = []
@@ -226,7 +227,13 @@ class AWSCloudProvider:
             nodeclaim=nodeclaim.metadata.name or "", token_seed=nodeclaim.metadata.uid or nodeclaim.metadata.name or "",
             candidates=candidates, tags=self._tags(nodeclaim, nodeclass)))
         return launched(nodeclaim, instance, self.settings.region, by_name.get(instance.instance_type),
-                        {labels.EC2NODECLASS_HASH: nodeclass_hash(nodeclass), labels.EC2NODECLASS_HASH_VERSION: "v1"})
+                        ec2nodeclass_hash_annotations(nodeclass))
+
+    def _refresh_prices(self) -> None:
+        # A no-op unless a refresh period has passed. With a narrowed catalog, ask spot history for those types
+        # only; otherwise for all (one paginated call, as Karpenter).
+        names = self.instance_types.names() if self.settings.instance_type_patterns else None
+        self.pricing.refresh(names)
 
     def _tags(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass) -> dict[str, str]:
         name = nodeclaim.metadata.name or ""
@@ -297,7 +304,7 @@ class AWSCloudProvider:
         """
         nodeclass = self._nodeclass(nodepool.spec.template.spec.node_class_ref.name)
         resolved = self.resolve_nodeclass(nodeclass)
-        self.pricing.refresh()
+        self._refresh_prices()
         types = self.instance_types.instance_types(resolved.zonal_subnets, kubelet_settings(nodeclass))
         return [it for it in types if any(a.fits(it.labels) for a in resolved.amis)]
 
@@ -306,7 +313,7 @@ class AWSCloudProvider:
         nodeclass = self._nodeclass(nodeclaim.spec.node_class_ref.name)
         annotations = nodeclaim.metadata.annotations or {}
         stamped = annotations.get(labels.EC2NODECLASS_HASH)
-        if stamped is not None and stamped != nodeclass_hash(nodeclass):
+        if stamped is not None and stamped != ec2nodeclass_hash(nodeclass):
             return DRIFT_NODECLASS
         provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
         if not provider_id:

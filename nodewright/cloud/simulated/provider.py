@@ -21,14 +21,15 @@ import builtins
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.api.manifests import parse_nodeclaim
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
-from nodewright.cloud.aws.matching import allowed_offerings
+from nodewright.api.requirements import Requirement
+from nodewright.cloud.aws.matching import allowed_offerings, type_allowed
 from nodewright.cloud.catalog import load_instance_types
 from nodewright.cloud.instancetype import CAPACITY_TYPE_SPOT, InstanceType, Offering
 from nodewright.cloud.provider import (
@@ -104,6 +105,7 @@ class SimulatedCloudProvider:
         #: Offerings that fail every launch with InsufficientInstanceCapacity (scenario events set them).
         self.out_of_capacity: set[OfferingKey] = set()
         self.launches = 0
+        self._types: dict[str, list[InstanceType]] = {}
 
     # --- helpers -----------------------------------------------------------------------------------------
 
@@ -123,9 +125,22 @@ class SimulatedCloudProvider:
             del self.unavailable[key]
         return set(self.unavailable)
 
-    def instance_types_for(self, nodeclass: Mapping[str, Any]) -> list[InstanceType]:
-        """Catalog types for ``nodeclass`` in the simulated zones, with unavailable offerings flagged."""
-        types = load_instance_types(self.region, zones=self.zones, **_kubelet_args(nodeclass))
+    def instance_types_for(self, nodeclass: Mapping[str, Any],
+                           requirements: Sequence[Requirement] = ()) -> list[InstanceType]:
+        """Catalog types for ``nodeclass`` in the simulated zones, with unavailable offerings flagged.
+
+        With ``requirements`` (a NodePool's), only the types whose instance properties satisfy them: the
+        scheduler would discard the others anyway, and a short list keeps a simulated day fast.
+        """
+        kubelet = _kubelet_args(nodeclass)
+        key = json.dumps([kubelet, [r.model_dump(mode="json") for r in requirements]], sort_keys=True, default=str)
+        types = self._types.get(key)
+        if types is None:
+            types = load_instance_types(self.region, zones=self.zones, **kubelet)
+            if requirements:
+                types = [it for it in types if type_allowed(it, requirements)]
+            self._types[key] = types
+        types = list(types)
         marked = self._current_unavailable()
         if not marked:
             return types
@@ -175,7 +190,7 @@ class SimulatedCloudProvider:
                 node_labels.setdefault(req.key, (req.values or [""])[0])
         # Karpenter's userData registers the node with its taints, startup taints and karpenter.sh/unregistered.
         taints = [{"key": L.UNREGISTERED_TAINT_KEY, "effect": "NoExecute"}]
-        startup = []
+        startup: list[dict[str, str]] = []
         for group, target in ((nodeclaim.spec.taints, None), (nodeclaim.spec.startup_taints, startup)):
             for taint in group or []:
                 doc = {"key": taint.key, "effect": taint.effect}
@@ -265,7 +280,8 @@ class SimulatedCloudProvider:
 
     def get_instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
         """See :meth:`nodewright.cloud.provider.CloudProvider.get_instance_types`."""
-        return self.instance_types_for(self._nodeclass(nodepool.spec.template.spec.node_class_ref.name))
+        template = nodepool.spec.template.spec
+        return self.instance_types_for(self._nodeclass(template.node_class_ref.name), template.requirements)
 
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         """:data:`~nodewright.cloud.provider.DRIFT_NODECLASS` when the EC2NodeClass changed since launch."""

@@ -57,3 +57,11 @@ def test_other_errors_are_retryable_launch_errors_with_code() -> None:
     err = translate(_client_error("RequestLimitExceeded", "Request limit exceeded."), operation="ec2:CreateFleet")
     assert isinstance(err, LaunchError) and err.retryable
     assert str(err) == "ec2:CreateFleet failed: RequestLimitExceeded: Request limit exceeded."
+
+
+def test_clients_use_adaptive_retries_and_timeouts() -> None:
+    from nodewright.cloud.aws.clients import ClientSettings
+
+    config = ClientSettings("ap-northeast-2").botocore_config()
+    assert config.retries == {"mode": "adaptive", "max_attempts": 8}
+    assert (config.connect_timeout, config.read_timeout, config.region_name) == (5.0, 30.0, "ap-northeast-2")

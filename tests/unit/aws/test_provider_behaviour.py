@@ -85,3 +85,15 @@ def test_bottlerocket_nodeclass_launches_with_merged_toml(cluster: Cluster) -> N
     text = base64.b64decode(data["UserData"]).decode()
     assert text.startswith('[settings.kubernetes]\nkube-api-qps = 30\ncluster-name = "demo"\n')
     assert [b["DeviceName"] for b in data["BlockDeviceMappings"]] == ["/dev/xvda", "/dev/xvdb"]
+
+
+def test_nodeclass_status_reports_not_ready_with_the_reason(cluster: Cluster) -> None:
+    pricing, _ = stubbed_pricing()
+    provider = make_provider({}, pricing)
+    broken = nodeclass(securityGroupSelectorTerms=[{"name": "does-not-exist"}])
+    assert provider.nodeclass_status(broken) == {"conditions": [{
+        "type": "Ready", "status": "False", "reason": "NodeClassNotReady",
+        "message": "EC2NodeClass 'default': securityGroupSelectorTerms matched no security group"}]}
+    ready = provider.nodeclass_status(nodeclass())
+    assert ready["conditions"] == [{"type": "Ready", "status": "True", "reason": "Ready", "message": ""}]
+    assert [s["zone"] for s in ready["subnets"]] == ["us-east-1a", "us-east-1b", "us-east-1c"]

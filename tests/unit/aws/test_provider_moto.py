@@ -125,3 +125,14 @@ def test_nodeclass_status_lists_resolved_ids(provider: AWSCloudProvider, cluster
     assert status["securityGroups"] == [{"id": cluster.security_group, "name": "nodes"}]
     assert sorted(a["id"] for a in status["amis"]) == sorted([cluster.ami_amd64, cluster.ami_arm64])
     assert status["instanceProfile"].startswith("demo_")
+
+
+def test_instances_without_nodeclaim_are_reported_after_grace(provider: AWSCloudProvider) -> None:
+    import datetime as dt
+
+    launched = provider.create(nodeclaim())
+    instance_id = parse_provider_id(launched.status.provider_id)[1]
+    started = provider.instances.get(instance_id).launch_time
+    assert provider.instances.leaked({instance_id}, started + dt.timedelta(minutes=5)) == []
+    assert provider.instances.leaked(set(), started + dt.timedelta(seconds=10)) == []  # inside the 30 s grace
+    assert [i.id for i in provider.instances.leaked(set(), started + dt.timedelta(seconds=31))] == [instance_id]

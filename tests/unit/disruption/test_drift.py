@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from nodewright.api import labels as L
-from nodewright.api.manifests import parse_ec2nodeclass, parse_nodepool
+from nodewright.api.manifests import parse_nodepool
 from nodewright.disruption import decide, drift_reason
 from nodewright.disruption.drift import nodeclass_drift
-from nodewright.disruption.hashing import ec2nodeclass_hash, nodepool_hash
+from nodewright.disruption.hashing import nodepool_hash
 from nodewright.disruption.model import NodeClassInfo
 from nodewright.scheduling import Requirement, Requirements
 
@@ -74,19 +74,6 @@ def test_hash_is_the_same_for_the_dict_and_the_model_and_is_16_hex() -> None:
     h = nodepool_hash(NODEPOOL)
     assert h == nodepool_hash(parse_nodepool(copy.deepcopy(NODEPOOL)))
     assert len(h) == 16 and int(h, 16) >= 0
-
-
-def test_ec2nodeclass_hash_matches_what_the_aws_provider_stamps() -> None:
-    from nodewright.cloud.aws.provider import nodeclass_hash
-
-    model = parse_ec2nodeclass(copy.deepcopy(NODECLASS))
-    assert ec2nodeclass_hash(NODECLASS) == nodeclass_hash(model) == ec2nodeclass_hash(model)
-    other = copy.deepcopy(NODECLASS)
-    other["spec"]["userData"] = "echo hi"
-    assert ec2nodeclass_hash(other) != ec2nodeclass_hash(NODECLASS)
-    selectors = copy.deepcopy(NODECLASS)
-    selectors["spec"]["subnetSelectorTerms"] = [{"id": "subnet-123"}]
-    assert ec2nodeclass_hash(selectors) == ec2nodeclass_hash(NODECLASS)
 
 
 def test_nodepool_hash_drift_only_with_the_same_hash_version() -> None:

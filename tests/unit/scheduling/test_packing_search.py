@@ -1,0 +1,90 @@
+"""The packer's bounded search returns exactly what a full scan of every type would (same moves, same order).
+
+``_Problem.moves`` / ``best_move`` skip types whose price / value lower bound cannot beat the best fills found and
+reuse fills cached under capped counts; a plain reference scan (fill every pareto type, sort) must agree.
+"""
+
+import random
+
+import pytest
+
+from nodewright.scheduling import packing
+from nodewright.scheduling.packing import Item, _dot_fill, _ffd, _pareto, _Problem, _Shared
+from nodewright.scheduling.templates import TypeInfo
+
+from .helpers import MIB, make_type
+
+
+def random_problem(seed: int) -> tuple[list[Item], list[TypeInfo], dict[str, float]]:
+    rng = random.Random(seed)
+    types = []
+    for i in range(rng.randint(3, 30)):
+        cpu = rng.choice([1, 2, 4, 8, 16, 32])
+        ratio = rng.choice([2, 4, 8])
+        price = round((cpu * 0.034 + cpu * ratio * 0.0045) * rng.uniform(0.6, 1.4), 4)
+        it = make_type(f"t{i}.x{cpu}", cpu, cpu * ratio, price, pods=rng.choice([4, 8, 29, 110]))
+        alloc = it.allocatable()
+        types.append(TypeInfo(it, (alloc["cpu"], alloc["memory"], alloc["pods"])))
+    prices = {t.name: t.it.offerings[0].price for t in types}
+    shapes = {(rng.choice([100, 250, 500, 1000, 3000]), rng.choice([128, 512, 2048, 6144]) * MIB, 1) for _ in range(rng.randint(1, 6))}
+    items = [Item(v, rng.randint(1, 40)) for v in sorted(shapes)]
+    return items, types, prices
+
+
+def reference_moves(problem: _Problem, counts: list[int], limit: int):
+    scored = []
+    for t in problem.types:
+        fills = [_ffd(t.budget, problem.order, problem.items, counts)]
+        if problem.small:
+            fills.append(_dot_fill(t.budget, problem.items, counts))
+        for fill in fills:
+            if fill:
+                value = sum(problem.values[i] * k for i, k in fill)
+                scored.append((problem.prices[t.name] / value, t, fill))
+    scored.sort(key=lambda s: (s[0], s[1].name))
+    return [(s[0], s[1].name, s[2]) for s in scored[:limit]]
+
+
+def reference_best(problem: _Problem, counts: list[int]):
+    best, best_key = None, None
+    for t in problem.types:
+        fill = _ffd(t.budget, problem.order, problem.items, counts)
+        if fill:
+            value = sum(problem.values[i] * k for i, k in fill)
+            key = (problem.prices[t.name] / value, -value)
+            if best_key is None or key < best_key:
+                best, best_key = (t.name, fill), key
+    return best
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_bounded_search_equals_full_scan(seed: int) -> None:
+    items, types, prices = random_problem(seed)
+    useful = [t for t in types if any(packing._fits(it.vec, t.budget) for it in items)]
+    shared = _Shared(items, _pareto(useful, prices), prices)
+    rng = random.Random(seed)
+    for mode in ("fit", "cpu", "memory"):
+        problem = _Problem(items, sorted(types, key=lambda t: (prices[t.name], t.name)), shared, prices, mode)
+        counts = [it.count for it in items]
+        for _ in range(6):  # a few states along a random descent
+            got = [(s, t.name, f) for s, t, f in problem.moves(counts, packing.BEAM_WIDTH)]
+            assert got == reference_moves(problem, counts, packing.BEAM_WIDTH)
+            move = problem.best_move(counts)
+            ref = reference_best(problem, counts)
+            assert (move[0].name, move[1]) == ref if move else ref is None
+            if not got:
+                break
+            _, _, fill = got[rng.randrange(len(got))]
+            for i, k in fill:
+                counts[i] -= k
+            if not any(counts):
+                break
+
+
+def test_pareto_drops_dominated_types() -> None:
+    a = TypeInfo(make_type("a.x2", 2, 4, 0.11), (2000, 4 * 2**30, 110))
+    b = TypeInfo(make_type("b.x2", 2, 8, 0.1), (2000, 8 * 2**30, 110))  # cheaper, more memory: dominates a
+    c = TypeInfo(make_type("c.x4", 4, 8, 0.2), (4000, 8 * 2**30, 110))
+    d = TypeInfo(make_type("d.x4", 4, 8, 0.3), (4000, 8 * 2**30, 110))  # c holds the same for less
+    prices = {"a.x2": 0.11, "b.x2": 0.1, "c.x4": 0.2, "d.x4": 0.3}
+    assert [t.name for t in _pareto([a, b, c, d], prices)] == ["b.x2", "c.x4"]

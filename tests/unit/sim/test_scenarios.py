@@ -1,0 +1,193 @@
+"""Scenario replay end to end: exact summaries of small scenarios, the Cluster Autoscaler baseline, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from nodewright.cli import cli
+from nodewright.sim.runner import run, run_scenario
+from nodewright.sim.scenario import parse_scenario
+
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIOS = ROOT / "examples" / "scenarios"
+
+POOL = {
+    "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "team1"},
+    "spec": {"template": {"metadata": {"labels": {"intent": "apps"}}, "spec": {
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "team1"},
+        "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                         {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                         {"key": "node.kubernetes.io/instance-type", "operator": "In",
+                          "values": ["c5a.xlarge", "c5a.2xlarge"]}],
+        "taints": [{"key": "team1", "effect": "NoSchedule"}]}},
+        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"}},
+}
+NODECLASS = {
+    "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "team1"},
+    "spec": {"role": "nodes", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+             "subnetSelectorTerms": [{"tags": {"k": "v"}}], "securityGroupSelectorTerms": [{"tags": {"k": "v"}}]},
+}
+
+
+def inflate(replicas: int = 0) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "inflate"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "inflate"}}, "template": {
+                "metadata": {"labels": {"app": "inflate"}},
+                "spec": {"nodeSelector": {"intent": "apps"},
+                         "tolerations": [{"key": "team1", "operator": "Exists"}],
+                         "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                        "whenUnsatisfiable": "DoNotSchedule",
+                                                        "labelSelector": {"matchLabels": {"app": "inflate"}}}],
+                         "containers": [{"name": "c", "image": "pause",
+                                         "resources": {"requests": {"cpu": "1", "memory": "256Mi"}}}]}}}}
+
+
+def four_pods(**spec: Any) -> dict[str, Any]:
+    """4 pods of 1 vCPU spread over two zones: scale up at 60 s, down at 600 s, constant 30 s launch latency."""
+    return {"apiVersion": "nodewright.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "four-pods"},
+            "spec": {"duration": "20m", "zones": ["us-east-1a", "us-east-1b"], "seed": 1,
+                     "launchLatency": {"p50": "30s", "p90": "30s"}, "podStartDelay": "5s",
+                     "manifests": [POOL, NODECLASS, inflate()],
+                     "events": [{"at": "1m", "scale": {"deployment": "inflate", "replicas": 4}},
+                                {"at": "10m", "scale": {"deployment": "inflate", "replicas": 0}}],
+                     "baseline": {"clusterAutoscaler": {
+                         "launchLatency": {"p50": "2m", "p90": "2m"},
+                         "nodeGroups": [{"name": "team1", "nodePool": "team1", "instanceType": "c5a.xlarge",
+                                         "labels": {"intent": "apps"},
+                                         "taints": [{"key": "team1", "effect": "NoSchedule"}]}]}},
+                     **spec}}
+
+
+@pytest.fixture(scope="module")
+def four_pod_result() -> dict[str, Any]:
+    return run_scenario(parse_scenario(four_pods()), baseline="cluster-autoscaler")
+
+
+def _at(timeline: list[dict[str, Any]], t: float) -> dict[str, Any]:
+    return next(e for e in timeline if e["t"] == t)
+
+
+def test_four_pods_two_nodes_at_launch_latency_then_zero_after_consolidate_after(four_pod_result) -> None:
+    summary = four_pod_result["summary"]
+    # Pods appear at 60 s, the batch closes at 61 s, two c5a.xlarge (one per zone) are Ready 30 s later.
+    assert summary["first_node_ready_s"] == 91.0
+    assert summary["pod_schedule_latency_p50_s"] == 31.0
+    assert summary["pod_schedule_latency_max_s"] == 31.0
+    assert summary["pods_scheduled"] == 4
+    assert summary["max_nodes"] == 2
+    assert summary["nodes_launched"] == 2
+    assert summary["final_nodes"] == 0
+    assert summary["unscheduled_pods_at_end"] == 0
+    assert summary["disruptions_by_reason"] == {"Empty": 2}
+    timeline = four_pod_result["timeline"]
+    assert _at(timeline, 80.0)["nodes"] == 0  # registered at 61 + 22 s
+    assert _at(timeline, 100.0)["nodes_by_pool"] == {"team1": 2}
+    assert _at(timeline, 100.0)["running_pods"] == 4
+    assert _at(timeline, 100.0)["cost_per_hour"] == pytest.approx(2 * 0.154)
+    # Scale-in at 600 s: both nodes are empty; consolidateAfter 30 s, the 15 s validation, one command at a time.
+    assert _at(timeline, 630.0)["nodes"] == 2
+    removal = [e["t"] for e in timeline if e["nodes"] == 0 and e["t"] > 600][0]
+    assert 640.0 <= removal <= 700.0
+    # Billed: two c5a.xlarge ($0.154/h) from 61 s until they were terminated.
+    assert summary["cost_usd"] == pytest.approx(summary["node_hours"] * 0.154, rel=1e-3)
+
+
+def test_cluster_autoscaler_is_slower_to_the_first_node_by_its_latency_difference(four_pod_result) -> None:
+    ours, theirs = four_pod_result["summary"], four_pod_result["baseline"]["summary"]
+    # Same pending pods at 60 s; CA scans every 10 s and its ASG takes 120 s instead of 30 s.
+    assert theirs["first_node_ready_s"] == 60.0 + 120.0  # the scan at t=60 s sees the pods marked Unschedulable
+    assert theirs["first_node_ready_s"] - ours["first_node_ready_s"] == pytest.approx(120.0 - 30.0, abs=10.0)
+    assert theirs["max_nodes"] == 2  # least-waste: 2 c5a.xlarge hold 4 x 1 vCPU
+    assert theirs["pod_schedule_latency_p50_s"] == 120.0
+    # Scale-down: utilisation 0 after 600 s, unneeded for 10 minutes: removed at the scan after 1200 s.
+    assert theirs["disruptions_by_reason"] == {"Empty": 2}
+    assert theirs["final_nodes"] == 0
+    assert theirs["cost_usd"] > ours["cost_usd"]
+
+
+def test_runs_are_deterministic_for_a_seed() -> None:
+    scenario = parse_scenario(four_pods(launchLatency={"p50": "20s", "p90": "40s", "min": "5s"}))
+    first, second = run(scenario, seed=5), run(scenario, seed=5)
+    assert first.summary == second.summary
+    assert [s.to_dict() for s in first.timeline] == [s.to_dict() for s in second.timeline]
+    other = run(scenario, seed=6)  # other launch latencies drawn
+    assert (first.summary["first_node_ready_s"], other.summary["first_node_ready_s"]) == (66.0, 78.0)
+
+
+def test_spot_interruption_drains_and_replaces_with_two_minute_warning() -> None:
+    spot_pool = json.loads(json.dumps(POOL))
+    reqs = spot_pool["spec"]["template"]["spec"]["requirements"]
+    reqs[0]["values"] = ["spot"]
+    spot_pool["spec"]["disruption"] = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m"}
+    doc = four_pods(manifests=[spot_pool, NODECLASS, inflate(2)],
+                    events=[{"at": "5m", "interruptSpot": {"count": 1}}])
+    result = run(parse_scenario(doc), seed=1)
+    summary = result.summary
+    # The warning at 300 s drains the node at once (its instance is terminated before the 2 minutes are up) and
+    # launches a replacement; the evicted pod lands on the surviving node first (the only zone with a node),
+    # so the replacement ends up empty and goes after consolidateAfter (10 min).
+    assert summary["disruptions_by_reason"] == {"Empty": 1, "Interrupted": 1}
+    assert summary["nodes_launched"] == 3
+    assert summary["unscheduled_pods_at_end"] == 0
+    at_warning_end = next(s for s in result.timeline if s.t == 300.0 + 120.0)
+    assert at_warning_end.running_pods == 2 and at_warning_end.pending_pods == 0
+
+
+def test_shipped_team_spread_scenario_matches_the_field_report() -> None:
+    result = run_scenario(parse_scenario_file(SCENARIOS / "team-spread.yaml"))
+    summary = result["summary"]
+    assert summary["max_nodes"] == 2  # two nodes in two zones, not one bin-packed node
+    assert summary["pods_scheduled"] == 4
+    assert summary["final_nodes"] == 0
+    assert summary["disruptions_by_reason"] == {"Empty": 2}
+    peak = max(result["timeline"], key=lambda e: e["nodes"])
+    assert peak["nodes_by_pool"] == {"team1": 2}
+
+
+def parse_scenario_file(path: Path) -> Any:
+    from nodewright.sim.scenario import load_scenario
+
+    return load_scenario(path)
+
+
+def test_cli_scenario_table_json_and_plot(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    import yaml
+
+    scenario.write_text(yaml.safe_dump(four_pods(
+        duration="3m", events=[{"at": "1m", "scale": {"deployment": "inflate", "replicas": 4}}])))
+    runner = CliRunner()
+    table = runner.invoke(cli, ["simulate", "--scenario", str(scenario), "--baseline", "cluster-autoscaler",
+                                "--plot", str(tmp_path / "out" / "p.png")])
+    assert table.exit_code == 0, table.output
+    lines = table.stdout.splitlines()
+    assert lines[0].split()[-2:] == ["nodewright", "cluster-autoscaler"]
+    assert any(line.startswith("first node Ready at (s)") and line.split()[-2:] == ["91", "180"] for line in lines)
+    png = (tmp_path / "out" / "p.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+    out = runner.invoke(cli, ["simulate", "--scenario", str(scenario), "--output", "json"])
+    assert out.exit_code == 0
+    doc = json.loads(out.stdout)
+    assert set(doc) >= {"timeline", "summary", "scenario", "seed"}
+    assert "baseline" not in doc
+    assert doc["timeline"][0] == {"t": 0.0, "pending_pods": 0, "running_pods": 0, "nodes": 0, "nodes_by_pool": {},
+                                  "cost_per_hour": 0.0, "cpu_utilization": 0.0}
+    assert len(doc["timeline"]) == 19  # every 10 s from 0 to 180 s
+    assert set(doc["summary"]) >= {"pod_schedule_latency_p50_s", "pod_schedule_latency_p95_s",
+                                   "pod_schedule_latency_max_s", "max_nodes", "final_nodes", "node_hours",
+                                   "cost_usd", "unscheduled_pods_at_end", "disruptions_by_reason"}
+
+
+def test_cli_rejects_an_invalid_scenario_with_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    import yaml
+
+    bad.write_text(yaml.safe_dump(four_pods(events=[{"at": "1m", "scale": {"deployment": "nope", "replicas": 1}}])))
+    result = CliRunner().invoke(cli, ["simulate", "--scenario", str(bad)])
+    assert result.exit_code == 2
+    assert "no workload named 'nope'" in result.stderr
