@@ -106,7 +106,7 @@ def pack_suite(cases: int, seed: int = 1) -> None:
     total_cost = 0.0
     for _ in range(cases):
         ct = rng.choice(["spot", "on-demand"])
-        ranked = template.ranked(reqs)[ct]
+        ranked = template.ranked(reqs, ct)
         prices = {}
         for t in ranked:
             offering = t.offering(reqs, ct)

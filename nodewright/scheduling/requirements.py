@@ -272,6 +272,13 @@ class Requirements(Mapping[str, Requirement]):
     def __len__(self) -> int:
         return len(self._reqs)
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """The requirement on ``key`` or ``default`` (a direct dict lookup: this sits on hot paths)."""
+        return self._reqs.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._reqs
+
     def __repr__(self) -> str:
         return "Requirements(" + "; ".join(repr(r) for r in self._reqs.values()) + ")"
 

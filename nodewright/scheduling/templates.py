@@ -25,17 +25,25 @@ from nodewright.cloud.instancetype import (
 )
 from nodewright.quantities import CPU, MEMORY
 from nodewright.scheduling.nodepools import NodePoolSpec
-from nodewright.scheduling.requirements import INSTANCE_TYPE_KEYS, OFFERING_KEYS, Requirements
+from nodewright.scheduling.requirements import INSTANCE_TYPE_KEYS, OFFERING_KEYS, Requirement, Requirements
 
 Vector = tuple[int, ...]
 #: Capacity-type preference when several are allowed (Karpenter launches reserved, then spot, then on-demand).
 CAPACITY_TYPE_PRIORITY = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
 
 
+OfferingFilter = tuple[Requirement | None, Requirement | None, Requirement | None]
+
+
+def offering_filter(reqs: Requirements) -> OfferingFilter:
+    """The requirements that restrict offerings: (zone, capacity type, zone id)."""
+    return reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE), reqs.get(wk.ZONE_ID)
+
+
 class TypeInfo:
     """One instance type as seen by one pool: budget vector, capacity, and a per-requirements price cache."""
 
-    __slots__ = ("it", "name", "labels", "budget", "capacity", "_price_cache")
+    __slots__ = ("it", "name", "labels", "budget", "capacity", "_price_cache", "_by_price")
 
     def __init__(self, it: InstanceType, budget: Vector) -> None:
         self.it = it
@@ -44,32 +52,42 @@ class TypeInfo:
         self.budget = budget
         self.capacity = dict(it.capacity)
         self._price_cache: dict[tuple[object, ...], Offering | None] = {}
+        # Available offerings by (price, zone), per capacity type (None: all); the sort is stable, so ties
+        # keep the catalog's order.
+        ordered = sorted((o for o in it.offerings if o.available), key=lambda o: (o.price, o.zone))
+        by_price: dict[str | None, list[Offering]] = {None: ordered}
+        for o in ordered:
+            by_price.setdefault(o.capacity_type, []).append(o)
+        self._by_price = by_price
+
+    @property
+    def capacity_types(self) -> list[str]:
+        """Capacity types with an available offering (any zone)."""
+        return [ct for ct in self._by_price if ct is not None]
 
     def offering(self, reqs: Requirements, capacity_type: str | None = None) -> Offering | None:
         """Cheapest available offering allowed by ``reqs`` (zone, capacity type, zone id), optionally of one
-        capacity type; ties broken by zone name."""
+        capacity type; ties broken by zone name (then catalog order); cached per requirement set."""
         key = (reqs.identity(), capacity_type)
-        if key in self._price_cache:
-            return self._price_cache[key]
-        zone = reqs.get(wk.ZONE)
-        ct = reqs.get(wk.CAPACITY_TYPE)
-        zid = reqs.get(wk.ZONE_ID)
-        best: Offering | None = None
-        for o in self.it.offerings:
-            if not o.available:
-                continue
-            if capacity_type is not None and o.capacity_type != capacity_type:
-                continue
+        cache = self._price_cache
+        if key in cache:
+            return cache[key]
+        best = self.first_offering(offering_filter(reqs), capacity_type)
+        cache[key] = best
+        return best
+
+    def first_offering(self, flt: OfferingFilter, capacity_type: str | None) -> Offering | None:
+        """Uncached :meth:`offering` for a precomputed :func:`offering_filter`."""
+        zone, ct, zid = flt
+        for o in self._by_price.get(capacity_type, ()):
             if zone is not None and not zone.has(o.zone):
                 continue
             if ct is not None and not ct.has(o.capacity_type):
                 continue
             if zid is not None and o.zone_id and not zid.has(o.zone_id):
                 continue
-            if best is None or (o.price, o.zone) < (best.price, best.zone):
-                best = o
-        self._price_cache[key] = best
-        return best
+            return o  # offerings are sorted: the first allowed one is the cheapest
+        return None
 
     def compatible(self, reqs: Requirements) -> bool:
         """Labels allowed by ``reqs`` and at least one allowed available offering."""
@@ -128,7 +146,8 @@ class PoolTemplate:
         self.remaining = spec.remaining()
         self._compat: dict[tuple[object, ...], list[TypeInfo]] = {}
         self._domains: dict[tuple[str, tuple[object, ...]], frozenset[str]] = {}
-        self._ranked: dict[tuple[object, ...], dict[str | None, list[TypeInfo]]] = {}
+        self._ranked: dict[tuple[object, ...], list[TypeInfo]] = {}
+        self._offered: dict[tuple[object, ...], set[str]] = {}
         self.min_values = {k: r.min_values for k, r in self.reqs.items() if r.min_values}
 
     def types_for(self, reqs: Requirements) -> list[TypeInfo]:
@@ -148,28 +167,29 @@ class PoolTemplate:
             self._compat[ident] = found
         return found
 
-    def ranked(self, reqs: Requirements) -> dict[str | None, list[TypeInfo]]:
-        """``types_for(reqs)`` ranked per capacity type: ``{ct: types offering ct under reqs, cheapest such
-        offering first (ties by name)}`` for reserved, spot and on-demand, and ``{None: types_for(reqs)}``
-        (cheapest offering of any capacity type); cached per requirement set.
+    def ranked(self, reqs: Requirements, capacity_type: str | None) -> list[TypeInfo]:
+        """``types_for(reqs)`` offering ``capacity_type`` under ``reqs``, cheapest such offering first (ties by
+        name); ``None`` ranks by the cheapest offering of any capacity type (``types_for`` itself). Cached per
+        requirement set and capacity type.
 
-        Computed once per requirement set so that choosing the launch candidates of each NodeClaim is a scan
-        of a ready ranking instead of an offering lookup and a sort per NodeClaim.
+        Built once per requirement set so that choosing the launch candidates of each NodeClaim is a scan of a
+        ready ranking instead of an offering lookup and a sort per NodeClaim.
         """
-        ident = reqs.identity()
-        found = self._ranked.get(ident)
+        types = self.types_for(reqs)
+        if capacity_type is None:
+            return types
+        key = (reqs.identity(), capacity_type)
+        found = self._ranked.get(key)
         if found is None:
-            types = self.types_for(reqs)
-            found = {None: types}
-            for ct in CAPACITY_TYPE_PRIORITY:
-                priced = []
-                for t in types:
-                    o = t.offering(reqs, ct)
-                    if o is not None:
-                        priced.append((o.price, t.name, t))
-                priced.sort(key=lambda p: (p[0], p[1]))
-                found[ct] = [p[2] for p in priced]
-            self._ranked[ident] = found
+            flt = offering_filter(reqs)
+            priced = []
+            for t in types:
+                o = t.first_offering(flt, capacity_type)
+                if o is not None:
+                    priced.append((o.price, t.name, t))
+            priced.sort(key=lambda p: (p[0], p[1]))
+            found = [p[2] for p in priced]
+            self._ranked[key] = found
         return found
 
     def launch_candidates(
@@ -186,13 +206,25 @@ class PoolTemplate:
         offering first and truncated to ``limit`` honouring ``minValues`` (Karpenter orders a NodeClaim's
         instance types by price and truncates the fleet request to 60). Empty when nothing fits.
         """
-        ranked = self.ranked(reqs)
         min_values = self.min_values
+        offered = self.capacity_types(reqs)
         for ct in (*CAPACITY_TYPE_PRIORITY, None):
-            out = fitting_prefix(ranked[ct], need, None if min_values else limit, allowed)
+            if ct is not None and ct not in offered:
+                continue
+            out = fitting_prefix(self.ranked(reqs, ct), need, None if min_values else limit, allowed)
             if out:
                 return truncate_candidates(out, limit, min_values)
         return []
+
+    def capacity_types(self, reqs: Requirements) -> set[str]:
+        """Capacity types some type of ``types_for(reqs)`` offers in any zone (a cheap superset of those it
+        offers under ``reqs``, to skip ranking capacity types nobody offers); cached."""
+        ident = reqs.identity()
+        found = self._offered.get(ident)
+        if found is None:
+            found = {ct for t in self.types_for(reqs) for ct in t.capacity_types}
+            self._offered[ident] = found
+        return found
 
     def domains(self, key: str, reqs: Requirements) -> frozenset[str]:
         """Values a node of this pool could have for ``key`` under ``reqs`` (zones and capacity types from

@@ -19,12 +19,13 @@ from __future__ import annotations
 from typing import Protocol
 
 from nodewright.api import labels as L
+from nodewright.api.durations import to_seconds
 from nodewright.cloud.simulated import SimInstance, SimulatedCloudProvider, SimulatedInterruptionQueue
 from nodewright.controllers.common import Context
 from nodewright.controllers.manager import ControllerManager, ControllerOptions
 from nodewright.kube import resources as r
 from nodewright.kube.cluster import Cluster, Obj
-from nodewright.kube.objects import condition_true, is_deleting
+from nodewright.kube.objects import condition_true, is_deleting, name_of, parse_time
 from nodewright.kube.resources import ResourceKind
 from nodewright.metrics import Metrics
 from nodewright.sim.world import World
@@ -54,6 +55,17 @@ class Driver(Protocol):
     def next_wake(self, now: float) -> float:
         """Epoch seconds it wants to act next."""
         ...
+
+
+def _seconds(value: object) -> float | None:
+    """A Karpenter duration (``"30s"``, ``"720h"``) in seconds; None for ``Never``, absent or invalid."""
+    if not isinstance(value, str):
+        return None
+    try:
+        seconds = to_seconds(value)
+    except ValueError:
+        return None
+    return float(seconds) if seconds is not None else None
 
 
 class _Idle:
@@ -112,8 +124,8 @@ class NodewrightDriver:
         self.cloud.out_of_capacity = world.out_of_capacity
         self.ctx = Context(world.cluster, self.cloud, world.clock, Metrics(), f"sim-{world.scenario.name}")
         self.snapshots = CachedSnapshots(world)
-        # NodePool status only feeds metrics and status fields nobody reads in a simulation: once a minute.
-        opts = options or ControllerOptions(status_period=60.0)
+        # NodePool status only feeds metrics and status fields nobody reads in a simulation: every 5 minutes.
+        opts = options or ControllerOptions(status_period=300.0)
         self.manager = ControllerManager(self.ctx, opts, self.queue, snapshotter=self.snapshots)
         self.disruption = self.manager.disruption
         self.busy = False  # something the controllers react to changed since the last step
@@ -126,6 +138,8 @@ class NodewrightDriver:
         self._unschedulable: set[str] = set()
         self._unready: set[str] = set()
         self._deleting: set[tuple[str, str]] = set()
+        self._last_pod_event: dict[str, float] = {}  # node name -> epoch seconds a pod was bound or removed
+        self._bound_hosts: dict[str, tuple[str]] = {}  # pod key -> (node,) it is bound to
         self.passes_skipped = 0
         self.steps = 0
         world.on_interruption = self._on_interruption
@@ -145,7 +159,14 @@ class NodewrightDriver:
         else:
             self._deleting.discard(key)
         if kind == r.PODS:
-            if not gone and not node_name(obj) and is_unschedulable(obj):
+            host = node_name(obj)
+            if host and (event != "MODIFIED" or host not in self._bound_hosts.get(key[1], ())):
+                self._last_pod_event[host] = self.world.clock()
+            if host and not gone:
+                self._bound_hosts[key[1]] = (host,)
+            elif gone:
+                self._bound_hosts.pop(key[1], None)
+            if not gone and not host and is_unschedulable(obj):
                 self._unschedulable.add(key[1])
                 self.busy = True
             else:
@@ -215,15 +236,26 @@ class NodewrightDriver:
         return now + QUIET_SECONDS
 
     def _next_eligible(self, now: float) -> float:
-        """When a node's consolidateAfter or expireAfter next elapses (at most ``now + SETTLED_MAX_SECONDS``)."""
+        """When a node's consolidateAfter or expireAfter next elapses (at most ``now + SETTLED_MAX_SECONDS``).
+
+        Read from the cluster (NodeClaim creation and ``expireAfter``, the NodePool's ``consolidateAfter``) and
+        from the pod events this driver saw per node -- the same moments the disruption controller records,
+        since it runs in the pass right after every change.
+        """
         until = now + SETTLED_MAX_SECONDS
-        view = self.disruption.view(self.snapshots(self.world.cluster), now)
-        for node in view.nodes:
-            pool = view.pools.get(node.nodepool)
-            after = pool.consolidate_after if pool is not None else None
-            quiet_since = node.last_pod_event if node.last_pod_event is not None else node.created
+        state = self.snapshots(self.world.cluster)
+        for node in state.nodes.values():
+            claim = state.nodeclaim_for(node)
+            if claim is None:
+                continue
+            meta = claim.get("metadata") or {}
+            created = parse_time(meta.get("creationTimestamp")) or now
+            pool = state.nodepools.get(str((meta.get("labels") or {}).get(L.NODEPOOL, ""))) or {}
+            after = _seconds(((pool.get("spec") or {}).get("disruption") or {}).get("consolidateAfter"))
+            expire = _seconds((claim.get("spec") or {}).get("expireAfter"))
+            quiet_since = self._last_pod_event.get(name_of(node), created)
             for deadline in (quiet_since + after if after is not None else None,
-                             node.created + node.expire_after if node.expire_after is not None else None):
+                             created + expire if expire is not None else None):
                 if deadline is not None and deadline > now:
                     until = min(until, deadline)
         return until
