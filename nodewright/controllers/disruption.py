@@ -33,14 +33,16 @@ from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
 from nodewright.api.manifests import parse_nodepool
+from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.nodepool import NodePool
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.controllers.common import Context, Obj, log, to_model
 from nodewright.controllers.provisioning import nodeclaim_from_plan, nodeclaim_ready
 from nodewright.controllers.termination import Terminator
 from nodewright.disruption import Decision, DecisionOptions, decide, decide_expiration, validate
-from nodewright.disruption.from_state import view_from_state
 from nodewright.disruption.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
+from nodewright.disruption.incremental import ViewCache, object_version
 from nodewright.disruption.model import ClusterView
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
@@ -108,6 +110,12 @@ class DisruptionController:
         self._pods_seen: dict[str, frozenset[str]] = {}
         self._last_pod_event: dict[str, float] = {}
         self._cloud_drift: dict[str, tuple[float, str | None]] = {}
+        # Incremental view building (only changed nodes are converted again) and the parsed NodePools by
+        # resourceVersion: each pass used to convert the whole cluster, most of the controller's time at scale.
+        self.views = ViewCache()
+        self._pod_sets: dict[str, tuple[list[Obj], frozenset[str]]] = {}
+        self._parsed_pools: dict[str, tuple[object, Obj, NodePool]] = {}
+        self._claim_models: dict[str, tuple[object, Obj, NodeClaim]] = {}
         self.executed: list[Decision] = []
 
     # --- the pass ----------------------------------------------------------------------------
@@ -136,27 +144,40 @@ class DisruptionController:
 
     def view(self, state: ClusterState, now: float) -> ClusterView:
         """The pure decision inputs of ``state`` (instance types from the cloud provider, per NodePool)."""
-        return view_from_state(state, now, self._instance_types(state), self._last_pod_event,
-                               self._drift_reasons(state, now))
+        return self.views.build(state, now, self._instance_types(state), self._last_pod_event,
+                                self._drift_reasons(state, now))
 
     # --- inputs ------------------------------------------------------------------------------
 
     def _instance_types(self, state: ClusterState) -> dict[str, list[InstanceType]]:
         out: dict[str, list[InstanceType]] = {}
+        parsed: dict[str, tuple[object, Obj, NodePool]] = {}
         for name, doc in state.nodepools.items():
             if is_deleting(doc):
                 continue
             try:
-                out[name] = list(self.ctx.cloud.get_instance_types(parse_nodepool(doc)))
+                model = self._parsed_pool(name, doc)
+                parsed[name] = (object_version(doc), doc, model)
+                out[name] = list(self.ctx.cloud.get_instance_types(model))
             except NodewrightValidationError:
                 continue
             except CloudProviderError as err:
                 self.ctx.cloud_error("disruption", "GetInstanceTypes", err)
+        self._parsed_pools = parsed
         return out
+
+    def _parsed_pool(self, name: str, doc: Obj) -> NodePool:
+        """``parse_nodepool(doc)``, parsed once per resourceVersion (raises NodewrightValidationError)."""
+        hit = self._parsed_pools.get(name)
+        if hit is not None and hit[0] == object_version(doc):
+            return hit[2]
+        return parse_nodepool(doc)
 
     def _drift_reasons(self, state: ClusterState, now: float) -> dict[str, str | None]:
         for name in [n for n in self._cloud_drift if n not in state.nodeclaims]:
             del self._cloud_drift[name]
+        for name in [n for n in self._claim_models if n not in state.nodeclaims]:
+            del self._claim_models[name]
         out: dict[str, str | None] = {}
         for name, claim in state.nodeclaims.items():
             if is_deleting(claim) or state.node_for(claim) is None:
@@ -170,23 +191,43 @@ class DisruptionController:
 
     def _ask_cloud(self, claim: Obj) -> str | None:
         try:
-            return self.ctx.cloud.is_drifted(to_model(claim))
+            return self.ctx.cloud.is_drifted(self._claim_model(claim))
         except CloudProviderError as err:
             self.ctx.cloud_error("disruption", "IsDrifted", err)
         except NodewrightValidationError:
             pass
         return None
 
+    def _claim_model(self, claim: Obj) -> NodeClaim:
+        """``to_model(claim)``, parsed once per resourceVersion (raises NodewrightValidationError)."""
+        name, version = name_of(claim), object_version(claim)
+        hit = self._claim_models.get(name)
+        if hit is not None and hit[0] == version:
+            return hit[2]
+        model = to_model(claim)
+        self._claim_models[name] = (version, claim, model)
+        return model
+
     def _track_pod_events(self, state: ClusterState, now: float) -> None:
         """A node's last pod event is the last pass its set of bound pods changed (first sight: none)."""
-        current = {name: frozenset(pod_key(p) for p in state.pods_on(name)) for name in state.nodes}
+        current = {name: self._pod_set(name, state.pods_on(name)) for name in state.nodes}
         for name, pods in current.items():
             seen = self._pods_seen.get(name)
             if seen is not None and seen != pods:
                 self._last_pod_event[name] = now
         self._pods_seen = current
+        self._pod_sets = {name: entry for name, entry in self._pod_sets.items() if name in current}
         for name in [n for n in self._last_pod_event if n not in current]:
             del self._last_pod_event[name]
+
+    def _pod_set(self, node: str, pods: list[Obj]) -> frozenset[str]:
+        """The keys of ``pods``; the same (unchanged) pod objects as last pass have the same keys."""
+        hit = self._pod_sets.get(node)
+        if hit is not None and len(hit[0]) == len(pods) and all(a is b for a, b in zip(hit[0], pods, strict=True)):
+            return hit[1]
+        keys = frozenset(pod_key(p) for p in pods)
+        self._pod_sets[node] = (list(pods), keys)
+        return keys
 
     def _restamp(self, state: ClusterState) -> None:
         """Stamp the current NodePool hash on claims stamped with another hash version (Karpenter's hash

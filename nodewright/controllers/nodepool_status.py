@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from nodewright.api import labels as L
@@ -50,6 +51,9 @@ class NodePoolStatusController:
         self.period = period
         self._last = float("-inf")
         self.costs: dict[str, float] = {}
+        # Label sets of the karpenter_pods_state series currently exported: a pass adds and removes only the
+        # difference instead of clearing and re-creating one child per pod (most of this controller's time).
+        self._pod_series: set[tuple[str, str, str, str, str]] = set()
 
     def reconcile(self, state: ClusterState | None = None, force: bool = False) -> dict[str, float]:
         """One pass; returns NodePool -> cost in USD per hour."""
@@ -59,10 +63,14 @@ class NodePoolStatusController:
         self._last = now
         state = state or snapshot(self.ctx.cluster)
         costs: dict[str, float] = {}
+        by_pool: dict[str, list[Obj]] = {}  # one pass over the NodeClaims, not one per NodePool
+        for claim in state.nodeclaims.values():
+            if not is_deleting(claim):
+                by_pool.setdefault(nodepool_of(claim), []).append(claim)
         for name, pool in sorted(state.nodepools.items()):
             if is_deleting(pool):
                 continue
-            claims = [c for c in state.nodeclaims.values() if nodepool_of(c) == name and not is_deleting(c)]
+            claims = by_pool.get(name, [])
             costs[name] = self._cost(pool, claims)
             self.ctx.metrics.nodepool_cost.labels(name).set(costs[name])
             usage = self._usage(claims)
@@ -151,13 +159,19 @@ class NodePoolStatusController:
 
     def _pod_metrics(self, state: ClusterState) -> None:
         gauge = self.ctx.metrics.pods_state
-        gauge.clear()
+        pools = {name: str(nodepool_of(doc)) for name, doc in state.nodes.items()}  # once per node, not per pod
+        series: set[tuple[str, str, str, str, str]] = set()
         for pod in state.pods.values():
             node = node_name(pod)
-            nodepool = labels_of(state.nodes[node]).get(L.NODEPOOL, "") if node in state.nodes else ""
             namespace, name = pod_key(pod).split("/", 1)
             phase = str((pod.get("status") or {}).get("phase") or "Pending")
-            gauge.labels(name, namespace, node, nodepool, phase).set(1)
+            series.add((name, namespace, node, pools.get(node, ""), phase))
+        for gone in self._pod_series - series:
+            with contextlib.suppress(KeyError):
+                gauge.remove(*gone)
+        for new in series - self._pod_series:
+            gauge.labels(*new).set(1)
+        self._pod_series = series
 
 
 def _not_ready(name: Any, nodeclass: Obj) -> str:

@@ -18,6 +18,13 @@ NodePool, compatible requirements, no topology constraint):
 
 Several value weightings (fitted, cpu-only, memory-only) are tried and the cheapest plan kept. Quality is
 checked in tests against the exact optimum of the MILP (SciPy/HiGHS) on random small cases.
+
+Speed without changing the result (``tests/unit/scheduling/test_packing_search.py`` checks it against a full
+scan): a move search visits types by a lower bound of their score (price over the most value any fill of the
+type could hold) and stops once the bound exceeds the best scores found, instead of filling all ~150 pareto
+types of a real catalog; fills are cached under the counts capped at what fits the type alone, so beam states,
+search steps and the three weightings share them; ``cheapest_fitting`` scans the pareto types only (the
+cheapest type holding a node's pods is never dominated).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from nodewright.scheduling.templates import TypeInfo, Vector
 BEAM_WIDTH = 8
 SMALL_PROBLEM_PODS = 64
 TAIL_BINS = 6
+MAX_CACHED_FILLS = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,12 +200,14 @@ class _Shared:
 
     def fill(self, j: int, order: tuple[int, ...] | None, counts: Sequence[int]) -> Fill:
         """FFD fill of type ``j`` in ``order`` (None: the dot-product fill), cached."""
-        capped = tuple(map(min, counts, self.caps[j]))
+        capped = tuple([c if c < m else m for c, m in zip(counts, self.caps[j], strict=True)])
         key = (j, order, capped)
         found = self.fills.get(key)
         if found is None:
             budget = self.types[j].budget
             found = _dot_fill(budget, self.items, capped) if order is None else _ffd(budget, order, self.items, capped)
+            if len(self.fills) >= MAX_CACHED_FILLS:
+                self.fills.clear()  # bounds memory on batches of many shapes, where reuse is rare anyway
             self.fills[key] = found
         return found
 

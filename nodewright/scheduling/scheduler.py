@@ -15,17 +15,21 @@ Order and placement follow Karpenter's provisioning scheduler (``scheduler.go``)
 nodewright's additions:
 
 - **Cost-optimal packing.** Pods whose placement neither depends on nor changes topology counts (no spread,
-  no pod (anti-)affinity, not selected by any such constraint, no host ports) are not packed one by one:
-  they first fill the spare room of NodeClaims opened for constrained pods (when that does not raise the
-  NodeClaim's price), then are packed per (NodePool, requirements) group by :mod:`nodewright.scheduling.packing`,
-  which searches for the cheapest fleet rather than the first one that fits.
+  no pod (anti-)affinity, not selected by any such constraint; host ports allowed unless their port is used
+  with several specific host IPs) are not packed one by one: they first fill the spare room of NodeClaims
+  opened for constrained pods (when that does not raise the NodeClaim's price), then are packed per
+  (NodePool, requirements) group by :mod:`nodewright.scheduling.packing`, which searches for the cheapest fleet
+  rather than the first one that fits. Host ports become one-per-node resources for the packer.
 - **Target utilization** per NodePool (budgets scaled, see :mod:`nodewright.scheduling.templates`).
 - **Limits** are enforced on the final candidate lists: a NodeClaim's candidates never include a type whose
   capacity would exceed what remains of its pool's limits, so no launch can breach them.
 
+- **Node inclusion policies** of topology spread (``nodeAffinityPolicy``/``nodeTaintsPolicy``) apply to this
+  run's NodeClaims as to existing nodes (see :mod:`nodewright.scheduling.topology`).
+
 Equivalence classes (identical replicas) share requirement, compatibility and topology work, and each class
-remembers which nodes/NodeClaims can never take it again (taints, requirements, resources: all monotonic),
-so a batch of 20,000 pods does not cost 20,000 scans.
+remembers which nodes/NodeClaims can never take it again (taints, requirements, resources, hostname spread /
+anti-affinity counts: all monotonic), so a batch of 20,000 pods does not cost 20,000 scans.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from nodewright.quantities import CPU, MEMORY, PODS, Resources, format_resources
 from nodewright.scheduling.classes import PodClass
 from nodewright.scheduling.nodepools import NodePoolSpec, daemonset_overhead
 from nodewright.scheduling.nodes import ExistingNode
-from nodewright.scheduling.packing import Item, pack
+from nodewright.scheduling.packing import Bin, Item, pack
 from nodewright.scheduling.pods import HostPort, Pod
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.result import NodeClaimPlan, SchedulingEvent, SchedulingResult
@@ -168,6 +172,7 @@ class _Run:
         self.topology = Topology()
         self.claims: list[_Claim] = []
         self.limit_logged: set[str] = set()
+        self.plan_reqs: dict[tuple[object, ...], tuple[Requirements, dict[str, str]]] = {}
         # Existing nodes: initialized first (Karpenter), skipping nodes that cannot take pods.
         usable = [n for n in nodes if not n.marked_for_deletion and not n.unschedulable]
         usable.sort(key=lambda n: (not n.initialized, n.name))
@@ -331,6 +336,11 @@ class _Run:
             if reqs.incompatibility(cls.reqs) is not None:
                 return False, True
             reqs = reqs.intersect(cls.reqs)
+        # No type of the claim fits one more pod: narrowing requirements only removes types and the claim's
+        # pods only grow, so this is final (checked before the costlier topology narrowing).
+        index = claim.fit_index(cls.vec)
+        if index is None:
+            return False, True
         topo = cls.owned or cls.inverse or cls.selecting
         domains: dict[str, str] = {}
         if topo:
@@ -341,13 +351,8 @@ class _Run:
                 )
                 return False, hostname_block and self._blocked_on_hostname(cls, claim)
             reqs = narrowed
-        index: int | None = None
-        if reqs is claim.reqs:
-            index = claim.fit_index(cls.vec)
-            if index is None:
-                return False, True
-            types = None
-        else:
+        types: list[TypeInfo] | None = None
+        if reqs is not claim.reqs:
             candidates = pool.types_for(reqs)
             if pool.remaining is None:
                 types = candidates
@@ -363,7 +368,7 @@ class _Run:
             if not satisfies_min_values([t for t in pool_types if t.fits(need)], pool.min_values):
                 return False, True
         self._commit(cls, claim, reqs, types, domains)
-        if types is None and index is not None:
+        if types is None:
             claim.ptr = index  # every type before it fails the new need
         return True, False
 
@@ -726,16 +731,23 @@ class _Run:
         if cap_left is not None and len(bins) > cap_left:
             bins = self._squeeze(bins, pack_types, prices, items, cap_left)
         base = len(self.dims)
+        # Repeated patterns give many equal bins; without limits (which change as NodeClaims reserve them)
+        # their candidates are equal too.
+        memo: dict[tuple[int, ...], list[TypeInfo]] = {}
         for b in bins:
             need = b.need(items, len(items[0].vec))[:base]
-            # `priced` is cheapest first: without minValues only the first 60 fitting types matter.
-            fitting = fitting_prefix(
-                priced,
-                need,
-                None if pool.min_values else MAX_INSTANCE_TYPES,
-                keep=pool.within_limits if pool.remaining is not None else None,
-            )
-            candidates = truncate_candidates(fitting, MAX_INSTANCE_TYPES, pool.min_values)
+            key = tuple(need)
+            candidates = memo.get(key) if pool.remaining is None else None
+            if candidates is None:
+                # `priced` is cheapest first: without minValues only the first 60 fitting types matter.
+                fitting = fitting_prefix(
+                    priced,
+                    need,
+                    None if pool.min_values else MAX_INSTANCE_TYPES,
+                    keep=pool.within_limits if pool.remaining is not None else None,
+                )
+                candidates = truncate_candidates(fitting, MAX_INSTANCE_TYPES, pool.min_values)
+                memo[key] = candidates
             if not candidates or (pool.min_values and not satisfies_min_values(candidates, pool.min_values)):
                 continue
             claim = _Claim(pool, len(self.claims), merged, candidates, len(self.dims))
@@ -761,17 +773,18 @@ class _Run:
                 )
             cls.pods.clear()
 
+    @staticmethod
     def _squeeze(
-        self, bins: list[Any], priced: list[TypeInfo], prices: dict[str, float], items: list[Item], cap: int
-    ) -> list[Any]:
-        """With a cap on new NodeClaims: one node for everything when some type fits it, else the first ``cap``."""
+        bins: list[Bin], priced: list[TypeInfo], prices: dict[str, float], items: list[Item], cap: int
+    ) -> list[Bin]:
+        """With a cap on new NodeClaims: one node for everything when some type fits it, else the first ``cap``.
+
+        ``items`` and ``priced`` are the packer's (host ports included as dimensions)."""
         if cap <= 0:
             return []
         if cap == 1 and bins:
-            from nodewright.scheduling.packing import Bin
-
             fill = tuple((i, it.count) for i, it in enumerate(items) if it.count)
-            need = Bin(bins[0].info, 0.0, fill).need(items, len(self.dims))
+            need = Bin(bins[0].info, 0.0, fill).need(items, len(items[0].vec))
             for t in priced:
                 if t.fits(need):
                     return [Bin(t, prices[t.name], fill)]
@@ -804,13 +817,19 @@ class _Run:
         ct = capacity_type_for(candidates[:1], claim.reqs)
         offering = chosen.offering(claim.reqs, ct)
         assert offering is not None  # candidates are priced by the same offering filter
-        reqs = claim.reqs.with_requirement(
-            Requirement(wk.INSTANCE_TYPE, False, [t.name for t in candidates])
-        )
-        if ct is not None and (claim.reqs.get(wk.CAPACITY_TYPE) is None or len(claim.reqs[wk.CAPACITY_TYPE].values) != 1):
-            reqs = reqs.with_requirement(Requirement(wk.CAPACITY_TYPE, False, [ct]))
+        names = tuple(t.name for t in candidates)
+        # Packed NodeClaims often share requirements and candidates: build those requirements once.
+        memo_key = (claim.reqs.identity(), names, ct)
+        memo = self.plan_reqs.get(memo_key)
+        if memo is None:
+            reqs = claim.reqs.with_requirement(Requirement(wk.INSTANCE_TYPE, False, names))
+            current_ct = claim.reqs.get(wk.CAPACITY_TYPE)
+            if ct is not None and (current_ct is None or len(current_ct.values) != 1):
+                reqs = reqs.with_requirement(Requirement(wk.CAPACITY_TYPE, False, [ct]))
+            memo = self.plan_reqs[memo_key] = (reqs, reqs.labels())
+        reqs, req_labels = memo
         labels = dict(pool.spec.labels)
-        labels.update(reqs.labels())
+        labels.update(req_labels)
         labels.update({k: str(v) for k, v in chosen.labels.items()})
         labels[wk.ZONE] = offering.zone
         labels[wk.CAPACITY_TYPE] = offering.capacity_type

@@ -35,6 +35,7 @@ class KubeScheduler:
     def __init__(self, cluster: InMemoryCluster) -> None:
         self.cluster = cluster
         self.dirty = True
+        self._waiting: set[str] = set()  # keys of pods not bound yet
         self._pods: dict[tuple[str, str], Pod] = {}  # (uid, nodeName) -> converted pod
         cluster.add_listener(self.on_change)
 
@@ -42,6 +43,12 @@ class KubeScheduler:
         """Cluster listener: new or removed pods and any node change may open or use capacity."""
         if kind == r.NODES or (kind == r.PODS and event in ("ADDED", "DELETED")):
             self.dirty = True
+        if kind == r.PODS:
+            key = pod_key(obj)
+            if event != "DELETED" and not node_name(obj) and not is_deleting(obj) and not is_terminal(obj):
+                self._waiting.add(key)
+            else:
+                self._waiting.discard(key)
         if kind == r.PODS and event == "DELETED":
             uid = str(meta(obj).get("uid") or "")
             self._pods.pop((uid, node_name(obj)), None)
@@ -77,6 +84,8 @@ class KubeScheduler:
         if not self.dirty:
             return []
         self.dirty = False
+        if not self._waiting:
+            return []  # nothing to place: skip the scan of every pod
         pending: list[tuple[Obj, Pod]] = []
         bound: dict[str, list[Pod]] = {}
         for doc in self.cluster.list(r.PODS):

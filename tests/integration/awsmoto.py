@@ -123,7 +123,7 @@ class Account:
 
     def client(self, service: str) -> Any:
         """A boto3 client for the test itself against moto."""
-        return boto3.client(service, region_name=REGION, endpoint_url=self.url)
+        return _client(service, self.url)
 
     def instances(self) -> list[dict[str, Any]]:
         """Every instance moto knows, with its state."""
@@ -131,22 +131,43 @@ class Account:
         return [i for r in reservations for i in r["Instances"]]
 
     def controller_clients(self) -> AWSClients:
-        """Clients for one controller replica: moto endpoint, few retries, stubbed Pricing, CreateFleet recorded."""
-        pricing = _session().client("pricing", region_name="us-east-1")
+        """Clients for one controller replica: moto endpoint, few retries, stubbed Pricing, CreateFleet recorded.
+
+        The boto3 clients are shared by every replica of the session (thread-safe, and creating them costs more
+        CPU than a whole flow); each call queues one more Pricing answer and points the CreateFleet recorder at
+        this account.
+        """
+        shared = _controller_clients(self.url)
+        _FLEET_SINK[:] = [self.fleet_requests]
+        _PRICING[0].add_response("get_products", {
+            "PriceList": [_price_entry(t, p) for t, p in sorted(LIVE_PRICES.items())], "FormatVersion": "aws_v1"})
+        return AWSClients(shared.settings, session=_session(), overrides=dict(shared._clients))
+
+
+#: Where the shared ec2 client's CreateFleet hook records (the current test's ``Account.fleet_requests``).
+_FLEET_SINK: list[list[dict[str, Any]]] = []
+_PRICING: list[Stubber] = []
+_SHARED: dict[str, AWSClients] = {}
+
+
+def _record_fleet(params: dict[str, Any], **_: Any) -> None:
+    if _FLEET_SINK:
+        _FLEET_SINK[0].append(json.loads(json.dumps(params, default=str)))
+
+
+def _controller_clients(url: str) -> AWSClients:
+    if url not in _SHARED:
+        pricing = _session().client("pricing", region_name="us-east-1")  # type: ignore[call-overload]
         stubber = Stubber(pricing)
-        stubber.add_response("get_products", {"PriceList": [_price_entry(t, p) for t, p in sorted(LIVE_PRICES.items())],
-                                              "FormatVersion": "aws_v1"})
         stubber.activate()
-        clients = AWSClients(ClientSettings(REGION, endpoint_url=self.url, max_attempts=2, connect_timeout=2,
+        _PRICING[:] = [stubber]
+        clients = AWSClients(ClientSettings(REGION, endpoint_url=url, max_attempts=2, connect_timeout=2,
                                             read_timeout=10), session=_session(), overrides={"pricing": pricing})
         for service in ("ec2", "ssm", "iam", "sqs", "sts", "eks"):  # eagerly, here: sessions are not thread-safe
             getattr(clients, service)
-
-        def record(params: dict[str, Any], **_: Any) -> None:
-            self.fleet_requests.append(json.loads(json.dumps(params, default=str)))
-
-        clients.ec2.meta.events.register("provide-client-params.ec2.CreateFleet", record)
-        return clients
+        clients.ec2.meta.events.register("provide-client-params.ec2.CreateFleet", _record_fleet)
+        _SHARED[url] = clients
+    return _SHARED[url]
 
 
 _SESSION: list[boto3.session.Session] = []
@@ -157,6 +178,17 @@ def _session() -> boto3.session.Session:
     if not _SESSION:
         _SESSION.append(boto3.session.Session())
     return _SESSION[0]
+
+
+_CLIENTS: dict[tuple[str, str], Any] = {}
+
+
+def _client(service: str, url: str) -> Any:
+    """A cached client of the shared session (creating one costs 50-500 ms of CPU; they are thread-safe)."""
+    key = (service, url)
+    if key not in _CLIENTS:
+        _CLIENTS[key] = _session().client(service, region_name=REGION, endpoint_url=url)  # type: ignore[call-overload]
+    return _CLIENTS[key]
 
 
 def _price_entry(instance_type: str, usd: float) -> str:
@@ -173,7 +205,7 @@ def seed(server: MotoServer) -> Account:
     """A VPC with discovery-tagged subnets in three zones, a tagged security group, AL2023 alias parameters for
     Kubernetes 1.31, the node role, the interruption queue and the EKS cluster."""
     url = server.url
-    ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=url)
+    ec2 = _client("ec2", url)
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     discovery = [{"Key": "karpenter.sh/discovery", "Value": CLUSTER}]
     subnets = {}
@@ -192,11 +224,11 @@ def seed(server: MotoServer) -> Account:
     amis = dict(server.amis)
     for arch, parameter in AL2023_PARAMETERS.items():
         _put_public_parameter(parameter, amis[arch])
-    boto3.client("iam", region_name=REGION, endpoint_url=url).create_role(
+    _client("iam", url).create_role(
         RoleName="KarpenterNodeRole-demo", AssumeRolePolicyDocument="{}")
-    queue_url = boto3.client("sqs", region_name=REGION, endpoint_url=url).create_queue(QueueName=QUEUE)["QueueUrl"]
+    queue_url = _client("sqs", url).create_queue(QueueName=QUEUE)["QueueUrl"]
     # The EKS cluster itself: the controller reads endpoint, CA and service CIDR from eks:DescribeCluster.
-    boto3.client("eks", region_name=REGION, endpoint_url=url).create_cluster(
+    _client("eks", url).create_cluster(
         name=CLUSTER, roleArn="arn:aws:iam::123456789012:role/eks-cluster",
         resourcesVpcConfig={"subnetIds": sorted(subnets.values())},
         kubernetesNetworkConfig={"serviceIpv4Cidr": SERVICE_CIDR})

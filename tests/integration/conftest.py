@@ -76,3 +76,4 @@ def account(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterato
     moto_server.reset()
     with offering_only():
         yield seed(moto_server)
+

@@ -88,11 +88,13 @@ def test_nodewright_run_serves_probes_and_releases_the_lease_on_sigterm(kube: Em
     command = [sys.executable, "-c", "from nodewright.cli import main; main()", "run", "--kubeconfig", str(config),
                "--aws-endpoint-url", account.url, "--metrics-port", str(metrics_port),
                "--health-probe-port", str(health_port)]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log_path = tmp_path / "controller.log"  # a file, not a pipe: a full pipe would block the controller
+    with open(log_path, "w", encoding="utf-8") as log_file:
+        process = subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for(lambda: process.poll() is not None or get(f"http://127.0.0.1:{health_port}/readyz")[0] == 200
                  if _listening(health_port) else process.poll() is not None, 20, "the controller to be ready")
-        assert process.poll() is None, process.communicate()[1]
+        assert process.poll() is None, log_path.read_text(encoding="utf-8")
 
         def holder() -> str:
             lease = kube.emulator.peek("leases", "karpenter-leader-election", "kube-system") or {}
@@ -101,14 +103,15 @@ def test_nodewright_run_serves_probes_and_releases_the_lease_on_sigterm(kube: Em
         wait_for(lambda: holder().startswith("karpenter-0_"), 10, "the lease")
         assert "nodewright_leader 1.0" in get(f"http://127.0.0.1:{metrics_port}/metrics")[1]
         process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=15)
+        process.wait(timeout=15)
     finally:
         if process.poll() is None:
             process.kill()
-            process.communicate()
-    assert process.returncode == 0, stderr
+            process.wait(5)
+    output = log_path.read_text(encoding="utf-8")
+    assert process.returncode == 0, output
     assert holder() == ""
-    logs = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    logs = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     messages = [doc.get("msg") or doc.get("message") for doc in logs]
     assert "nodewright controller started" in messages and "received signal 15, shutting down" in messages
 

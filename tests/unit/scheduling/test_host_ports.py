@@ -61,3 +61,15 @@ def test_host_port_pods_fill_spare_room_of_constrained_nodeclaims_once() -> None
         assert sum(1 for p in nc.pods if p.host_ports) <= 1
     # Each db node takes one h pod in its spare room; the third h pod gets its own node.
     assert layout(r) == [("c.large", ("db0", "h0")), ("c.large", ("db1", "h1")), ("c.large", ("h2",))]
+
+
+def test_single_nodeclaim_cap_never_merges_conflicting_ports() -> None:
+    # Consolidation asks for at most one NodeClaim: one node for everything is only allowed when ports permit.
+    port = (HostPort(8080),)
+    pods = [pod(f"h{i}", 100, 100, host_ports=port) for i in range(2)]
+    r = schedule(pods, [], [pool()], {"default": standard_types()}, max_new_nodeclaims=1)
+    assert layout(r) == [("c.large", ("h0",))]
+    assert r.unschedulable == {"default/h1": "would need more than 1 new NodeClaim(s)"}
+    plain = [pod(f"p{i}", 100, 100) for i in range(2)] + [pod("h", 100, 100, host_ports=port)]
+    r = schedule(plain, [], [pool()], {"default": standard_types()}, max_new_nodeclaims=1)
+    assert layout(r) == [("c.large", ("h", "p0", "p1"))] and r.unschedulable == {}
