@@ -59,7 +59,8 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     import json
     import logging
 
-    from nodewright.sim.decision import decide, read_documents, render_table
+    from nodewright.api.manifests import load_manifest_files
+    from nodewright.sim.decision import decide, render_table
 
     if scenario is not None:
         if filenames or region:
@@ -73,15 +74,12 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         raise NodewrightValidationError("--baseline/--plot/--seed", "only apply to --scenario runs")
     if not filenames:
         raise NodewrightValidationError("--filename", "give at least one manifest file with -f")
-    texts = []
-    for name in filenames:
-        try:
-            with open(name, encoding="utf-8") as handle:
-                texts.append((name, handle.read()))
-        except OSError as err:
-            raise NodewrightValidationError(name, f"cannot read: {err.strerror}") from None
+    loaded = load_manifest_files(list(filenames))
     logging.getLogger("nodewright.scheduling").setLevel(logging.WARNING)
-    decision = decide(read_documents(texts), region)
+    try:
+        decision = decide(loaded.docs, region)
+    except NodewrightValidationError as err:
+        raise loaded.locate(err) from None
     if output == "json":
         click.echo(json.dumps(decision, indent=2))
     else:

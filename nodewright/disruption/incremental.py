@@ -67,6 +67,11 @@ def _versions(objs: Sequence[Obj]) -> tuple[Hashable, ...]:
     return tuple(object_version(o) for o in objs)
 
 
+def _same_objects(old: Sequence[Obj], new: Sequence[Obj]) -> bool:
+    """Whether ``new`` holds the very objects of ``old``, in order (objects are never mutated in place)."""
+    return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
+
+
 @dataclass(slots=True)
 class _NodeEntry:
     """The last Node built for one NodeClaim and the versions of what it was built from."""
@@ -215,15 +220,22 @@ class ViewCache:
         last_pod_event: float | None, cloud_drift: str | None, now: float,
     ) -> Node | None:
         pods = state.pods_on(name_of(doc))
-        key = (object_version(claim), object_version(doc), _versions(pods))
         claim_name = name_of(claim)
         entry = self._nodes.get(claim_name)
-        if entry is None or entry.key != key:
+        inputs = (claim, doc, *pods)
+        # The very objects of last pass (the common case, cheap to check), else the same versions (a relist).
+        if entry is not None and not _same_objects(entry.keep, inputs):
+            if entry.key == (object_version(claim), object_version(doc), _versions(pods)):
+                entry.keep = inputs
+            else:
+                entry = None
+        if entry is None:
+            key = (object_version(claim), object_version(doc), _versions(pods))
             self.stats.nodes_rebuilt += 1
             status = claim.get("status") or {}
             entry = _NodeEntry(
                 key=key,
-                keep=(claim, doc, *pods),
+                keep=inputs,
                 base=node_from_state(claim, doc, state, {}, None, None, now),
                 created=parse_time(meta(claim).get("creationTimestamp")),
                 claim_last_pod_event=parse_time(status.get("lastPodEventTime")),

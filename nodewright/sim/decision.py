@@ -15,11 +15,11 @@ The JSON output is the contract of DESIGN.md (``nodeclaims``, ``existing``, ``un
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.api import labels as wk
-from nodewright.api.manifests import load_manifests, parse_documents
+from nodewright.api.manifests import parse_documents
 from nodewright.cloud.catalog import catalog_price_source, load_instance_types
 from nodewright.errors import NodewrightValidationError
 from nodewright.scheduling import (
@@ -61,21 +61,6 @@ def infer_region(nodepools: Sequence[NodePoolSpec], nodes: Sequence[ExistingNode
         if region:
             return region
     return None
-
-
-def read_documents(texts: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
-    """Parse ``(filename, text)`` pairs into documents.
-
-    Raises:
-        NodewrightValidationError: invalid YAML, path prefixed with the file name.
-    """
-    docs: list[dict[str, Any]] = []
-    for name, text in texts:
-        try:
-            docs.extend(load_manifests(text))
-        except NodewrightValidationError as err:
-            raise NodewrightValidationError(f"{name}: {err.path}" if err.path else name, err.reason) from None
-    return docs
 
 
 def decide(documents: Sequence[Mapping[str, Any]], region: str | None = None) -> dict[str, Any]:
