@@ -20,6 +20,19 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+#: Node launch and pod startup latencies, seconds (EC2 boot + kubelet join is typically 30-90 s).
+_LATENCY_BUCKETS = (1, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900, 1200, 1800, 3600)
+#: Node label -> metric label of Karpenter's node metrics (its well-known labels, ``/``-suffix snake_cased;
+#: ``pkg/controllers/metrics/node`` in kubernetes-sigs/karpenter).
+NODE_METRIC_LABELS: dict[str, str] = {
+    "karpenter.sh/nodepool": "nodepool",
+    "node.kubernetes.io/instance-type": "instance_type",
+    "karpenter.sh/capacity-type": "capacity_type",
+    "topology.kubernetes.io/zone": "zone",
+    "topology.kubernetes.io/region": "region",
+    "kubernetes.io/arch": "arch",
+    "kubernetes.io/os": "os",
+}
 
 
 class Metrics:
@@ -86,6 +99,20 @@ class Metrics:
         self.disruption_evaluation_duration = Histogram(
             "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
             "Seconds one pass of disruption decisions took.", ["method"], buckets=_DURATION_BUCKETS, registry=reg)
+        # What the capacity dashboard reads (helm/nodewright/dashboards/): node gauges and pod startups from the
+        # cluster state (controllers/state_metrics.py), NodeClaim condition transitions from the lifecycle.
+        self.nodes_allocatable = Gauge(
+            "karpenter_nodes_allocatable",
+            "Node allocatable resources (cpu cores, memory/ephemeral_storage bytes, pods count), per node.",
+            [*NODE_METRIC_LABELS.values(), "node_name", "phase", "managed", "resource_type"], registry=reg)
+        self.pods_startup_duration = Histogram(
+            "karpenter_pods_startup_duration_seconds",
+            "Seconds from pod creation until the pod is running (Ready), for pods seen pending.",
+            buckets=_LATENCY_BUCKETS, registry=reg)
+        self.nodeclaim_condition_transition = Histogram(
+            "operator_nodeclaim_status_condition_transition_seconds",
+            "Seconds a NodeClaim condition spent in a status (status) before transitioning (to_status).",
+            ["type", "status", "to_status"], buckets=_LATENCY_BUCKETS, registry=reg)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

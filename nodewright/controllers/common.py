@@ -11,6 +11,7 @@ from nodewright.api import labels as L
 from nodewright.api.manifests import parse_nodeclaim
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.cloud.provider import CloudProvider
+from nodewright.controllers.condition_metrics import observe_condition_transitions
 from nodewright.kube import resources as r
 from nodewright.kube.cluster import Clock, Cluster
 from nodewright.kube.errors import KubeError, NotFoundError
@@ -70,7 +71,9 @@ def set_nodeclaim_condition(
     """Write one condition to a NodeClaim's status subresource; returns the updated claim."""
     conditions = set_condition(list((claim.get("status") or {}).get("conditions") or []), type_, status,
                                ctx.clock(), reason, message)
-    return ctx.cluster.patch_status(r.NODECLAIMS, name_of(claim), {"conditions": conditions})
+    updated = ctx.cluster.patch_status(r.NODECLAIMS, name_of(claim), {"conditions": conditions})
+    observe_condition_transitions(ctx.metrics, claim, conditions)
+    return updated
 
 
 def remove_finalizer(ctx: Context, kind: r.ResourceKind, obj: Obj, finalizer: str = L.TERMINATION_FINALIZER) -> bool:

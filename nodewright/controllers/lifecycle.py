@@ -33,6 +33,7 @@ from nodewright.controllers.common import (
     set_nodeclaim_condition,
     to_model,
 )
+from nodewright.controllers.condition_metrics import observe_condition_transitions
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
 from nodewright.kube.objects import (
@@ -157,6 +158,7 @@ class LifecycleController:
         status_patch = {k: status[k] for k in ("providerID", "imageID", "capacity", "allocatable") if k in status}
         status_patch["conditions"] = conditions
         self.ctx.cluster.patch_status(r.NODECLAIMS, name, status_patch)
+        observe_condition_transitions(self.ctx.metrics, claim, conditions)
         instance_type = labels.get(L.INSTANCE_TYPE, "?")
         log.info("launched nodeclaim", extra={"nodeclaim": name, "provider-id": status.get("providerID"),
                                                "instance-type": instance_type, "zone": labels.get(L.ZONE),
@@ -189,6 +191,7 @@ class LifecycleController:
                                    L.CONDITION_REGISTERED, True, self.ctx.clock(), "Registered")
         updated = self.ctx.cluster.patch_status(r.NODECLAIMS, name_of(claim),
                                                 {"nodeName": name_of(node), "conditions": conditions})
+        observe_condition_transitions(self.ctx.metrics, claim, conditions)
         nodepool = nodepool_of(claim)
         self.ctx.metrics.nodes_created.labels(nodepool).inc()
         log.info("registered nodeclaim", extra={"nodeclaim": name_of(claim), "node": name_of(node)})
@@ -221,6 +224,7 @@ class LifecycleController:
         conditions = set_condition(conditions, L.CONDITION_INITIALIZED, True, now, "Initialized")
         conditions = set_condition(conditions, L.CONDITION_READY, True, now, "Ready")
         self.ctx.cluster.patch_status(r.NODECLAIMS, name_of(claim), {"conditions": conditions})
+        observe_condition_transitions(self.ctx.metrics, claim, conditions)
         log.info("initialized nodeclaim", extra={"nodeclaim": name_of(claim), "node": name_of(node),
                                                   "nodepool": nodepool_of(claim),
                                                   "capacity-type": capacity_type_of(claim)})

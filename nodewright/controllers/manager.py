@@ -3,7 +3,7 @@
 The run loop (:mod:`nodewright.runtime`) calls :meth:`step` every ``reconcile_period`` while this replica
 leads; the simulator calls it on its own clock. Each step takes one snapshot of the cluster and runs the
 controllers in dependency order: EC2NodeClass status, provisioning, lifecycle, termination, interruption,
-garbage collection, NodePool status. Nothing here sleeps or starts threads.
+garbage collection, NodePool status, state metrics. Nothing here sleeps or starts threads.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from nodewright.controllers.lifecycle import LifecycleController
 from nodewright.controllers.nodeclass import NodeClassController
 from nodewright.controllers.nodepool_status import NodePoolStatusController
 from nodewright.controllers.provisioning import Batcher, Provisioner
+from nodewright.controllers.state_metrics import StateMetricsController
 from nodewright.controllers.termination import TerminationController, Terminator
 from nodewright.kube.cluster import Cluster
 from nodewright.state.cluster import ClusterState, snapshot
@@ -70,6 +71,7 @@ class ControllerManager:
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
         self.status = NodePoolStatusController(ctx, opts.status_period)
         self.nodeclass = NodeClassController(ctx, opts.nodeclass_period)
+        self.state_metrics = StateMetricsController(ctx)
 
     def step(self) -> None:
         """One pass of every controller. A controller's failure is logged and does not stop the others."""
@@ -82,6 +84,7 @@ class ControllerManager:
             ("interruption", self.interruption.reconcile if self.interruption else None),
             ("garbagecollection", self.gc.reconcile),
             ("nodepool.status", self.status.reconcile),
+            ("metrics.state", self.state_metrics.reconcile),  # node gauges, pod startups (dashboard)
         ):
             if run is None:
                 continue

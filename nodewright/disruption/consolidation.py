@@ -21,6 +21,7 @@ it, and a node filled to the target is not immediately "underutilized" again.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -71,13 +72,27 @@ def underutilized_candidates(view: ClusterView, now: float) -> list[Node]:
     return by_disruption_cost(out, now)
 
 
+#: Simulator -> its Screen: multi- and single-node consolidation of one pass screen over the same destinations,
+#: so they share one (a Screen is read-only once built; building it sums every destination's pods).
+_SCREENS: weakref.WeakKeyDictionary[Simulator, Screen] = weakref.WeakKeyDictionary()
+
+
+def _screen(view: ClusterView, simulator: Simulator) -> Screen:
+    if simulator.view is not view:
+        return Screen(simulator.destinations, view.pools.values())
+    screen = _SCREENS.get(simulator)
+    if screen is None:
+        screen = _SCREENS[simulator] = Screen(simulator.destinations, view.pools.values())
+    return screen
+
+
 class _Search:
     """Evaluates consolidation options for candidate sets: screen, then simulate."""
 
     def __init__(self, view: ClusterView, simulator: Simulator, options: ConsolidationOptions) -> None:
         self.simulator = simulator
         self.options = options
-        self.screen = Screen(simulator.destinations, view.pools.values())
+        self.screen = _screen(view, simulator)
         self.evaluated = 0
 
     def screened_out(self, candidates: Sequence[Node]) -> bool:

@@ -154,6 +154,7 @@ class Screen:
             group.nodes.sort(key=lambda n: -n[1][0])
         self.groups = list(groups.values())
         self._compatible: dict[int, list[_Group]] = {}
+        self._fitting: dict[tuple[int, Vec], list[tuple[str, Vec]]] = {}
         self.pools = [(p, pool_frontier(p)) for p in pools]
         self.total_free = tuple(sum(max(0, f[i]) for f in self.free.values()) for i in range(3))
         self.max_room = tuple(max((room[i] for _, fr in self.pools for _, room in fr), default=0) for i in range(3))
@@ -178,11 +179,26 @@ class Screen:
                 leftover.append(pod)
         return leftover
 
-    def _place_one(self, pod: Pod, need: Vec, excluded: set[str], used: dict[str, Vec]) -> bool:
-        for group in self._groups_for(pod):
+    def _fitting_nodes(self, group: _Group, need: Vec) -> list[tuple[str, Vec]]:
+        """The group's nodes whose whole free room holds ``need``, in the group's order (memoized per shape).
+
+        A node left out can never take the pod: placements in :meth:`place` only shrink a node's room.
+        """
+        key = (id(group), need)
+        hit = self._fitting.get(key)
+        if hit is None:
+            hit = []
             for name, free in group.nodes:
                 if free[0] < need[0]:
                     break  # sorted by free cpu: no later node of this group has room
+                if _fits(need, free):
+                    hit.append((name, free))
+            self._fitting[key] = hit
+        return hit
+
+    def _place_one(self, pod: Pod, need: Vec, excluded: set[str], used: dict[str, Vec]) -> bool:
+        for group in self._groups_for(pod):
+            for name, free in self._fitting_nodes(group, need):
                 if name in excluded:
                     continue
                 room = used.get(name, free)

@@ -437,13 +437,17 @@ def _cost(bins: Sequence[Bin]) -> float:
     return sum(b.price for b in bins)
 
 
-def pack(items: Sequence[Item], types: Sequence[TypeInfo], prices: dict[str, float]) -> tuple[list[Bin], list[int]]:
+def pack(
+    items: Sequence[Item], types: Sequence[TypeInfo], prices: dict[str, float], *, thorough: bool = True
+) -> tuple[list[Bin], list[int]]:
     """Pack ``items`` onto new nodes of ``types`` at minimum total price.
 
     Args:
         items: pod classes (requests vectors in the pool's dimension order, counts).
         types: candidate instance types (budgets already net of daemonset overhead / target utilization).
         prices: type name -> USD/hour of the offering a launch would get.
+        thorough: False skips the beam search on small problems (greedy, downsizing and pairwise merging
+            only): the topology re-pack calls the packer once per NodeClaim and needs it cheap.
 
     Returns:
         (bins, leftover counts per item): pods of an item that fits no type stay in the leftovers.
@@ -460,7 +464,7 @@ def pack(items: Sequence[Item], types: Sequence[TypeInfo], prices: dict[str, flo
     for mode in ("fit", "cpu", "memory"):
         problem = _Problem(items, all_types, shared, prices, mode)
         counts = [it.count for it in items]
-        if total_pods <= SMALL_PROBLEM_PODS:
+        if total_pods <= SMALL_PROBLEM_PODS and thorough:
             bins = problem.beam(list(counts))
             placed = _placed(bins, len(items))
             left = [c - p for c, p in zip(counts, placed, strict=True)]
@@ -473,9 +477,10 @@ def pack(items: Sequence[Item], types: Sequence[TypeInfo], prices: dict[str, flo
         else:
             bins = problem.greedy(counts)
             left = counts
-            bins = _improve_tail(problem, bins)
+            if thorough:
+                bins = _improve_tail(problem, bins)
         problem.downsize(bins)
-        if total_pods <= SMALL_PROBLEM_PODS:
+        if total_pods <= SMALL_PROBLEM_PODS and thorough:
             # Pairwise re-solving costs a beam search per pair: only for small catalogs (tests, narrow pools).
             bins = problem.merge_pairs(bins, repack=len(bins) <= 30 and len(problem.types) <= 40)
         elif len(bins) <= 40:

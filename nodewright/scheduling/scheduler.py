@@ -48,6 +48,7 @@ from nodewright.scheduling.nodepools import NodePoolSpec, daemonset_overhead
 from nodewright.scheduling.nodes import ExistingNode
 from nodewright.scheduling.packing import Bin, Item, pack
 from nodewright.scheduling.pods import HostPort, Pod
+from nodewright.scheduling.repack import PRICE_EPSILON, domains_pinned, hostname_bound, keeps_together
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.result import NodeClaimPlan, SchedulingEvent, SchedulingResult
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, untolerated
@@ -90,7 +91,8 @@ class _Claim:
     """A NodeClaim being built in this run."""
 
     __slots__ = (
-        "pool", "index", "hostname", "reqs", "types", "ptr", "need", "pods", "ports", "seen", "packed", "final"
+        "pool", "index", "hostname", "reqs", "types", "ptr", "need", "pods", "ports", "seen", "packed", "final",
+        "reserved",
     )
 
     def __init__(self, pool: PoolTemplate, index: int, reqs: Requirements, types: list[TypeInfo], dims: int) -> None:
@@ -107,6 +109,8 @@ class _Claim:
         self.packed = False
         #: Launch candidates fixed when the NodeClaim was packed (packed NodeClaims take no further pods).
         self.final: list[TypeInfo] | None = None
+        #: The types whose largest capacity was reserved against the pool's limits for this NodeClaim.
+        self.reserved: list[TypeInfo] = []
 
     def fit_index(self, vec: Vector) -> int | None:
         """Index of the cheapest type fitting need + vec (types before ``ptr`` never fit the current need)."""
@@ -173,6 +177,9 @@ class _Run:
         self.claims: list[_Claim] = []
         self.limit_logged: set[str] = set()
         self.plan_reqs: dict[tuple[object, ...], tuple[Requirements, dict[str, str]]] = {}
+        self.priced_cache: dict[tuple[object, ...], list[tuple[TypeInfo, float]]] = {}
+        #: NodeClaims planned while the topology re-pack replaces some (checked against ``max_new``).
+        self.claim_total = 0
         # Existing nodes: initialized first (Karpenter), skipping nodes that cannot take pods.
         usable = [n for n in nodes if not n.marked_for_deletion and not n.unschedulable]
         usable.sort(key=lambda n: (not n.initialized, n.name))
@@ -480,7 +487,8 @@ class _Run:
             self.claims.append(claim)
             if pool.remaining is not None:
                 fitting = [t for t in claim.types if t.fits(claim.need)]
-                pool.reserve(fitting[:MAX_INSTANCE_TYPES])
+                claim.reserved = fitting[:MAX_INSTANCE_TYPES]
+                pool.reserve(claim.reserved)
             return True
         return False
 
@@ -592,6 +600,195 @@ class _Run:
         for g in cls.owned:
             if g.kind == SPREAD and g.key != wk.HOSTNAME and not g.universe:
                 g.universe |= self._eligible_domains(cls, g)
+
+    # --- re-packing topology NodeClaims (see nodewright.scheduling.repack) -------------------------
+    def repack_topology(self, class_of: Mapping[int, PodClass], ambiguous: Collection[tuple[str, int]]) -> None:
+        """Replace NodeClaims of the Karpenter loop by cheaper ones holding the same pods, where the rules of
+        :mod:`nodewright.scheduling.repack` allow: claims whose pods no hostname constraint involves are
+        re-packed together per (NodePool, requirements); any other claim is split on its own, unless it holds a
+        hostname pod-affinity owner. A re-pack is kept only when its launch prices sum to strictly less."""
+        units: list[tuple[list[_Claim], bool]] = []
+        self.claim_total = len(self.claims)
+        merge_groups: dict[tuple[object, ...], list[_Claim]] = {}
+        for claim in self.claims:
+            classes = list({class_of[id(p)].index: class_of[id(p)] for p in claim.pods}.values())
+            if any(keeps_together(c) for c in classes) or not domains_pinned(classes, claim.reqs):
+                continue
+            mergeable = not any(hostname_bound(c) for c in classes) and not any(
+                (p.protocol, p.port) in ambiguous for c in classes for p in c.rep.host_ports
+            )
+            if mergeable:
+                key = (claim.pool.order, claim.reqs.identity())
+                group = merge_groups.get(key)
+                if group is None:
+                    group = merge_groups[key] = []
+                    units.append((group, True))
+                group.append(claim)
+            elif len(claim.pods) > 1:
+                units.append(([claim], False))
+        replaced: dict[int, list[_Claim]] = {}
+        memo: dict[tuple[object, ...], list[Bin] | None] = {}
+        for group, merging in units:
+            new = self._repack(group, class_of, merging, memo)
+            if new is None and len(group) > 1:
+                for claim in group:
+                    if len(claim.pods) > 1:
+                        split = self._repack([claim], class_of, False, memo)
+                        if split is not None:
+                            replaced[id(claim)] = split
+                continue
+            if new is not None:
+                replaced[id(group[0])] = new
+                for claim in group[1:]:
+                    replaced[id(claim)] = []
+        if not replaced:
+            return
+        claims: list[_Claim] = []
+        for claim in self.claims:
+            claims.extend(replaced.get(id(claim), (claim,)))
+        for i, claim in enumerate(claims):
+            claim.index = i
+            claim.hostname = f"hostname-placeholder-{i:04d}"
+        self.claims = claims
+
+    def _repack(
+        self,
+        group: list[_Claim],
+        class_of: Mapping[int, PodClass],
+        ports: bool,
+        memo: dict[tuple[object, ...], list[Bin] | None],
+    ) -> list[_Claim] | None:
+        """The cheapest NodeClaims (same pool and requirements) holding the pods of ``group``, or None when the
+        packer finds nothing strictly cheaper that passes limits, minValues and the NodeClaim cap. ``ports``:
+        host ports become one-per-node resources (needed when pods of several claims are mixed)."""
+        if len(group) == 1 and len(group[0].pods) < 2:
+            return None
+        pool, reqs = group[0].pool, group[0].reqs
+        old_cost = 0.0
+        for claim in group:
+            price = self._launch_price(claim)
+            if price is None:
+                return None
+            old_cost += price
+        items, pods_of = _repack_items([p for claim in group for p in claim.pods], class_of, self.dims, ports)
+        saved = None if pool.remaining is None else dict(pool.remaining)
+        for claim in group:
+            pool.release(claim.reserved)
+        key = (pool.order, reqs.identity(), round(old_cost, 9), tuple(items))
+        if saved is None and key in memo:
+            plan = memo[key]
+        else:
+            plan = self._repack_plan(pool, reqs, items, old_cost)
+            if saved is None:
+                memo[key] = plan
+        new = self._repack_claims(pool, reqs, items, pods_of, class_of, plan, len(group)) if plan else None
+        if new is not None:
+            new_cost = 0.0
+            for claim in new:
+                price = self._launch_price(claim)
+                if price is None:
+                    new = None
+                    break
+                new_cost += price
+            if new is not None and new_cost < old_cost - PRICE_EPSILON:
+                self.claim_total += len(new) - len(group)
+                return new
+        if saved is not None:
+            pool.remaining = saved
+        return None
+
+    def _repack_plan(
+        self, pool: PoolTemplate, reqs: Requirements, items: list[Item], old_cost: float
+    ) -> list[Bin] | None:
+        """The packer's bins for ``items`` when they cost less than ``old_cost`` (only types cheaper than it
+        can be part of a cheaper plan), else None."""
+        ranked = self._priced(pool, reqs)
+        prices: dict[str, float] = {}
+        priced: list[TypeInfo] = []
+        for t, price in ranked:
+            if price >= old_cost - PRICE_EPSILON:
+                break
+            prices[t.name] = price
+            priced.append(t)
+        if not priced:
+            return None
+        extra = len(items[0].vec) - len(self.dims)
+        if extra:
+            ones = (1,) * extra
+            priced = [TypeInfo(t.it, t.budget + ones) for t in priced]
+        bins, left = pack(items, priced, prices, thorough=False)
+        if any(left) or not bins or sum(b.price for b in bins) >= old_cost - PRICE_EPSILON:
+            return None
+        return bins
+
+    def _repack_claims(
+        self,
+        pool: PoolTemplate,
+        reqs: Requirements,
+        items: list[Item],
+        pods_of: list[list[Pod]],
+        class_of: Mapping[int, PodClass],
+        plan: list[Bin],
+        replacing: int,
+    ) -> list[_Claim] | None:
+        """NodeClaims for the bins of ``plan``, reserving limits as :meth:`new_claim` does; None when a bin has
+        no type within limits, misses minValues, or the cap on new NodeClaims would be exceeded."""
+        if self.max_new is not None and self.claim_total - replacing + len(plan) > self.max_new:
+            return None
+        base = len(self.dims)
+        taken = [0] * len(items)
+        new: list[_Claim] = []
+        for b in plan:
+            need = b.need(items, len(items[0].vec))[:base]
+            types = pool.types_for(reqs)
+            if pool.remaining is not None:
+                types = [t for t in types if pool.within_limits(t)]
+            fitting = fitting_prefix(types, need, None if pool.min_values else MAX_INSTANCE_TYPES)
+            if not fitting or (pool.min_values and not satisfies_min_values(fitting, pool.min_values)):
+                return None
+            claim = _Claim(pool, 0, reqs, types, base)
+            claim.need = need
+            for idx, k in b.fill:
+                start = taken[idx]
+                claim.pods.extend(pods_of[idx][start:start + k])
+                taken[idx] = start + k
+            claim.seen = {class_of[id(p)].index for p in claim.pods}
+            claim.ports = [hp for p in claim.pods for hp in p.host_ports]
+            if pool.remaining is not None:
+                claim.reserved = fitting[:MAX_INSTANCE_TYPES]
+                pool.reserve(claim.reserved)
+            new.append(claim)
+        return new
+
+    def _priced(self, pool: PoolTemplate, reqs: Requirements) -> list[tuple[TypeInfo, float]]:
+        """(type, USD/hour) of the pool's types under ``reqs`` (within what remains of its limits) for the
+        capacity type a launch would use, cheapest first; cached per requirements when the pool has no limits."""
+        key = (pool.order, reqs.identity())
+        found = self.priced_cache.get(key) if pool.remaining is None else None
+        if found is None:
+            types = pool.types_for(reqs)
+            if pool.remaining is not None:
+                types = [t for t in types if pool.within_limits(t)]
+            ordered = self._ordered(types, reqs)
+            ct = capacity_type_for(ordered, reqs)
+            found = []
+            for t in ordered:
+                o = t.offering(reqs, ct)
+                if o is not None:
+                    found.append((t, o.price))
+            if pool.remaining is None:
+                self.priced_cache[key] = found
+        return found
+
+    def _launch_price(self, claim: _Claim) -> float | None:
+        """USD/hour of the offering :meth:`finalize` would launch for ``claim`` (None: no candidate)."""
+        pool = claim.pool
+        allowed = None if claim.types is pool.types_for(claim.reqs) else {id(t) for t in claim.types}
+        candidates = pool.launch_candidates(claim.reqs, claim.need, MAX_INSTANCE_TYPES, allowed)
+        if not candidates:
+            return None
+        offering = candidates[0].offering(claim.reqs, capacity_type_for(candidates[:1], claim.reqs))
+        return None if offering is None else offering.price
 
     # --- free pods ------------------------------------------------------------------------------
     def fill_existing(self, cls: PodClass) -> None:
@@ -869,6 +1066,30 @@ def _with_port_dims(members: Sequence[PodClass], types: list[TypeInfo]) -> tuple
     return items, [TypeInfo(t.it, t.budget + ones) for t in types]
 
 
+def _repack_items(
+    pods: Sequence[Pod], class_of: Mapping[int, PodClass], dims: Sequence[str], ports: bool
+) -> tuple[list[Item], list[list[Pod]]]:
+    """Packing items for a re-pack: pods with equal requests (and, with ``ports``, equal host-port keys, each
+    (protocol, port) one more dimension as in :func:`_with_port_dims`) are interchangeable, whatever their
+    class, because a re-pack keeps every pod under the same requirements. Items in order of first pod."""
+    keys = sorted({(hp.protocol, hp.port) for p in pods for hp in p.host_ports}) if ports else []
+    index: dict[tuple[int, ...], int] = {}
+    vecs: list[tuple[int, ...]] = []
+    pods_of: list[list[Pod]] = []
+    for p in pods:
+        vec = class_of[id(p)].vec
+        if keys:
+            used = {(hp.protocol, hp.port) for hp in p.host_ports}
+            vec = vec + tuple(1 if k in used else 0 for k in keys)
+        i = index.get(vec)
+        if i is None:
+            i = index[vec] = len(vecs)
+            vecs.append(vec)
+            pods_of.append([])
+        pods_of[i].append(p)
+    return [Item(v, len(ps)) for v, ps in zip(vecs, pods_of, strict=True)], pods_of
+
+
 def _ambiguous_ports(pods: Iterable[Pod]) -> frozenset[tuple[str, int]]:
     """(protocol, port) keys used with two different specific host IPs: pods sharing such a key may not
     conflict, so they stay on the pod-by-pod path that checks each pair."""
@@ -969,6 +1190,8 @@ def schedule(
     for cls in free_order:
         run.fill_existing(cls)
     run.run_queue(constrained)
+    if optimize:
+        run.repack_topology(class_of, ambiguous)
     run.fill_claims(free_order)
     run.pack_free(free_order)
     run.finalize()

@@ -275,6 +275,16 @@ class PoolTemplate:
             else:
                 self.remaining[name] -= max(i.capacity.get(name, 0) for i in infos)
 
+    def release(self, infos: Sequence[TypeInfo]) -> None:
+        """Undo :meth:`reserve` of ``infos`` (a NodeClaim replaced by a cheaper re-pack)."""
+        if self.remaining is None or not infos:
+            return
+        for name in list(self.remaining):
+            if name == "nodes":
+                self.remaining[name] += 1
+            else:
+                self.remaining[name] += max(i.capacity.get(name, 0) for i in infos)
+
 
 def fitting_prefix(
     ordered: Sequence[TypeInfo],

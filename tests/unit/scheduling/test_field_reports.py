@@ -22,4 +22,12 @@ def test_team1_four_pods_zone_spread_over_two_zones() -> None:
         assert nc.taints[0].key == "team1" and nc.labels["intent"] == "apps"
         assert nc.capacity_type == "on-demand" and nc.arch == "amd64"
     assert per_zone == {"ap-northeast-2a": 2, "ap-northeast-2c": 2}
-    assert sorted((nc.instance_type.name, nc.price) for nc in r.new_nodeclaims) == [("t3a.xlarge", 0.1504)] * 2
+    # Greedy placement gives 2 x t3a.xlarge ($0.3008/h); the topology re-pack splits each NodeClaim within its
+    # zone: one pod per t3a.micro (allocatable 1930m / 548Mi holds 1 vCPU / 244Mi), skew stays 0.
+    assert sorted((nc.zone, nc.instance_type.name, nc.price, len(nc.pods)) for nc in r.new_nodeclaims) == [
+        ("ap-northeast-2a", "t3a.micro", 0.0094, 1),
+        ("ap-northeast-2a", "t3a.micro", 0.0094, 1),
+        ("ap-northeast-2c", "t3a.micro", 0.0094, 1),
+        ("ap-northeast-2c", "t3a.micro", 0.0094, 1),
+    ]
+    assert round(r.total_price, 4) == 0.0376

@@ -65,3 +65,82 @@ def test_plan_invariants(specs: list[tuple[int, int, bool, bool]], cpu_limit: in
     for nc in result.new_nodeclaims:
         per_zone[nc.zone] += sum(1 for p in nc.pods if p.labels.get("app") == "s")
     assert abs(per_zone["test-1a"] - per_zone["test-1b"]) <= 1
+
+
+HOST = "kubernetes.io/hostname"
+KINDS = ("zone-spread", "host-spread", "host-anti", "host-affinity", "zone-affinity", "plain")
+
+
+def _topology_pod(i: int, kind: str, cpu: int, mem: int, port: bool) -> object:
+    from nodewright.scheduling import Affinity, PodAffinityTerm
+    from nodewright.scheduling.pods import HostPort
+
+    sel = LabelSelector((("app", kind),))
+    kw: dict[str, object] = {"labels": {"app": kind}}
+    if kind == "zone-spread":
+        kw["topology_spread"] = (TopologySpreadConstraint(1, ZONE, label_selector=sel, min_domains=2),)
+    elif kind == "host-spread":
+        kw["topology_spread"] = (TopologySpreadConstraint(2, HOST, label_selector=sel),)
+    elif kind == "host-anti":
+        kw["affinity"] = Affinity(pod_anti_affinity_required=(PodAffinityTerm(HOST, sel),))
+    elif kind == "host-affinity":
+        kw["affinity"] = Affinity(pod_affinity_required=(PodAffinityTerm(HOST, sel),))
+    elif kind == "zone-affinity":
+        kw["affinity"] = Affinity(pod_affinity_required=(PodAffinityTerm(ZONE, sel),))
+    if port:
+        kw["host_ports"] = (HostPort(8080, "TCP", ""),)
+    return pod(f"{kind}-{i}", cpu, mem, **kw)
+
+
+topo_spec = st.tuples(
+    st.sampled_from(KINDS),
+    st.integers(min_value=100, max_value=3000),  # cpu m
+    st.integers(min_value=64, max_value=6000),  # memory MiB
+    st.booleans(),  # host port 8080
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(specs=st.lists(topo_spec, min_size=1, max_size=30), cpu_limit=st.sampled_from([None, 24000]))
+def test_topology_plan_invariants_after_repack(specs: list[tuple[str, int, int, bool]], cpu_limit: int | None) -> None:
+    """Random zone/hostname spread, (anti-)affinity and host-port pods: the re-packed plan breaks none of them,
+    costs at most the greedy plan, and is deterministic."""
+    pods = [_topology_pod(i, kind, cpu, mem, port) for i, (kind, cpu, mem, port) in enumerate(specs)]
+    pools = [pool("general", limits={"cpu": cpu_limit} if cpu_limit else None)]
+    types = {"general": standard_types()}
+    result = schedule(pods, [], pools, types)  # type: ignore[arg-type]
+    again = schedule(pods, [], pools, types)  # type: ignore[arg-type]
+    assert [(n.instance_type.name, n.zone, [p.name for p in n.pods]) for n in result.new_nodeclaims] == [
+        (n.instance_type.name, n.zone, [p.name for p in n.pods]) for n in again.new_nodeclaims
+    ]
+    placed = [p.key for n in result.new_nodeclaims for p in n.pods]
+    assert sorted(placed + list(result.unschedulable)) == sorted(p.key for p in pods)  # type: ignore[attr-defined]
+    if not result.unschedulable and cpu_limit is None:
+        greedy = schedule(pods, [], pools, types, optimize=False)  # type: ignore[arg-type]
+        if not greedy.unschedulable:
+            assert result.total_price <= greedy.total_price + 1e-9
+    per_zone: dict[str, dict[str, int]] = {}
+    used_cpu = 0
+    for nc in result.new_nodeclaims:
+        for it in nc.instance_types:
+            alloc = it.allocatable()
+            assert all(qty <= alloc.get(name, 0) for name, qty in nc.requests.items())
+        used_cpu += max(it.capacity["cpu"] for it in nc.instance_types)
+        apps = [p.labels["app"] for p in nc.pods]
+        assert apps.count("host-spread") <= 2  # maxSkew 2, hostname minimum 0
+        assert apps.count("host-anti") <= 1
+        ports = [hp for p in nc.pods for hp in p.host_ports]
+        assert len(ports) == len(set(ports))  # no host-port conflict
+        for app in apps:
+            per_zone.setdefault(app, {}).setdefault(nc.zone, 0)
+            per_zone[app][nc.zone] += 1
+    if cpu_limit:
+        assert used_cpu <= cpu_limit
+    # Hostname affinity: every such pod shares its node with all other host-affinity pods (self-selecting).
+    hosts = {nc.hostname for nc in result.new_nodeclaims for p in nc.pods if p.labels["app"] == "host-affinity"}
+    assert len(hosts) <= 1
+    assert len(per_zone.get("zone-affinity", {})) <= 1
+    spread = per_zone.get("zone-spread", {})
+    if spread:
+        counts = [spread.get(z, 0) for z in ("test-1a", "test-1b")]
+        assert max(counts) - min(counts) <= 1
