@@ -47,6 +47,17 @@ def _fits(need: Vec, room: Vec) -> bool:
     return need[0] <= room[0] and need[1] <= room[1] and need[2] <= room[2]
 
 
+def _requested(node: ExistingNode) -> Vec:
+    """``vec(node.requested())`` without summing every other resource of every pod (same integers)."""
+    cpu = memory = pods = 0
+    for pod in node.pods:
+        r = pod.requests
+        cpu += r.get(CPU, 0)
+        memory += r.get(MEMORY, 0)
+        pods += r.get(PODS, 0)
+    return (cpu, memory, pods)
+
+
 def is_simple(pod: Pod) -> bool:
     """Whether the screen can judge ``pod``: no topology, host ports, hostname selectors or extra resources."""
     aff = pod.affinity
@@ -141,7 +152,7 @@ class Screen:
         for node in destinations:
             if node.marked_for_deletion or node.unschedulable:
                 continue
-            free = _sub(vec(node.allocatable), vec(node.requested()))
+            free = _sub(vec(node.allocatable), _requested(node))
             self.free[node.name] = free
             labels = {k: v for k, v in node.labels.items() if k != wk.HOSTNAME}
             taints = tuple(t for t in node.scheduling_taints() if t.effect != PREFER_NO_SCHEDULE)

@@ -20,6 +20,9 @@ nodewright's additions:
   opened for constrained pods (when that does not raise the NodeClaim's price), then are packed per
   (NodePool, requirements) group by :mod:`nodewright.scheduling.packing`, which searches for the cheapest fleet
   rather than the first one that fits. Host ports become one-per-node resources for the packer.
+- **Topology re-pack.** Once the Karpenter loop has placed every constrained pod, its NodeClaims are re-packed
+  into cheaper NodeClaims with the same requirements where :mod:`nodewright.scheduling.repack` says no
+  constraint can break (split within the same domains; merge only pods no hostname constraint involves).
 - **Target utilization** per NodePool (budgets scaled, see :mod:`nodewright.scheduling.templates`).
 - **Limits** are enforced on the final candidate lists: a NodeClaim's candidates never include a type whose
   capacity would exceed what remains of its pool's limits, so no launch can breach them.
@@ -273,8 +276,8 @@ class _Run:
 
     # --- events --------------------------------------------------------------------------------
     def event(self, message: str, level: str = "INFO", **fields: Any) -> None:
+        # Recorded only: schedule() logs the events of the plan it returns (it may compute two).
         self.result.events.append(SchedulingEvent(message, level, dict(fields)))
-        log.log(logging.getLevelName(level), message, extra={"fields": fields})
 
     # --- existing nodes ------------------------------------------------------------------------
     def try_node(self, cls: PodClass, ns: _NodeState) -> tuple[bool, bool]:
@@ -1163,7 +1166,44 @@ def schedule(
         pod(s)", "Computed N new node(s) will fit N pod(s)", "Launching node with ...").
 
     The function is pure: inputs are not mutated and equal inputs give equal outputs.
+
+    With ``optimize``, the plan is never worse than Karpenter's greedy one: the greedy plan is computed too and
+    wins when it places more pods, or the same pods for strictly less USD/hour. (The cost packer changes which
+    pods the one-by-one loop sees, so on rare inputs its plan can lose to greedy; this keeps the guarantee.)
     """
+    args = (pods, nodes, nodepools, instance_types, daemonsets, inflight, max_new_nodeclaims, allowed_nodepools)
+    if not optimize:
+        return _emit(_schedule_once(*args, optimize=False))
+    optimized = _schedule_once(*args, optimize=True)
+    greedy = _schedule_once(*args, optimize=False)
+    return _emit(optimized if _plan_rank(optimized) <= _plan_rank(greedy) else greedy)
+
+
+def _emit(result: SchedulingResult) -> SchedulingResult:
+    """Log the chosen plan's events through the ``nodewright.scheduling`` logger, in order."""
+    for event in result.events:
+        log.log(logging.getLevelName(event.level), event.message, extra={"fields": event.fields})
+    return result
+
+
+def _plan_rank(result: SchedulingResult) -> tuple[int, float]:
+    """Order plans: more pods placed first, then lower USD/hour (rounded to absorb float noise)."""
+    return (-result.scheduled_pod_count(), round(result.total_price, 6))
+
+
+def _schedule_once(
+    pods: Sequence[Pod],
+    nodes: Sequence[ExistingNode],
+    nodepools: Sequence[NodePoolSpec],
+    instance_types: Mapping[str, Sequence[InstanceType]],
+    daemonsets: Iterable[Pod] | None,
+    inflight: Sequence[ExistingNode],
+    max_new_nodeclaims: int | None,
+    allowed_nodepools: Collection[str] | None,
+    *,
+    optimize: bool,
+) -> SchedulingResult:
+    """One scheduling pass (see :func:`schedule`); ``optimize`` picks the cost packer or pure greedy."""
     run = _Run(pods, [*nodes, *inflight], nodepools, instance_types, daemonsets, max_new_nodeclaims, allowed_nodepools)
     run.event(f"Found {len(pods)} provisionable pod(s)")
     # Each class holds its pending pods as a stack popped from the end; queue order is cpu, memory desc.
