@@ -30,7 +30,7 @@ def exit_on_invalid_input(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
 @click.version_option(package_name="nodewright")
 def cli() -> None:
     """nodewright: a Karpenter-compatible node autoscaler for Amazon EKS."""
@@ -39,7 +39,7 @@ def cli() -> None:
 # Subcommands are added below, one per owning module (see docs/architecture.md).
 
 
-@cli.command("simulate")
+@cli.command("simulate", short_help="What would these manifests launch, at what $/h? Or replay a --scenario.")
 @click.option("-f", "--filename", "filenames", multiple=True, type=click.Path(dir_okay=False),
               help="Multi-document YAML manifests (repeatable).")
 @click.option("--region", default=None, help="AWS region; inferred from zone requirements when omitted.")
@@ -75,7 +75,8 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     if not filenames:
         raise NodewrightValidationError("--filename", "give at least one manifest file with -f")
     loaded = load_manifest_files(list(filenames))
-    logging.getLogger("nodewright.scheduling").setLevel(logging.WARNING)
+    # The decision's events are printed below, once; the scheduler's own log would repeat them.
+    logging.getLogger("nodewright.scheduling").setLevel(logging.CRITICAL)
     try:
         decision = decide(loaded.docs, region)
     except NodewrightValidationError as err:
@@ -88,7 +89,7 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         click.echo(render_table(decision))
 
 
-@cli.command("run")
+@cli.command("run", short_help="Run the controller: watch pending pods, launch and remove nodes.")
 @click.option("--cluster-name", default=None, help="EKS cluster name [env CLUSTER_NAME] (required).")
 @click.option("--cluster-endpoint", default=None, help="API server URL for node bootstrap [env CLUSTER_ENDPOINT].")
 @click.option("--cluster-ca-bundle", default=None, help="Base64 cluster CA for node bootstrap [env CLUSTER_CA_BUNDLE]; default eks:DescribeCluster.")
@@ -119,7 +120,7 @@ def run_command(aws_endpoint_url: str | None, **flags: Any) -> None:
     build_and_run(settings, aws_endpoint_url)
 
 
-@cli.command("convert")
+@cli.command("convert", short_help="Convert v1alpha5/v1beta1 Karpenter manifests to v1 YAML.")
 @click.option("-f", "--filename", "files", multiple=True, required=True, help="Manifest file (YAML, multi-doc); '-' is stdin.")
 @click.option("--node-role", default=None, help="IAM role for converted node templates that name none.")
 @click.option("--instance-profile", default=None, help="Instance profile for converted node templates that name none.")
@@ -132,15 +133,24 @@ def convert_command(files: tuple[str, ...], node_role: str | None, instance_prof
     from nodewright.api import convert_documents
     from nodewright.api.manifests import load_manifest_files
 
+    from nodewright.api.conversion import PLACEHOLDER_NODE_ROLE
+
     loaded = load_manifest_files(list(files))
     try:
         docs = convert_documents(loaded.docs, node_role=node_role, instance_profile=instance_profile)
     except NodewrightValidationError as err:
         raise loaded.locate(err) from None
+    for doc in docs:
+        if doc.get("kind") == "EC2NodeClass" and (doc.get("spec") or {}).get("role") == PLACEHOLDER_NODE_ROLE:
+            click.echo(
+                f"warning: EC2NodeClass {doc['metadata']['name']!r} named no node role; wrote the placeholder "
+                f"{PLACEHOLDER_NODE_ROLE!r}: substitute it, or convert again with --node-role or --instance-profile",
+                err=True,
+            )
     click.echo(yaml.safe_dump_all(docs, sort_keys=False, width=10_000, explicit_start=True), nl=False)
 
 
-@cli.command("crds")
+@cli.command("crds", short_help="Print or write the NodePool, NodeClaim and EC2NodeClass CRDs.")
 @click.option("--output-dir", default=None, type=click.Path(file_okay=False), help="Write one file per CRD here instead of printing.")
 def crds_command(output_dir: str | None) -> None:
     """Print (or write) the NodePool, NodeClaim and EC2NodeClass CRDs generated from the models."""

@@ -77,6 +77,20 @@ def underutilized_candidates(view: ClusterView, now: float) -> list[Node]:
 _SCREENS: weakref.WeakKeyDictionary[Simulator, Screen] = weakref.WeakKeyDictionary()
 
 
+#: Simulator -> (now, underutilized candidates): both consolidation methods of one pass start from the same list.
+_CANDIDATES: weakref.WeakKeyDictionary[Simulator, tuple[float, list[Node]]] = weakref.WeakKeyDictionary()
+
+
+def _candidates(view: ClusterView, now: float, simulator: Simulator) -> list[Node]:
+    """``underutilized_candidates(view, now)``, computed once per simulator (one pass) and time."""
+    if simulator.view is not view:
+        return underutilized_candidates(view, now)
+    hit = _CANDIDATES.get(simulator)
+    if hit is None or hit[0] != now:
+        hit = _CANDIDATES[simulator] = (now, underutilized_candidates(view, now))
+    return list(hit[1])
+
+
 def _screen(view: ClusterView, simulator: Simulator) -> Screen:
     if simulator.view is not view:
         return Screen(simulator.destinations, view.pools.values())
@@ -134,7 +148,7 @@ def multi_node(view: ClusterView, now: float, simulator: Simulator,
     """The largest multi-node consolidation of this pass, or None (see module docstring)."""
     opts = options or ConsolidationOptions()
     allowed = budget_mapping(view.pools, view.nodes, REASON_UNDERUTILIZED, now)
-    candidates = within_budget(underutilized_candidates(view, now), allowed)[: opts.max_candidates]
+    candidates = within_budget(_candidates(view, now, simulator), allowed)[: opts.max_candidates]
     if len(candidates) < 2:
         return None
     search = _Search(view, simulator, opts)
@@ -176,7 +190,7 @@ def single_node(view: ClusterView, now: float, simulator: Simulator,
     """The first candidate that can be deleted or replaced by one cheaper node, or None."""
     opts = options or ConsolidationOptions()
     allowed = budget_mapping(view.pools, view.nodes, REASON_UNDERUTILIZED, now)
-    candidates = [c for c in underutilized_candidates(view, now) if allowed.get(c.nodepool, 0) > 0]
+    candidates = [c for c in _candidates(view, now, simulator) if allowed.get(c.nodepool, 0) > 0]
     search = _Search(view, simulator, opts)
     start = simulator.calls
     for candidate in candidates:

@@ -166,6 +166,7 @@ class Screen:
         self.groups = list(groups.values())
         self._compatible: dict[int, list[_Group]] = {}
         self._fitting: dict[tuple[int, Vec], list[tuple[str, Vec]]] = {}
+        self._simple: dict[int, tuple[Pod, bool]] = {}  # id(pod) -> (pod, is_simple(pod)); pods repeat per probe
         self.pools = [(p, pool_frontier(p)) for p in pools]
         self.total_free = tuple(sum(max(0, f[i]) for f in self.free.values()) for i in range(3))
         self.max_room = tuple(max((room[i] for _, fr in self.pools for _, room in fr), default=0) for i in range(3))
@@ -180,7 +181,7 @@ class Screen:
     def place(self, pods: Sequence[Pod], excluded: set[str]) -> list[Pod] | None:
         """Pods that found no room on the destinations outside ``excluded``, or None when some pod is not
         :func:`is_simple` (the screen cannot judge; simulate)."""
-        if not all(is_simple(p) for p in pods):
+        if not all(self._is_simple(p) for p in pods):
             return None
         used: dict[str, Vec] = {}
         leftover: list[Pod] = []
@@ -189,6 +190,12 @@ class Screen:
             if not self._place_one(pod, need, excluded, used):
                 leftover.append(pod)
         return leftover
+
+    def _is_simple(self, pod: Pod) -> bool:
+        hit = self._simple.get(id(pod))
+        if hit is None or hit[0] is not pod:
+            hit = self._simple[id(pod)] = (pod, is_simple(pod))
+        return hit[1]
 
     def _fitting_nodes(self, group: _Group, need: Vec) -> list[tuple[str, Vec]]:
         """The group's nodes whose whole free room holds ``need``, in the group's order (memoized per shape).

@@ -1266,4 +1266,4 @@ def _summarize(run: _Run) -> None:
             price=plan.price,
         )
     for key, reason in result.unschedulable.items():
-        run.event(f"Could not schedule pod, {reason}", level="ERROR", pod=key)
+        run.event(f"Could not schedule pod {key}, {reason}", level="ERROR", pod=key)

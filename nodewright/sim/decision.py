@@ -98,7 +98,11 @@ def decide(documents: Sequence[Mapping[str, Any]], region: str | None = None) ->
     chosen = region or infer_region(pools, nodes) or DEFAULT_REGION
     instance_types = load_instance_types(chosen)
     result = schedule(pending, nodes, pools, {p.name: instance_types for p in pools}, daemonsets=daemonsets)
-    return to_json(result, chosen, catalog_price_source(chosen))
+    source = catalog_price_source(chosen)
+    if any(plan.capacity_type == "spot" for plan in result.new_nodeclaims):
+        # Spot prices here are the catalog's model, not quotes: say so wherever a price is shown.
+        source += "; spot prices modelled at 60-70% off on-demand per family"
+    return to_json(result, chosen, source)
 
 
 def to_json(result: SchedulingResult, region: str, price_source: str) -> dict[str, Any]:
