@@ -131,9 +131,8 @@ def convert_command(files: tuple[str, ...], node_role: str | None, instance_prof
     import yaml
 
     from nodewright.api import convert_documents
-    from nodewright.api.manifests import load_manifest_files
-
     from nodewright.api.conversion import PLACEHOLDER_NODE_ROLE
+    from nodewright.api.manifests import load_manifest_files
 
     loaded = load_manifest_files(list(files))
     try:

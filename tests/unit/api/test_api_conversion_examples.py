@@ -32,7 +32,7 @@ def test_example_converts_to_expected_v1(name: str) -> None:
 def test_cli_convert_prints_expected_v1(name: str) -> None:
     result = CliRunner().invoke(cli, ["convert", "-f", str(EXAMPLES / name)])
     assert result.exit_code == 0, result.output
-    assert list(yaml.safe_load_all(result.output)) == load_manifests((EXPECTED / name).read_text())
+    assert list(yaml.safe_load_all(result.stdout)) == load_manifests((EXPECTED / name).read_text())
 
 
 def test_cli_convert_reads_several_files_in_order() -> None:
@@ -40,7 +40,7 @@ def test_cli_convert_reads_several_files_in_order() -> None:
         cli, ["convert", "-f", str(EXAMPLES / NAMES[0]), "-f", str(EXAMPLES / NAMES[1])]
     )
     assert result.exit_code == 0, result.output
-    kinds = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(result.output)]
+    kinds = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(result.stdout)]
     assert kinds == [
         ("NodePool", "default"),
         ("NodePool", "compute"),
@@ -74,3 +74,17 @@ def test_team1_nodeclass_in_detail() -> None:
     assert nodeclass.spec.metadata_options.http_tokens == "required"
     assert nodeclass.spec.metadata_options.http_put_response_hop_limit == 1
     assert [d["kind"] for d in objects.others] == ["Deployment"]
+
+
+def test_cli_convert_warns_on_stderr_when_it_writes_the_placeholder_role() -> None:
+    """team1's AWSNodeTemplate names no role: the output carries the placeholder and stderr says so."""
+    result = CliRunner().invoke(cli, ["convert", "-f", str(EXAMPLES / "team1-alternative-provisioner.yaml")])
+    assert result.exit_code == 0
+    assert result.stderr == (
+        "warning: EC2NodeClass 'team1' named no node role; wrote the placeholder "
+        "'KarpenterNodeRole-${CLUSTER_NAME}': substitute it, or convert again with --node-role or --instance-profile\n"
+    )
+    quiet = CliRunner().invoke(
+        cli, ["convert", "-f", str(EXAMPLES / "team1-alternative-provisioner.yaml"), "--node-role", "nodes"]
+    )
+    assert quiet.exit_code == 0 and quiet.stderr == ""

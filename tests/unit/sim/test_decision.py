@@ -127,3 +127,22 @@ spec:
     decision = json.loads(out.stdout)
     assert decision["existing"] == [{"node": "ip-10-0-0-1", "pods": ["default/solo"]}]
     assert len(decision["nodeclaims"]) == 4
+
+
+def test_unschedulable_pod_is_reported_once_by_name(tmp_path: Path) -> None:
+    """A pod no instance type can hold: one stderr line naming it, listed in the JSON, exit 0."""
+    manifests = tmp_path / "huge.yaml"
+    manifests.write_text(
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: small}\nspec:\n  template:\n    spec:\n"
+        "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}\n      requirements:\n"
+        "      - {key: node.kubernetes.io/instance-type, operator: In, values: [t3.small]}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: huge, namespace: default}\nspec:\n"
+        "  containers: [{name: c, resources: {requests: {cpu: '64', memory: 1Gi}}}]\n"
+    )
+    out = CliRunner().invoke(cli, ["simulate", "-f", str(manifests)])
+    assert out.exit_code == 0
+    errors = [line for line in out.stderr.splitlines() if line.startswith("Could not schedule pod")]
+    assert len(errors) == 1 and errors[0].startswith("Could not schedule pod default/huge, ")
+    decision = json.loads(CliRunner().invoke(cli, ["simulate", "-f", str(manifests), "-o", "json"]).stdout)
+    assert [u["pod"] for u in decision["unschedulable"]] == ["default/huge"]
+    assert decision["nodeclaims"] == [] and decision["total_price_per_hour"] == 0
