@@ -166,7 +166,8 @@ class Provisioner:
 
     def pending_pods(self, state: ClusterState, now: float) -> list[Obj]:
         """Provisionable pods plus reschedulable pods of leaving Nodes, minus nominated ones."""
-        out = [p for p in state.pods.values() if is_provisionable(p)]
+        # Bound pods are never provisionable: the cheap nodeName test first skips most pods of a large cluster.
+        out = [p for p in state.pods.values() if not (p.get("spec") or {}).get("nodeName") and is_provisionable(p)]
         for node in self._leaving_nodes(state):
             out.extend(p for p in state.pods_on(name_of(node)) if needs_eviction(p))
         return [p for p in out if not self._nominated(pod_key(p), state, now)]

@@ -8,6 +8,12 @@ the same window and, when the whole window consolidates, doubles it (up to ``max
 mostly idle cluster collapses in a few passes instead of hundreds. Every probe is screened first
 (:mod:`nodewright.disruption.screen`: sums, then first-fit) and only simulated when the screen passes.
 
+Beyond Karpenter, when no prefix of the whole ordering consolidates, the same search runs over the candidates
+of each NodePool and of each (NodePool, zone), each cut to the pool's budget: disruption-cost order interleaves
+pools and zones, and one replacement node lives in one pool and one zone, so e.g. three nodes of a zone whose
+pods carry a zone topology spread can only become one node *of that zone* -- a prefix mixing zones never fits.
+These group searches share a bound of ``max_simulations`` full simulations per pass.
+
 **Single-node** (Karpenter ``SingleNodeConsolidation``): each candidate in order; the first whose pods fit
 elsewhere (delete) or on one strictly cheaper node (replace; spot-to-spot rules in
 :mod:`nodewright.disruption.replacement`) wins. Screened likewise; at most ``max_simulations`` full
@@ -25,6 +31,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from nodewright.api import labels as wk
 from nodewright.disruption.budgets import budget_mapping, within_budget
 from nodewright.disruption.candidates import base_problem, by_disruption_cost, consolidation_problem
 from nodewright.disruption.model import (
@@ -148,10 +155,21 @@ def multi_node(view: ClusterView, now: float, simulator: Simulator,
     """The largest multi-node consolidation of this pass, or None (see module docstring)."""
     opts = options or ConsolidationOptions()
     allowed = budget_mapping(view.pools, view.nodes, REASON_UNDERUTILIZED, now)
-    candidates = within_budget(_candidates(view, now, simulator), allowed)[: opts.max_candidates]
+    ordered = _candidates(view, now, simulator)
+    candidates = within_budget(ordered, allowed)[: opts.max_candidates]
+    search = _Search(view, simulator, opts)
+    best = _largest_prefix(candidates, search, opts)
+    if best is None:
+        best = _largest_group_prefix(ordered, allowed, candidates, search, opts)
+    if best is not None:
+        best.evaluated = search.evaluated
+    return best
+
+
+def _largest_prefix(candidates: Sequence[Node], search: _Search, opts: ConsolidationOptions) -> Decision | None:
+    """The longest consolidating prefix of ``candidates`` (at least two), windowed and doubled, or None."""
     if len(candidates) < 2:
         return None
-    search = _Search(view, simulator, opts)
     need, lost = _prefix_sums(candidates, search.screen)
     # Longest prefix passing the sums (a necessary condition, monotone in the prefix length).
     feasible = max((k for k in range(len(candidates) + 1) if search.screen.aggregate_fits(need[k], lost[k])),
@@ -167,8 +185,38 @@ def multi_node(view: ClusterView, now: float, simulator: Simulator,
         if not covered or window >= len(candidates) or window >= feasible:
             break
         lo, window = window + 1, min(window * 2, len(candidates))
-    if best is not None:
-        best.evaluated = search.evaluated
+    return best
+
+
+def _groups(ordered: Sequence[Node]) -> list[list[Node]]:
+    """``ordered`` split by NodePool, then by (NodePool, zone), each keeping the order; largest first."""
+    by_key: dict[tuple[str, ...], list[Node]] = {}
+    for node in ordered:
+        by_key.setdefault((node.nodepool,), []).append(node)
+    for node in ordered:
+        by_key.setdefault((node.nodepool, node.labels.get(wk.ZONE, "")), []).append(node)
+    return sorted(by_key.values(), key=len, reverse=True)  # stable: pool groups before their zone groups
+
+
+def _largest_group_prefix(ordered: Sequence[Node], allowed: dict[str, int], tried: Sequence[Node],
+                          search: _Search, opts: ConsolidationOptions) -> Decision | None:
+    """The best (most nodes, then most $/h saved) consolidating prefix of a pool or pool-zone group, trying
+    groups until ``max_simulations`` simulations were spent (see module docstring)."""
+    simulator, start = search.simulator, search.simulator.calls
+    seen = {tuple(c.name for c in tried)}
+    best: Decision | None = None
+    for group in _groups(ordered):
+        if simulator.calls - start >= opts.max_simulations:
+            break
+        members = within_budget(group, allowed)[: opts.max_candidates]
+        key = tuple(c.name for c in members)
+        if len(members) < 2 or key in seen:
+            continue
+        seen.add(key)
+        found = _largest_prefix(members, search, opts)
+        if found is not None and (best is None or (len(found.candidates), found.savings)
+                                  > (len(best.candidates), best.savings)):
+            best = found
     return best
 
 

@@ -143,6 +143,24 @@ def pool_frontier(pool: Pool) -> list[tuple[float, Vec]]:
     return frontier
 
 
+#: id(pool) -> (pool, its spec, its instance types, frontier). A pass's Pools are reused while their NodePool
+#: and instance types are unchanged (nodewright.disruption.incremental), and Pool, NodePoolSpec, InstanceType
+#: and Offering are never mutated, so the frontier of the same objects is the same. Bounded.
+_FRONTIERS: dict[int, tuple[Pool, object, object, list[tuple[float, Vec]]]] = {}
+_FRONTIERS_LIMIT = 256
+
+
+def _frontier(pool: Pool) -> list[tuple[float, Vec]]:
+    hit = _FRONTIERS.get(id(pool))
+    if hit is not None and hit[0] is pool and hit[1] is pool.spec and hit[2] is pool.instance_types:
+        return hit[3]
+    frontier = pool_frontier(pool)
+    if len(_FRONTIERS) >= _FRONTIERS_LIMIT:
+        _FRONTIERS.clear()
+    _FRONTIERS[id(pool)] = (pool, pool.spec, pool.instance_types, frontier)
+    return frontier
+
+
 class Screen:
     """The fast screen over one pass's destinations (see module docstring)."""
 
@@ -167,7 +185,7 @@ class Screen:
         self._compatible: dict[int, list[_Group]] = {}
         self._fitting: dict[tuple[int, Vec], list[tuple[str, Vec]]] = {}
         self._simple: dict[int, tuple[Pod, bool]] = {}  # id(pod) -> (pod, is_simple(pod)); pods repeat per probe
-        self.pools = [(p, pool_frontier(p)) for p in pools]
+        self.pools = [(p, _frontier(p)) for p in pools]
         self.total_free = tuple(sum(max(0, f[i]) for f in self.free.values()) for i in range(3))
         self.max_room = tuple(max((room[i] for _, fr in self.pools for _, room in fr), default=0) for i in range(3))
 
@@ -181,8 +199,13 @@ class Screen:
     def place(self, pods: Sequence[Pod], excluded: set[str]) -> list[Pod] | None:
         """Pods that found no room on the destinations outside ``excluded``, or None when some pod is not
         :func:`is_simple` (the screen cannot judge; simulate)."""
-        if not all(self._is_simple(p) for p in pods):
-            return None
+        simple = self._simple
+        for p in pods:  # inline: this runs for every pod of every probe
+            hit = simple.get(id(p))
+            if hit is None or hit[0] is not p:
+                hit = simple[id(p)] = (p, is_simple(p))
+            if not hit[1]:
+                return None
         used: dict[str, Vec] = {}
         leftover: list[Pod] = []
         for pod in sorted(pods, key=lambda p: (-p.requests.get(CPU, 0), -p.requests.get(MEMORY, 0))):
@@ -190,12 +213,6 @@ class Screen:
             if not self._place_one(pod, need, excluded, used):
                 leftover.append(pod)
         return leftover
-
-    def _is_simple(self, pod: Pod) -> bool:
-        hit = self._simple.get(id(pod))
-        if hit is None or hit[0] is not pod:
-            hit = self._simple[id(pod)] = (pod, is_simple(pod))
-        return hit[1]
 
     def _fitting_nodes(self, group: _Group, need: Vec) -> list[tuple[str, Vec]]:
         """The group's nodes whose whole free room holds ``need``, in the group's order (memoized per shape).

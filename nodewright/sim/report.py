@@ -7,7 +7,20 @@ and samples the cluster every ``sample_interval`` seconds. Definitions:
   pods deleted while pending excluded);
 * ``pending_pods``: pods not bound, not terminating, not finished (DaemonSet pods excluded);
 * ``running_pods``: pods in phase ``Running``;
-* ``nodes``: Node objects (registered); ``nodes_by_pool`` by ``karpenter.sh/nodepool`` label ('' if none);
+* ``nodes``: Node objects (registered, Ready or not yet: what ``kubectl get nodes`` lists); ``nodes_by_pool``
+  the same by ``karpenter.sh/nodepool`` label ('' if none); ``ready_nodes``: those with ``Ready=True``. A node
+  registers at ~75% of its launch latency and turns Ready at 100%, so ``nodes`` rises before ``ready_nodes``;
+* ``first_node_registered_s`` / ``first_node_ready_s``: exact seconds (not sampled) at which the first Node
+  object appeared / first turned Ready -- the first timeline entry with ``nodes`` / ``ready_nodes`` > 0 is the
+  first sample at or after them;
+* ``pods_scheduled``: pod objects bound to a node during the run (DaemonSet pods excluded). Every pod counts
+  once, including Job pods that have since finished and pods created to replace evicted or lost ones, so it
+  exceeds the workloads' final replica counts by the Job pods and by ``pods_evicted + pods_lost_with_node``
+  (when the replacements got bound);
+* ``pods_evicted``: bound pods removed through the eviction API (drains before consolidation, spot
+  interruption or expiry; the Cluster Autoscaler's scale-down); ``pods_lost_with_node``: bound, unfinished
+  pods deleted by the pod garbage collector because their Node disappeared without a drain (an interrupted
+  instance the autoscaler did not drain);
 * ``cost_per_hour``: prices of live EC2 instances (USD/hour, booting ones included: they are billed);
 * ``cpu_utilization``: requested cpu of bound pods / allocatable cpu of Ready nodes (0 without nodes);
 * ``node_hours``, ``cost_usd``: billed instance seconds / 3600 and their cost, exact to the second;
@@ -53,6 +66,7 @@ class Sample:
     pending_pods: int
     running_pods: int
     nodes: int
+    ready_nodes: int
     nodes_by_pool: dict[str, int]
     cost_per_hour: float
     cpu_utilization: float
@@ -60,7 +74,7 @@ class Sample:
     def to_dict(self) -> dict[str, Any]:
         """JSON shape of the entry."""
         return {"t": self.t, "pending_pods": self.pending_pods, "running_pods": self.running_pods,
-                "nodes": self.nodes, "nodes_by_pool": dict(sorted(self.nodes_by_pool.items())),
+                "nodes": self.nodes, "ready_nodes": self.ready_nodes, "nodes_by_pool": dict(sorted(self.nodes_by_pool.items())),
                 "cost_per_hour": round(self.cost_per_hour, 6), "cpu_utilization": round(self.cpu_utilization, 4)}
 
 
@@ -91,6 +105,9 @@ class Recorder:
     disruptions: Counter[str] = field(default_factory=Counter)
     created: dict[str, float] = field(default_factory=dict)
     first_ready: float | None = None
+    first_registered: float | None = None
+    evicted: int = 0
+    lost_with_node: int = 0
     max_nodes: int = 0
     _nodes: set[str] = field(default_factory=set)
     _disrupted: set[str] = field(default_factory=set)
@@ -110,6 +127,8 @@ class Recorder:
             else:
                 self._nodes.add(name)
                 self.max_nodes = max(self.max_nodes, len(self._nodes))
+                if self.first_registered is None:
+                    self.first_registered = self.clock() - self.start
                 if self.first_ready is None and condition_true(obj, "Ready"):
                     self.first_ready = self.clock() - self.start
         elif kind == r.NODECLAIMS and event != "DELETED":
@@ -130,8 +149,21 @@ class Recorder:
                 self.created[key] = self.clock()
         elif event == "DELETED":
             self.created.pop(key, None)
+            self._count_disrupted(obj)
         elif node_name(obj) and key in self.created:
             self.latencies.append(self.clock() - self.created.pop(key))
+
+    def _count_disrupted(self, pod: Obj) -> None:
+        bound = node_name(pod)
+        if not bound or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return
+        meta = pod.get("metadata") or {}
+        evictions = self.cluster.evictions
+        # The in-memory API records an eviction just before it deletes the pod.
+        if evictions and evictions[-1] == (str(meta.get("namespace") or "default"), str(meta.get("name"))):
+            self.evicted += 1
+        elif bound not in self._nodes:  # the Node's DELETED event comes before its pods' (pod GC)
+            self.lost_with_node += 1
 
     def disruption(self, reason: str, count: int = 1) -> None:
         """Count a disruption done outside NodeClaims (the Cluster Autoscaler baseline)."""
@@ -167,13 +199,14 @@ class Recorder:
                 running += 1
             requested += cpu
         by_pool: Counter[str] = Counter()
-        allocatable = 0
+        allocatable = ready = 0
         nodes = self.cluster.list(r.NODES)
         for node in nodes:
             by_pool[labels_of(node).get(L.NODEPOOL, "")] += 1
             if condition_true(node, "Ready"):
+                ready += 1
                 allocatable += _cpu(((node.get("status") or {}).get("allocatable") or {}).get("cpu"))
-        sample = Sample(round(now - self.start, 3), pending, running, len(nodes), dict(by_pool),
+        sample = Sample(round(now - self.start, 3), pending, running, len(nodes), ready, dict(by_pool),
                         self.ec2.cost_per_hour(), requested / allocatable if allocatable else 0.0)
         self.timeline.append(sample)
         return sample
@@ -194,6 +227,9 @@ class Recorder:
             "pod_schedule_latency_p95_s": rounded(percentile(self.latencies, 95)),
             "pod_schedule_latency_max_s": rounded(max(self.latencies) if self.latencies else None),
             "pods_scheduled": len(self.latencies),
+            "pods_evicted": self.evicted,
+            "pods_lost_with_node": self.lost_with_node,
+            "first_node_registered_s": rounded(self.first_registered),
             "first_node_ready_s": rounded(self.first_ready),
             "max_nodes": self.max_nodes,
             "final_nodes": final.nodes if final else 0,

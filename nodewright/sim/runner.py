@@ -128,8 +128,11 @@ def run_scenario(scenario: Scenario, *, baseline: str | None = None, seed: int |
     """nodewright's run of ``scenario``, plus the baseline's when asked, as the JSON document of the CLI.
 
     Returns:
-        ``{"scenario", "seed", "duration_s", "autoscaler": "nodewright", "summary", "timeline",
-        "baseline": {"autoscaler", "summary", "timeline"} (only with a baseline), "wall_seconds"}``.
+        ``{"scenario", "seed", "duration_s", "events": [{"t", "kind", "label"}], "autoscaler": "nodewright",
+        "summary", "timeline",
+        "baseline": {"autoscaler", "summary", "timeline"} (only with a baseline)}``. The document is a pure
+        function of (scenario, seed): no wall-clock timing in it, so the same seed gives byte-identical JSON
+        (the CLI prints the real time taken on stderr).
 
     Raises:
         NodewrightValidationError: see :func:`run`.
@@ -139,12 +142,9 @@ def run_scenario(scenario: Scenario, *, baseline: str | None = None, seed: int |
         raise ValueError(f"unknown baseline {baseline!r}; only {CLUSTER_AUTOSCALER}")
     used_seed = scenario.seed if seed is None else seed
     main = run(scenario, NODEWRIGHT, used_seed, progress)
+    events = [{"t": e.at, "kind": e.kind, "label": e.label()} for e in scenario.events]
     doc: dict[str, Any] = {"scenario": scenario.name, "seed": used_seed, "duration_s": scenario.duration,
-                           **main.to_dict()}
-    wall = main.wall_seconds
+                           "events": events, **main.to_dict()}
     if baseline is not None:
-        other = run(scenario, baseline, used_seed, progress)
-        doc["baseline"] = other.to_dict()
-        wall += other.wall_seconds
-    doc["wall_seconds"] = round(wall, 3)
+        doc["baseline"] = run(scenario, baseline, used_seed, progress).to_dict()
     return doc

@@ -77,6 +77,17 @@ class Event:
     params: dict[str, Any]
     path: str
 
+    def label(self) -> str:
+        """A short label for plots, e.g. ``load qna-api 333 rps``, ``scale inflate -> 40``, ``spot x1``."""
+        p = self.params
+        if self.kind == "scale":
+            return f"scale {p.get('deployment') or p.get('statefulset')} -> {p.get('replicas')}"
+        if self.kind == "load":
+            return f"load {p.get('deployment') or p.get('statefulset')} {float(p['requestsPerSecond']):g} rps"
+        if self.kind == "interruptSpot":
+            return f"spot interruption x{p.get('count', 1)}"
+        return f"ICE {p.get('instanceType')} {p.get('zone')}"
+
 
 @dataclass(frozen=True)
 class NodeGroup:

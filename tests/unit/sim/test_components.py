@@ -202,3 +202,23 @@ def test_percentile_interpolates() -> None:
     assert percentile([], 50) is None
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
     assert percentile([0.0, 10.0], 95) == 9.5
+
+
+def test_event_labels_and_plot_panel_heights(tmp_path: Any) -> None:
+    from nodewright.sim.plot import _pool_height, write_plot
+
+    scenario = parse_scenario({"apiVersion": "nodewright.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "e"},
+                               "spec": {"duration": "10m", "manifests": [
+                                   {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api"},
+                                    "spec": {"replicas": 1, "template": {"spec": {"containers": []}}}}],
+                                   "events": [{"at": "1m", "load": {"deployment": "api", "requestsPerSecond": 333}},
+                                              {"at": "2m", "scale": {"deployment": "api", "replicas": 40}},
+                                              {"at": "3m", "interruptSpot": {"count": 2}}]}})
+    assert [e.label() for e in scenario.events] == ["load api 333 rps", "scale api -> 40", "spot interruption x2"]
+    timeline = [{"t": 0.0, "nodes_by_pool": {"a": 1, "b": 0}, "pending_pods": 0, "cost_per_hour": 0.1},
+                {"t": 10.0, "nodes_by_pool": {"a": 1, "b": 3}, "pending_pods": 2, "cost_per_hour": 0.5}]
+    runs = [("nodewright", timeline, {})]
+    assert (_pool_height(runs, "a"), _pool_height(runs, "b")) == (0.5, 1.0)
+    png = write_plot({"scenario": "e", "events": [{"t": 5.0, "kind": "scale", "label": "scale api -> 40"}],
+                      "timeline": timeline, "summary": {"cost_usd": 0.01}}, tmp_path / "e.png")
+    assert png.read_bytes()[:4] == b"\x89PNG"

@@ -133,6 +133,8 @@ def test_spot_interruption_drains_and_replaces_with_two_minute_warning() -> None
     # so the replacement ends up empty and goes after consolidateAfter (10 min).
     assert summary["disruptions_by_reason"] == {"Empty": 1, "Interrupted": 1}
     assert summary["nodes_launched"] == 3
+    # 2 replicas bound, one evicted by the drain, its replacement bound: 3 pods bound in all.
+    assert (summary["pods_scheduled"], summary["pods_evicted"], summary["pods_lost_with_node"]) == (3, 1, 0)
     assert summary["unscheduled_pods_at_end"] == 0
     at_warning_end = next(s for s in result.timeline if s.t == 300.0 + 120.0)
     assert at_warning_end.running_pods == 2 and at_warning_end.pending_pods == 0
@@ -176,8 +178,10 @@ def test_cli_scenario_table_json_and_plot(tmp_path: Path) -> None:
     doc = json.loads(out.stdout)
     assert set(doc) >= {"timeline", "summary", "scenario", "seed"}
     assert "baseline" not in doc
-    assert doc["timeline"][0] == {"t": 0.0, "pending_pods": 0, "running_pods": 0, "nodes": 0, "nodes_by_pool": {},
-                                  "cost_per_hour": 0.0, "cpu_utilization": 0.0}
+    assert doc["timeline"][0] == {"t": 0.0, "pending_pods": 0, "running_pods": 0, "nodes": 0, "ready_nodes": 0,
+                                  "nodes_by_pool": {}, "cost_per_hour": 0.0, "cpu_utilization": 0.0}
+    assert doc["events"] == [{"t": 60.0, "kind": "scale", "label": "scale inflate -> 4"}]
+    assert "wall_seconds" not in doc
     assert len(doc["timeline"]) == 19  # every 10 s from 0 to 180 s
     assert set(doc["summary"]) >= {"pod_schedule_latency_p50_s", "pod_schedule_latency_p95_s",
                                    "pod_schedule_latency_max_s", "max_nodes", "final_nodes", "node_hours",
@@ -192,3 +196,41 @@ def test_cli_rejects_an_invalid_scenario_with_exit_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["simulate", "--scenario", str(bad)])
     assert result.exit_code == 2
     assert "no workload named 'nope'" in result.stderr
+
+
+@pytest.mark.parametrize("which", ["nodewright", "cluster-autoscaler"])
+def test_first_node_times_agree_with_the_timeline(four_pod_result, which: str) -> None:
+    run_doc = four_pod_result if which == "nodewright" else four_pod_result["baseline"]
+    summary, timeline = run_doc["summary"], run_doc["timeline"]
+    # Registered at 75% of the launch latency (30 s ours, 120 s theirs), Ready at 100%.
+    expected = {"nodewright": (83.0, 91.0), "cluster-autoscaler": (150.0, 180.0)}[which]
+    assert (summary["first_node_registered_s"], summary["first_node_ready_s"]) == expected
+    # The first sample showing a node / a Ready node is the first sample at or after those instants.
+    first_node = next(e["t"] for e in timeline if e["nodes"] > 0)
+    first_ready = next(e["t"] for e in timeline if e["ready_nodes"] > 0)
+    assert first_node == next(e["t"] for e in timeline if e["t"] >= summary["first_node_registered_s"])
+    assert first_ready == next(e["t"] for e in timeline if e["t"] >= summary["first_node_ready_s"])
+    assert all(e["ready_nodes"] <= e["nodes"] for e in timeline)
+
+
+def test_pods_bound_counts_every_pod_once_including_replacements(four_pod_result) -> None:
+    # Cluster Autoscaler's scale-down of an underutilised node evicts its pod; the replacement is bound too.
+    spot_free = four_pods(manifests=[POOL, NODECLASS, inflate(2)], events=[])
+    theirs = run_scenario(parse_scenario(spot_free), baseline="cluster-autoscaler")["baseline"]["summary"]
+    assert (theirs["pods_scheduled"], theirs["pods_evicted"], theirs["disruptions_by_reason"]) == (
+        3, 1, {"Underutilized": 1})
+    assert four_pod_result["summary"]["pods_evicted"] == 0 and four_pod_result["summary"]["pods_scheduled"] == 4
+
+
+def test_same_seed_gives_byte_identical_json(tmp_path: Path) -> None:
+    import yaml
+
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump(four_pods(
+        duration="4m", events=[{"at": "1m", "scale": {"deployment": "inflate", "replicas": 4}}])))
+    args = ["simulate", "--scenario", str(scenario), "--baseline", "cluster-autoscaler", "--output", "json"]
+    first, second = CliRunner().invoke(cli, args), CliRunner().invoke(cli, args)
+    assert first.exit_code == 0 and second.exit_code == 0
+    assert first.stdout == second.stdout
+    assert "wall_seconds" not in first.stdout
+    assert "simulated 4 min in" in first.stderr  # the real time taken goes to stderr
