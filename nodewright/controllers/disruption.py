@@ -47,7 +47,7 @@ from nodewright.disruption.model import ClusterView
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
-from nodewright.kube.objects import annotations_of, is_deleting, labels_of, name_of
+from nodewright.kube.objects import is_deleting, meta, name_of
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.pods import pod_key
 
@@ -213,7 +213,7 @@ class DisruptionController:
         current = {name: self._pod_set(name, state.pods_on(name)) for name in state.nodes}
         for name, pods in current.items():
             seen = self._pods_seen.get(name)
-            if seen is not None and seen != pods:
+            if seen is not None and seen is not pods and seen != pods:
                 self._last_pod_event[name] = now
         self._pods_seen = current
         self._pod_sets = {name: entry for name, entry in self._pod_sets.items() if name in current}
@@ -234,11 +234,12 @@ class DisruptionController:
         controller), so a changed hash definition never drifts a fleet."""
         hashes: dict[str, str] = {}
         for claim in state.nodeclaims.values():
-            pool = labels_of(claim).get(L.NODEPOOL, "")
+            m = meta(claim)  # read in place: labels_of/annotations_of copy, for every claim on every pass
+            pool = (m.get("labels") or {}).get(L.NODEPOOL, "")
             doc = state.nodepools.get(pool)
             if doc is None or is_deleting(claim):
                 continue
-            if annotations_of(claim).get(L.NODEPOOL_HASH_VERSION) == NODEPOOL_HASH_VERSION:
+            if (m.get("annotations") or {}).get(L.NODEPOOL_HASH_VERSION) == NODEPOOL_HASH_VERSION:
                 continue
             if pool not in hashes:
                 hashes[pool] = nodepool_hash(doc)

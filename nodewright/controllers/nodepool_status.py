@@ -54,6 +54,8 @@ class NodePoolStatusController:
         # Label sets of the karpenter_pods_state series currently exported: a pass adds and removes only the
         # difference instead of clearing and re-creating one child per pod (most of this controller's time).
         self._pod_series: set[tuple[str, str, str, str, str]] = set()
+        # Pod key -> (manifest, name, namespace, node, phase) of the manifest seen last pass (objects are immutable).
+        self._pod_rows: dict[str, tuple[Obj, str, str, str, str]] = {}
 
     def reconcile(self, state: ClusterState | None = None, force: bool = False) -> dict[str, float]:
         """One pass; returns NodePool -> cost in USD per hour."""
@@ -161,11 +163,15 @@ class NodePoolStatusController:
         gauge = self.ctx.metrics.pods_state
         pools = {name: str(nodepool_of(doc)) for name, doc in state.nodes.items()}  # once per node, not per pod
         series: set[tuple[str, str, str, str, str]] = set()
-        for pod in state.pods.values():
-            node = node_name(pod)
-            namespace, name = pod_key(pod).split("/", 1)
-            phase = str((pod.get("status") or {}).get("phase") or "Pending")
-            series.add((name, namespace, node, pools.get(node, ""), phase))
+        rows: dict[str, tuple[Obj, str, str, str, str]] = {}
+        for key, pod in state.pods.items():
+            row = self._pod_rows.get(key)
+            if row is None or row[0] is not pod:
+                namespace, name = pod_key(pod).split("/", 1)
+                row = (pod, name, namespace, node_name(pod), str((pod.get("status") or {}).get("phase") or "Pending"))
+            rows[key] = row
+            series.add((row[1], row[2], row[3], pools.get(row[3], ""), row[4]))
+        self._pod_rows = rows
         for gone in self._pod_series - series:
             with contextlib.suppress(KeyError):
                 gauge.remove(*gone)

@@ -106,6 +106,9 @@ class SimulatedCloudProvider:
         self.out_of_capacity: set[OfferingKey] = set()
         self.launches = 0
         self._types: dict[str, list[InstanceType]] = {}
+        #: instance id -> (instance, its NodeClaim view): an instance's view never changes (type, offering, tags and
+        #: image are fixed at launch), so list() -- the garbage collector's every 30 s -- parses each one once.
+        self._listed: dict[str, tuple[SimInstance, NodeClaim]] = {}
 
     # --- helpers -----------------------------------------------------------------------------------------
 
@@ -276,7 +279,15 @@ class SimulatedCloudProvider:
 
     def list(self) -> builtins.list[NodeClaim]:
         """Live instances this controller launched (tagged with a NodeClaim name)."""
-        return [self._view(i) for i in self.ec2.live() if i.tags.get(L.TAG_NODECLAIM)]
+        live = [i for i in self.ec2.live() if i.tags.get(L.TAG_NODECLAIM)]
+        listed = {}
+        for instance in live:
+            hit = self._listed.get(instance.id)
+            if hit is None or hit[0] is not instance:
+                hit = (instance, self._view(instance))
+            listed[instance.id] = hit
+        self._listed = listed
+        return [listed[i.id][1] for i in live]
 
     def get_instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
         """See :meth:`nodewright.cloud.provider.CloudProvider.get_instance_types`."""
