@@ -37,7 +37,7 @@ from nodewright.scheduling import (
     Pod,
     SchedulingResult,
     Taint,
-    daemonset_pod,
+    daemonset_pods,
     node_from_manifest,
     nodepool_spec_from_model,
     pod_from_manifest,
@@ -199,7 +199,7 @@ class Provisioner:
         log.info("Found %d provisionable pod(s)", len(pods), extra={"pods": len(pods)})
         pools, instance_types = self._nodepools(state)
         nodes, inflight = self._capacity(state, instance_types)
-        daemonsets = _daemonset_pods(state)
+        daemonsets = daemonset_pods(state.daemonsets)
         started = time.perf_counter()
         result = self.solver(pods, nodes, pools, instance_types, daemonsets=daemonsets, inflight=inflight)
         self.ctx.metrics.scheduling_duration.labels("provisioner").observe(time.perf_counter() - started)
@@ -220,7 +220,7 @@ class Provisioner:
     # --- inputs ------------------------------------------------------------------------------
 
     def _nodepools(self, state: ClusterState) -> tuple[list[NodePoolSpec], dict[str, list[InstanceType]]]:
-        daemonsets = _daemonset_pods(state)
+        daemonsets = daemonset_pods(state.daemonsets)
         usage = nodepool_usage(state)
         pools: list[NodePoolSpec] = []
         types: dict[str, list[InstanceType]] = {}
@@ -405,16 +405,6 @@ def _as_pending(pod: Obj) -> Pod | None:
     except NodewrightValidationError as err:
         log.warning("ignoring pod %s: %s", pod_key(pod), err)
         return None
-
-
-def _daemonset_pods(state: ClusterState) -> list[Pod]:
-    out = []
-    for ds in state.daemonsets:
-        try:
-            out.append(daemonset_pod({**ds, "kind": "DaemonSet"}))
-        except NodewrightValidationError:
-            continue
-    return out
 
 
 def nodepool_usage(state: ClusterState) -> dict[str, dict[str, int]]:

@@ -44,11 +44,11 @@ from nodewright.kube.objects import (
 from nodewright.kube.pdb import disruptions_allowed
 from nodewright.scheduling import (
     Pod,
-    daemonset_pod,
     node_from_manifest,
     nodepool_spec_from_model,
     pod_from_manifest,
 )
+from nodewright.scheduling import daemonset_pods as scheduling_daemonset_pods
 from nodewright.state.cluster import ClusterState
 from nodewright.state.pods import needs_eviction
 
@@ -243,14 +243,8 @@ def pdbs_from_state(state: ClusterState) -> list[PDB]:
 
 
 def daemonset_pods(state: ClusterState) -> list[Pod]:
-    """The pod each DaemonSet runs on a node (for daemonset overhead)."""
-    out = []
-    for ds in state.daemonsets:
-        try:
-            out.append(daemonset_pod({**ds, "kind": "DaemonSet"}))
-        except NodewrightValidationError:
-            continue
-    return out
+    """The pod each DaemonSet of the snapshot runs on a node (for daemonset overhead)."""
+    return scheduling_daemonset_pods(state.daemonsets)
 
 
 def view_from_state(

@@ -564,6 +564,21 @@ def _job_pods(spec: Mapping[str, Any], path: str) -> int:
     return min(parallelism, _replicas(completions, f"{path}.completions"))
 
 
+def daemonset_pods(daemonsets: Iterable[Mapping[str, Any]]) -> list[Pod]:
+    """The pod each valid DaemonSet runs on a node, in order (for daemonset overhead).
+
+    DaemonSets as listed from the API carry no ``kind``; it is filled in. An invalid DaemonSet is skipped:
+    one bad object must not stop provisioning or disruption for the whole cluster.
+    """
+    out = []
+    for ds in daemonsets:
+        try:
+            out.append(daemonset_pod({**ds, "kind": "DaemonSet"}))
+        except NodewrightValidationError:
+            continue
+    return out
+
+
 def daemonset_pod(doc: Mapping[str, Any]) -> Pod:
     """The pod a ``DaemonSet`` runs on each node (for daemonset overhead).
 
