@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from operator import le
 from typing import Any
 
@@ -460,6 +460,26 @@ class _Run:
         if self.max_new is not None and len(self.claims) >= self.max_new:
             reasons.append(f"would need more than {self.max_new} new NodeClaim(s)")
             return False
+        for pool, _merged, types in self._hosting_pools(cls, reasons):
+            claim = _Claim(pool, len(self.claims), pool.reqs, types, len(self.dims))
+            ok, _ = self.try_claim(cls, claim)
+            if not ok:
+                reasons.append(f'incompatible with nodepool "{pool.name}", unsatisfiable topology constraints')
+                continue
+            self.claims.append(claim)
+            if pool.remaining is not None:
+                fitting = [t for t in claim.types if t.fits(claim.need)]
+                claim.reserved = fitting[:MAX_INSTANCE_TYPES]
+                pool.reserve(claim.reserved)
+            return True
+        return False
+
+    def _hosting_pools(
+        self, cls: PodClass, reasons: list[str]
+    ) -> Iterator[tuple[PoolTemplate, Requirements, list[TypeInfo]]]:
+        """NodePools (by weight, name) whose taints, requirements, limits and instance types can host one pod of
+        ``cls``, with the merged requirements and the types within limits; each rejected pool adds its reason
+        in Karpenter's words."""
         for pool in self.pools:
             taint = untolerated(cls.tolerations, pool.taints)
             if taint is not None:
@@ -482,18 +502,7 @@ class _Run:
                     f"{merged!r}"
                 )
                 continue
-            claim = _Claim(pool, len(self.claims), pool.reqs, types, len(self.dims))
-            ok, _ = self.try_claim(cls, claim)
-            if not ok:
-                reasons.append(f'incompatible with nodepool "{pool.name}", unsatisfiable topology constraints')
-                continue
-            self.claims.append(claim)
-            if pool.remaining is not None:
-                fitting = [t for t in claim.types if t.fits(claim.need)]
-                claim.reserved = fitting[:MAX_INSTANCE_TYPES]
-                pool.reserve(claim.reserved)
-            return True
-        return False
+            yield pool, merged, types
 
     def _within_limits(self, pool: PoolTemplate, types: list[TypeInfo]) -> list[TypeInfo]:
         if pool.remaining is None:
@@ -891,28 +900,8 @@ class _Run:
             self._pack_group(pool, merged, members)
 
     def _pool_for(self, cls: PodClass, reasons: list[str]) -> tuple[PoolTemplate, Requirements] | None:
-        for pool in self.pools:
-            taint = untolerated(cls.tolerations, pool.taints)
-            if taint is not None:
-                reasons.append(f'incompatible with nodepool "{pool.name}", did not tolerate taint {taint}')
-                continue
-            why = pool.reqs.incompatibility(cls.reqs)
-            if why is not None:
-                reasons.append(f'incompatible with nodepool "{pool.name}", {why}')
-                continue
-            merged = pool.reqs.intersect(cls.reqs)
-            compatible = pool.types_for(merged)
-            types = self._within_limits(pool, compatible)
-            if compatible and not types:
-                reasons.append(f'all available instance types exceed limits for nodepool: "{pool.name}"')
-                continue
-            if any(t.fits(cls.vec) for t in types):
-                return pool, merged
-            reasons.append(
-                f'incompatible with nodepool "{pool.name}", daemonset overhead={format_resources(pool.overhead)}, '
-                f"no instance type satisfied resources {format_resources(cls.rep.requests)} and requirements "
-                f"{merged!r}"
-            )
+        for pool, merged, _types in self._hosting_pools(cls, reasons):
+            return pool, merged
         return None
 
     def _pack_group(self, pool: PoolTemplate, merged: Requirements, members: list[PodClass]) -> None:
