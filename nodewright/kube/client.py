@@ -17,7 +17,14 @@ from nodewright.kube import resources as r
 from nodewright.kube.cluster import Clock, Obj
 from nodewright.kube.errors import KubeError, NotFoundError
 from nodewright.kube.informer import Backoff, Informer
-from nodewright.kube.objects import format_micro_time, format_time, key_of, labels_of, name_of, namespace_of
+from nodewright.kube.objects import (
+    format_micro_time,
+    format_time,
+    in_scope,
+    key_of,
+    name_of,
+    namespace_of,
+)
 from nodewright.kube.resources import ResourceKind
 from nodewright.kube.rest import MERGE_PATCH, RestClient
 
@@ -90,16 +97,7 @@ class KubernetesCluster:
                 item.setdefault("kind", kind.kind)
                 item.setdefault("apiVersion", kind.api_version)
             return list(items)
-        out = []
-        for obj in informer.items():
-            if namespace is not None and namespace_of(obj) != namespace:
-                continue
-            if label_selector:
-                labels = labels_of(obj)
-                if any(labels.get(k) != v for k, v in label_selector.items()):
-                    continue
-            out.append(obj)
-        return out
+        return [obj for obj in informer.items() if in_scope(obj, namespace, label_selector)]
 
     def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj | None:
         """From the informer cache (from the server when the kind is not watched)."""

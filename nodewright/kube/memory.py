@@ -23,8 +23,8 @@ from nodewright.kube.errors import AlreadyExistsError, ConflictError, NotFoundEr
 from nodewright.kube.objects import (
     finalizers_of,
     format_time,
+    in_scope,
     is_deleting,
-    labels_of,
     merge_patch,
     meta,
     name_of,
@@ -90,16 +90,11 @@ class InMemoryCluster:
         label_selector: Mapping[str, str] | None = None,
     ) -> list[Obj]:
         """Objects of ``kind`` in insertion order, filtered by namespace and equality label selector."""
-        out = []
-        for (ns, _), obj in self._bucket(kind).items():
-            if namespace is not None and ns != namespace:
-                continue
-            if label_selector:
-                labels = labels_of(obj)
-                if any(labels.get(k) != v for k, v in label_selector.items()):
-                    continue
-            out.append(obj)
-        return out
+        return [
+            obj
+            for (ns, _), obj in self._bucket(kind).items()
+            if (namespace is None or ns == namespace) and in_scope(obj, None, label_selector)
+        ]
 
     def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Obj | None:
         """One object or None."""

@@ -42,6 +42,16 @@ def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
     return dict(meta(obj).get("labels") or {})
 
 
+def in_scope(obj: Mapping[str, Any], namespace: str | None, label_selector: Mapping[str, str] | None) -> bool:
+    """Whether ``obj`` is in ``namespace`` (None: any) and carries every ``label_selector`` pair (equality)."""
+    if namespace is not None and namespace_of(obj) != namespace:
+        return False
+    if label_selector:
+        labels = labels_of(obj)
+        return all(labels.get(k) == v for k, v in label_selector.items())
+    return True
+
+
 def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
     """``metadata.annotations`` or an empty dict."""
     return dict(meta(obj).get("annotations") or {})
