@@ -16,7 +16,6 @@ from nodewright.scheduling import schedule
 
 from .helpers import MIB, make_type, pod, pool
 
-
 #: Branch-and-bound nodes HiGHS may explore: deterministic work, unlike a time limit (the worst case needs ~90).
 MILP_NODE_LIMIT = 20_000
 
