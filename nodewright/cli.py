@@ -30,6 +30,15 @@ def exit_on_invalid_input(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def warn_annotations(loaded: Any) -> None:
+    """One ``warning:`` line on stderr per malformed ``nodewright.io/*`` NodePool annotation in ``loaded``
+    (:class:`nodewright.api.manifests.ManifestFiles`); the command goes on, as the controller would."""
+    from nodewright.api.annotations import document_annotation_problems
+
+    for problem in document_annotation_problems(loaded.docs):
+        click.echo(f"warning: {loaded.locate(problem)}", err=True)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
 @click.version_option(package_name="nodewright")
 def cli() -> None:
@@ -75,6 +84,7 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     if not filenames:
         raise NodewrightValidationError("--filename", "give at least one manifest file with -f")
     loaded = load_manifest_files(list(filenames))
+    warn_annotations(loaded)
     # The decision's events are printed below, once; the scheduler's own log would repeat them.
     logging.getLogger("nodewright.scheduling").setLevel(logging.CRITICAL)
     try:
@@ -135,6 +145,7 @@ def convert_command(files: tuple[str, ...], node_role: str | None, instance_prof
     from nodewright.api.manifests import load_manifest_files
 
     loaded = load_manifest_files(list(files))
+    warn_annotations(loaded)
     try:
         docs = convert_documents(loaded.docs, node_role=node_role, instance_profile=instance_profile)
     except NodewrightValidationError as err:

@@ -195,11 +195,13 @@ class NodePoolSpec(KubeModel):
 
 
 class NodePoolStatus(LenientModel):
-    """``status``: resources in use by the pool's nodes (same keys as limits) and conditions."""
+    """``status``: resources in use by the pool's nodes (same keys as limits) and conditions; nodewright adds
+    ``targetUtilization``, the packing target in effect (``"0.8"``; ``"1"`` = pack fully)."""
 
     resources: dict[str, Quantity] | None = None
     conditions: list[Condition] | None = None
     node_class_observed_generation: int | None = None
+    target_utilization: str | None = None
 
 
 class NodePool(KubeModel):

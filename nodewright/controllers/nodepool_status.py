@@ -4,7 +4,14 @@
   ``ephemeral-storage``, plus ``nodes``), as Karpenter v1 reports it.
 * Conditions: ``NodeClassReady`` and ``Ready`` -- False with reason ``NodeClassNotFound`` when the
   referenced EC2NodeClass does not exist, ``NodeClassNotReady`` when it reports ``Ready=False``, and
-  ``ValidationFailed`` when the NodePool itself does not validate.
+  ``ValidationFailed`` when the NodePool itself does not validate. ``ValidationSucceeded`` is False with
+  reason ``ValidationFailed`` for an invalid NodePool, and with reason ``InvalidAnnotation`` for a malformed or
+  unknown ``nodewright.io/*`` annotation (:mod:`nodewright.api.annotations`; message: every problem, ``; ``
+  separated). A bad annotation does not make the pool un-Ready: it keeps provisioning with that annotation's
+  default (full packing for ``target-utilization``); a Warning Event ``InvalidAnnotation`` is recorded on the
+  NodePool whenever the message changes.
+* ``status.targetUtilization``: the target utilization the scheduler and consolidation use for the pool, as a
+  string (``"0.8"``; ``"1"`` = pack fully, also when the annotation is absent or malformed).
 * Metrics: ``karpenter_nodepools_usage`` / ``karpenter_nodepools_limit`` (cpu in cores, memory in bytes),
   ``karpenter_pods_state``, and ``nodewright_nodepool_cost_per_hour_usd``: the sum over the NodePool's
   launched NodeClaims of the price of their (instance type, zone, capacity type) offering, USD per hour.
@@ -16,6 +23,7 @@ import contextlib
 from typing import Any
 
 from nodewright.api import labels as L
+from nodewright.api.annotations import format_target, nodepool_annotation_problems, target_utilization
 from nodewright.api.manifests import parse_nodepool
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.controllers.common import Context, Obj, log, nodepool_of
@@ -56,6 +64,8 @@ class NodePoolStatusController:
         self._pod_series: set[tuple[str, str, str, str, str]] = set()
         # Pod key -> (manifest, name, namespace, node, phase) of the manifest seen last pass (objects are immutable).
         self._pod_rows: dict[str, tuple[Obj, str, str, str, str]] = {}
+        # NodePool name -> annotation problems last reported by an Event (one Event per change, not per pass).
+        self._annotation_events: dict[str, str] = {}
 
     def reconcile(self, state: ClusterState | None = None, force: bool = False) -> dict[str, float]:
         """One pass; returns NodePool -> cost in USD per hour."""
@@ -83,6 +93,7 @@ class NodePoolStatusController:
                 log.warning("nodepool %s status: %s", name, err, extra={"nodepool": name})
         for gone in set(self.costs) - set(costs):
             self.ctx.metrics.nodepool_cost.remove(gone)
+            self._annotation_events.pop(gone, None)
         self.costs = costs
         self._pod_metrics(state)
         self.ctx.metrics.cluster_state_node_count.set(len(state.nodes))
@@ -134,6 +145,9 @@ class NodePoolStatusController:
             parse_nodepool(pool)
         except NodewrightValidationError as err:
             valid_reason = str(err)
+        annotations = (pool.get("metadata") or {}).get("annotations") or {}
+        bad_annotations = "; ".join(str(p) for p in nodepool_annotation_problems(annotations))
+        self._report_annotations(pool, bad_annotations)
         if valid_reason:
             ready, reason, message = False, "ValidationFailed", valid_reason
         elif nodeclass is None:
@@ -142,8 +156,13 @@ class NodePoolStatusController:
             ready, reason, message = False, "NodeClassNotReady", _not_ready(ref.get("name"), nodeclass)
         else:
             ready, reason, message = True, "Ready", ""
-        conditions = set_condition(conditions, L.CONDITION_VALIDATION_SUCCEEDED, not valid_reason, now,
-                                   "ValidationFailed" if valid_reason else "ValidationSucceeded", valid_reason)
+        if valid_reason:
+            valid, valid_why, valid_message = False, "ValidationFailed", valid_reason
+        elif bad_annotations:
+            valid, valid_why, valid_message = False, "InvalidAnnotation", bad_annotations
+        else:
+            valid, valid_why, valid_message = True, "ValidationSucceeded", ""
+        conditions = set_condition(conditions, L.CONDITION_VALIDATION_SUCCEEDED, valid, now, valid_why, valid_message)
         class_ready = nodeclass is not None and not (
             (nodeclass.get("status") or {}).get("conditions") and not condition_true(nodeclass, "Ready"))
         class_reason = "NodeClassNotFound" if nodeclass is None else "NodeClassNotReady"
@@ -154,10 +173,23 @@ class NodePoolStatusController:
         conditions = set_condition(conditions, L.CONDITION_READY, ready, now, reason, message)
         resources = {k: _format(k, v) for k, v in usage.items() if k in _REPORTED}
         resources["nodes"] = str(usage.get("nodes", 0))
-        new_status: dict[str, Any] = {"resources": resources, "conditions": conditions}
-        if status.get("resources") == resources and _same(status.get("conditions") or [], conditions):
+        target = format_target(target_utilization(annotations))
+        new_status: dict[str, Any] = {"resources": resources, "conditions": conditions, "targetUtilization": target}
+        if (status.get("resources") == resources and status.get("targetUtilization") == target
+                and _same(status.get("conditions") or [], conditions)):
             return
         self.ctx.cluster.patch_status(r.NODEPOOLS, name_of(pool), new_status)
+
+    def _report_annotations(self, pool: Obj, problems: str) -> None:
+        """Log and record a Warning Event when the pool's annotation problems change (see module docstring)."""
+        name = name_of(pool)
+        if problems == self._annotation_events.get(name, ""):
+            return
+        self._annotation_events[name] = problems
+        if problems:
+            message = f"{problems}; the NodePool keeps provisioning with the default for that annotation"
+            log.warning("nodepool %s: %s", name, message, extra={"nodepool": name})
+            self.ctx.event(pool, "InvalidAnnotation", message, warning=True)
 
     def _pod_metrics(self, state: ClusterState) -> None:
         gauge = self.ctx.metrics.pods_state

@@ -16,15 +16,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nodewright.api import labels as wk
+from nodewright.api.annotations import consolidation_hysteresis, min_node_lifetime
 from nodewright.api.durations import to_seconds
 from nodewright.api.manifests import parse_nodepool
 from nodewright.api.nodepool import DEFAULT_EXPIRE_AFTER
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.disruption.hashing import ec2nodeclass_hash, nodepool_hash
 from nodewright.disruption.model import (
-    DEFAULT_HYSTERESIS,
-    HYSTERESIS_ANNOTATION,
-    MIN_NODE_LIFETIME_ANNOTATION,
     PDB,
     ClusterView,
     Node,
@@ -66,45 +64,11 @@ def _seconds(text: Any, default: float | None = None) -> float | None:
     return None if value is None else float(value)
 
 
-def annotation_seconds(annotations: Mapping[str, str], key: str) -> float:
-    """A duration annotation (``"1h"``) in seconds; 0 when absent.
-
-    Raises:
-        NodewrightValidationError: the value is not a duration.
-    """
-    raw = annotations.get(key)
-    if raw is None:
-        return 0.0
-    try:
-        value = to_seconds(raw)
-    except ValueError:
-        raise NodewrightValidationError(f"metadata.annotations[{key}]", f"must be a duration like '1h', got {raw!r}") from None
-    return float(value or 0)
-
-
-def annotation_fraction(annotations: Mapping[str, str], key: str, default: float) -> float:
-    """A fraction annotation in [0, 1].
-
-    Raises:
-        NodewrightValidationError: not a number in [0, 1].
-    """
-    raw = annotations.get(key)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise NodewrightValidationError(f"metadata.annotations[{key}]", f"must be a fraction in [0, 1], got {raw!r}")
-    return value
-
-
 def pool_from_doc(doc: Obj, instance_types: Sequence[InstanceType], daemonsets: Iterable[Pod]) -> Pool:
     """A :class:`Pool` from a ``karpenter.sh/v1`` NodePool dict.
 
     Raises:
-        NodewrightValidationError: an invalid NodePool or nodewright annotation.
+        NodewrightValidationError: an invalid NodePool.
     """
     model = parse_nodepool(doc)
     disruption = model.spec.disruption
@@ -117,8 +81,9 @@ def pool_from_doc(doc: Obj, instance_types: Sequence[InstanceType], daemonsets: 
         consolidate_after=_seconds(disruption.consolidate_after),
         budgets=list(disruption.budgets),
         hash=nodepool_hash(model),
-        min_node_lifetime=annotation_seconds(annotations, MIN_NODE_LIFETIME_ANNOTATION),
-        hysteresis=annotation_fraction(annotations, HYSTERESIS_ANNOTATION, DEFAULT_HYSTERESIS),
+        # Malformed nodewright.io/* annotations fall back to their defaults (nodepool_status reports them).
+        min_node_lifetime=min_node_lifetime(annotations),
+        hysteresis=consolidation_hysteresis(annotations),
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.api import labels as wk
+from nodewright.api.annotations import CONSOLIDATION_HYSTERESIS, DEFAULT_HYSTERESIS, MIN_NODE_LIFETIME
 from nodewright.api.nodepool import Budget
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.kube.objects import match_label_selector
@@ -35,11 +36,9 @@ DELETE = "delete"
 REPLACE = "replace"
 
 #: Annotation (nodewright's) keeping consolidation off nodes younger than a duration, e.g. ``"1h"``.
-MIN_NODE_LIFETIME_ANNOTATION = "nodewright.io/min-node-lifetime"
+MIN_NODE_LIFETIME_ANNOTATION = MIN_NODE_LIFETIME
 #: Annotation (nodewright's): how far below the target utilization a node must be to count as underutilized.
-HYSTERESIS_ANNOTATION = "nodewright.io/consolidation-hysteresis"
-#: Default hysteresis margin (fraction of allocatable) when the pool has a target utilization.
-DEFAULT_HYSTERESIS = 0.1
+HYSTERESIS_ANNOTATION = CONSOLIDATION_HYSTERESIS
 
 #: Pod annotation Kubernetes' ReplicaSet controller uses to rank pods for deletion; Karpenter reuses it in the
 #: disruption cost.

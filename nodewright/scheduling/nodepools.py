@@ -9,8 +9,9 @@ run on the pool's nodes, i.e. whose strict requirements (nodeSelector + first re
 are compatible with the pool's requirements and whose tolerations tolerate the pool's taints (startup taints
 and PreferNoSchedule excluded).
 
-Target utilization (nodewright's addition): annotation ``nodewright.io/target-utilization: "0.8"`` makes new
-nodes of the pool large enough that pod + daemonset requests use at most 80% of allocatable cpu and memory.
+Target utilization (nodewright's addition): annotation ``nodewright.io/target-utilization: "0.8"`` (or ``"80%"``)
+makes new nodes of the pool large enough that pod + daemonset requests use at most 80% of allocatable cpu and
+memory. Read by :func:`nodewright.api.annotations.target_utilization` (malformed -> full packing, never an error).
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.api import labels as wk
+from nodewright.api.annotations import TARGET_UTILIZATION, target_utilization
 from nodewright.errors import NodewrightValidationError
 from nodewright.quantities import Resources, add, parse_resource_list
 from nodewright.scheduling.pods import Pod
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, Taint, taint_from_dict, untolerated
 
-TARGET_UTILIZATION_ANNOTATION = "nodewright.io/target-utilization"
+TARGET_UTILIZATION_ANNOTATION = TARGET_UTILIZATION  # re-exported; the rules live in nodewright.api.annotations
 
 
 @dataclass(slots=True, eq=False)
@@ -42,7 +44,7 @@ class NodePoolSpec:
         startup_taints: put on the NodeClaim, ignored for placement.
         limits: ``spec.limits`` in canonical units (``nodes`` as a count); None when unlimited.
         usage: resources already provisioned by the pool (capacity of its nodes/NodeClaims).
-        target_utilization: fraction in (0, 1] or None (pack fully).
+        target_utilization: fraction in (0, 1) or None (pack fully: no annotation, "1", or a malformed value).
         daemonset_overhead: summed requests of the daemonsets that would run on the pool's nodes.
         node_class_ref: ``spec.template.spec.nodeClassRef`` as a dict.
         annotations: NodePool annotations.
@@ -66,25 +68,6 @@ class NodePoolSpec:
         if self.limits is None:
             return None
         return {name: qty - self.usage.get(name, 0) for name, qty in self.limits.items()}
-
-
-def parse_target_utilization(annotations: Mapping[str, str]) -> float | None:
-    """Read ``nodewright.io/target-utilization`` (a fraction in (0, 1]); None when absent.
-
-    Raises:
-        NodewrightValidationError: not a number in (0, 1].
-    """
-    raw = annotations.get(TARGET_UTILIZATION_ANNOTATION)
-    if raw is None:
-        return None
-    path = f"metadata.annotations[{TARGET_UTILIZATION_ANNOTATION}]"
-    try:
-        value = float(raw)
-    except ValueError:
-        raise NodewrightValidationError(path, f"must be a fraction like '0.8', got {raw!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise NodewrightValidationError(path, f"must be in (0, 1], got {raw!r}")
-    return value
 
 
 def pool_requirements(name: str, requirements: Iterable[Mapping[str, Any]], labels: Mapping[str, str]) -> Requirements:
@@ -128,7 +111,8 @@ def nodepool_spec_from_model(
         usage: resources already provisioned by the pool (capacity of its nodes), for remaining limits.
 
     Raises:
-        NodewrightValidationError: invalid requirements, limits or target-utilization annotation.
+        NodewrightValidationError: invalid requirements or limits (a malformed ``nodewright.io/*`` annotation
+            never raises: the pool packs fully, see :mod:`nodewright.api.annotations`).
     """
     doc: Mapping[str, Any] = nodepool.to_manifest() if hasattr(nodepool, "to_manifest") else nodepool
     meta = doc.get("metadata") or {}
@@ -152,7 +136,7 @@ def nodepool_spec_from_model(
         startup_taints=tuple(taint_from_dict(t) for t in tspec.get("startupTaints") or []),
         limits=limits,
         usage=dict(usage or {}),
-        target_utilization=parse_target_utilization(annotations),
+        target_utilization=target_utilization(annotations),
         daemonset_overhead=daemonset_overhead(requirements, taints, daemonsets),
         node_class_ref=dict(tspec.get("nodeClassRef") or {}),
         annotations=annotations,

@@ -102,17 +102,23 @@ def decide(documents: Sequence[Mapping[str, Any]], region: str | None = None) ->
     if any(plan.capacity_type == "spot" for plan in result.new_nodeclaims):
         # Spot prices here are the catalog's model, not quotes: say so wherever a price is shown.
         source += "; spot prices modelled at 60-70% off on-demand per family"
-    return to_json(result, chosen, source)
+    return to_json(result, chosen, source, pools)
 
 
-def to_json(result: SchedulingResult, region: str, price_source: str) -> dict[str, Any]:
-    """The DESIGN.md decision contract for ``result``."""
+def to_json(result: SchedulingResult, region: str, price_source: str,
+            pools: Sequence[NodePoolSpec] = ()) -> dict[str, Any]:
+    """The DESIGN.md decision contract for ``result``, plus nodewright's ``target_utilization``: per NodeClaim
+    (its pool's) and per NodePool (``{"name": fraction}``, 1.0 = pack fully; see
+    :mod:`nodewright.api.annotations`)."""
+    targets = {p.name: p.target_utilization or 1.0 for p in pools}
     return {
         "region": region,
         "price_source": price_source,
+        "target_utilization": dict(sorted(targets.items())),
         "nodeclaims": [
             {
                 "nodepool": nc.nodepool,
+                "target_utilization": targets.get(nc.nodepool, 1.0),
                 "instance_type": nc.instance_type.name,
                 "instance_types": [t.name for t in nc.instance_types],
                 "capacity_type": nc.capacity_type,
@@ -133,13 +139,18 @@ def to_json(result: SchedulingResult, region: str, price_source: str) -> dict[st
     }
 
 
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:g}%"
+
+
 def render_table(decision: Mapping[str, Any]) -> str:
     """What a person reads: one row per new node, the pods per node, $/h, and a summary line."""
-    rows = [("NODEPOOL", "INSTANCE TYPE", "CAPACITY", "ZONE", "ARCH", "PODS", "$/H")]
+    rows = [("NODEPOOL", "TARGET", "INSTANCE TYPE", "CAPACITY", "ZONE", "ARCH", "PODS", "$/H")]
     for nc in decision["nodeclaims"]:
         rows.append(
             (
                 nc["nodepool"],
+                _percent(nc.get("target_utilization", 1.0)),
                 nc["instance_type"],
                 nc["capacity_type"],
                 nc["zone"],
@@ -156,6 +167,9 @@ def render_table(decision: Mapping[str, Any]) -> str:
         lines.append(f"existing {entry['node']}: {', '.join(entry['pods'])}")
     for entry in decision["unschedulable"]:
         lines.append(f"unschedulable {entry['pod']}: {entry['reason']}")
+    if decision.get("target_utilization"):
+        lines.append("target utilization per NodePool: "
+                     + ", ".join(f"{name} {_percent(v)}" for name, v in decision["target_utilization"].items()))
     placed = sum(len(nc["pods"]) for nc in decision["nodeclaims"])
     on_existing = sum(len(e["pods"]) for e in decision["existing"])
     lines.append(
