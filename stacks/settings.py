@@ -50,7 +50,7 @@ _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 _K8S_VERSION = re.compile(r"^1\.(\d{2})$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_MIN_K8S_MINOR = 29  # the chart's kubeVersion ">=1.29.0-0"
+_MIN_K8S_MINOR = 30  # the chart's kubeVersion ">=1.30.0-0" (ValidatingAdmissionPolicy v1)
 
 
 class EndpointAccess(StrEnum):

@@ -62,7 +62,7 @@ def test_environment_overrides_context_including_nested_and_list_fields():
     ({"cluster_name": "9lives"}, {}, "cluster_name", "start with a letter"),
     ({"cluster_name": "a" * 39}, {}, "cluster_name", "1-38"),
     ({"region": "mars-east-1"}, {}, "region", "not an AWS region"),
-    ({"kubernetes_version": "1.27"}, {}, "kubernetes_version", ">= 1.29"),
+    ({"kubernetes_version": "1.29"}, {}, "kubernetes_version", ">= 1.30"),
     ({"vpc_cidr": "10.0.0.0/8"}, {}, "vpc_cidr", "/16 to /22"),
     ({"az_count": 1}, {}, "az_count", "greater than or equal to 2"),
     ({"endpoint_access": "public-and-private"}, {}, "public_access_cidrs", "at least one allowed CIDR"),

@@ -84,7 +84,9 @@ def test_team1_zone_spread_table_output() -> None:
     )
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
-    assert lines[0].split() == ["NODEPOOL", "INSTANCE", "TYPE", "CAPACITY", "ZONE", "ARCH", "PODS", "$/H"]
+    assert lines[0].split() == ["NODEPOOL", "TARGET", "INSTANCE", "TYPE", "CAPACITY", "ZONE", "ARCH", "PODS", "$/H"]
+    assert lines[1].split()[1] == "100%"
+    assert lines[-2] == "target utilization per NodePool: team1 100%"
     assert lines[-1].startswith("4 new node(s) for 4 pod(s), 0 pod(s) on existing nodes, 0 unschedulable; total $")
 
 
