@@ -60,9 +60,12 @@ def cli() -> None:
 @click.option("--plot", default=None, type=click.Path(dir_okay=False),
               help="With --scenario: write a PNG of nodes by pool, pending pods and $/h over time.")
 @click.option("--seed", default=None, type=int, help="With --scenario: random seed (default: the scenario's).")
+@click.option("--compare-target-utilization", "compare_targets", default=None, metavar="1.0,0.75",
+              help="With --scenario: run once per nodewright.io/target-utilization (set on every NodePool), side by side.")
 @exit_on_invalid_input
 def simulate_command(filenames: tuple[str, ...], region: str | None, output: str, scenario: str | None = None,
-                     baseline: str | None = None, plot: str | None = None, seed: int | None = None) -> None:
+                     baseline: str | None = None, plot: str | None = None, seed: int | None = None,
+                     compare_targets: str | None = None) -> None:
     """Print the provisioning decision for FILEs: new nodes, their types, pods and $/hour.
     With --scenario, replay a scenario over time (nodes, pending pods, cost) instead."""
     import json
@@ -77,10 +80,12 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
                                                           "(a scenario names its region in spec.region)")
         from nodewright.sim.command import simulate_scenario
 
-        simulate_scenario(scenario, output=output, baseline=baseline, plot=plot, seed=seed)
+        simulate_scenario(scenario, output=output, baseline=baseline, plot=plot, seed=seed,
+                          compare_targets=compare_targets)
         return
-    if baseline or plot or seed is not None:
-        raise NodewrightValidationError("--baseline/--plot/--seed", "only apply to --scenario runs")
+    if baseline or plot or seed is not None or compare_targets is not None:
+        raise NodewrightValidationError("--baseline/--plot/--seed/--compare-target-utilization",
+                                        "only apply to --scenario runs")
     if not filenames:
         raise NodewrightValidationError("--filename", "give at least one manifest file with -f")
     loaded = load_manifest_files(list(filenames))
