@@ -1,0 +1,122 @@
+"""Target utilization in the CLI: warnings on malformed annotations (simulate, convert), the setting in simulate's
+output, and the measured comparison of 1.0 vs 0.75 on the field reports' scenarios (real numbers of the run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nodewright.cli import cli
+from nodewright.errors import NodewrightValidationError
+from nodewright.sim.compare import compare_target_utilization, parse_targets, render_comparison
+from nodewright.sim.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIOS = ROOT / "examples" / "scenarios"
+POOLS = SCENARIOS / "manifests" / "priority-pools.yaml"
+WANT = 'want a number in (0, 1] like "0.8", or a percentage in (0%, 100%] like "80%"'
+FALLBACK = "using the default for that annotation (target-utilization: pack fully), as the controller would"
+
+SERVICE_PODS = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  replicas: 3
+  template:
+    spec:
+      nodeSelector: {priority: service}
+      tolerations: [{key: nodewright.io/priority, operator: Equal, value: service, effect: NoSchedule}]
+      containers: [{name: c, resources: {requests: {cpu: "1", memory: 2Gi}}}]
+"""
+
+
+def _pools_with(tmp_path: Path, value: str) -> Path:
+    path = tmp_path / "pools.yaml"
+    path.write_text(POOLS.read_text().replace('nodewright.io/target-utilization: "0.8"',
+                                              f'nodewright.io/target-utilization: "{value}"'))
+    return path
+
+
+def test_simulate_shows_the_target_per_nodeclaim_and_pool(tmp_path: Path) -> None:
+    (tmp_path / "api.yaml").write_text(SERVICE_PODS)
+    out = CliRunner().invoke(cli, ["simulate", "-f", str(POOLS), "-f", str(tmp_path / "api.yaml"), "-o", "json"])
+    assert out.exit_code == 0, out.output
+    decision = json.loads(out.stdout)
+    assert decision["target_utilization"] == {"low-spot": 1.0, "platform": 1.0, "service": 0.8}
+    assert [(nc["nodepool"], nc["target_utilization"], nc["instance_type"]) for nc in decision["nodeclaims"]] == [
+        ("service", 0.8, "m7g.xlarge")]
+    table = CliRunner().invoke(cli, ["simulate", "-f", str(POOLS), "-f", str(tmp_path / "api.yaml")]).stdout
+    assert table.splitlines()[1].split()[:3] == ["service", "80%", "m7g.xlarge"]
+    assert "target utilization per NodePool: low-spot 100%, platform 100%, service 80%" in table
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "abc", "", "120%"])
+def test_simulate_warns_once_and_packs_fully(tmp_path: Path, value: str) -> None:
+    (tmp_path / "api.yaml").write_text(SERVICE_PODS)
+    pools = _pools_with(tmp_path, value)
+    out = CliRunner().invoke(cli, ["simulate", "-f", str(pools), "-f", str(tmp_path / "api.yaml"), "-o", "json"])
+    assert out.exit_code == 0, out.output
+    warnings = [line for line in out.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [f'warning: {pools}#documents[5]: NodePool service: metadata.annotations'
+                        f'[nodewright.io/target-utilization]: "{value}" is not accepted; {WANT}; {FALLBACK}']
+    decision = json.loads(out.stdout)
+    assert decision["target_utilization"]["service"] == 1.0
+    # Full packing: 3 x (1 vCPU, 2Gi) fit a c7g.xlarge; at 0.8 (above) memory needs an m7g.xlarge.
+    assert [nc["instance_type"] for nc in decision["nodeclaims"]] == ["c7g.xlarge"]
+
+
+def test_convert_warns_on_the_same_input(tmp_path: Path) -> None:
+    pools = _pools_with(tmp_path, "abc")
+    out = CliRunner().invoke(cli, ["convert", "-f", str(pools)])
+    assert out.exit_code == 0, out.output
+    assert out.stderr.splitlines() == [
+        f'warning: {pools}#documents[5]: NodePool service: metadata.annotations[nodewright.io/target-utilization]: '
+        f'"abc" is not accepted; {WANT}; {FALLBACK}']
+    assert 'nodewright.io/target-utilization: abc' in out.stdout  # passed through unchanged
+
+
+def test_compare_option_errors_are_one_line() -> None:
+    with pytest.raises(NodewrightValidationError, match='"1.5" is not accepted'):
+        parse_targets("1.0,1.5")
+    assert parse_targets("1.0, 75%") == ["1.0", "75%"]
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(SCENARIOS / "load-test.yaml"),
+                                   "--compare-target-utilization", "1.0,0.75", "--baseline", "cluster-autoscaler"])
+    assert out.exit_code == 2
+    assert out.stderr.strip() == "error: --compare-target-utilization: cannot be combined with --baseline or --plot"
+
+
+def _headline(doc: dict) -> dict[str, tuple]:
+    keys = ("node_replacements", "pods_evicted", "pod_schedule_latency_p95_s", "cost_usd", "nodes_launched",
+            "max_nodes", "node_hours", "disruptions_by_reason")
+    return {run["target_utilization"]: tuple(run["summary"][k] for k in keys) for run in doc["runs"]}
+
+
+def test_load_test_scenario_1_0_vs_0_75() -> None:
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(SCENARIOS / "load-test.yaml"),
+                                   "--compare-target-utilization", "1.0,0.75", "-o", "json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert (doc["scenario"], doc["seed"], doc["compare"]) == ("load-test", 7, "target-utilization")
+    assert _headline(doc) == {
+        "1.0": (6, 2, 57.0, 0.7276, 10, 9, 5.8222, {"Empty": 5, "Interrupted": 1, "Underutilized": 1}),
+        "0.75": (5, 0, 57.0, 0.7494, 9, 8, 5.4008, {"Empty": 5, "Interrupted": 1}),
+    }
+    assert render_comparison(doc).splitlines()[:6] == [
+        "scenario load-test (50m, seed 7): target utilization    1.0   0.75",
+        "----------------------------------------------------  -----  -----",
+        "node replacements (Empty + Underutilized)                 6      5",
+        "pods evicted                                              2      0",
+        "pod wait p95 (s)                                       57.0   57.0",
+        "cost (USD)                                            $0.73  $0.75",
+    ]
+
+
+def test_priority_pools_scenario_1_0_vs_0_75() -> None:
+    doc = compare_target_utilization(load_scenario(SCENARIOS / "priority-pools.yaml"), ["1.0", "0.75"])
+    assert _headline(doc) == {
+        "1.0": (14, 3, 31.2, 3.6179, 23, 16, 37.9331, {"Empty": 14, "Interrupted": 1}),
+        "0.75": (15, 3, 25.0, 3.6968, 24, 15, 34.2728, {"Empty": 15, "Interrupted": 1}),
+    }
