@@ -194,7 +194,8 @@ def test_network_policy_admits_only_the_metrics_port(rendered, render):
 def test_namespace(render, namespace, override, expected):
     extra = [f"namespaceOverride={override}"] if override else []
     docs = render(*extra, namespace=namespace)
-    namespaced = [d for d in docs if d["kind"] not in {"ClusterRole", "ClusterRoleBinding", "NodePool", "EC2NodeClass"}]
+    namespaced = [d for d in docs if d["kind"] not in {"ClusterRole", "ClusterRoleBinding", "NodePool", "EC2NodeClass",
+                                                  "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}]
     assert {d["metadata"]["namespace"] for d in namespaced} == {expected}
     assert one(docs, "ClusterRoleBinding")["subjects"][0]["namespace"] == expected
     for kind in ("ClusterRole", "NodePool", "EC2NodeClass"):

@@ -186,3 +186,15 @@ def test_added_pool_is_on_without_enabled_and_needs_requirements_and_limits(helm
                "nodePools.batch.requirements[0].operator=Exists")
     with pytest.raises(render_chart.HelmError, match="nodePools.batch.requirements is required"):
         render("nodePools.batch.limits.cpu=16")
+
+
+def test_target_utilization_values_render_the_annotation(render):
+    tu = "nodewright.io/target-utilization"
+    docs = render("nodePools.platform.targetUtilization=0.75", "nodePools.low-spot.targetUtilization=80%")
+    assert one(docs, "NodePool", "platform")["metadata"]["annotations"] == {tu: "0.75"}
+    assert one(docs, "NodePool", "low-spot")["metadata"]["annotations"] == {tu: "80%"}
+    assert one(docs, "NodePool", "service")["metadata"]["annotations"] == {tu: "0.8"}  # the default
+    docs = render("nodePools.service.targetUtilization=null")
+    assert "annotations" not in one(docs, "NodePool", "service")["metadata"]
+    with pytest.raises(render_chart.HelmError, match=r"nodePools.service: set targetUtilization or annotations"):
+        render("nodePools.service.annotations.nodewright\\.io/target-utilization=0.5")

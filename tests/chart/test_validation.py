@@ -42,7 +42,8 @@ def test_builtin_objects_validate_strictly(rendered, version):
     objects = _builtin_objects(rendered)
     kinds = {d["kind"] for d in objects}
     assert kinds == {"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                     "RoleBinding", "Service", "PodDisruptionBudget", "ConfigMap", "NetworkPolicy"}
+                     "RoleBinding", "Service", "PodDisruptionBudget", "ConfigMap", "NetworkPolicy",
+                     "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
     errors = []
     for doc in objects:
         try:
