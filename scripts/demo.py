@@ -6,7 +6,8 @@ Steps, each a separate process so its output reads as a user would see it:
 3. synthesize the CDK Terrain stacks (cdktf.out/);
 4. render the Helm chart (out/chart/);
 5. run the policy gate (checkov + our checks) over both;
-6. replay the load-test scenario against the Cluster Autoscaler baseline, plot under out/.
+6. replay the load-test scenario against the Cluster Autoscaler baseline, plot under out/;
+7. run the load-test and priority-pools scenarios at target utilization 1.0 and 0.75, side by side.
 Exits non-zero as soon as a step fails.
 """
 
@@ -50,6 +51,10 @@ def steps() -> list[tuple[str, list[str]]]:
          [*NODEWRIGHT, "simulate", "--scenario", "examples/scenarios/load-test.yaml",
           "--baseline", "cluster-autoscaler", "--output", "table", "--plot", "out/load-test.png"]),
     ]
+    for name in ("load-test", "priority-pools"):
+        result.append((f"Target utilization 1.0 vs 0.75 on the {name} scenario (churn, pod wait, dollars)",
+                       [*NODEWRIGHT, "simulate", "--scenario", f"examples/scenarios/{name}.yaml",
+                        "--compare-target-utilization", "1.0,0.75", "--output", "table"]))
     return result
 
 

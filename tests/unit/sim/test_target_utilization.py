@@ -120,3 +120,15 @@ def test_priority_pools_scenario_1_0_vs_0_75() -> None:
         "1.0": (14, 3, 31.2, 3.6179, 23, 16, 37.9331, {"Empty": 14, "Interrupted": 1}),
         "0.75": (15, 3, 25.0, 3.6968, 24, 15, 34.2728, {"Empty": 15, "Interrupted": 1}),
     }
+
+
+def test_make_demo_runs_the_comparison_on_both_scenarios() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("demo", ROOT / "scripts" / "demo.py")
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    compared = [argv[argv.index("--scenario") + 1] for _, argv in demo.steps()
+                if "--compare-target-utilization" in argv]
+    assert compared == ["examples/scenarios/load-test.yaml", "examples/scenarios/priority-pools.yaml"]
