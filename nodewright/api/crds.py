@@ -69,6 +69,8 @@ CRD_SPECS: tuple[CRDSpec, ...] = (
             {"name": "Weight", "type": "integer", "jsonPath": ".spec.weight", "priority": 1},
             {"name": "CPU", "type": "string", "jsonPath": ".status.resources.cpu", "priority": 1},
             {"name": "Memory", "type": "string", "jsonPath": ".status.resources.memory", "priority": 1},
+            # nodewright: the packing target in effect (nodewright.io/target-utilization; "1" = pack fully).
+            {"name": "Target", "type": "string", "jsonPath": ".status.targetUtilization", "priority": 1},
         ),
     ),
     CRDSpec(

@@ -109,6 +109,8 @@ def test_printer_columns_like_karpenter() -> None:
                                             for col in c["spec"]["versions"][0]["additionalPrinterColumns"]]
                for c in crds.generate_crds()}
     assert [n for n, p in columns["NodePool"] if p == 0] == ["NodeClass", "Nodes", "Ready", "Age"]
+    # -o wide: Karpenter's, plus nodewright's packing target (status.targetUtilization).
+    assert [n for n, p in columns["NodePool"] if p == 1] == ["Weight", "CPU", "Memory", "Target"]
     assert [n for n, p in columns["NodeClaim"] if p == 0] == ["Type", "Capacity", "Zone", "Node", "Ready", "Age"]
     assert [n for n, p in columns["EC2NodeClass"] if p == 0] == ["Ready", "Age"]
 

@@ -132,3 +132,16 @@ def test_make_demo_runs_the_comparison_on_both_scenarios() -> None:
     compared = [argv[argv.index("--scenario") + 1] for _, argv in demo.steps()
                 if "--compare-target-utilization" in argv]
     assert compared == ["examples/scenarios/load-test.yaml", "examples/scenarios/priority-pools.yaml"]
+
+
+def test_scenario_manifests_are_warned_about_too(tmp_path: Path) -> None:
+    (tmp_path / "manifests").mkdir()
+    _pools_with(tmp_path / "manifests", "0")
+    (tmp_path / "manifests" / "pools.yaml").rename(tmp_path / "manifests" / "priority-pools.yaml")
+    scenario = (SCENARIOS / "load-test.yaml").read_text().split("  events:")[0].replace("duration: 50m", "duration: 1m")
+    (tmp_path / "s.yaml").write_text(scenario)
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(tmp_path / "s.yaml")])
+    assert out.exit_code == 0, out.output
+    assert [line for line in out.stderr.splitlines() if line.startswith("warning:")] == [
+        f'warning: {tmp_path / "s.yaml"}: spec.manifests documents[5]: NodePool service: metadata.annotations'
+        f'[nodewright.io/target-utilization]: "0" is not accepted; {WANT}; {FALLBACK}']
