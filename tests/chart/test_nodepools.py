@@ -156,6 +156,7 @@ def test_pools_switched_off_changed_and_added(rendered):
     assert team1["spec"]["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s",
                                            "budgets": [{"nodes": "10%"}]}
     assert "weight" not in team1["spec"]
+    assert team1["metadata"]["annotations"] == {"nodewright.io/target-utilization": "75%"}
     platform = one(docs, "NodePool", "platform")
     assert platform["spec"]["limits"] == {"cpu": "64", "memory": "256Gi"}
     platform_class = one(docs, "EC2NodeClass", "platform")["spec"]
