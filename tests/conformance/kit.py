@@ -597,10 +597,12 @@ class Decision:
         return {self.key(d): d for d in self.docs if d.get("kind") == "Pod"}
 
     def skew(self, key: str, labels: Mapping[str, str] | None = APP, namespace: str = "default") -> list[int]:
-        """Pods matching ``labels`` in ``namespace`` per ``key`` domain, bound before plus placed now, sorted
-        descending -- Karpenter's ``ExpectSkew`` (terminal and terminating pods ignored)."""
+        """Pods matching ``labels`` (None: every pod) in ``namespace`` per ``key`` domain, bound before plus placed
+        now, sorted descending -- Karpenter's ``ExpectSkew`` (terminal and terminating pods ignored)."""
+        return sorted(self._counts(key, labels, namespace).values(), reverse=True)
+
+    def _counts(self, key: str, labels: Mapping[str, str] | None, namespace: str = "default") -> Counter[str]:
         counts: Counter[str] = Counter()
-        docs = self._pod_docs()
 
         def selected(d: Mapping[str, Any]) -> bool:
             meta = d["metadata"]
@@ -611,7 +613,7 @@ class Decision:
             have = meta.get("labels") or {}
             return all(have.get(k) == v for k, v in (labels or {}).items())
 
-        for k, d in docs.items():
+        for k, d in self._pod_docs().items():
             if not selected(d):
                 continue
             bound = (d.get("spec") or {}).get("nodeName")
@@ -623,7 +625,7 @@ class Decision:
                 continue
             if domain is not None:
                 counts[domain] += 1
-        return sorted(counts.values(), reverse=True)
+        return counts
 
     def _domain(self, where: tuple[str, Any], key: str) -> str | None:
         kind, ref = where
@@ -632,6 +634,44 @@ class Decision:
         if kind == "new":
             return self.raw["nodeclaims"][ref]["labels"].get(key)
         return (self._node_doc(ref)["metadata"].get("labels") or {}).get(key)
+
+    def max_skew(self, key: str, labels: Mapping[str, str] | None = APP, domains: Sequence[str] = ()) -> int:
+        """Largest minus smallest count over the domains holding a selected pod plus ``domains`` (counted as 0
+        when empty) -- Karpenter's ``ExpectMaxSkew``."""
+        counts = dict(self._counts(key, labels))
+        for dom in domains:
+            counts.setdefault(dom, 0)
+        return max(counts.values()) - min(counts.values()) if counts else 0
+
+    def as_cluster(self, prefix: str = "node") -> list[dict[str, Any]]:
+        """The cluster after this decision, for the next round: every Node given (with its bound pods), each new
+        NodeClaim as a registered Node named ``<prefix>-<i>`` with the catalog allocatable of its type, and every
+        placed pod bound by ``spec.nodeName``. Unschedulable pods are dropped (Karpenter's tests delete or
+        re-create them)."""
+        out: list[dict[str, Any]] = []
+        names: dict[int, str] = {}
+        for i, nc in enumerate(self.raw["nodeclaims"]):
+            names[i] = f"{prefix}-{i}"
+            doc = node(names[i], instance_type=nc["instance_type"], zone=nc["zone"], capacity_type=nc["capacity_type"],
+                       nodepool_name=nc["nodepool"], labels=nc["labels"], taints=nc["taints"])
+            out.append(doc)
+        for d in self.docs:
+            kind = d.get("kind")
+            if kind == "Node":
+                out.append(dict(d))
+            elif kind in ("Pod",):
+                k = self.key(d)
+                if (d.get("spec") or {}).get("nodeName"):
+                    out.append(dict(d))
+                elif k in self._where:
+                    where_kind, ref = self._where[k]
+                    bound = {**d, "spec": {**d["spec"], "nodeName": names[ref] if where_kind == "new" else ref}}
+                    out.append(bound)
+            elif kind in ("NodePool", "EC2NodeClass"):
+                continue
+            else:
+                out.append(dict(d))
+        return out
 
     def domains_of(self, key: str, ps: Iterable[Mapping[str, Any] | str]) -> list[str | None]:
         return [self._domain(self.where(p), key) for p in ps]
