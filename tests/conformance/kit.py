@@ -14,6 +14,7 @@ is narrowed to a few real families (c5, m5 for amd64; c6g, m6g for arm64) so eac
 from __future__ import annotations
 
 import itertools
+import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,15 +52,29 @@ APP = {"test": "test"}
 # --- entry point -------------------------------------------------------------------------------
 
 
-def run(*docs: Mapping[str, Any] | Iterable[Mapping[str, Any]], region: str | None = REGION) -> Decision:
-    """One provisioning decision for ``docs`` (dicts or lists of dicts, flattened in order)."""
+def run(*docs: Mapping[str, Any] | Iterable[Mapping[str, Any]], region: str | None = REGION,
+        settings: Mapping[str, str] | None = None) -> Decision:
+    """One provisioning decision for ``docs`` (dicts or lists of dicts, flattened in order).
+
+    ``settings`` are controller settings under Karpenter's environment variable names (``MIN_VALUES_POLICY``
+    ...), set only for this call.
+    """
     flat: list[Mapping[str, Any]] = []
     for d in docs:
         if isinstance(d, Mapping):
             flat.append(d)
         else:
             flat.extend(d)
-    return Decision(decide(flat, region=region), flat)
+    saved = {k: os.environ.get(k) for k in settings or {}}
+    try:
+        os.environ.update(settings or {})
+        return Decision(decide(flat, region=region), flat)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def expr(key: str, op: str, *values: Any) -> dict[str, Any]:
