@@ -16,10 +16,10 @@ from .kit import (
     HOSTNAME,
     INSTANCE_TYPE,
     OS,
-    ZONE,
     Z1,
     Z2,
     Z3,
+    ZONE,
     expr,
     nodepool,
     not_ready,
@@ -209,6 +209,7 @@ def test_validation_restricted_domains(domain):
 @pytest.mark.parametrize("domain", ["kubernetes.io", "k8s.io"])
 def test_validation_kubernetes_domains_allowed(domain):
     # It("should schedule pods that have node selectors with label in the kubernetes domains")
+    # It("should schedule pods that have node selectors with label in kubernetes domains")  (the repeated context)
     d = run(nodepool(requirements=[req(f"{domain}/test", "In", "test-value")]), pod("p"))
     assert d.labels_of("p")[f"{domain}/test"] == "test-value"
 

@@ -21,10 +21,10 @@ from .kit import (
     NODEPOOL,
     OS,
     SIZE,
-    ZONE,
     Z1,
     Z2,
     Z3,
+    ZONE,
     affinity_term,
     allocatable_of,
     claim_volume,
@@ -191,7 +191,7 @@ def test_limits_exceeded_by_owned_capacity():
     """The pool already owns a full 96-vCPU node, far past its 20-vCPU limit: nothing more may launch."""
     full = allocatable_of("m5.24xlarge")["cpu"]
     d = run(nodepool(limits={"cpu": "20"}), node("big", instance_type="m5.24xlarge"),
-            pod("busy", cpu=f"{full}m", node_name="big"), pod("q"))
+            pod("busy", cpu=f"{full}m", node_name="big"), pod("q", cpu="1"))
     assert not d.claims and "default/q" in d.unschedulable
 
 
@@ -605,8 +605,9 @@ def test_volume_topology(it):
 @pytest.mark.parametrize("source", ["local", "hostPath"])
 @pytest.mark.parametrize("ephemeral", [False, True], ids=["pvc", "ephemeral volume"])
 def test_volume_local_hostname_affinity_ignored(source, ephemeral):
-    # DescribeTable("should ignore hostname affinity scheduling when using local path volumes") and its
-    # "(ephemeral volume)" twin: a local/hostPath PV pinned to a hostname is not a reason to refuse a new node
+    # DescribeTable("should ignore hostname affinity scheduling when using local path volumes")
+    # DescribeTable("should ignore hostname affinity scheduling when using local path volumes (ephemeral volume)")
+    """A local/hostPath PV pinned to a hostname is not a reason to refuse a new node."""
     pv = persistent_volume("pv", terms=[[expr(HOSTNAME, "In", "some-node")]])
     pv["spec"].pop("csi")
     pv["spec"][source] = {"path": "/mnt/local"}

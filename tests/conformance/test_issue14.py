@@ -1,0 +1,177 @@
+"""Issue 14 behaviours that no ``It`` of the four Karpenter files pins down on its own.
+
+Each test states Karpenter's (or kube-scheduler's) rule in a small scenario. Those nodewright does not follow
+yet are ``xfail(strict=True)`` with the issue bullet as reason, so they flip to failures (and must be unmarked)
+the day the fix lands.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .kit import (
+    CAPACITY_TYPE,
+    FAMILY,
+    GIB,
+    HOSTNAME,
+    INSTANCE_TYPE,
+    NODEPOOL,
+    SIZE,
+    Z1,
+    ZONE,
+    affinity_term,
+    allocatable_of,
+    daemonset,
+    ec2nodeclass,
+    expr,
+    limit_range,
+    namespace,
+    node,
+    nodepool,
+    pod,
+    pods,
+    req,
+    run,
+)
+
+
+def _reason(bullet: str) -> str:
+    return f"issue 14: {bullet}"
+
+
+# --- DaemonSets -----------------------------------------------------------------------------------
+
+
+def test_daemonset_selecting_the_nodepool_label_counts():
+    """A DaemonSet pinned to ``karpenter.sh/nodepool: default`` runs on that pool's nodes."""
+    d = run(nodepool(), daemonset("ds", cpu="1", node_selector={NODEPOOL: "default"}), pod("p", cpu="1"))
+    assert d.claim_of("p")["requests"]["cpu"] == 2000
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("LimitRange defaults fill in missing requests of pending and DaemonSet pods"))
+def test_limit_range_defaults_pending_pod_requests():
+    d = run(nodepool(), limit_range(default_request={"cpu": "3", "memory": "1Gi"}), pod("p"))
+    assert d.claim_of("p")["requests"]["cpu"] == 3000
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("LimitRange defaults fill in missing requests of pending and DaemonSet pods"))
+def test_limit_range_defaults_daemonset_requests():
+    d = run(nodepool(), limit_range(default_request={"cpu": "2"}), daemonset("ds"), pod("p", cpu="1"))
+    assert d.claim_of("p")["requests"]["cpu"] == 3000
+
+
+# --- Topology -------------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("a pod affinity term's namespaceSelector is matched against Namespace objects"))
+def test_namespace_selector_matches_namespace_labels():
+    target = pod("target", namespace="team-a", labels={"security": "s2"})
+    follower = pod("follower", affinity=[affinity_term(HOSTNAME, {"security": "s2"},
+                                                       namespace_selector={"matchLabels": {"team": "a"}})])
+    d = run(nodepool(), namespace("team-a", {"team": "a"}), target, follower)
+    assert d.same_node(target, follower)
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("Succeeded, Failed and terminating pods do not count toward a node's used resources"))
+def test_succeeded_pod_frees_its_node():
+    """A Succeeded pod on a node holds no resources: the pending pod fits in its place."""
+    full = allocatable_of("c5.large")["cpu"]
+    d = run(nodepool(), node("n1", instance_type="c5.large"), pod("done", cpu=f"{full}m", node_name="n1", phase="Succeeded"),
+            pod("p", cpu="1"))
+    assert d.where("p") == ("existing", "n1")
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("pending pods that are themselves terminating are ignored"))
+def test_terminating_pending_pod_ignored():
+    """A pending pod that is itself terminating needs no capacity."""
+    d = run(nodepool(), pod("going", cpu="1", deleting=True))
+    assert not d.claims
+
+
+# --- Requirements and labels ----------------------------------------------------------------------
+
+MIN_VALUES = _reason("minValues works on any key (zone, capacity type, family, custom labels)")
+
+
+@pytest.mark.parametrize(("key", "values"), [
+    pytest.param(ZONE, None, id="zone", marks=pytest.mark.xfail(strict=True, reason=MIN_VALUES)),
+    pytest.param(CAPACITY_TYPE, ("spot", "on-demand"), id="capacity-type", marks=pytest.mark.xfail(strict=True, reason=MIN_VALUES)),
+    pytest.param(FAMILY, None, id="family"),
+    pytest.param("team", ("a", "b"), id="custom", marks=pytest.mark.xfail(strict=True, reason=MIN_VALUES)),
+])
+def test_min_values_on_any_key(key, values):
+    extra = [req(key, "In", *values, min_values=1)] if values else [req(key, "Exists", min_values=1)]
+    d = run(nodepool(requirements=extra), pod("p"))
+    assert d.scheduled("p")
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("a NodeClaim is labelled for keys constrained by NotIn, Exists, Gt, Lt"))
+def test_exists_requirement_labels_the_node():
+    d = run(nodepool(requirements=[req("team", "Exists")]), pod("p", required=[expr("team", "Exists")]))
+    assert "team" in d.labels_of("p")
+
+
+# --- Capacity that is already there ---------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("NodePool limits include the capacity the pool already owns (in-flight nodes)"))
+def test_limits_count_inflight_nodes():
+    busy = allocatable_of("m5.xlarge")["cpu"]
+    d = run(nodepool(limits={"cpu": "4"}), node("n1", initialized=False), pod("busy", cpu=f"{busy}m", node_name="n1"),
+            pod("p", cpu="1"))
+    assert not d.claims
+
+
+# --- Storage and resources ------------------------------------------------------------------------
+
+ROOT_100G = [{"deviceName": "/dev/xvda", "rootVolume": True,
+              "ebs": {"volumeSize": "100Gi", "volumeType": "gp3", "encrypted": True}}]
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("ephemeral storage comes from the EC2NodeClass root volume (blockDeviceMappings)"))
+def test_ephemeral_storage_from_root_volume():
+    d = run(nodepool(), ec2nodeclass(blockDeviceMappings=ROOT_100G), pod("p", requests={"ephemeral-storage": "50Gi"}))
+    assert d.scheduled("p")
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("instanceStorePolicy RAID0 sets ephemeral storage from the instance store"))
+def test_ephemeral_storage_from_instance_store_raid0():
+    d = run(nodepool(families=("c5d",), requirements=[req(SIZE, "In", "2xlarge")]),
+            ec2nodeclass(instanceStorePolicy="RAID0"), pod("p", requests={"ephemeral-storage": "150Gi"}))
+    assert d.scheduled("p")
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("EC2NodeClass kubelet settings apply in simulate -f (maxPods)"))
+def test_kubelet_max_pods_in_simulate():
+    ps = pods(30, "tiny", cpu="1m")
+    d = run(nodepool(requirements=[req(INSTANCE_TYPE, "In", "m5.xlarge")]), ec2nodeclass(kubelet={"maxPods": 10}), ps)
+    assert all(len(c["pods"]) <= 10 for c in d.claims) and len(d.claims) >= 3
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("EC2NodeClass kubelet settings apply in simulate -f (kubeReserved)"))
+def test_kubelet_kube_reserved_in_simulate():
+    """3 vCPU of kubeReserved leave an m5.xlarge under 1 vCPU: a 1-vCPU pod needs something bigger."""
+    d = run(nodepool(families=("m5",)), ec2nodeclass(kubelet={"kubeReserved": {"cpu": "3"}}), pod("p", cpu="1"))
+    assert d.claim_of("p")["instance_type"] != "m5.xlarge"
+    assert d.claim_of("p")["instance_type"] != "m5.large"
+
+
+@pytest.mark.xfail(strict=True, reason=_reason("the kinds that matter to scheduling are read; anything else is one warning, never fatal"))
+def test_unsupported_kind_is_skipped():
+    ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"}, "spec": {}}
+    d = run(nodepool(), ingress, pod("p"))
+    assert d.scheduled("p")
+
+
+def test_sidecar_counts_once_alongside_containers():
+    """Native sidecars run for the pod's lifetime, so they add to the containers (kube's effective request)."""
+    sidecar = {"name": "proxy", "image": "envoy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}
+    d = run(nodepool(), pod("p", cpu="1", memory="1Gi", init_containers=[sidecar]))
+    r = d.claim_of("p")["requests"]
+    assert (r["cpu"], r["memory"]) == (1500, 2 * GIB)
+
+
+def test_zone_pinned_pod_lands_in_zone():
+    """A sanity check of the zone stand-ins: us-east-1a is test-zone-1."""
+    d = run(nodepool(), pod("p", node_selector={ZONE: Z1}))
+    assert d.claim_of("p")["zone"] == Z1
