@@ -345,14 +345,14 @@ def test_logic_exists_does_not_widen():
 
 
 def test_fallback_final_required_term_not_relaxed():
-    # It("should not relax the final term")
+    # It("should not relax the final term")  (also provisioning/suite_test.go, Context("Preferential Fallback"))
     d = run(nodepool(zones=[Z1], requirements=[req(INSTANCE_TYPE, "In", "m5.large")]),
             pod("p", required=[expr(ZONE, "In", "invalid")]))
     assert "default/p" in d.unschedulable
 
 
 def test_fallback_relax_multiple_required_terms():
-    # It("should relax multiple terms")
+    # It("should relax multiple terms")  (also provisioning/suite_test.go)
     """The first satisfiable OR-term (zone 1) wins; the later zone-2 term is never reached."""
     d = run(nodepool(), pod("p", required_terms=[[expr(ZONE, "In", "invalid")], [expr(ZONE, "In", "invalid")],
                                                  [expr(ZONE, "In", Z1)], [expr(ZONE, "In", Z2)]]))
@@ -364,12 +364,13 @@ def test_fallback_relax_multiple_required_terms():
 
 def test_fallback_relax_all_preferences():
     # It("should relax all terms")
+    # It("should relax all node affinity terms")  (provisioning/suite_test.go)
     d = run(nodepool(), pod("p", preferred=[(1, [expr(ZONE, "In", "invalid")]), (1, [expr(INSTANCE_TYPE, "In", "invalid")])]))
     assert d.scheduled("p")
 
 
 def test_fallback_relax_to_lighter_weights():
-    # It("should relax to use lighter weights")
+    # It("should relax to use lighter weights")  (also provisioning/suite_test.go)
     d = run(nodepool(zones=[Z1, Z2]), pod("p", preferred=[
         (100, [expr(INSTANCE_TYPE, "In", Z3)]),
         (50, [expr(ZONE, "In", Z2)]),

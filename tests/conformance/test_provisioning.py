@@ -96,26 +96,22 @@ def test_unschedulable_without_valid_nodepools():
     assert "default/p" in d.unschedulable
 
 
-def test_supported_node_selectors():
+SUPPORTED = [(NODEPOOL, "default"), (ZONE, Z1), (INSTANCE_TYPE, "m5.xlarge"), (ARCH, "arm64"), (OS, "linux")]
+UNSUPPORTED = [(NODEPOOL, "unknown"), (ZONE, "unknown"), (INSTANCE_TYPE, "unknown"), (ARCH, "unknown"), (OS, "unknown"),
+               (CAPACITY_TYPE, "unknown"), ("foo", "bar")]
+
+
+@pytest.mark.parametrize("form", ["nodeSelector", "nodeAffinity"])
+def test_supported_node_constraints(form):
     # It("should provision nodes for pods with supported node selectors")
-    ok = [pod("np", node_selector={NODEPOOL: "default"}), pod("zone", node_selector={ZONE: Z1}),
-          pod("type", node_selector={INSTANCE_TYPE: "m5.xlarge"}), pod("arch", node_selector={ARCH: "arm64"}),
-          pod("os", node_selector={OS: "linux"})]
-    bad = [pod(f"bad-{i}", node_selector={k: v}) for i, (k, v) in enumerate([
-        (NODEPOOL, "unknown"), (ZONE, "unknown"), (INSTANCE_TYPE, "unknown"), (ARCH, "unknown"), (OS, "unknown"),
-        (CAPACITY_TYPE, "unknown"), ("foo", "bar")])]
-    d = run(nodepool(), ok, bad)
-    assert all(d.scheduled(p) for p in ok), d.unschedulable
-    assert not any(d.scheduled(p) for p in bad)
-
-
-def test_supported_node_affinities():
     # It("should provision nodes for pods with supported node affinities")
-    ok = [pod(f"ok-{i}", required=[expr(k, "In", v)]) for i, (k, v) in enumerate([
-        (NODEPOOL, "default"), (ZONE, Z1), (INSTANCE_TYPE, "m5.xlarge"), (ARCH, "arm64"), (OS, "linux")])]
-    bad = [pod(f"bad-{i}", required=[expr(k, "In", v)]) for i, (k, v) in enumerate([
-        (NODEPOOL, "unknown"), (ZONE, "unknown"), (INSTANCE_TYPE, "unknown"), (ARCH, "unknown"), (OS, "unknown"),
-        (CAPACITY_TYPE, "unknown"), ("foo", "bar")])]
+    def make(name, key, value):
+        if form == "nodeSelector":
+            return pod(name, node_selector={key: value})
+        return pod(name, required=[expr(key, "In", value)])
+
+    ok = [make(f"ok-{i}", k, v) for i, (k, v) in enumerate(SUPPORTED)]
+    bad = [make(f"bad-{i}", k, v) for i, (k, v) in enumerate(UNSUPPORTED)]
     d = run(nodepool(), ok, bad)
     assert all(d.scheduled(p) for p in ok), d.unschedulable
     assert not any(d.scheduled(p) for p in bad)
@@ -625,33 +621,9 @@ def test_volume_zone_not_relaxed_away():
     assert d.labels_of("p")[ZONE] == Z3
 
 
-# Context("Preferential Fallback")
-
-
-def test_fallback_required_final_term():
-    # It("should not relax the final term")
-    d = run(nodepool(zones=[Z1]), pod("p", required=[expr(ZONE, "In", "invalid")]))
-    assert "default/p" in d.unschedulable
-
-
-def test_fallback_required_terms():
-    # It("should relax multiple terms")
-    d = run(nodepool(), pod("p", required_terms=[[expr(ZONE, "In", "invalid")], [expr(ZONE, "In", "invalid")],
-                                                 [expr(ZONE, "In", Z1)], [expr(ZONE, "In", Z2)]]))
-    assert d.labels_of("p")[ZONE] == Z1
-
-
-def test_fallback_relax_node_affinity_preferences():
-    # It("should relax all node affinity terms")
-    d = run(nodepool(), pod("p", preferred=[(1, [expr(ZONE, "In", "invalid")]), (1, [expr(INSTANCE_TYPE, "In", "invalid")])]))
-    assert d.scheduled("p")
-
-
-def test_fallback_lighter_weights():
-    # It("should relax to use lighter weights")
-    d = run(nodepool(zones=[Z1, Z2]), pod("p", preferred=[(100, [expr(INSTANCE_TYPE, "In", Z3)]),
-                                                          (50, [expr(ZONE, "In", Z2)]), (1, [expr(ZONE, "In", Z1)])]))
-    assert d.labels_of("p")[ZONE] == Z2
+# Context("Preferential Fallback"): "should not relax the final term", "should relax multiple terms", "should relax
+# all node affinity terms" and "should relax to use lighter weights" repeat the scheduling suite's Its and are
+# ported once, in test_constraints.py.
 
 
 def test_fallback_prefer_no_schedule_after_affinity():

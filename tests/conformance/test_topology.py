@@ -155,11 +155,13 @@ def test_zonal_do_not_schedule_max_skew_discover_domains():
     assert d.skew(ZONE) == [2, 2, 1]
 
 
-def test_zonal_counts_only_running_matching_pods():
-    # It("should only count running/scheduled pods with matching labels scheduled to nodes with a corresponding domain")
-    n1 = node("n1", instance_type=None, nodepool_name=None, zone=Z1, allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"})
-    n2 = node("n2", instance_type=None, nodepool_name=None, zone=Z2, allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"})
-    n3 = node("n3", instance_type=None, nodepool_name=None, zone=None, allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"})
+def _counting_scenario(key: str, domains: tuple[str, str]) -> list:
+    """Karpenter's "only count running/scheduled pods" cluster: two nodes with a ``key`` domain each and one
+    without, bound pods that must not count (no labels, no domain, other namespace, terminating, Failed,
+    Succeeded) and three that do (two on the first node, one on the second)."""
+    alloc = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    nodes = [node(f"n{i}", instance_type=None, nodepool_name=None, zone=None, capacity_type=None, allocatable=alloc,
+                  labels={key: dom} if dom else None) for i, dom in enumerate([*domains, None], 1)]
     ignored = [
         pod("no-labels", node_name="n1"),
         pod("no-domain", labels=APP, node_name="n3"),
@@ -170,18 +172,24 @@ def test_zonal_counts_only_running_matching_pods():
     ]
     counted = [pod("r1", labels=APP, node_name="n1"), pod("r2", labels=APP, node_name="n1"),
                pod("r3", labels=APP, node_name="n2")]
-    d = run(pool(), namespace("elsewhere"), n1, n2, n3, ignored, counted, spread_pods(2, "s"))
+    return [namespace("elsewhere"), *nodes, *ignored, *counted]
+
+
+def test_zonal_counts_only_running_matching_pods():
+    # It("should only count running/scheduled pods with matching labels scheduled to nodes with a corresponding domain")
+    d = run(pool(), _counting_scenario(ZONE, (Z1, Z2)), spread_pods(2, "s"))
     assert d.skew(ZONE) == [2, 2, 1]
 
 
-def test_zonal_no_selector_matches_all():
-    # It("should match all pods when labelSelector is not specified")
+@pytest.mark.parametrize("key", [ZONE, CAPACITY_TYPE])
+def test_no_selector_matches_all(key):
+    # It("should match all pods when labelSelector is not specified")  (Context "Zonal" and Context "CapacityType")
     d = run(pool(), pod("p"))
-    assert d.skew(ZONE, labels=None) == [1]
+    assert d.skew(key, labels=None) == [1]
 
 
-def test_zonal_interdependent_selectors():
-    # It("should handle interdependent selectors")
+def test_interdependent_selectors():
+    # It("should handle interdependent selectors")  (Context "Zonal" and Context "CapacityType", same body)
     """No pod carries the selected labels, so the spread never binds: one node holds them all."""
     ps = pods(5, "s", spreads=[spread(HOSTNAME)])
     d = run(pool(), ps)
@@ -275,35 +283,8 @@ def test_capacity_type_schedule_anyway():
 
 def test_capacity_type_counts_only_running_matching_pods():
     # It("should only count running/scheduled pods with matching labels scheduled to nodes with a corresponding domain")
-    alloc = {"cpu": "4", "memory": "8Gi", "pods": "110"}
-    n1 = node("n1", instance_type=None, nodepool_name=None, capacity_type="spot", allocatable=alloc)
-    n2 = node("n2", instance_type=None, nodepool_name=None, capacity_type="on-demand", allocatable=alloc)
-    n3 = node("n3", instance_type=None, nodepool_name=None, capacity_type=None, allocatable=alloc)
-    ignored = [
-        pod("no-labels", node_name="n1"),
-        pod("no-domain", labels=APP, node_name="n3"),
-        pod("other-ns", labels=APP, node_name="n1", namespace="elsewhere"),
-        pod("terminating", labels=APP, deleting=True),
-        pod("failed", labels=APP, node_name="n1", phase="Failed"),
-        pod("succeeded", labels=APP, node_name="n1", phase="Succeeded"),
-    ]
-    counted = [pod("r1", labels=APP, node_name="n1"), pod("r2", labels=APP, node_name="n1"),
-               pod("r3", labels=APP, node_name="n2")]
-    d = run(pool(), namespace("elsewhere"), n1, n2, n3, ignored, counted, spread_pods(2, "s", spread(CAPACITY_TYPE)))
+    d = run(pool(), _counting_scenario(CAPACITY_TYPE, ("spot", "on-demand")), spread_pods(2, "s", spread(CAPACITY_TYPE)))
     assert d.skew(CAPACITY_TYPE) == [3, 2]
-
-
-def test_capacity_type_no_selector_matches_all():
-    # It("should match all pods when labelSelector is not specified")  (capacity type)
-    d = run(pool(), pod("p"))
-    assert d.skew(CAPACITY_TYPE, labels=None) == [1]
-
-
-def test_capacity_type_interdependent_selectors():
-    # It("should handle interdependent selectors")  (capacity type context)
-    ps = pods(5, "s", spreads=[spread(HOSTNAME)])
-    d = run(pool(), ps)
-    assert d.node_count(ps) == 1
 
 
 def test_capacity_type_node_affinity_constrained():
