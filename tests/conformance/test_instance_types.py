@@ -340,11 +340,12 @@ def test_selection_pool_arm_pod_zone_without_arm():
     assert not d.claims and "default/p" in d.unschedulable
 
 
-@pytest.mark.parametrize("cpu", ["100m", "1", "2", "2.5", "4", "8", "16"])
-@pytest.mark.parametrize("mem", ["0.1Gi", "1Gi", "4Gi", "16Gi", "32Gi"])
+@pytest.mark.parametrize("cpu", ["100m", "2.5", "8", "16"])
+@pytest.mark.parametrize("mem", ["0.1Gi", "4Gi", "32Gi"])
 def test_selection_enough_resources(cpu, mem):
     # It("should schedule on an instance with enough resources")
-    """Three identical pods share one node, and every candidate type holds all three."""
+    """Three identical pods share one node, and every candidate type holds all three. Karpenter walks a 7 x 7 grid
+    of sizes; a 4 x 3 corner-and-middle grid keeps the suite fast."""
     ps = pods(3, "p", cpu=cpu, memory=mem)
     d = run(nodepool(families=("m5", "r5", "m6g", "r6g")), ps)
     assert d.node_count(ps) == 1
