@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -449,7 +450,7 @@ def node(
     if deleting:
         meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
         meta["finalizers"] = ["karpenter.sh/termination"]
-    spec: dict[str, Any] = {"providerID": f"aws:///{zone or Z1}/i-{abs(hash(name)) % 10**17:017d}"}
+    spec: dict[str, Any] = {"providerID": f"aws:///{zone or Z1}/i-{zlib.crc32(name.encode()):017x}"}
     if taints:
         spec["taints"] = list(taints)
     if unschedulable:
