@@ -385,17 +385,6 @@ def daemonset(name: str = "ds", *, namespace: str = "default", labels: Mapping[s
     }
 
 
-def deployment(name: str, replicas: int, *, namespace: str = "default", labels: Mapping[str, str] | None = None,
-               **spec: Any) -> dict[str, Any]:
-    """An ``apps/v1`` Deployment (pods ``<name>-<i>``)."""
-    tlabels = dict(labels or {"app": name})
-    return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": tlabels},
-                 "template": {"metadata": {"labels": tlabels}, "spec": pod_spec(**spec)}},
-    }
-
-
 # --- nodes already in the cluster --------------------------------------------------------------
 
 
@@ -569,9 +558,6 @@ class Decision:
     @property
     def unschedulable(self) -> dict[str, str]:
         return {u["pod"]: u["reason"] for u in self.raw["unschedulable"]}
-
-    def existing_pods(self, node_name: str) -> list[str]:
-        return next((e["pods"] for e in self.raw["existing"] if e["node"] == node_name), [])
 
     @staticmethod
     def key(p: Mapping[str, Any] | str) -> str:
