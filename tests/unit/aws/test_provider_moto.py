@@ -87,8 +87,8 @@ def test_every_created_resource_carries_karpenters_tags(provider: AWSCloudProvid
     assert {s["ResourceType"]: {t["Key"]: t["Value"] for t in s["Tags"]} for s in sent[0]["TagSpecifications"]} == {
         "instance": instance, "volume": instance, "fleet": instance}
     iam = boto3.client("iam", region_name=REGION)
-    (profile,) = iam.list_instance_profiles()["InstanceProfiles"]
-    tags = iam.list_instance_profile_tags(InstanceProfileName=profile["InstanceProfileName"])["Tags"]
+    (listed,) = iam.list_instance_profiles()["InstanceProfiles"]
+    tags = iam.get_instance_profile(InstanceProfileName=listed["InstanceProfileName"])["InstanceProfile"]["Tags"]
     assert {t["Key"]: t["Value"] for t in tags} == {
         "team": "payments", "kubernetes.io/cluster/demo": "owned", "eks:eks-cluster-name": "demo",
         "karpenter.k8s.aws/ec2nodeclass": "default", "topology.kubernetes.io/region": REGION}
