@@ -17,7 +17,6 @@ from nodewright.cloud.aws.launchtemplates import (
 )
 from nodewright.cloud.aws.tags import resource_tags
 
-
 #: Karpenter v1's tags for nodepool ``general`` / EC2NodeClass ``default`` of cluster ``demo`` with spec.tags team.
 TAGS = {"team": "payments", "kubernetes.io/cluster/demo": "owned", "eks:eks-cluster-name": "demo",
         "karpenter.sh/nodepool": "general", "karpenter.k8s.aws/ec2nodeclass": "default"}
