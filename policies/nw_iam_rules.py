@@ -370,8 +370,13 @@ def _launch_problems(st: Statement) -> list[str]:
 
 
 def check_launch_conditions(project: Project, model: IamModel, report: RuleReport) -> None:
-    """CKV_NW_5 on every identity policy document that grants a launch or terminate action."""
+    """CKV_NW_5 on every identity policy document of a controller role (or of no role) that grants a launch,
+    terminate or instance-profile action. Another role's launches (an image builder's) are its own business."""
+    controller_docs = {id(d) for r in model.controllers() for d in r.permissions}
+    attached = {id(d) for r in model.roles.values() for d in r.permissions}
     for doc in _identity_docs(model):
+        if id(doc) in attached and id(doc) not in controller_docs:
+            continue
         path = project.stacks[doc.stack].path
         for i, st in enumerate(doc.statements):
             if not st.allows or not any(st.grants(a) for a in CREATE_ACTIONS + DESTROY_ACTIONS

@@ -236,7 +236,8 @@ IAM_VERSION = "2012-10-17"
 _TOKEN = re.compile(r"\$\{[^}]*\}")
 # Upper bounds of what a Terraform reference becomes at apply time (characters): partitions are at most
 # "aws-us-gov", account ids 12 digits, region names 15; any other value (an ARN, a name) is taken as 128.
-_TOKEN_LENGTHS = ((".partition}", 10), (".account_id}", 12), (".region}", 15), (".dns_suffix}", 20))
+_TOKEN_LENGTHS = ((".partition}", 10), (".account_id}", 12), (".region}", 15), (".dns_suffix}", 20),
+                  ("data.aws_region.", 15), ("data.aws_partition.", 10), ("data.aws_caller_identity.", 12))
 
 
 def estimated_chars(text: str) -> int:
@@ -248,9 +249,27 @@ def estimated_chars(text: str) -> int:
         compact = "".join(text.split())
 
     def length(token: str) -> int:
-        return next((n for suffix, n in _TOKEN_LENGTHS if token.endswith(suffix)), 128)
+        return next((n for part, n in _TOKEN_LENGTHS if token.endswith(part) or token.startswith("${" + part)), 128)
 
     return len(_TOKEN.sub("", compact)) + sum(length(t) for t in _TOKEN.findall(compact))
+
+
+def statement_json(st: Statement) -> dict[str, Any]:
+    """A statement back in IAM JSON (what Terraform renders an ``aws_iam_policy_document`` statement into)."""
+    out: dict[str, Any] = {"Sid": st.sid} if st.sid else {}
+    out["Effect"] = st.effect
+    for key, value in (("Action", st.actions), ("NotAction", st.not_actions), ("Resource", st.resources),
+                       ("NotResource", st.not_resources)):
+        if value:
+            out[key] = value[0] if len(value) == 1 else value
+    if st.principals:
+        out["Principal"] = {k: v[0] if len(v) == 1 else v for k, v in st.principals.items()}
+    if st.conditions:
+        blocks: dict[str, dict[str, Any]] = {}
+        for c in st.conditions:
+            blocks.setdefault(c.operator, {})[c.key] = c.values[0] if len(c.values) == 1 else list(c.values)
+        out["Condition"] = blocks
+    return out
 
 
 def document_facts(project: Project, stack: str, value: Any, depth: int = 0) -> tuple[str | None, int | None]:
@@ -269,7 +288,13 @@ def document_facts(project: Project, stack: str, value: Any, depth: int = 0) -> 
         if conf is None:
             return None, None
         if ref.kind == "data" and ref.type == POLICY_DOC_TYPE:
-            return str(scalar(conf.get("version")) or IAM_VERSION), None
+            version = str(scalar(conf.get("version")) or IAM_VERSION)
+            try:
+                statements = statements_from_data_source(project, ref.stack, conf, depth + 1)
+            except PolicyError:
+                return version, None
+            rendered = {"Version": version, "Statement": [statement_json(st) for st in statements]}
+            return version, estimated_chars(json.dumps(rendered))
         if ref.kind == "resource" and ref.type == "aws_iam_policy":
             return document_facts(project, ref.stack, conf.get("policy"), depth + 1)
         return None, None
