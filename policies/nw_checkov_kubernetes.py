@@ -22,7 +22,6 @@ import nw_tfdoc
 from checkov.common.models.enums import CheckCategories, CheckResult
 from checkov.kubernetes.checks.resource.base_spec_check import BaseK8Check
 
-
 _TRUSTS: list[dict[str, list[str]]] = []
 
 
