@@ -174,6 +174,8 @@ def service_account_problems(obj: dict[str, Any], trusts: dict[str, list[str]] |
     if obj.get("kind") != "ServiceAccount":
         return None
     annotations = _get(obj, "metadata", "annotations")
+    if isinstance(annotations, list):  # checkov's kubernetes parser turns the annotations map into [map]
+        annotations = {k: v for item in annotations if isinstance(item, dict) for k, v in item.items()}
     if not isinstance(annotations, dict) or ROLE_ARN_ANNOTATION not in annotations:
         return None
     value = str(annotations.get(ROLE_ARN_ANNOTATION) or "")

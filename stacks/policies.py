@@ -31,9 +31,9 @@ MANAGED_POLICY_MAX_CHARS = 6144
 CONTROLLER_POLICY_PARTS: dict[str, tuple[str, ...]] = {
     "node-lifecycle": ("AllowScopedEC2InstanceAccessActions", "AllowScopedEC2LaunchTemplateAccessActions",
                        "AllowScopedEC2InstanceActionsWithTags", "AllowScopedResourceCreationTagging",
-                       "AllowScopedResourceTagging", "AllowScopedDeletion"),
+                       "AllowScopedDeletion"),
     "iam-integration": ("AllowPassingInstanceRole", "AllowScopedInstanceProfileCreationActions",
-                        "AllowScopedInstanceProfileTagActions", "AllowScopedInstanceProfileActions"),
+                        "AllowScopedInstanceProfileActions"),
     "eks-integration": ("AllowAPIServerEndpointDiscovery",),
     "interruption": ("AllowInterruptionQueueActions",),
     "resource-discovery": ("AllowRegionalReadActions", "AllowSSMReadActions", "AllowPricingReadActions",
@@ -111,10 +111,14 @@ def policy_chars(document: Document) -> int:
 def controller_policy(ctx: ControllerPolicyContext) -> Document:
     """The controller's least-privilege policy, one named statement per permission group.
 
+    Karpenter's statements the controller has no call for are left out (the IAM replay lists statements no call
+    needed): ``AllowScopedResourceTagging`` (Karpenter re-tags instances after registration; we tag the
+    NodeClaim and ``Name`` at launch) and ``AllowScopedInstanceProfileTagActions`` (Karpenter re-tags existing
+    profiles; ours are tagged when created), as is ``sqs:GetQueueAttributes``.
+
     Launch and create actions require the request to tag the new resources with
     ``kubernetes.io/cluster/<cluster>=owned``, ``eks:eks-cluster-name=<cluster>`` and a
-    ``karpenter.sh/nodepool`` tag; terminate/delete and later tagging require those tags on the
-    existing resource, so the controller can touch nothing it did not launch. ``iam:PassRole`` is
+    ``karpenter.sh/nodepool`` tag; terminate/delete require those tags on the existing resource, so the controller can touch nothing it did not launch. ``iam:PassRole`` is
     limited to the node role and to EC2 as the receiving service: the permission whose absence
     broke the first field report's launches (``UnauthorizedOperation ... iam:PassRole``).
 
@@ -147,11 +151,6 @@ def controller_policy(ctx: ControllerPolicyContext) -> Document:
                {"StringEquals": {**request_tags,
                                  "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]},
                 "StringLike": nodepool_request}),
-        _allow("AllowScopedResourceTagging", "ec2:CreateTags", ctx.ec2_arn("instance"),
-               {"StringEquals": resource_owned, "StringLike": nodepool_resource,
-                "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": ctx.cluster_name},
-                "ForAllValues:StringEquals": {"aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim",
-                                                             "Name"]}}),
         _allow("AllowScopedDeletion", ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
                [ctx.ec2_arn("instance"), ctx.ec2_arn("launch-template")],
                {"StringEquals": resource_owned, "StringLike": nodepool_resource}),
@@ -170,10 +169,6 @@ def controller_policy(ctx: ControllerPolicyContext) -> Document:
                ctx.instance_profile_arn,
                {"StringEquals": profile_request_tags,
                 "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}}),
-        _allow("AllowScopedInstanceProfileTagActions", "iam:TagInstanceProfile", ctx.instance_profile_arn,
-               {"StringEquals": {**profile_resource_tags, **profile_request_tags},
-                "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
-                               "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}}),
         _allow("AllowScopedInstanceProfileActions",
                ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
                ctx.instance_profile_arn,

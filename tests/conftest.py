@@ -39,6 +39,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         f"IAM replay: {total.calls} controller AWS calls, {total.evaluated} authorizations evaluated against the "
         f"stacks' controller policies and trusts (IRSA and Pod Identity): {len(total.denials)} denied, "
         f"{len(total.unresolved)} calls on resources not in the account (not evaluable offline)")
+    unused = RECORDER.unused_statements()
+    if unused and total.calls:
+        terminalreporter.write_line(f"IAM replay: statements no judged call needed: {', '.join(unused)}")
     if terminalreporter.config.getoption("verbose") > 0:
         for name, count in sorted(total.by_call.items()):
             terminalreporter.write_line(f"  {name}: {count}")

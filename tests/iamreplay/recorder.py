@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .calls import Call, LaunchTemplateFacts, UnknownResource, UnmappedCall, authorizations
-from .evaluator import Decision, Request, evaluate, tag_context
+from .evaluator import Decision, Request, all_statements, evaluate, tag_context
 from .policy import IDENTITY_MODES, Binding, Document, controller_documents
 
 NODEWRIGHT_DIR = str(Path(__file__).resolve().parents[2] / "nodewright")
@@ -74,6 +74,7 @@ class Tally:
 
     calls: int = 0
     evaluated: int = 0
+    used: set[str] = field(default_factory=set)
     denials: list[str] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
     by_call: dict[str, int] = field(default_factory=dict)
@@ -123,18 +124,22 @@ class Recorder:
             return
         denials = []
         evaluated = 0
+        used = set()
         for mode, (permissions, _trust) in self._policies().items():
             for request in requests:
                 decision = evaluate(permissions, request)
                 evaluated += 1
-                if not decision.allowed:
+                if decision.allowed and decision.statement:
+                    used.add(decision.statement)
+                else:
                     denials.append(denial_message(mode, request, decision, self.test or ""))
-        self._record(call.name, evaluated=evaluated, denials=denials)
+        self._record(call.name, evaluated=evaluated, denials=denials, used=used)
 
     def _record(self, name: str, evaluated: int = 0, denials: list[str] | None = None,
-                unresolved: str | None = None, call: bool = True) -> None:
+                unresolved: str | None = None, call: bool = True, used: set[str] | None = None) -> None:
         with self._lock:
             for tally in (self.total, self.current):
+                tally.used |= used or set()
                 tally.calls += int(call)
                 tally.evaluated += evaluated
                 tally.by_call[name] = tally.by_call.get(name, 0) + 1
@@ -170,6 +175,13 @@ class Recorder:
                 self._record(request.action, evaluated=1, denials=denials, call=False)
 
     # --- per test --------------------------------------------------------------------------------------------
+
+    def unused_statements(self) -> list[str]:
+        """``policy/Sid`` of the permission statements no judged call needed (candidates for removal)."""
+        if not self.documents:
+            return []
+        permissions = self.documents["irsa"][0]
+        return [name for name, _ in all_statements(permissions) if name not in self.total.used]
 
     def begin(self, test: str) -> None:
         self._policies()  # load (and judge the role assumptions) before any controller thread calls AWS

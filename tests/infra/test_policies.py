@@ -27,9 +27,9 @@ def test_controller_policy_has_karpenter_v1_statements_by_sid_in_karpenters_five
     assert {part: [s["Sid"] for s in doc["Statement"]] for part, doc in parts.items()} == {
         "node-lifecycle": ["AllowScopedEC2InstanceAccessActions", "AllowScopedEC2LaunchTemplateAccessActions",
                            "AllowScopedEC2InstanceActionsWithTags", "AllowScopedResourceCreationTagging",
-                           "AllowScopedResourceTagging", "AllowScopedDeletion"],
+                           "AllowScopedDeletion"],
         "iam-integration": ["AllowPassingInstanceRole", "AllowScopedInstanceProfileCreationActions",
-                            "AllowScopedInstanceProfileTagActions", "AllowScopedInstanceProfileActions"],
+                            "AllowScopedInstanceProfileActions"],
         "eks-integration": ["AllowAPIServerEndpointDiscovery"],
         "interruption": ["AllowInterruptionQueueActions"],
         "resource-discovery": ["AllowRegionalReadActions", "AllowSSMReadActions", "AllowPricingReadActions",
@@ -59,9 +59,8 @@ def test_every_controller_policy_fits_the_managed_policy_size_limit(partition):
         queue_arn=f"arn:{partition}:sqs:{region}:{account}:{settings.interruption_queue_name}",
         node_role_arn=f"arn:{partition}:iam::{account}:role/{settings.node_role_name}")
     sizes = {part: policies.policy_chars(doc) for part, doc in policies.controller_policies(ctx).items()}
-    assert max(sizes.values()) <= policies.MANAGED_POLICY_MAX_CHARS, sizes
-    # The single document this replaced would not fit with a long name: the split is what makes it fit.
-    assert sum(sizes.values()) > 0.8 * policies.MANAGED_POLICY_MAX_CHARS
+    # Every part keeps more than half of IAM's quota free for statements added later.
+    assert max(sizes.values()) <= policies.MANAGED_POLICY_MAX_CHARS // 2, sizes
     with pytest.raises(Exception, match="1-38"):
         load_settings({"cluster_name": cluster + "y"})
 

@@ -134,3 +134,16 @@ def test_service_account_annotation(annotations, expected):
     if annotations is not None:
         sa["metadata"]["annotations"] = annotations
     assert k8s.service_account_problems(sa) == expected
+
+
+def test_service_account_annotations_as_checkov_hands_them_over():
+    """checkov's kubernetes parser turns ``metadata.annotations`` into a one-element list: before this was read,
+    CKV_NW_12 silently saw no annotation on every rendered ServiceAccount (UNKNOWN, never reported)."""
+    sa = {"kind": "ServiceAccount", "metadata": {"name": "karpenter", "namespace": "kube-system", "annotations": [
+        {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/shop-nodewright-controller"}]}}
+    trusts = {"shop-nodewright-controller": ["system:serviceaccount:kube-system:nodewright"]}
+    assert k8s.service_account_problems(sa, trusts) == [
+        "ServiceAccount system:serviceaccount:kube-system:karpenter is annotated with role shop-nodewright-controller, "
+        "whose trust names ['system:serviceaccount:kube-system:nodewright']: sts:AssumeRoleWithWebIdentity will be "
+        "denied."]
+    assert k8s.service_account_problems(sa, {}) == []
