@@ -117,14 +117,18 @@ def passrole_removed(docs: Docs) -> int:
     return edit_statements(docs, "identity", fn)
 
 
-def passrole_on_star(docs: Docs) -> int:
-    """iam:PassRole on Resource "*"."""
+def _passrole_on(docs: Docs, resource: str) -> int:
     def fn(sts: list[St]) -> list[St] | None:
         hits = [s for s in sts if _grants_passrole(s)]
         for s in hits:
-            s.resources = ["*"]
+            s.resources = [resource]
         return sts if hits else None
     return edit_statements(docs, "identity", fn)
+
+
+def passrole_on_star(docs: Docs) -> int:
+    """iam:PassRole on Resource "*"."""
+    return _passrole_on(docs, "*")
 
 
 def passrole_without_condition(docs: Docs) -> int:
@@ -193,12 +197,7 @@ def instance_profile_actions_unscoped(docs: Docs) -> int:
 
 def passrole_prefix_wildcard(docs: Docs) -> int:
     """iam:PassRole on ``role/nodewright-*``: the node role, but also the controller role and any later one."""
-    def fn(sts: list[St]) -> list[St] | None:
-        hits = [s for s in sts if _grants_passrole(s)]
-        for s in hits:
-            s.resources = ["arn:aws:iam::111122223333:role/nodewright-*"]
-        return sts if hits else None
-    return edit_statements(docs, "identity", fn)
+    return _passrole_on(docs, "arn:aws:iam::111122223333:role/nodewright-*")
 
 
 def policy_without_version(docs: Docs) -> int:
@@ -376,19 +375,22 @@ def spot_pool_without_taint(objs: list[dict[str, Any]]) -> int:
     return 1
 
 
+def _first(objs: list[dict[str, Any]], kind: str, spec_field: str | None = None) -> dict[str, Any]:
+    """The first object of ``kind`` (whose spec has ``spec_field``, when given); AssertionError when none."""
+    found = [o for o in objs if o.get("kind") == kind and (spec_field is None or spec_field in o.get("spec", {}))]
+    assert found, f"no {kind}{' with ' + spec_field if spec_field else ''} to mutate"
+    return found[0]
+
+
 def nodepool_without_limits(objs: list[dict[str, Any]]) -> int:
     """A NodePool without limits."""
-    pools = [o for o in objs if o.get("kind") == "NodePool"]
-    assert pools and "limits" in pools[0]["spec"], "no NodePool with limits to mutate"
-    del pools[0]["spec"]["limits"]
+    del _first(objs, "NodePool", "limits")["spec"]["limits"]
     return 1
 
 
 def imdsv1_allowed(objs: list[dict[str, Any]]) -> int:
     """An EC2NodeClass that allows IMDSv1 (httpTokens: optional)."""
-    classes = [o for o in objs if o.get("kind") == "EC2NodeClass"]
-    assert classes, "no EC2NodeClass to mutate"
-    classes[0]["spec"].setdefault("metadataOptions", {})["httpTokens"] = "optional"
+    _first(objs, "EC2NodeClass")["spec"].setdefault("metadataOptions", {})["httpTokens"] = "optional"
     return 1
 
 
@@ -423,9 +425,7 @@ def clusterrole_wildcard_resource_in_second_rule(objs: list[dict[str, Any]]) -> 
 
 def role_wildcard_api_group(objs: list[dict[str, Any]]) -> int:
     """A ``*`` apiGroup in the leader-election Role's rule."""
-    roles = [o for o in objs if o.get("kind") == "Role" and o.get("rules")]
-    assert roles, "no Role"
-    roles[0]["rules"][-1]["apiGroups"] = ["*"]
+    _first(objs, "Role")["rules"][-1]["apiGroups"] = ["*"]
     return 1
 
 
@@ -441,17 +441,13 @@ def chart_service_account_renamed(objs: list[dict[str, Any]]) -> int:
 
 def nodeclass_without_metadata_options(objs: list[dict[str, Any]]) -> int:
     """Control: an EC2NodeClass that leaves metadataOptions to the (safe) defaults."""
-    classes = [o for o in objs if o.get("kind") == "EC2NodeClass"]
-    assert classes and "metadataOptions" in classes[0]["spec"], "no EC2NodeClass with metadataOptions"
-    del classes[0]["spec"]["metadataOptions"]
+    del _first(objs, "EC2NodeClass", "metadataOptions")["spec"]["metadataOptions"]
     return 1
 
 
 def nodepool_gpu_limits_only(objs: list[dict[str, Any]]) -> int:
     """Control: a GPU NodePool bounded by ``nvidia.com/gpu`` only."""
-    pools = [o for o in objs if o.get("kind") == "NodePool"]
-    assert pools, "no NodePool"
-    pools[0]["spec"]["limits"] = {"nvidia.com/gpu": "8"}
+    _first(objs, "NodePool")["spec"]["limits"] = {"nvidia.com/gpu": "8"}
     return 1
 
 
