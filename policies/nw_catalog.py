@@ -51,32 +51,39 @@ CHECKS: dict[str, CheckInfo] = {
         ),
         CheckInfo(
             "CKV_NW_4",
-            "No wildcard IAM actions (*, ec2:*, iam:*, <service>:*, NotAction) and every policy is readable",
+            "No wildcard IAM actions (*, ec2:*, iam:*, <service>:*, NotAction); every policy is readable, "
+            "Version 2012-10-17 and within IAM's size limit",
             "List the exact actions the controller calls (see docs/policy-gate.md); write policies as JSON "
-            "or aws_iam_policy_document so the gate can read them.",
+            "or aws_iam_policy_document so the gate can read them, with Version 2012-10-17; split a policy over "
+            "6,144 characters (managed) / 10,240 (inline) / 2,048 (trust) into several managed policies.",
             TF,
         ),
         CheckInfo(
             "CKV_NW_5",
-            "EC2 launch/terminate actions are conditioned on the cluster ownership tag",
+            "EC2 launch/terminate and instance-profile actions are conditioned on the cluster ownership tag",
             "Condition ec2:RunInstances/ec2:CreateFleet on aws:RequestTag/kubernetes.io/cluster/<cluster> = owned "
-            "(only image, snapshot, subnet and security-group ARNs may go without), and ec2:TerminateInstances/"
-            "ec2:DeleteLaunchTemplate on aws:ResourceTag/kubernetes.io/cluster/<cluster> = owned.",
+            "(only image, snapshot, subnet and security-group ARNs may go without), ec2:TerminateInstances/"
+            "ec2:DeleteLaunchTemplate on aws:ResourceTag/kubernetes.io/cluster/<cluster> = owned; give "
+            "iam:CreateInstanceProfile only instance-profile ARNs with that aws:RequestTag, and iam:AddRole/"
+            "RemoveRole/Delete/TagInstanceProfile only with that aws:ResourceTag.",
             TF,
         ),
         CheckInfo(
             "CKV_NW_6",
-            "The instance profile's role is the node role, and the node role trusts only the EC2 service",
+            "The instance profile's role is the node role, which trusts only EC2 and holds no admin or IAM rights",
             "Give the instance profile the node role (the one the controller may iam:PassRole), whose trust "
-            "allows only Service ec2.amazonaws.com to sts:AssumeRole.",
+            "allows only Service ec2.amazonaws.com to sts:AssumeRole; attach only the node policies (never "
+            "AdministratorAccess, PowerUserAccess, IAMFullAccess or iam:* writes).",
             TF,
         ),
         CheckInfo(
             "CKV_NW_7",
-            "The interruption queue is encrypted, TLS-only, writable by EventBridge and fed spot and state-change events",
-            "Set sqs_managed_sse_enabled (or kms_master_key_id); add a queue policy that Denies sqs:* when "
-            "aws:SecureTransport is false and Allows events.amazonaws.com sqs:SendMessage; route EventBridge rules "
-            "for 'EC2 Spot Instance Interruption Warning' and 'EC2 Instance State-change Notification' to it.",
+            "The interruption queue is encrypted, TLS-only, writable only by EventBridge, keeps messages briefly "
+            "and is fed spot and state-change events",
+            "Set sqs_managed_sse_enabled (or kms_master_key_id) and message_retention_seconds <= 900 (Karpenter: "
+            "300); add a queue policy that Denies sqs:* when aws:SecureTransport is false and Allows "
+            "events.amazonaws.com sqs:SendMessage (never Principal * without aws:SourceArn); route EventBridge "
+            "rules for 'EC2 Spot Instance Interruption Warning' and 'EC2 Instance State-change Notification' to it.",
             TF,
         ),
         CheckInfo(
@@ -112,6 +119,13 @@ CHECKS: dict[str, CheckInfo] = {
             "namespace and with the name its trust policy's :sub names (Pod Identity: install the release's "
             "ServiceAccount in the namespace and name the association names).",
             ("kubernetes", "terraform_json"),
+        ),
+        CheckInfo(
+            "CKV_NW_13",
+            "No Role or ClusterRole has a wildcard verb, resource or apiGroup in any rule",
+            "List the exact verbs, resources and API groups in every rule (the chart's RBAC table in "
+            "docs/architecture.md).",
+            K8S,
         ),
     )
 }

@@ -1,19 +1,39 @@
-"""checkov checks CKV_NW_8..12 for ``--framework kubernetes`` (the rendered Helm chart).
+"""checkov checks CKV_NW_8..13 for ``--framework kubernetes`` (the rendered Helm chart).
 
 Each wraps one function of ``nw_k8s_rules`` over the single object checkov hands over. A rule that
-raises reports FAILED with the error (checkov would drop it silently).
+raises reports FAILED with the error (checkov would drop it silently). CKV_NW_12 compares an annotated
+ServiceAccount with the IRSA trusts of the stacks scanned in the same run (the ``cdk.tf.json`` files among
+checkov's ``-f`` arguments, or under ``$NODEWRIGHT_POLICY_STACKS``), so the chart's copy of the service
+account name is held to the trust as the Terraform copy is.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import traceback
+from pathlib import Path
 from typing import Any
 
 import nw_catalog
 import nw_k8s_rules
+import nw_stack_rules
 import nw_tfdoc
 from checkov.common.models.enums import CheckCategories, CheckResult
 from checkov.kubernetes.checks.resource.base_spec_check import BaseK8Check
+
+_TRUSTS: list[dict[str, list[str]]] = []
+
+
+def stack_trusts() -> dict[str, list[str]]:
+    """IRSA trusts (role name -> subjects) of the stacks scanned alongside the manifests, read once."""
+    if not _TRUSTS:
+        argv = sys.argv
+        files = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-f", "--file")]
+        files += [str(p) for d in os.environ.get("NODEWRIGHT_POLICY_STACKS", "").split(os.pathsep) if d
+                  for p in sorted(Path(d).glob("*/cdk.tf.json"))]
+        _TRUSTS.append(nw_stack_rules.irsa_trusts_of_files([f for f in files if f.endswith("cdk.tf.json")]))
+    return _TRUSTS[0]
 
 
 class ObjectRuleCheck(BaseK8Check):
@@ -27,7 +47,9 @@ class ObjectRuleCheck(BaseK8Check):
     def scan_spec_conf(self, conf: dict[str, Any]) -> CheckResult:
         """PASSED, FAILED (details: the problems), or UNKNOWN when the object is not in scope."""
         try:
-            problems = nw_k8s_rules.RULES[self.id](nw_tfdoc.clean(conf))
+            obj = nw_tfdoc.clean(conf)
+            problems = nw_k8s_rules.service_account_problems(obj, stack_trusts()) if self.id == "CKV_NW_12" \
+                else nw_k8s_rules.RULES[self.id](obj)
         except Exception:  # noqa: BLE001 - fail closed, never silently
             self.details = [f"internal error in {self.id}: {traceback.format_exc(limit=3)}"]
             return CheckResult.FAILED

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from nw_iampolicy import PolicyError, Statement, parse_policy
+from nw_iampolicy import PolicyError, Statement, document_facts, parse_policy
 from nw_tfdoc import Project, Ref, dict_list, scalar, str_list
 
 LAUNCH_ACTIONS = ("ec2:RunInstances", "ec2:CreateFleet")
@@ -29,13 +29,16 @@ IDENTITY_POLICY_TYPES = ("aws_iam_policy", "aws_iam_role_policy", "aws_iam_user_
 @dataclass
 class PolicyDoc:
     """One policy document: the ``stack`` and ``address`` holding it, its ``kind`` ("identity",
-    "trust" or "resource"), its statements, or the ``error`` that kept it from being read."""
+    "trust" or "resource"), its statements, or the ``error`` that kept it from being read; its ``version``
+    and estimated size in ``chars`` when they can be known offline."""
 
     stack: str
     address: str
     kind: str
     statements: list[Statement] = field(default_factory=list)
     error: str | None = None
+    version: str | None = None
+    chars: int | None = None
 
 
 @dataclass
@@ -94,16 +97,21 @@ class IamModel:
     documents: list[PolicyDoc] = field(default_factory=list)
 
     def controllers(self) -> list[Role]:
-        """Roles that may launch instances (see ``Role.is_launcher``)."""
-        return [r for r in self.roles.values() if r.is_launcher()]
+        """The node autoscaler's roles: roles that may launch instances (``Role.is_launcher``) and that pods
+        assume (IRSA or EKS Pod Identity). When no launcher is assumed by pods, every launcher counts (fail
+        closed). Another role that launches instances (a CI or image-builder role) is not the controller."""
+        launchers = [r for r in self.roles.values() if r.is_launcher()]
+        by_pods = [r for r in launchers if r.is_web_identity() or r.is_pod_identity()]
+        return by_pods or launchers
 
 
 def read_doc(project: Project, stack: str, address: str, kind: str, value: Any) -> PolicyDoc:
     """Parse a policy value into a ``PolicyDoc``; parse errors are kept in ``error``."""
+    version, chars = document_facts(project, stack, value)
     try:
-        return PolicyDoc(stack, address, kind, parse_policy(project, stack, value))
+        return PolicyDoc(stack, address, kind, parse_policy(project, stack, value), version=version, chars=chars)
     except PolicyError as exc:
-        return PolicyDoc(stack, address, kind, error=str(exc))
+        return PolicyDoc(stack, address, kind, error=str(exc), version=version, chars=chars)
 
 
 def find_role(project: Project, model: IamModel, stack: str, value: Any) -> Role | None:

@@ -12,6 +12,12 @@ Facts they encode:
 - Karpenter's controller policy conditions creation on ``aws:RequestTag/kubernetes.io/cluster/<cluster>
   = owned`` and termination on ``aws:ResourceTag/...``; RunInstances also authorises on the image,
   snapshot, subnet and security group, which carry no request tags (Karpenter's CloudFormation template).
+  Instance profiles are created only with ``aws:RequestTag/kubernetes.io/cluster/<cluster> = owned`` and
+  changed or deleted only with that ``aws:ResourceTag``: with ``iam:AddRoleToInstanceProfile`` on any profile a
+  controller could put any passable role into a profile of its choosing.
+- IAM quotas ("IAM and AWS STS quotas"): a managed policy holds at most 6,144 characters, an inline policy
+  10,240, a role trust policy 2,048 by default (4,096 on request), white space not counted; a policy without
+  ``Version: 2012-10-17`` is read with the 2008 grammar, in which policy variables are literal text.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import re
 from nw_catalog import RuleReport
 from nw_iam_model import IamModel, PolicyDoc, Role, find_role
 from nw_iampolicy import Statement
-from nw_tfdoc import Project, scalar
+from nw_tfdoc import Project, scalar, str_list
 
 FIELD_REPORT_FAILURE = (
     "launches will fail in production with 'UnauthorizedOperation: You are not authorized to perform: "
@@ -33,6 +39,15 @@ EC2_SERVICE = {"ec2.amazonaws.com", "ec2.amazonaws.com.cn"}
 POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
 SERVICE_ACCOUNT_SUB = re.compile(r"^system:serviceaccount:[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")
 CREATE_ACTIONS = ("ec2:RunInstances", "ec2:CreateFleet")
+PROFILE_CREATE_ACTIONS = ("iam:CreateInstanceProfile", "iam:TagInstanceProfile")
+PROFILE_CHANGE_ACTIONS = ("iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile",
+                          "iam:DeleteInstanceProfile", "iam:TagInstanceProfile", "iam:UntagInstanceProfile")
+# AWS managed policies that make a node (and every pod on it) an administrator.
+ADMIN_MANAGED_POLICIES = ("AdministratorAccess", "PowerUserAccess", "IAMFullAccess")
+# IAM actions that let a role change IAM itself (escalation from a node).
+IAM_ESCALATION_ACTIONS = ("iam:PassRole", "iam:CreateRole", "iam:AttachRolePolicy", "iam:PutRolePolicy",
+                          "iam:UpdateAssumeRolePolicy", "iam:CreateAccessKey", "iam:CreatePolicyVersion")
+SIZE_LIMITS = {"aws_iam_policy": 6144, "aws_iam_role_policy": 10240, "aws_iam_role": 2048}
 DESTROY_ACTIONS = ("ec2:TerminateInstances", "ec2:DeleteLaunchTemplate")
 # Resource types RunInstances/CreateFleet reference but do not create: they cannot carry request tags.
 REFERENCED_EC2_TYPES = ("image", "snapshot", "security-group", "subnet", "capacity-reservation", "placement-group")
@@ -75,6 +90,24 @@ def node_roles(project: Project, model: IamModel) -> list[tuple[str, str, Role |
     return out
 
 
+def passed_roles(project: Project, model: IamModel) -> list[Role]:
+    """Roles of the project a controller may ``iam:PassRole`` (the node role when the controller creates the
+    instance profiles itself, Karpenter v1's default and ours without a Terraform instance profile)."""
+    out: list[Role] = []
+    for controller in model.controllers():
+        for doc in controller.permissions:
+            for st in doc.statements:
+                if not (st.allows and st.grants("iam:PassRole")):
+                    continue
+                for role in model.roles.values():
+                    if role not in out and role is not controller and any(
+                            not _is_wildcard_role_resource(r) and not _role_pattern_wildcard(r)
+                            and covers_role(project, doc.stack, r, role)
+                            for r in st.resources):
+                        out.append(role)
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # CKV_NW_1: the controller may pass the node role
 # --------------------------------------------------------------------------------------------
@@ -109,13 +142,29 @@ def check_passrole_present(project: Project, model: IamModel, report: RuleReport
 # --------------------------------------------------------------------------------------------
 
 
-def _passrole_problems(st: Statement) -> list[str]:
+def _role_pattern_wildcard(resource: str) -> bool:
+    """True when the role path/name part of an ARN (references aside) holds ``*`` or ``?``."""
+    text = _TOKEN.sub("x", resource)
+    return ":role/" in text and any(c in text.split(":role/", 1)[1] for c in "*?")
+
+
+def _passrole_problems(st: Statement, project: Project | None = None, stack: str = "",
+                       model: IamModel | None = None) -> list[str]:
     problems = []
     if st.not_resources:
         problems.append("uses NotResource (PassRole on everything else)")
     wild = [r for r in st.resources if _is_wildcard_role_resource(r)]
     if wild:
         problems.append(f"is on {wild[0]!r}: any role, including admin roles, could be passed")
+    for resource in st.resources:
+        if resource in wild or not _role_pattern_wildcard(resource):
+            continue
+        others = sorted(r.address for r in (model.roles.values() if model else [])
+                        if project is not None and covers_role(project, stack, resource, r)
+                        and not _is_node_role(project, model, r))
+        problems.append(f"is on the wildcard {resource!r}: it matches "
+                        + (f"other roles of the stacks ({', '.join(others)}) and " if others else "")
+                        + "any role created later with that name; name the node role's ARN exactly")
     values = st.condition_values("iam:PassedToService", PASSED_TO_SERVICE_OPS)
     if not values:
         problems.append("has no iam:PassedToService condition (StringEquals ec2.amazonaws.com)")
@@ -133,7 +182,7 @@ def check_passrole_scoped(project: Project, model: IamModel, report: RuleReport)
             continue
         report.passed("CKV_NW_2", path, doc.address)
         for i, st in granting:
-            for problem in _passrole_problems(st):
+            for problem in _passrole_problems(st, project, doc.stack, model):
                 report.failed("CKV_NW_2", path, doc.address, f"iam:PassRole in {_label(st, i)} {problem}.")
 
 
@@ -250,6 +299,15 @@ def check_wildcards(project: Project, model: IamModel, report: RuleReport) -> No
         if doc.error:
             report.failed("CKV_NW_4", path, doc.address, f"The {doc.kind} policy cannot be checked: {doc.error}.")
             continue
+        if doc.version != "2012-10-17":
+            report.failed("CKV_NW_4", path, doc.address,
+                          f"The {doc.kind} policy has Version {doc.version!r}, not '2012-10-17': IAM reads it with "
+                          f"the 2008 grammar (policy variables become literal text).")
+        limit = SIZE_LIMITS.get(doc.address.split(".")[0]) if doc.kind != "resource" else None
+        if limit is not None and doc.chars is not None and doc.chars > limit:
+            report.failed("CKV_NW_4", path, doc.address,
+                          f"The {doc.kind} policy is about {doc.chars} characters (references at their longest), "
+                          f"over IAM's limit of {limit}: split it into several managed policies.")
         for i, st in enumerate(doc.statements):
             if not st.allows:
                 continue
@@ -295,15 +353,34 @@ def _launch_problems(st: Statement) -> list[str]:
     if destroys and not _has_owner_tag(st, "aws:resourcetag"):
         problems.append(f"allows {destroys} without aws:ResourceTag/kubernetes.io/cluster/<cluster> = owned: "
                         f"it could terminate instances or launch templates of other clusters")
+    creates_profiles = [a for a in PROFILE_CREATE_ACTIONS if st.grants(a)]
+    changes_profiles = [a for a in PROFILE_CHANGE_ACTIONS if st.grants(a)]
+    if creates_profiles or changes_profiles:
+        unscoped = [r for r in st.resources if not _TOKEN.sub("x", r).split(":")[-1].startswith("instance-profile/")]
+        if st.not_resources or unscoped or not st.resources:
+            problems.append(f"allows {creates_profiles + changes_profiles} on {unscoped or st.not_resources or '*'}, "
+                            f"not only instance-profile ARNs")
+        if "iam:CreateInstanceProfile" in creates_profiles and not _has_owner_tag(st, "aws:requesttag"):
+            problems.append("allows iam:CreateInstanceProfile without aws:RequestTag/kubernetes.io/cluster/<cluster> "
+                            "= owned")
+        if changes_profiles and not _has_owner_tag(st, "aws:resourcetag"):
+            problems.append(f"allows {changes_profiles} without aws:ResourceTag/kubernetes.io/cluster/<cluster> = "
+                            f"owned: it could put any passable role into any instance profile of the account")
     return problems
 
 
 def check_launch_conditions(project: Project, model: IamModel, report: RuleReport) -> None:
-    """CKV_NW_5 on every identity policy document that grants a launch or terminate action."""
+    """CKV_NW_5 on every identity policy document of a controller role (or of no role) that grants a launch,
+    terminate or instance-profile action. Another role's launches (an image builder's) are its own business."""
+    controller_docs = {id(d) for r in model.controllers() for d in r.permissions}
+    attached = {id(d) for r in model.roles.values() for d in r.permissions}
     for doc in _identity_docs(model):
+        if id(doc) in attached and id(doc) not in controller_docs:
+            continue
         path = project.stacks[doc.stack].path
         for i, st in enumerate(doc.statements):
-            if not st.allows or not any(st.grants(a) for a in CREATE_ACTIONS + DESTROY_ACTIONS):
+            if not st.allows or not any(st.grants(a) for a in CREATE_ACTIONS + DESTROY_ACTIONS
+                                        + PROFILE_CREATE_ACTIONS + PROFILE_CHANGE_ACTIONS):
                 continue
             report.passed("CKV_NW_5", path, doc.address)
             for problem in _launch_problems(st):
@@ -333,10 +410,50 @@ def _node_trust_problems(role: Role) -> list[str]:
     return problems
 
 
+def _is_node_role(project: Project, model: IamModel | None, role: Role) -> bool:
+    if model is None:
+        return False
+    return any(r is role for _, _, r in node_roles(project, model)) or role in passed_roles(project, model)
+
+
+def _managed_policy_arns(project: Project, role: Role) -> list[str]:
+    """Policy ARNs attached to ``role`` (attachments and ``managed_policy_arns``), references kept."""
+    arns = str_list(role.conf.get("managed_policy_arns"))
+    for type_, attr in (("aws_iam_role_policy_attachment", "role"), ("aws_iam_policy_attachment", "roles")):
+        for stack, _name, conf in project.all_resources(type_):
+            for value in str_list(conf.get(attr)):
+                ref = project.resolve(stack.name, value)
+                if (ref is not None and ref.type == "aws_iam_role" and (ref.stack, ref.name) == role.key) or (
+                        ref is None and role.role_name is not None and value == role.role_name):
+                    arns += str_list(conf.get("policy_arn"))
+    return arns
+
+
+def _admin_problems(project: Project, role: Role) -> list[str]:
+    problems = []
+    for arn in _managed_policy_arns(project, role):
+        name = _TOKEN.sub("x", arn).rsplit(":policy/", 1)[-1].split("/")[-1]
+        if ":policy/" in _TOKEN.sub("x", arn) and name in ADMIN_MANAGED_POLICIES:
+            problems.append(f"has the AWS managed policy {name} attached ({arn}): every pod on a node gets it")
+    escalating = sorted({a for s in role.allowed() for a in IAM_ESCALATION_ACTIONS if s.grants(a)})
+    if escalating:
+        problems.append(f"may {escalating}: a node could change IAM")
+    return problems
+
+
 def check_instance_profiles(project: Project, model: IamModel, report: RuleReport) -> None:
-    """CKV_NW_6 on every instance profile and the role it holds."""
+    """CKV_NW_6 on every instance profile and the role it holds; without Terraform instance profiles (the
+    controller creates them, Karpenter v1's setup) on the roles the controller may pass."""
     controllers = model.controllers()
-    for stack, address, role in node_roles(project, model):
+    profiled = node_roles(project, model)
+    for role in passed_roles(project, model):
+        if any(r is role for _, _, r in profiled):
+            continue
+        role_path = project.stacks[role.stack].path
+        report.passed("CKV_NW_6", role_path, role.address)
+        for problem in _node_trust_problems(role) + _admin_problems(project, role):
+            report.failed("CKV_NW_6", role_path, role.address, f"Node role {role.address}: {problem}.")
+    for stack, address, role in profiled:
         path = project.stacks[stack].path
         report.passed("CKV_NW_6", path, address)
         if role is None:
@@ -357,7 +474,7 @@ def check_instance_profiles(project: Project, model: IamModel, report: RuleRepor
                           f"it is not the node role, and {FIELD_REPORT_FAILURE}.")
         role_path = project.stacks[role.stack].path
         report.passed("CKV_NW_6", role_path, role.address)
-        for problem in _node_trust_problems(role):
+        for problem in _node_trust_problems(role) + _admin_problems(project, role):
             report.failed("CKV_NW_6", role_path, role.address, f"Node role {role.address}: {problem}.")
 
 

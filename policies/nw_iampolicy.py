@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -225,3 +226,82 @@ def _statements_from_ref(project: Project, ref: Ref, depth: int) -> list[Stateme
             raise PolicyError(f"{ref.address} is not in the synthesized stacks")
         return parse_policy(project, ref.stack, conf.get("policy"), depth + 1)
     raise PolicyError(f"policy refers to {ref.address}.{ref.attr}, which is not a policy document")
+
+
+# --------------------------------------------------------------------------------------------
+# Document facts: Version and size
+# --------------------------------------------------------------------------------------------
+
+IAM_VERSION = "2012-10-17"
+_TOKEN = re.compile(r"\$\{[^}]*\}")
+# Upper bounds of what a Terraform reference becomes at apply time (characters): partitions are at most
+# "aws-us-gov", account ids 12 digits, region names 15; any other value (an ARN, a name) is taken as 128.
+_TOKEN_LENGTHS = ((".partition}", 10), (".account_id}", 12), (".region}", 15), (".dns_suffix}", 20),
+                  ("data.aws_region.", 15), ("data.aws_partition.", 10), ("data.aws_caller_identity.", 12))
+
+
+def estimated_chars(text: str) -> int:
+    """IAM's size of a JSON policy text (white space outside strings not counted), with each ``${...}``
+    reference replaced by the upper bound of its value (see ``_TOKEN_LENGTHS``; 128 for others)."""
+    try:
+        compact = json.dumps(json.loads(text), separators=(",", ":"))
+    except ValueError:
+        compact = "".join(text.split())
+
+    def length(token: str) -> int:
+        return next((n for part, n in _TOKEN_LENGTHS if token.endswith(part) or token.startswith("${" + part)), 128)
+
+    return len(_TOKEN.sub("", compact)) + sum(length(t) for t in _TOKEN.findall(compact))
+
+
+def statement_json(st: Statement) -> dict[str, Any]:
+    """A statement back in IAM JSON (what Terraform renders an ``aws_iam_policy_document`` statement into)."""
+    out: dict[str, Any] = {"Sid": st.sid} if st.sid else {}
+    out["Effect"] = st.effect
+    for key, value in (("Action", st.actions), ("NotAction", st.not_actions), ("Resource", st.resources),
+                       ("NotResource", st.not_resources)):
+        if value:
+            out[key] = value[0] if len(value) == 1 else value
+    if st.principals:
+        out["Principal"] = {k: v[0] if len(v) == 1 else v for k, v in st.principals.items()}
+    if st.conditions:
+        blocks: dict[str, dict[str, Any]] = {}
+        for c in st.conditions:
+            blocks.setdefault(c.operator, {})[c.key] = c.values[0] if len(c.values) == 1 else list(c.values)
+        out["Condition"] = blocks
+    return out
+
+
+def document_facts(project: Project, stack: str, value: Any, depth: int = 0) -> tuple[str | None, int | None]:
+    """``(Version, estimated size in characters)`` of a policy value; the size is ``None`` when it cannot be
+    known offline (``aws_iam_policy_document`` data sources render at plan time; Terraform writes their
+    ``version``, default 2012-10-17)."""
+    value = scalar(value)
+    if depth > 8 or value is None:
+        return None, None
+    if isinstance(value, dict):
+        return (str(value["Version"]) if "Version" in value else None), estimated_chars(json.dumps(value))
+    text = str(value)
+    ref = project.resolve(stack, text)
+    if ref is not None:
+        conf = project.conf(ref)
+        if conf is None:
+            return None, None
+        if ref.kind == "data" and ref.type == POLICY_DOC_TYPE:
+            version = str(scalar(conf.get("version")) or IAM_VERSION)
+            try:
+                statements = statements_from_data_source(project, ref.stack, conf, depth + 1)
+            except PolicyError:
+                return version, None
+            rendered = {"Version": version, "Statement": [statement_json(st) for st in statements]}
+            return version, estimated_chars(json.dumps(rendered))
+        if ref.kind == "resource" and ref.type == "aws_iam_policy":
+            return document_facts(project, ref.stack, conf.get("policy"), depth + 1)
+        return None, None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None, None
+    if not isinstance(doc, dict):
+        return None, None
+    return (str(doc["Version"]) if "Version" in doc else None), estimated_chars(text)

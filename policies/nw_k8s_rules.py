@@ -8,8 +8,12 @@ Karpenter facts used (karpenter.sh docs, "NodePools" and "EC2NodeClasses"):
 - a NodePool without a ``karpenter.sh/capacity-type`` requirement launches on-demand only;
 - limits live at ``spec.limits`` (v1, v1beta1) or ``spec.limits.resources`` (v1alpha5 Provisioner);
 - taints at ``spec.template.spec.taints`` (v1, v1beta1) or ``spec.taints`` (v1alpha5);
-- ``metadataOptions`` at ``spec.metadataOptions`` (EC2NodeClass, AWSNodeTemplate); hop limit default 1
-  (v1) or 2 (v1beta1); ``httpEndpoint: disabled`` turns the metadata service off.
+- ``metadataOptions`` at ``spec.metadataOptions`` (EC2NodeClass, AWSNodeTemplate); every API version defaults
+  to ``httpTokens: required`` with hop limit 1 (v1) or 2 (v1beta1, v1alpha5), so an unset block is safe;
+  ``httpEndpoint: disabled`` turns the metadata service off.
+- NodePool ``spec.limits`` bounds any resource: cpu, memory, or an extended resource such as ``nvidia.com/gpu``.
+- RBAC: a ``*`` in any rule's verbs, resources or apiGroups grants what the chart never asked for (every rule
+  counts, not only the first).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ ROLE_ARN_ANNOTATION = "eks.amazonaws.com/role-arn"
 ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 NODEPOOL_KINDS = ("NodePool", "Provisioner")
 NODECLASS_KINDS = ("EC2NodeClass", "AWSNodeTemplate")
+RBAC_KINDS = ("ClusterRole", "Role")
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 
 
@@ -75,11 +80,11 @@ def _name(obj: dict[str, Any]) -> str:
 
 
 def limits_problems(obj: dict[str, Any]) -> list[str] | None:
-    """CKV_NW_8: the pool has cpu and/or memory limits."""
+    """CKV_NW_8: the pool has limits (cpu, memory or any other resource, e.g. ``nvidia.com/gpu``)."""
     if obj.get("kind") not in NODEPOOL_KINDS:
         return None
     limits = _get(obj, "spec", "limits", "resources") if _is_legacy(obj) else _get(obj, "spec", "limits")
-    if not isinstance(limits, dict) or not ({"cpu", "memory"} & set(limits)):
+    if not isinstance(limits, dict) or not limits:
         return [f"{_name(obj)} has no limits (spec.limits cpu/memory): nothing bounds how many nodes it launches."]
     return []
 
@@ -97,14 +102,15 @@ def spot_taint_problems(obj: dict[str, Any]) -> list[str] | None:
 
 
 def imds_problems(obj: dict[str, Any]) -> list[str] | None:
-    """CKV_NW_10: IMDSv2 required (explicitly) and hop limit at most 2."""
+    """CKV_NW_10: IMDSv2 required (set or defaulted: every version defaults to required) and hop limit at
+    most 2."""
     if obj.get("kind") not in NODECLASS_KINDS:
         return None
     options = _dict(_get(obj, "spec", "metadataOptions"))
     if str(options.get("httpEndpoint", "enabled")) == "disabled":
         return []
     problems = []
-    if options.get("httpTokens") != "required":
+    if options.get("httpTokens", "required") != "required":
         problems.append(f"{_name(obj)} allows IMDSv1 (metadataOptions.httpTokens is "
                         f"{options.get('httpTokens', 'not set')!r}, must be 'required').")
     hops = options.get("httpPutResponseHopLimit")
@@ -144,19 +150,44 @@ def container_problems(obj: dict[str, Any]) -> list[str] | None:
     return problems
 
 
-def service_account_problems(obj: dict[str, Any]) -> list[str] | None:
-    """CKV_NW_12 (manifest side): a ServiceAccount that carries the IRSA annotation carries a role ARN.
+def rbac_problems(obj: dict[str, Any]) -> list[str] | None:
+    """CKV_NW_13: no ``*`` in the verbs, resources or apiGroups of any rule of a Role/ClusterRole."""
+    if obj.get("kind") not in RBAC_KINDS:
+        return None
+    problems = []
+    for i, rule in enumerate(_list(obj.get("rules"))):
+        for field in ("verbs", "resources", "apiGroups"):
+            if "*" in [str(v) for v in _list(_dict(rule).get(field))]:
+                problems.append(f"{_name(obj)} rules[{i}].{field} contains '*': it grants every {field[:-1]}.")
+    return problems
+
+
+def service_account_problems(obj: dict[str, Any], trusts: dict[str, list[str]] | None = None) -> list[str] | None:
+    """CKV_NW_12 (manifest side): a ServiceAccount that carries the IRSA annotation carries a role ARN, and when
+    that role is one of the stacks' (``trusts``: role name -> the ``system:serviceaccount:<ns>:<name>`` subjects
+    its trust names), the ServiceAccount is one of those subjects.
 
     An empty or malformed annotation (a value missed in ``--set``) makes the EKS webhook skip the
-    credentials and the controller fail on its first AWS call.
+    credentials and the controller fail on its first AWS call; a ServiceAccount the trust does not name gets
+    ``AccessDenied`` from ``sts:AssumeRoleWithWebIdentity``.
     """
     if obj.get("kind") != "ServiceAccount":
         return None
     annotations = _get(obj, "metadata", "annotations")
+    if isinstance(annotations, list):  # checkov's kubernetes parser turns the annotations map into [map]
+        annotations = {k: v for item in annotations if isinstance(item, dict) for k, v in item.items()}
     if not isinstance(annotations, dict) or ROLE_ARN_ANNOTATION not in annotations:
         return None
     value = str(annotations.get(ROLE_ARN_ANNOTATION) or "")
-    if ROLE_ARN.match(value) or (value.startswith("${") and value.endswith("}")):
+    if value.startswith("${") and value.endswith("}"):
+        return []
+    if ROLE_ARN.match(value):
+        role = value.rsplit("/", 1)[-1]
+        subject = (f"system:serviceaccount:{_get(obj, 'metadata', 'namespace') or 'default'}:"
+                   f"{_get(obj, 'metadata', 'name')}")
+        if trusts and role in trusts and subject not in trusts[role]:
+            return [f"ServiceAccount {subject} is annotated with role {role}, whose trust names {trusts[role]}: "
+                    f"sts:AssumeRoleWithWebIdentity will be denied."]
         return []
     return [f"ServiceAccount {_get(obj, 'metadata', 'name')!r} has {ROLE_ARN_ANNOTATION}={value!r}, not an IAM role ARN."]
 
@@ -167,6 +198,7 @@ RULES = {
     "CKV_NW_10": imds_problems,
     "CKV_NW_11": container_problems,
     "CKV_NW_12": service_account_problems,
+    "CKV_NW_13": rbac_problems,
 }
 KINDS = {
     "CKV_NW_8": NODEPOOL_KINDS,
@@ -174,6 +206,7 @@ KINDS = {
     "CKV_NW_10": NODECLASS_KINDS,
     "CKV_NW_11": WORKLOAD_KINDS,
     "CKV_NW_12": ("ServiceAccount",),
+    "CKV_NW_13": RBAC_KINDS,
 }
 
 

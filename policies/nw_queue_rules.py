@@ -6,7 +6,12 @@ Facts (Karpenter's interruption handling and AWS docs):
   listens to "EC2 Instance Rebalance Recommendation" and AWS Health scheduled changes.
 - EventBridge delivers to SQS only when the queue policy allows ``events.amazonaws.com`` to
   ``sqs:SendMessage`` (EventBridge user guide, "Permissions for Amazon SQS").
-- TLS-only access is a Deny on ``aws:SecureTransport = false`` (SQS developer guide, security best practices).
+- TLS-only access is a Deny on ``aws:SecureTransport = false`` (SQS developer guide, security best practices),
+  written with ``Bool`` (AWS's examples) or ``StringEquals`` (terraform-aws-eks's Karpenter module).
+- Only the rules may send: an ``Allow sqs:SendMessage`` to Principal ``*`` without a source condition lets
+  anyone inject fake interruption events (and make the controller drain nodes).
+- A spot interruption warning is useful for two minutes; Karpenter keeps messages 300 s. A queue that keeps
+  them much longer (SQS's default is 4 days) replays stale interruptions after a controller outage.
 """
 
 from __future__ import annotations
@@ -20,6 +25,11 @@ from nw_iampolicy import Statement
 from nw_tfdoc import Project, Stack, scalar, str_list
 
 REQUIRED_DETAIL_TYPES = ("EC2 Spot Instance Interruption Warning", "EC2 Instance State-change Notification")
+#: Longest acceptable message retention: three times Karpenter's 300 s.
+MAX_RETENTION_SECONDS = 900
+SQS_DEFAULT_RETENTION_SECONDS = 345600
+SOURCE_KEYS = ("aws:sourcearn", "aws:sourceaccount", "aws:sourceowner", "aws:principalorgid",
+               "aws:principalaccount", "aws:principalarn", "aws:sourcevpc", "aws:sourcevpce")
 
 
 def _truthy(value: Any) -> bool:
@@ -45,9 +55,16 @@ def _queue_policies(project: Project, stack: Stack, name: str, conf: dict[str, A
 
 def _denies_plain_http(st: Statement) -> bool:
     everyone = st.principals.get("*") or "*" in st.principals.get("AWS", [])
-    insecure = any(v == ("false",) for v in st.condition_values("aws:SecureTransport", ("Bool",)))
+    insecure = any(tuple(x.lower() for x in v) == ("false",) for v in st.condition_values(
+        "aws:SecureTransport", ("Bool", "StringEquals", "StringEqualsIgnoreCase", "BoolIfExists")))
     return (not st.allows and bool(everyone) and insecure
             and st.grants("sqs:SendMessage") and st.grants("sqs:ReceiveMessage"))
+
+
+def _public_send(st: Statement) -> bool:
+    everyone = st.principals.get("*") or "*" in st.principals.get("AWS", [])
+    narrowed = any(c.key.lower() in SOURCE_KEYS for c in st.conditions)
+    return st.allows and bool(everyone) and st.grants("sqs:SendMessage") and not narrowed
 
 
 def _allows_eventbridge(st: Statement) -> bool:
@@ -107,6 +124,15 @@ def queue_problems(project: Project, stack: Stack, name: str, conf: dict[str, An
     statements = _queue_policies(project, stack, name, conf)
     if not any(_denies_plain_http(s) for s in statements):
         problems.append("has no queue policy denying sqs:* to everyone when aws:SecureTransport is false")
+    if any(_public_send(s) for s in statements):
+        problems.append("lets Principal '*' sqs:SendMessage without a source condition (aws:SourceArn of the "
+                        "rules): anyone could send fake interruptions")
+    retention = scalar(conf.get("message_retention_seconds"))
+    seconds = int(retention) if isinstance(retention, (int, float)) or str(retention).isdigit() else None
+    if retention is None or (seconds is not None and seconds > MAX_RETENTION_SECONDS):
+        shown = f"{seconds} s" if retention is not None else f"unset (SQS keeps {SQS_DEFAULT_RETENTION_SECONDS} s)"
+        problems.append(f"keeps messages {shown}, far above the interruption window: set "
+                        f"message_retention_seconds <= {MAX_RETENTION_SECONDS} (Karpenter uses 300)")
     if not any(_allows_eventbridge(s) for s in statements):
         problems.append("does not allow events.amazonaws.com to sqs:SendMessage: interruption events never arrive")
     covered = _rule_detail_types(project, stack, name)

@@ -10,6 +10,7 @@ then ``set`` entries, later wins).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import nw_iam_model
@@ -19,7 +20,7 @@ import nw_queue_rules
 import yaml
 from nw_catalog import RuleReport
 from nw_iam_model import IamModel
-from nw_tfdoc import Project, Stack, clean, dict_list, scalar
+from nw_tfdoc import Project, Stack, clean, dict_list, project_of, scalar
 
 CHART_DEFAULT_SA = "nodewright"
 _UNESCAPED_DOT = re.compile(r"(?<!\\)\.")
@@ -137,6 +138,31 @@ def check_manifests(project: Project, report: RuleReport) -> None:
             report.passed(check_id, stack.path, address)
             for problem in problems:
                 report.failed(check_id, stack.path, address, problem)
+
+
+def irsa_trusts(project: Project) -> dict[str, list[str]]:
+    """IAM role name -> the ``system:serviceaccount:<ns>:<name>`` subjects its IRSA trust names, for every role
+    of the project with a literal name and a web-identity trust (what a chart's ``eks.amazonaws.com/role-arn``
+    annotation is checked against, CKV_NW_12 on the rendered ServiceAccount)."""
+    out: dict[str, list[str]] = {}
+    for role in nw_iam_model.build(project).roles.values():
+        if role.role_name and role.is_web_identity():
+            out.setdefault(role.role_name, []).extend(nw_iam_rules.irsa_subjects(role))
+    return out
+
+
+def irsa_trusts_of_files(stack_files: list[str]) -> dict[str, list[str]]:
+    """:func:`irsa_trusts` over every project the given ``cdk.tf.json`` files belong to (merged)."""
+    out: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for file in stack_files:
+        root = str(Path(file).resolve().parent.parent)
+        if root in seen or not Path(file).is_file():
+            continue
+        seen.add(root)
+        for name, subjects in irsa_trusts(project_of(file)).items():
+            out.setdefault(name, []).extend(s for s in subjects if s not in out.get(name, []))
+    return out
 
 
 def analyze(project: Project) -> RuleReport:

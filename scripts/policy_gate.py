@@ -252,9 +252,9 @@ def to_results(reports: list[dict[str, Any]]) -> tuple[list[Result], dict[str, i
     return results, parsing
 
 
-def explain(results: list[Result]) -> None:
+def explain(results: list[Result], trusts: dict[str, list[str]] | None = None) -> None:
     """Fill in the messages of failed CKV_NW_* results by re-running the same rules (checkov's
-    kubernetes runner drops check details)."""
+    kubernetes runner drops check details); ``trusts`` are the scanned stacks' IRSA trusts (CKV_NW_12)."""
     analyses: dict[str, nw_catalog.RuleReport] = {}
     for r in results:
         if r.outcome != "failed" or not r.check_id.startswith("CKV_NW_") or r.messages:
@@ -266,10 +266,10 @@ def explain(results: list[Result]) -> None:
                 analyses[key] = nw_stack_rules.analyze(nw_tfdoc.project_of(path))
             r.messages = analyses[key].messages(r.check_id, str(path.resolve()), r.resource)
         elif r.framework == "kubernetes":
-            r.messages = _k8s_messages(path, r)
+            r.messages = _k8s_messages(path, r, trusts or {})
 
 
-def _k8s_messages(path: Path, r: Result) -> list[str]:
+def _k8s_messages(path: Path, r: Result, trusts: dict[str, list[str]]) -> list[str]:
     kind, _, rest = r.resource.partition(".")
     namespace, _, name = rest.partition(".")
     try:
@@ -280,6 +280,8 @@ def _k8s_messages(path: Path, r: Result) -> list[str]:
     for doc in docs:
         meta = doc.get("metadata") or {}
         if doc.get("kind") == kind and meta.get("name") == name and meta.get("namespace", "default") == namespace:
+            if r.check_id == "CKV_NW_12":
+                return nw_k8s_rules.service_account_problems(doc, trusts) or []
             return (rule(doc) or []) if rule else []
     return []
 
@@ -375,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     results, parsing = to_results(reports)
-    explain(results)
+    explain(results, nw_stack_rules.irsa_trusts_of_files([str(f) for f in files["terraform_json"]]))
     unused = apply_skips(results, skips)
     problems = [f"{n} file(s) could not be parsed by checkov's {fw} framework" for fw, n in parsing.items() if n]
     problems += coverage_gaps(results, scanned)

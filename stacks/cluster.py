@@ -61,7 +61,8 @@ SYSTEM_NODE_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NO
 def node_role(stack: NodewrightStack, construct_id: str, role_name: str) -> IamRole:
     """An EC2 node role with the four managed node policies attached."""
     role = IamRole(stack, construct_id, name=role_name,
-                   assume_role_policy=to_json(policies.service_trust_policy("AllowEC2Nodes", "ec2.amazonaws.com")))
+                   assume_role_policy=to_json(policies.service_trust_policy(
+                       "AllowEC2Nodes", policies.ec2_service_principals(stack.settings.region)[-1])))
     for policy in NODE_MANAGED_POLICIES:
         IamRolePolicyAttachment(stack, f"{construct_id}_{policy}", role=role.name,
                                 policy_arn=f"arn:{stack.partition}:iam::aws:policy/{policy}")

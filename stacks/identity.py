@@ -2,10 +2,12 @@
 
 - The node role (four managed node policies), its instance profile and an ``EC2_LINUX`` access
   entry, so nodes launched with it can join the cluster.
-- The controller role with the least-privilege controller policy (see :mod:`stacks.policies`),
+- The controller role with the least-privilege controller policies (see :mod:`stacks.policies`; one
+  managed policy per part of :data:`stacks.policies.CONTROLLER_POLICY_PARTS`, as Karpenter splits them),
   trusted either through the cluster's OIDC provider (IRSA, the default) for exactly
   ``system:serviceaccount:kube-system:nodewright`` with audience ``sts.amazonaws.com``, or
-  through EKS Pod Identity with an association for that same service account.
+  through EKS Pod Identity with an association for that same service account (trust limited to this
+  cluster's associations and that service account's session tags).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class IdentityStack(NodewrightStack):
     Attributes:
         node_role: role of launched nodes; its *name* goes to the chart's ``nodeRole``.
         controller_role: role the controller's pods assume.
+        controller_policies: part name -> its ``aws_iam_policy`` (attached to ``controller_role``).
         instance_profile: instance profile wrapping ``node_role``.
     """
 
@@ -49,18 +52,23 @@ class IdentityStack(NodewrightStack):
             partition=self.partition, account_id=self.account_id, region=settings.region,
             cluster_name=settings.cluster_name, cluster_arn=cluster.cluster.arn,
             queue_arn=interruption.queue.arn, node_role_arn=self.node_role.arn)
-        self.controller_policy = IamPolicy(self, "controller_policy", name=settings.controller_role_name,
-                                           description="nodewright controller: launch, tag and terminate "
-                                                       "the cluster's nodes",
-                                           policy=to_json(policies.controller_policy(context)))
         if settings.identity_mode is IdentityMode.IRSA:
             trust = self._irsa_trust(cluster)
         else:
-            trust = policies.pod_identity_trust_policy(self.account_id, cluster.cluster.arn)
+            trust = policies.pod_identity_trust_policy(
+                self.account_id, policies.pod_identity_association_arns(
+                    self.partition, settings.region, self.account_id, settings.cluster_name),
+                settings.cluster_name, CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT)
         self.controller_role = IamRole(self, "controller_role", name=settings.controller_role_name,
                                        assume_role_policy=to_json(trust))
-        IamRolePolicyAttachment(self, "controller_policy_attachment", role=self.controller_role.name,
-                                policy_arn=self.controller_policy.arn)
+        self.controller_policies: dict[str, IamPolicy] = {}
+        for part, document in policies.controller_policies(context).items():
+            construct = part.replace("-", "_")
+            self.controller_policies[part] = IamPolicy(
+                self, f"controller_{construct}_policy", name=f"{settings.controller_role_name}-{part}",
+                description=f"nodewright controller: {part.replace('-', ' ')}", policy=to_json(document))
+            IamRolePolicyAttachment(self, f"controller_{construct}_policy_attachment",
+                                    role=self.controller_role.name, policy_arn=self.controller_policies[part].arn)
         if settings.identity_mode is IdentityMode.POD_IDENTITY:
             EksPodIdentityAssociation(self, "controller_pod_identity", cluster_name=cluster.cluster.name,
                                       namespace=CONTROLLER_NAMESPACE, service_account=CONTROLLER_SERVICE_ACCOUNT,

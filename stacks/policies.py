@@ -6,19 +6,39 @@ policy gate can ``json.loads``. Values known only at apply time (ARNs, account i
 host) are Terraform references such as ``${aws_iam_role.node_role.arn}`` or ``${local.x}``; they
 never contain quotes, so the string stays valid JSON before Terraform interpolates it.
 
-Sources: the controller policy mirrors Karpenter v1's published ``KarpenterControllerPolicy``
-(karpenter.sh getting-started ``cloudformation.yaml``), statement by statement with the same Sids;
-the IRSA and Pod Identity trust policies follow the Amazon EKS user guide.
+Sources: the controller policy mirrors Karpenter v1's published controller policies (karpenter.sh
+getting-started ``cloudformation.yaml``), statement by statement with the same Sids, split the same way into
+several managed policies (:data:`CONTROLLER_POLICY_PARTS`) so that each stays under IAM's managed-policy size
+limit (:data:`MANAGED_POLICY_MAX_CHARS`); the IRSA and Pod Identity trust policies follow the Amazon EKS user
+guide.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 Document = dict[str, Any]
 
 VERSION = "2012-10-17"
+
+#: IAM quota: a customer managed policy document may hold at most 6,144 characters, white space not counted.
+MANAGED_POLICY_MAX_CHARS = 6144
+
+#: The controller's managed policies: part name -> the Sids it holds (Karpenter v1's split:
+#: NodeLifecycle, IAMIntegration, EKSIntegration, Interruption, ResourceDiscovery).
+CONTROLLER_POLICY_PARTS: dict[str, tuple[str, ...]] = {
+    "node-lifecycle": ("AllowScopedEC2InstanceAccessActions", "AllowScopedEC2LaunchTemplateAccessActions",
+                       "AllowScopedEC2InstanceActionsWithTags", "AllowScopedResourceCreationTagging",
+                       "AllowScopedDeletion"),
+    "iam-integration": ("AllowPassingInstanceRole", "AllowScopedInstanceProfileCreationActions",
+                        "AllowScopedInstanceProfileActions"),
+    "eks-integration": ("AllowAPIServerEndpointDiscovery",),
+    "interruption": ("AllowInterruptionQueueActions",),
+    "resource-discovery": ("AllowRegionalReadActions", "AllowSSMReadActions", "AllowPricingReadActions",
+                           "AllowInstanceProfileReadActions"),
+}
 
 # Read-only EC2 calls the controller makes for discovery and pricing (Karpenter v1 policy, plus
 # DescribeAvailabilityZones for zone ids). They support no resource-level permissions.
@@ -71,18 +91,34 @@ class ControllerPolicyContext:
         return f"arn:{self.partition}:iam::{self.account_id}:instance-profile/*"
 
     @property
-    def ec2_service(self) -> str:
-        # The service principal EC2 assumes the passed role with; China regions use their own DNS.
-        return "ec2.amazonaws.com.cn" if self.region.startswith("cn-") else "ec2.amazonaws.com"
+    def ec2_services(self) -> list[str]:
+        """``iam:PassedToService`` values for EC2: ``ec2.amazonaws.com``, and in the China partition also
+        ``ec2.amazonaws.com.cn`` (Karpenter lists both)."""
+        return ec2_service_principals(self.region)
+
+
+def ec2_service_principals(region: str) -> list[str]:
+    """EC2's service principal names in ``region``'s partition: China regions (``cn-*``) add
+    ``ec2.amazonaws.com.cn`` (the partition's URL suffix, as Karpenter's ``ec2.${AWS::URLSuffix}``)."""
+    return ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"] if region.startswith("cn-") else ["ec2.amazonaws.com"]
+
+
+def policy_chars(document: Document) -> int:
+    """The size IAM counts against :data:`MANAGED_POLICY_MAX_CHARS`: the JSON without white space."""
+    return len(json.dumps(document, separators=(",", ":")))
 
 
 def controller_policy(ctx: ControllerPolicyContext) -> Document:
     """The controller's least-privilege policy, one named statement per permission group.
 
+    Karpenter's statements the controller has no call for are left out (the IAM replay lists statements no call
+    needed): ``AllowScopedResourceTagging`` (Karpenter re-tags instances after registration; we tag the
+    NodeClaim and ``Name`` at launch) and ``AllowScopedInstanceProfileTagActions`` (Karpenter re-tags existing
+    profiles; ours are tagged when created), as is ``sqs:GetQueueAttributes``.
+
     Launch and create actions require the request to tag the new resources with
     ``kubernetes.io/cluster/<cluster>=owned``, ``eks:eks-cluster-name=<cluster>`` and a
-    ``karpenter.sh/nodepool`` tag; terminate/delete and later tagging require those tags on the
-    existing resource, so the controller can touch nothing it did not launch. ``iam:PassRole`` is
+    ``karpenter.sh/nodepool`` tag; terminate/delete require those tags on the existing resource, so the controller can touch nothing it did not launch. ``iam:PassRole`` is
     limited to the node role and to EC2 as the receiving service: the permission whose absence
     broke the first field report's launches (``UnauthorizedOperation ... iam:PassRole``).
 
@@ -115,11 +151,6 @@ def controller_policy(ctx: ControllerPolicyContext) -> Document:
                {"StringEquals": {**request_tags,
                                  "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]},
                 "StringLike": nodepool_request}),
-        _allow("AllowScopedResourceTagging", "ec2:CreateTags", ctx.ec2_arn("instance"),
-               {"StringEquals": resource_owned, "StringLike": nodepool_resource,
-                "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": ctx.cluster_name},
-                "ForAllValues:StringEquals": {"aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim",
-                                                             "Name"]}}),
         _allow("AllowScopedDeletion", ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
                [ctx.ec2_arn("instance"), ctx.ec2_arn("launch-template")],
                {"StringEquals": resource_owned, "StringLike": nodepool_resource}),
@@ -129,19 +160,15 @@ def controller_policy(ctx: ControllerPolicyContext) -> Document:
                f"arn:{ctx.partition}:ssm:{ctx.region}::parameter/aws/service/*"),
         # The Price List API has no resource-level permissions.
         _allow("AllowPricingReadActions", "pricing:GetProducts", "*"),
-        _allow("AllowInterruptionQueueActions",
-               ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
+        # What InterruptionQueue calls: GetQueueUrl (from the name), ReceiveMessage, DeleteMessage.
+        _allow("AllowInterruptionQueueActions", ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
                ctx.queue_arn),
         _allow("AllowPassingInstanceRole", "iam:PassRole", ctx.node_role_arn,
-               {"StringEquals": {"iam:PassedToService": ctx.ec2_service}}),
+               {"StringEquals": {"iam:PassedToService": _one_or_list(ctx.ec2_services)}}),
         _allow("AllowScopedInstanceProfileCreationActions", "iam:CreateInstanceProfile",
                ctx.instance_profile_arn,
                {"StringEquals": profile_request_tags,
                 "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}}),
-        _allow("AllowScopedInstanceProfileTagActions", "iam:TagInstanceProfile", ctx.instance_profile_arn,
-               {"StringEquals": {**profile_resource_tags, **profile_request_tags},
-                "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
-                               "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}}),
         _allow("AllowScopedInstanceProfileActions",
                ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
                ctx.instance_profile_arn,
@@ -151,6 +178,21 @@ def controller_policy(ctx: ControllerPolicyContext) -> Document:
         _allow("AllowAPIServerEndpointDiscovery", "eks:DescribeCluster", ctx.cluster_arn),
     ]
     return {"Version": VERSION, "Statement": statements}
+
+
+def controller_policies(ctx: ControllerPolicyContext) -> dict[str, Document]:
+    """:func:`controller_policy` split into the managed policies of :data:`CONTROLLER_POLICY_PARTS`.
+
+    Returns:
+        ``{part name: policy document}`` in the order of :data:`CONTROLLER_POLICY_PARTS`; every statement of
+        :func:`controller_policy` is in exactly one part.
+    """
+    by_sid = {s["Sid"]: s for s in controller_policy(ctx)["Statement"]}
+    parts = {part: {"Version": VERSION, "Statement": [by_sid.pop(sid) for sid in sids]}
+             for part, sids in CONTROLLER_POLICY_PARTS.items()}
+    if by_sid:
+        raise ValueError(f"statements in no controller policy part: {sorted(by_sid)}")
+    return parts
 
 
 def irsa_trust_policy(oidc_provider_arn: str, issuer_host: str, subject: str) -> Document:
@@ -172,20 +214,35 @@ def irsa_trust_policy(oidc_provider_arn: str, issuer_host: str, subject: str) ->
     }]}
 
 
-def pod_identity_trust_policy(account_id: str, cluster_arn: str) -> Document:
-    """Trust for EKS Pod Identity, limited to associations of this account's cluster.
+def pod_identity_association_arns(partition: str, region: str, account_id: str, cluster_name: str) -> str:
+    """ARN pattern of the cluster's EKS Pod Identity associations
+    (``arn:<partition>:eks:<region>:<account>:podidentityassociation/<cluster>/<association id>``)."""
+    return f"arn:{partition}:eks:{region}:{account_id}:podidentityassociation/{cluster_name}/*"
 
-    The EKS Auth service assumes the role (``sts:AssumeRole``) and tags the session with the
-    pod's namespace/service account (``sts:TagSession``); which service account may use the role
-    is decided by the ``aws_eks_pod_identity_association``.
+
+def pod_identity_trust_policy(account_id: str, association_arns: str, cluster_name: str,
+                              namespace: str, service_account: str) -> Document:
+    """Trust for EKS Pod Identity: this account's associations of this cluster, for one service account.
+
+    The EKS Auth service (``pods.eks.amazonaws.com``) calls ``sts:AssumeRole`` with session tags
+    (``sts:TagSession``) ``eks-cluster-arn``, ``eks-cluster-name``, ``kubernetes-namespace``,
+    ``kubernetes-service-account``, ``kubernetes-pod-name`` and ``kubernetes-pod-uid`` (EKS user guide, "Grant
+    Pods access to AWS resources based on tags"). The request's source is the *pod identity association*, not
+    the cluster, so ``aws:SourceArn`` is matched with ``ArnLike`` against the cluster's associations
+    (:func:`pod_identity_association_arns`); the session tags pin the namespace, service account and cluster,
+    as the EKS user guide's trust example does. Both conditions hold for both actions (the tags are request
+    tags of the AssumeRole call too).
     """
     return {"Version": VERSION, "Statement": [{
         "Sid": "AllowEksPodIdentity",
         "Effect": "Allow",
         "Principal": {"Service": "pods.eks.amazonaws.com"},
         "Action": ["sts:AssumeRole", "sts:TagSession"],
-        "Condition": {"StringEquals": {"aws:SourceAccount": account_id},
-                      "ArnEquals": {"aws:SourceArn": cluster_arn}},
+        "Condition": {"StringEquals": {"aws:SourceAccount": account_id,
+                                       "aws:RequestTag/eks-cluster-name": cluster_name,
+                                       "aws:RequestTag/kubernetes-namespace": namespace,
+                                       "aws:RequestTag/kubernetes-service-account": service_account},
+                      "ArnLike": {"aws:SourceArn": association_arns}},
     }]}
 
 
@@ -269,6 +326,10 @@ def interruption_queue_policy(queue_arn: str, rule_arns: list[str]) -> Document:
             "Condition": {"Bool": {"aws:SecureTransport": "false"}},
         },
     ]}
+
+
+def _one_or_list(values: list[str]) -> str | list[str]:
+    return values[0] if len(values) == 1 else values
 
 
 def _allow(sid: str, action: str | list[str], resource: str | list[str],

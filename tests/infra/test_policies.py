@@ -22,25 +22,47 @@ def _actions(statement):
     return [action] if isinstance(action, str) else action
 
 
-def test_controller_policy_has_karpenter_v1_statements_by_sid():
-    assert list(_by_sid(policies.controller_policy(CTX))) == [
-        "AllowScopedEC2InstanceAccessActions",
-        "AllowScopedEC2LaunchTemplateAccessActions",
-        "AllowScopedEC2InstanceActionsWithTags",
-        "AllowScopedResourceCreationTagging",
-        "AllowScopedResourceTagging",
-        "AllowScopedDeletion",
-        "AllowRegionalReadActions",
-        "AllowSSMReadActions",
-        "AllowPricingReadActions",
-        "AllowInterruptionQueueActions",
-        "AllowPassingInstanceRole",
-        "AllowScopedInstanceProfileCreationActions",
-        "AllowScopedInstanceProfileTagActions",
-        "AllowScopedInstanceProfileActions",
-        "AllowInstanceProfileReadActions",
-        "AllowAPIServerEndpointDiscovery",
-    ]
+def test_controller_policy_has_karpenter_v1_statements_by_sid_in_karpenters_five_policies():
+    parts = policies.controller_policies(CTX)
+    assert {part: [s["Sid"] for s in doc["Statement"]] for part, doc in parts.items()} == {
+        "node-lifecycle": ["AllowScopedEC2InstanceAccessActions", "AllowScopedEC2LaunchTemplateAccessActions",
+                           "AllowScopedEC2InstanceActionsWithTags", "AllowScopedResourceCreationTagging",
+                           "AllowScopedDeletion"],
+        "iam-integration": ["AllowPassingInstanceRole", "AllowScopedInstanceProfileCreationActions",
+                            "AllowScopedInstanceProfileActions"],
+        "eks-integration": ["AllowAPIServerEndpointDiscovery"],
+        "interruption": ["AllowInterruptionQueueActions"],
+        "resource-discovery": ["AllowRegionalReadActions", "AllowSSMReadActions", "AllowPricingReadActions",
+                               "AllowInstanceProfileReadActions"],
+    }
+    assert all(doc["Version"] == "2012-10-17" for doc in parts.values())
+    assert sorted(s["Sid"] for d in parts.values() for s in d["Statement"]) == sorted(
+        _by_sid(policies.controller_policy(CTX)))
+
+
+# Longest region name of each partition (AWS region lists) and the longest cluster name the settings allow.
+LONGEST_REGIONS = {"aws": "ap-southeast-5", "aws-cn": "cn-northwest-1", "aws-us-gov": "us-gov-west-1",
+                   "aws-iso": "us-iso-west-1", "aws-iso-b": "us-isob-east-1", "aws-iso-e": "eu-isoe-west-1",
+                   "aws-iso-f": "us-isof-south-1", "aws-eusc": "eusc-de-east-1"}
+
+
+@pytest.mark.parametrize("partition", sorted(LONGEST_REGIONS))
+def test_every_controller_policy_fits_the_managed_policy_size_limit(partition):
+    from stacks.settings import load_settings
+
+    cluster = "c" + "x" * 36 + "z"
+    settings = load_settings({"cluster_name": cluster})  # the derived names; the region comes from the table
+    region, account = LONGEST_REGIONS[partition], "123456789012"
+    ctx = policies.ControllerPolicyContext(
+        partition=partition, account_id=account, region=region, cluster_name=cluster,
+        cluster_arn=f"arn:{partition}:eks:{region}:{account}:cluster/{cluster}",
+        queue_arn=f"arn:{partition}:sqs:{region}:{account}:{settings.interruption_queue_name}",
+        node_role_arn=f"arn:{partition}:iam::{account}:role/{settings.node_role_name}")
+    sizes = {part: policies.policy_chars(doc) for part, doc in policies.controller_policies(ctx).items()}
+    # Every part keeps more than half of IAM's quota free for statements added later.
+    assert max(sizes.values()) <= policies.MANAGED_POLICY_MAX_CHARS // 2, sizes
+    with pytest.raises(Exception, match="1-38"):
+        load_settings({"cluster_name": cluster + "y"})
 
 
 def test_pass_role_only_for_the_node_role_and_only_to_ec2():
@@ -56,7 +78,10 @@ def test_pass_role_only_for_the_node_role_and_only_to_ec2():
 def test_china_regions_pass_the_role_to_the_china_ec2_principal():
     ctx = policies.ControllerPolicyContext(**{**CTX.__dict__, "region": "cn-north-1", "partition": "aws-cn"})
     passing = _by_sid(policies.controller_policy(ctx))["AllowPassingInstanceRole"]
-    assert passing["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com.cn"}}
+    assert passing["Condition"] == {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com",
+                                                                             "ec2.amazonaws.com.cn"]}}
+    assert policies.ec2_service_principals("cn-northwest-1")[-1] == "ec2.amazonaws.com.cn"
+    assert policies.ec2_service_principals("us-gov-west-1") == ["ec2.amazonaws.com"]
 
 
 def test_creating_launches_require_the_cluster_ownership_and_nodepool_request_tags():
@@ -99,8 +124,9 @@ def test_no_wildcard_actions_and_every_statement_is_named():
 def test_queue_ssm_and_eks_are_scoped_to_this_cluster():
     by_sid = _by_sid(policies.controller_policy(CTX))
     assert by_sid["AllowInterruptionQueueActions"]["Resource"] == CTX.queue_arn
+    # No sqs:GetQueueAttributes: nothing calls it (Karpenter v1 dropped it too).
     assert by_sid["AllowInterruptionQueueActions"]["Action"] == [
-        "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"]
+        "sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"]
     assert by_sid["AllowSSMReadActions"]["Resource"] == "arn:aws:ssm:ap-northeast-2::parameter/aws/service/*"
     assert by_sid["AllowAPIServerEndpointDiscovery"] == {
         "Sid": "AllowAPIServerEndpointDiscovery", "Effect": "Allow", "Action": "eks:DescribeCluster",
@@ -119,12 +145,17 @@ def test_irsa_trust_names_exactly_the_service_account_and_sts_audience():
     }]
 
 
-def test_pod_identity_trust_is_limited_to_the_cluster():
-    (stmt,) = policies.pod_identity_trust_policy("111122223333", CTX.cluster_arn)["Statement"]
+def test_pod_identity_trust_is_limited_to_the_clusters_associations_and_one_service_account():
+    arns = policies.pod_identity_association_arns("aws", "ap-northeast-2", "111122223333", "shop")
+    assert arns == "arn:aws:eks:ap-northeast-2:111122223333:podidentityassociation/shop/*"
+    (stmt,) = policies.pod_identity_trust_policy("111122223333", arns, "shop", "kube-system", "nodewright")["Statement"]
     assert stmt["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert stmt["Action"] == ["sts:AssumeRole", "sts:TagSession"]
-    assert stmt["Condition"] == {"StringEquals": {"aws:SourceAccount": "111122223333"},
-                                 "ArnEquals": {"aws:SourceArn": CTX.cluster_arn}}
+    assert stmt["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": "111122223333", "aws:RequestTag/eks-cluster-name": "shop",
+                         "aws:RequestTag/kubernetes-namespace": "kube-system",
+                         "aws:RequestTag/kubernetes-service-account": "nodewright"},
+        "ArnLike": {"aws:SourceArn": arns}}
 
 
 def test_queue_policy_lets_only_the_rules_send_and_denies_plain_http():

@@ -128,7 +128,7 @@ def test_trust_policy_names_exactly_the_controller_service_account(synth):
 
 
 def test_pass_role_is_scoped_to_the_node_role_with_the_ec2_condition(synth):
-    policy = policy_of(synth.resource("identity", "aws_iam_policy", "controller_policy"))
+    policy = policy_of(synth.resource("identity", "aws_iam_policy", "controller_iam_integration_policy"))
     passing = [s for s in policy["Statement"] if "iam:PassRole" in str(s["Action"])]
     assert passing == [{"Sid": "AllowPassingInstanceRole", "Effect": "Allow", "Action": "iam:PassRole",
                         "Resource": "${aws_iam_role.node_role.arn}",
@@ -139,14 +139,36 @@ def test_pass_role_is_scoped_to_the_node_role_with_the_ec2_condition(synth):
 
 
 def test_controller_policy_references_the_real_queue_and_cluster(synth):
-    policy = policy_of(synth.resource("identity", "aws_iam_policy", "controller_policy"))
-    queue = statement(policy, "AllowInterruptionQueueActions")["Resource"]
+    def part(name: str) -> dict:
+        return policy_of(synth.resource("identity", "aws_iam_policy", f"controller_{name}_policy"))
+
+    queue = statement(part("interruption"), "AllowInterruptionQueueActions")["Resource"]
     assert synth.resolve(queue) == ("interruption", "${aws_sqs_queue.queue.arn}")
-    cluster = statement(policy, "AllowAPIServerEndpointDiscovery")["Resource"]
+    cluster = statement(part("eks_integration"), "AllowAPIServerEndpointDiscovery")["Resource"]
     assert synth.resolve(cluster) == ("cluster", "${aws_eks_cluster.cluster.arn}")
-    attachment = synth.resource("identity", "aws_iam_role_policy_attachment", "controller_policy_attachment")
-    assert attachment == {**attachment, "role": "${aws_iam_role.controller_role.name}",
-                          "policy_arn": "${aws_iam_policy.controller_policy.arn}"}
+
+
+def test_controller_permissions_are_karpenters_five_managed_policies_all_attached(synth):
+    """The synthesized documents are exactly :func:`stacks.policies.controller_policies` of the stack's
+    references (so the IAM replay, which renders that function, evaluates what the stacks ship)."""
+    from stacks import policies
+
+    managed = synth.resources("identity", "aws_iam_policy")
+    assert sorted(managed) == sorted(f"controller_{p.replace('-', '_')}_policy" for p in policies.CONTROLLER_POLICY_PARTS)
+    assert {c["name"] for c in managed.values()} == {
+        f"nodewright-nodewright-controller-{p}" for p in policies.CONTROLLER_POLICY_PARTS}
+    attachments = synth.resources("identity", "aws_iam_role_policy_attachment")
+    attached = {a["policy_arn"] for a in attachments.values() if a["role"] == "${aws_iam_role.controller_role.name}"}
+    assert attached == {f"${{aws_iam_policy.{name}.arn}}" for name in managed}
+    queue = statement(policy_of(managed["controller_interruption_policy"]), "AllowInterruptionQueueActions")
+    cluster = statement(policy_of(managed["controller_eks_integration_policy"]), "AllowAPIServerEndpointDiscovery")
+    ctx = policies.ControllerPolicyContext(
+        partition="${data.aws_partition.partition.partition}",
+        account_id="${data.aws_caller_identity.caller.account_id}", region="ap-northeast-2",
+        cluster_name="nodewright", cluster_arn=cluster["Resource"], queue_arn=queue["Resource"],
+        node_role_arn="${aws_iam_role.node_role.arn}")
+    expected = policies.controller_policies(ctx)
+    assert {p: policy_of(managed[f"controller_{p.replace('-', '_')}_policy"]) for p in expected} == expected
 
 
 def test_instance_profile_and_access_entry_use_the_node_role(synth):

@@ -45,9 +45,14 @@ def test_controller_role_trusts_only_eks_pod_identity_for_this_cluster(synth):
     (stmt,) = policy_of(role, "assume_role_policy")["Statement"]
     assert stmt["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert stmt["Action"] == ["sts:AssumeRole", "sts:TagSession"]
-    assert stmt["Condition"]["StringEquals"] == {"aws:SourceAccount": "${data.aws_caller_identity.caller.account_id}"}
-    assert synth.resolve(stmt["Condition"]["ArnEquals"]["aws:SourceArn"]) == (
-        "cluster", "${aws_eks_cluster.cluster.arn}")
+    account = "${data.aws_caller_identity.caller.account_id}"
+    # EKS Pod Identity's request comes from the association (not the cluster) and carries session tags.
+    assert stmt["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": account, "aws:RequestTag/eks-cluster-name": "shop-prod",
+                         "aws:RequestTag/kubernetes-namespace": "kube-system",
+                         "aws:RequestTag/kubernetes-service-account": "nodewright"},
+        "ArnLike": {"aws:SourceArn": f"arn:${{data.aws_partition.partition.partition}}:eks:us-west-2:{account}:"
+                                     "podidentityassociation/shop-prod/*"}}
 
 
 def test_pod_identity_agent_addon_and_no_irsa_annotation(synth):
@@ -98,7 +103,7 @@ def test_names_follow_the_cluster_name(synth):
     assert synth.resource("identity", "aws_iam_role", "node_role")["name"] == "shop-prod-nodewright-node"
     subnet = synth.resource("network", "aws_subnet", "private_0")
     assert subnet["tags"]["karpenter.sh/discovery"] == "shop-prod"
-    policy = policy_of(synth.resource("identity", "aws_iam_policy", "controller_policy"))
+    policy = policy_of(synth.resource("identity", "aws_iam_policy", "controller_node_lifecycle_policy"))
     deletion = next(s for s in policy["Statement"] if s["Sid"] == "AllowScopedDeletion")
     assert deletion["Condition"]["StringEquals"] == {"aws:ResourceTag/kubernetes.io/cluster/shop-prod": "owned"}
     assert all(":us-west-2:" in r for r in deletion["Resource"])

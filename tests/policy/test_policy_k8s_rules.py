@@ -90,8 +90,9 @@ def test_field_report_v1alpha5_provisioners():
     assert k8s.limits_problems(provisioners["compute"]) == [
         "Provisioner 'compute' has no limits (spec.limits cpu/memory): nothing bounds how many nodes it launches."]
     team1 = example("team1-alternative-provisioner.yaml")
-    assert k8s.imds_problems(team1["team1"]) == [
-        "AWSNodeTemplate 'team1' allows IMDSv1 (metadataOptions.httpTokens is 'not set', must be 'required')."]
+    # No metadataOptions: AWSNodeTemplate defaulted to httpTokens required, hop limit 2 (Karpenter v0.31 docs,
+    # "Node Templates"), so the defaults are safe and the gate must not fail them.
+    assert k8s.imds_problems(team1["team1"]) == []
 
 
 @pytest.mark.parametrize(("options", "count"), [
@@ -133,3 +134,16 @@ def test_service_account_annotation(annotations, expected):
     if annotations is not None:
         sa["metadata"]["annotations"] = annotations
     assert k8s.service_account_problems(sa) == expected
+
+
+def test_service_account_annotations_as_checkov_hands_them_over():
+    """checkov's kubernetes parser turns ``metadata.annotations`` into a one-element list: before this was read,
+    CKV_NW_12 silently saw no annotation on every rendered ServiceAccount (UNKNOWN, never reported)."""
+    sa = {"kind": "ServiceAccount", "metadata": {"name": "karpenter", "namespace": "kube-system", "annotations": [
+        {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/shop-nodewright-controller"}]}}
+    trusts = {"shop-nodewright-controller": ["system:serviceaccount:kube-system:nodewright"]}
+    assert k8s.service_account_problems(sa, trusts) == [
+        "ServiceAccount system:serviceaccount:kube-system:karpenter is annotated with role shop-nodewright-controller, "
+        "whose trust names ['system:serviceaccount:kube-system:nodewright']: sts:AssumeRoleWithWebIdentity will be "
+        "denied."]
+    assert k8s.service_account_problems(sa, {}) == []

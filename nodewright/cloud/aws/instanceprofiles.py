@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -20,11 +21,11 @@ from botocore.exceptions import ClientError
 from nodewright.cloud.aws.cache import Clock, TTLCache
 from nodewright.cloud.aws.errors import error_code, translate
 from nodewright.cloud.aws.filters import tag_list
+from nodewright.cloud.aws.tags import instance_profile_tags
 
 log = logging.getLogger(__name__)
 
 INSTANCE_PROFILE_TTL_SECONDS = 900.0
-TAG_INSTANCE_PROFILE_NODECLASS = "karpenter.k8s.aws/ec2nodeclass"
 
 
 def profile_name(cluster_name: str, region: str, nodeclass: str) -> str:
@@ -48,8 +49,10 @@ class InstanceProfileProvider:
         self.region = region
         self._ready: TTLCache[str] = TTLCache(ttl, clock)
 
-    def resolve(self, nodeclass: str, role: str | None, instance_profile: str | None) -> str:
-        """The instance profile name for an EC2NodeClass: ``instance_profile`` as given, or the managed one.
+    def resolve(self, nodeclass: str, role: str | None, instance_profile: str | None,
+                nodeclass_tags: Mapping[str, str] | None = None) -> str:
+        """The instance profile name for an EC2NodeClass: ``instance_profile`` as given, or the managed one
+        (created with :func:`~nodewright.cloud.aws.tags.instance_profile_tags`, ``nodeclass_tags`` included).
 
         Raises:
             AuthorizationError: an IAM call was denied (typically ``iam:PassRole`` on the role).
@@ -64,13 +67,13 @@ class InstanceProfileProvider:
         cached = self._ready.get(name)
         if cached == wanted:
             return name
-        self._ensure(name, nodeclass, wanted)
+        self._ensure(name, nodeclass, wanted, nodeclass_tags)
         self._ready.put(name, wanted)
         return name
 
-    def _ensure(self, name: str, nodeclass: str, role: str) -> None:
+    def _ensure(self, name: str, nodeclass: str, role: str, nodeclass_tags: Mapping[str, str] | None) -> None:
         try:
-            profile = self._get(name) or self._create(name, nodeclass)
+            profile = self._get(name) or self._create(name, nodeclass, nodeclass_tags)
             current = [r["RoleName"] for r in profile.get("Roles", [])]
             for other in current:
                 if other != role:
@@ -91,9 +94,8 @@ class InstanceProfileProvider:
                 return None
             raise
 
-    def _create(self, name: str, nodeclass: str) -> dict[str, Any]:
-        tags = {f"kubernetes.io/cluster/{self.cluster_name}": "owned", "eks:eks-cluster-name": self.cluster_name,
-                TAG_INSTANCE_PROFILE_NODECLASS: nodeclass, "topology.kubernetes.io/region": self.region}
+    def _create(self, name: str, nodeclass: str, nodeclass_tags: Mapping[str, str] | None) -> dict[str, Any]:
+        tags = instance_profile_tags(self.cluster_name, self.region, nodeclass, nodeclass_tags)
         try:
             created: dict[str, Any] = self._iam.create_instance_profile(
                 InstanceProfileName=name, Tags=tag_list(tags))["InstanceProfile"]

@@ -6,6 +6,12 @@ devices, metadata options, instance profile, public IP and monitoring settings, 
 name: an existing template is found and reused instead of created again (Karpenter does the same with its
 ``karpenter.k8s.aws/<hash>`` names).
 
+Tags (Karpenter v1, see :mod:`nodewright.cloud.aws.tags`): the template, and the network interfaces and spot
+requests launched from it (the template data's ``TagSpecifications``), carry the ownership tag, ``eks:eks-cluster-name``,
+``karpenter.sh/nodepool``, ``karpenter.k8s.aws/ec2nodeclass`` and the EC2NodeClass's tags: the controller policy
+lets CreateFleet use a template only when it carries them. A template is therefore per NodePool, and per capacity
+type (spot requests are tagged only in spot templates, as Karpenter does).
+
 Refresh policy: a template known to exist is trusted for 10 minutes; a fleet error saying it is gone
 invalidates it. :meth:`LaunchTemplateProvider.delete_unused` removes this cluster's templates that no
 current configuration needs.
@@ -30,16 +36,17 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from nodewright.api import labels
 from nodewright.api.ec2nodeclass import BlockDeviceMapping, MetadataOptions
 from nodewright.cloud.aws.cache import Clock, TTLCache
 from nodewright.cloud.aws.errors import error_code, is_not_found_error, translate
-from nodewright.cloud.aws.filters import tag_list
+from nodewright.cloud.aws.filters import tag_filters, tag_list
+from nodewright.cloud.aws.tags import ownership_tag
+from nodewright.cloud.instancetype import CAPACITY_TYPE_SPOT
 
 log = logging.getLogger(__name__)
 
 LAUNCH_TEMPLATE_TTL_SECONDS = 600.0
-#: Tag on every launch template we create; ``delete_unused`` only ever touches templates carrying it.
-TAG_LT_CLUSTER = "karpenter.k8s.aws/cluster"
 
 _GIB = 2**30
 
@@ -109,7 +116,9 @@ class LaunchTemplateSpec:
         instance_profile: instance profile name.
         block_device_mappings: EC2 API shape (see :func:`block_devices`).
         metadata_options: EC2 API shape (see :func:`metadata_options`).
-        tags: tags for the template itself (ours plus the EC2NodeClass's ``spec.tags``).
+        tags: tags of the template and of the network interfaces and spot requests it creates
+            (:func:`nodewright.cloud.aws.tags.resource_tags`).
+        capacity_type: ``spot`` adds the spot-instances-request tag specification; otherwise not used.
         associate_public_ip: None to follow the subnet's setting.
         detailed_monitoring: CloudWatch detailed monitoring.
     """
@@ -125,6 +134,7 @@ class LaunchTemplateSpec:
     tags: Mapping[str, str] = field(default_factory=dict)
     associate_public_ip: bool | None = None
     detailed_monitoring: bool = False
+    capacity_type: str = ""
 
     def data(self) -> dict[str, Any]:
         """The ``LaunchTemplateData`` document sent to ``ec2:CreateLaunchTemplate``."""
@@ -141,6 +151,10 @@ class LaunchTemplateSpec:
         else:
             data["NetworkInterfaces"] = [{"DeviceIndex": 0, "AssociatePublicIpAddress": self.associate_public_ip,
                                           "Groups": list(self.security_group_ids)}]
+        if self.tags:
+            kinds = ("network-interface", "spot-instances-request") if self.capacity_type == CAPACITY_TYPE_SPOT \
+                else ("network-interface",)
+            data["TagSpecifications"] = [{"ResourceType": kind, "Tags": tag_list(self.tags)} for kind in kinds]
         return data
 
     def name(self) -> str:
@@ -198,11 +212,10 @@ class LaunchTemplateProvider:
         return LaunchTemplate(name, found[0]["LaunchTemplateId"], image_id) if found else None
 
     def _create(self, name: str, spec: LaunchTemplateSpec) -> LaunchTemplate:
-        tags = {**spec.tags, TAG_LT_CLUSTER: self.cluster_name, "karpenter.k8s.aws/ec2nodeclass": spec.nodeclass}
         try:
             created = self._ec2.create_launch_template(
                 LaunchTemplateName=name, LaunchTemplateData=spec.data(),
-                TagSpecifications=[{"ResourceType": "launch-template", "Tags": tag_list(tags)}])
+                TagSpecifications=[{"ResourceType": "launch-template", "Tags": tag_list(spec.tags)}])
         except ClientError as err:
             if error_code(err) == "InvalidLaunchTemplateName.AlreadyExistsException":
                 # Another replica (or our previous life) created it between describe and create.
@@ -215,11 +228,16 @@ class LaunchTemplateProvider:
         return LaunchTemplate(name, created["LaunchTemplate"]["LaunchTemplateId"], spec.image_id)
 
     def delete_unused(self, in_use: set[str]) -> list[str]:
-        """Delete this cluster's templates whose names are not in ``in_use``; returns the deleted names."""
+        """Delete this cluster's templates whose names are not in ``in_use``; returns the deleted names.
+
+        Only templates tagged ``kubernetes.io/cluster/<cluster>=owned`` and ``eks:eks-cluster-name=<cluster>`` are
+        looked at: the ones the controller created, and the only ones its policy lets it delete.
+        """
         deleted = []
+        owned = tag_filters({ownership_tag(self.cluster_name): "owned", labels.TAG_CLUSTER_NAME: self.cluster_name})
         try:
             paginator = self._ec2.get_paginator("describe_launch_templates")
-            pages = paginator.paginate(Filters=[{"Name": f"tag:{TAG_LT_CLUSTER}", "Values": [self.cluster_name]}])
+            pages = paginator.paginate(Filters=owned)
             names = [t["LaunchTemplateName"] for page in pages for t in page.get("LaunchTemplates", [])]
             for name in names:
                 if name in in_use:

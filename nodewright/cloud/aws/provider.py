@@ -23,7 +23,7 @@ from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.hashing import ec2nodeclass_hash, ec2nodeclass_hash_annotations
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
-from nodewright.cloud.aws import userdata
+from nodewright.cloud.aws import tags, userdata
 from nodewright.cloud.aws.amis import AMI, AMIProvider
 from nodewright.cloud.aws.cache import Clock
 from nodewright.cloud.aws.clients import AWSClients
@@ -166,7 +166,7 @@ class AWSCloudProvider:
         if not amis:
             raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name!r}: amiSelectorTerms matched no AMI "
                                          f"(Kubernetes {self.settings.kubernetes_version})")
-        profile = self.instance_profiles.resolve(nodeclass.name, spec.role, spec.instance_profile)
+        profile = self.instance_profiles.resolve(nodeclass.name, spec.role, spec.instance_profile, spec.tags)
         return ResolvedNodeClass(subnets, groups, amis, profile, self.subnets.zonal(spec.subnet_selector_terms))
 
     def nodeclass_status(self, nodeclass: EC2NodeClass) -> dict[str, object]:
@@ -215,7 +215,7 @@ class AWSCloudProvider:
             ami = next((a for a in resolved.amis if a.fits(instance_type.labels)), None)
             if ami is None:
                 continue
-            template = self._launch_template(nodeclaim, nodeclass, resolved, ami, instance_type)
+            template = self._launch_template(nodeclaim, nodeclass, resolved, ami, instance_type, offering.capacity_type)
             candidates.append(FleetCandidate(instance_type.name, offering.zone,
                                              resolved.zonal_subnets[offering.zone].id,
                                              offering.capacity_type, offering.price, template))
@@ -236,17 +236,11 @@ class AWSCloudProvider:
         self.pricing.refresh(names)
 
     def _tags(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass) -> dict[str, str]:
-        name = nodeclaim.metadata.name or ""
-        return {**(nodeclass.spec.tags or {}),
-                f"{labels.TAG_CLUSTER_PREFIX}{self.settings.cluster_name}": "owned",
-                labels.TAG_CLUSTER_NAME: self.settings.cluster_name,
-                labels.TAG_NODEPOOL: nodeclaim.nodepool or "",
-                labels.TAG_NODECLAIM: name,
-                labels.TAG_EC2NODECLASS: nodeclass.name,
-                labels.TAG_NAME: f"{nodeclaim.nodepool}/{name}" if nodeclaim.nodepool else name}
+        return tags.instance_tags(self.settings.cluster_name, nodeclaim.nodepool or "", nodeclass.name,
+                                  nodeclaim.metadata.name or "", nodeclass.spec.tags)
 
     def _launch_template(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass, resolved: ResolvedNodeClass,
-                         ami: AMI, instance_type: InstanceType) -> str:
+                         ami: AMI, instance_type: InstanceType, capacity_type: str) -> str:
         spec = nodeclass.spec
         family = spec.resolved_ami_family
         options = userdata.BootstrapOptions(
@@ -262,9 +256,10 @@ class AWSCloudProvider:
             security_group_ids=tuple(g.id for g in resolved.security_groups),
             instance_profile=resolved.instance_profile,
             block_device_mappings=tuple(block_devices(spec.block_device_mappings, family)),
-            metadata_options=metadata_options(spec.metadata_options), tags=dict(spec.tags or {}),
+            metadata_options=metadata_options(spec.metadata_options),
+            tags=tags.resource_tags(self.settings.cluster_name, nodeclaim.nodepool or "", nodeclass.name, spec.tags),
             associate_public_ip=spec.associate_public_ip_address,
-            detailed_monitoring=bool(spec.detailed_monitoring)))
+            detailed_monitoring=bool(spec.detailed_monitoring), capacity_type=capacity_type))
         return template.name
 
     def delete(self, nodeclaim: NodeClaim) -> None:

@@ -99,7 +99,7 @@ def test_malformed_bodies_raise(body: str) -> None:
 
 def test_queue_handles_deletes_and_survives_malformed_and_failing_handlers(moto: None) -> None:
     sqs = boto3.client("sqs", region_name=REGION)
-    url = sqs.create_queue(QueueName="demo-interruption", Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
+    url = sqs.create_queue(QueueName="nodewright-demo", Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
     for body in (SPOT, "{broken", _state("stopping"), REBALANCE):
         sqs.send_message(QueueUrl=url, MessageBody=body)
     seen: list[str] = []
@@ -119,8 +119,8 @@ def test_queue_handles_deletes_and_survives_malformed_and_failing_handlers(moto:
 
 def test_pull_style_receive_and_delete_by_queue_name(moto: None) -> None:
     sqs = boto3.client("sqs", region_name=REGION)
-    sqs.create_queue(QueueName="demo-interruption", Attributes={"VisibilityTimeout": "0"})
-    queue = InterruptionQueue.from_name(sqs, "demo-interruption", wait_seconds=0)
+    sqs.create_queue(QueueName="nodewright-demo", Attributes={"VisibilityTimeout": "0"})
+    queue = InterruptionQueue.from_name(sqs, "nodewright-demo", wait_seconds=0)
     for body in (HEALTH, "null"):
         sqs.send_message(QueueUrl=queue.queue_url, MessageBody=body)
     messages = queue.receive()

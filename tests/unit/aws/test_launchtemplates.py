@@ -7,6 +7,7 @@ import pytest
 
 from aws.conftest import CLUSTER, REGION, Cluster
 from nodewright.api.ec2nodeclass import BlockDeviceMapping, MetadataOptions
+from nodewright.cloud.aws.filters import tag_list
 from nodewright.cloud.aws.launchtemplates import (
     LaunchTemplateProvider,
     LaunchTemplateSpec,
@@ -14,13 +15,19 @@ from nodewright.cloud.aws.launchtemplates import (
     metadata_options,
     volume_size_gib,
 )
+from nodewright.cloud.aws.tags import resource_tags
+
+#: Karpenter v1's tags for nodepool ``general`` / EC2NodeClass ``default`` of cluster ``demo`` with spec.tags team.
+TAGS = {"team": "payments", "kubernetes.io/cluster/demo": "owned", "eks:eks-cluster-name": "demo",
+        "karpenter.sh/nodepool": "general", "karpenter.k8s.aws/ec2nodeclass": "default"}
 
 
-def _spec(cluster: Cluster, user_data: str = "#!/bin/bash\n") -> LaunchTemplateSpec:
+def _spec(cluster: Cluster, user_data: str = "#!/bin/bash\n", capacity_type: str = "on-demand") -> LaunchTemplateSpec:
     return LaunchTemplateSpec(cluster_name=CLUSTER, nodeclass="default", image_id=cluster.ami_amd64,
                               user_data=user_data, security_group_ids=(cluster.security_group,),
                               instance_profile="demo_profile", block_device_mappings=tuple(block_devices(None, "AL2023")),
-                              tags={"team": "payments"})
+                              tags=resource_tags(CLUSTER, "general", "default", {"team": "payments"}),
+                              capacity_type=capacity_type)
 
 
 def test_same_inputs_reuse_one_template(cluster: Cluster) -> None:
@@ -32,7 +39,7 @@ def test_same_inputs_reuse_one_template(cluster: Cluster) -> None:
     assert first == second and provider.created == 1
     assert len(ec2.describe_launch_templates()["LaunchTemplates"]) == 1
     tags = {t["Key"]: t["Value"] for t in ec2.describe_launch_templates()["LaunchTemplates"][0]["Tags"]}
-    assert tags == {"team": "payments", "karpenter.k8s.aws/cluster": CLUSTER, "karpenter.k8s.aws/ec2nodeclass": "default"}
+    assert tags == TAGS
 
 
 def test_changed_user_data_gets_a_new_template_and_unused_ones_are_deleted(cluster: Cluster) -> None:
@@ -42,9 +49,14 @@ def test_changed_user_data_gets_a_new_template_and_unused_ones_are_deleted(clust
     new = provider.ensure(_spec(cluster, "#!/bin/bash\necho v2\n"))
     assert old.name != new.name and provider.created == 2
     ec2.create_launch_template(LaunchTemplateName="someone-elses", LaunchTemplateData={"ImageId": cluster.ami_amd64})
+    other_cluster = {**TAGS, "eks:eks-cluster-name": "other", "kubernetes.io/cluster/other": "owned"}
+    del other_cluster["kubernetes.io/cluster/demo"]
+    ec2.create_launch_template(LaunchTemplateName="other-cluster", LaunchTemplateData={"ImageId": cluster.ami_amd64},
+                               TagSpecifications=[{"ResourceType": "launch-template", "Tags": [
+                                   {"Key": k, "Value": v} for k, v in other_cluster.items()]}])
     assert provider.delete_unused({new.name}) == [old.name]
     names = sorted(t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"])
-    assert names == sorted([new.name, "someone-elses"])
+    assert names == sorted([new.name, "other-cluster", "someone-elses"])
 
 
 def test_template_data_document(cluster: Cluster) -> None:
@@ -55,7 +67,11 @@ def test_template_data_document(cluster: Cluster) -> None:
                                                                    "Encrypted": True, "DeleteOnTermination": True}}],
         "MetadataOptions": {"HttpEndpoint": "enabled", "HttpProtocolIpv6": "disabled", "HttpPutResponseHopLimit": 1,
                             "HttpTokens": "required"},
-        "Monitoring": {"Enabled": False}, "SecurityGroupIds": [cluster.security_group]}
+        "Monitoring": {"Enabled": False}, "SecurityGroupIds": [cluster.security_group],
+        "TagSpecifications": [{"ResourceType": "network-interface", "Tags": tag_list(TAGS)}]}
+    spot = _spec(cluster, "hi", capacity_type="spot").data()["TagSpecifications"]
+    assert spot == [{"ResourceType": "network-interface", "Tags": tag_list(TAGS)},
+                    {"ResourceType": "spot-instances-request", "Tags": tag_list(TAGS)}]
 
 
 def test_block_device_defaults_and_overrides() -> None:

@@ -63,6 +63,37 @@ def test_launch_template_carries_nodeadm_userdata_and_imds_defaults(provider: AW
     assert sorted(max_pods) == [29, 58]
 
 
+def test_every_created_resource_carries_karpenters_tags(provider: AWSCloudProvider) -> None:
+    """Launch template, its network interfaces and spot requests, the fleet, instance, volumes and the instance
+    profile carry the tags Karpenter v1 sets (and the controller policy requires), plus the class's own tags."""
+    from aws.conftest import nodeclass
+
+    provider._nodeclasses = {"default": nodeclass(tags={"team": "payments"})}.get
+    sent: list[dict] = []
+    provider.instances._ec2.meta.events.register(
+        "provide-client-params.ec2.CreateFleet", lambda params, **_: sent.append(params))
+    provider.create(nodeclaim(types=("c5.large",), capacity_types=("spot",)))
+    base = {"team": "payments", "kubernetes.io/cluster/demo": "owned", "eks:eks-cluster-name": "demo",
+            "karpenter.sh/nodepool": "default", "karpenter.k8s.aws/ec2nodeclass": "default"}
+    ec2 = boto3.client("ec2", region_name=REGION)
+    (template,) = ec2.describe_launch_templates()["LaunchTemplates"]
+    assert {t["Key"]: t["Value"] for t in template["Tags"]} == base
+    data = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])[
+        "LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    by_kind = {s["ResourceType"]: {t["Key"]: t["Value"] for t in s["Tags"]} for s in data["TagSpecifications"]}
+    by_kind.pop("launch-template", None)  # moto echoes the template's own tags into its data
+    assert by_kind == {"network-interface": base, "spot-instances-request": base}
+    instance = {**base, "karpenter.sh/nodeclaim": "default-x7k2p", "Name": "default/default-x7k2p"}
+    assert {s["ResourceType"]: {t["Key"]: t["Value"] for t in s["Tags"]} for s in sent[0]["TagSpecifications"]} == {
+        "instance": instance, "volume": instance, "fleet": instance}
+    iam = boto3.client("iam", region_name=REGION)
+    (listed,) = iam.list_instance_profiles()["InstanceProfiles"]
+    tags = iam.get_instance_profile(InstanceProfileName=listed["InstanceProfileName"])["InstanceProfile"]["Tags"]
+    assert {t["Key"]: t["Value"] for t in tags} == {
+        "team": "payments", "kubernetes.io/cluster/demo": "owned", "eks:eks-cluster-name": "demo",
+        "karpenter.k8s.aws/ec2nodeclass": "default", "topology.kubernetes.io/region": REGION}
+
+
 def test_retry_of_same_nodeclaim_never_launches_twice(provider: AWSCloudProvider) -> None:
     first = provider.create(nodeclaim())
     second = provider.create(nodeclaim())
