@@ -143,22 +143,31 @@ def fits(requests: Mapping[str, int], available: Mapping[str, int]) -> bool:
     return True
 
 
-def format_cpu(millicores: int) -> str:
-    """``1780`` -> ``"1780m"``, ``2000`` -> ``"2"`` (Kubernetes canonical spelling)."""
-    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
+def is_byte_resource(resource: str) -> bool:
+    """Whether ``resource`` is counted in bytes (``memory``, ``ephemeral-storage``, ``hugepages-*``)."""
+    return resource in (MEMORY, EPHEMERAL_STORAGE) or resource.startswith("hugepages-")
 
 
-def format_memory(num_bytes: int) -> str:
-    """Bytes in the largest binary unit that divides them exactly, else ``Mi`` rounded up or plain bytes.
+def format_quantity(resource: str, value: int) -> str:
+    """A canonical integer as the Kubernetes quantity the API server would print (the one formatter).
 
-    ``3615490048`` -> ``"3448Mi"``, ``4294967296`` -> ``"4Gi"``.
+    cpu millicores: ``2000`` -> ``"2"``, ``1780`` -> ``"1780m"``; bytes: the largest binary suffix that divides
+    exactly (``3615490048`` -> ``"3448Mi"``, ``4294967296`` -> ``"4Gi"``), else plain bytes (``"100000000"``),
+    never rounded, so a manifest written from it parses back to the same integer; counts: ``"110"``.
     """
-    for suffix, factor in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-        if num_bytes >= factor and num_bytes % factor == 0:
-            return f"{num_bytes // factor}{suffix}"
-    if num_bytes >= 2**20:
-        return f"{math.ceil(num_bytes / 2**20)}Mi"
-    return str(num_bytes)
+    if resource == CPU:
+        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+    if is_byte_resource(resource):
+        for suffix, factor in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20),
+                               ("Ki", 2**10)):
+            if value and value % factor == 0:
+                return f"{value // factor}{suffix}"
+    return str(value)
+
+
+def format_resource_list(resources: Mapping[str, int]) -> dict[str, str]:
+    """``{resource: quantity string}`` sorted by resource name (a Kubernetes ``ResourceList``)."""
+    return {name: format_quantity(name, value) for name, value in sorted(resources.items())}
 
 
 def format_resources(resources: Mapping[str, int]) -> str:
@@ -168,12 +177,5 @@ def format_resources(resources: Mapping[str, int]) -> str:
     for name in order:
         if name not in resources:
             continue
-        qty = resources[name]
-        if name == CPU:
-            text = format_cpu(qty)
-        elif name in (MEMORY, EPHEMERAL_STORAGE):
-            text = format_memory(qty)
-        else:
-            text = str(qty)
-        parts.append(f"{name}: {text}")
+        parts.append(f"{name}: {format_quantity(name, resources[name])}")
     return "{" + ", ".join(parts) + "}"

@@ -12,8 +12,10 @@ prices in USD per hour.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from nodewright.api import labels as L
 
 #: Resource name -> integer quantity in canonical units (see module docstring).
 Resources = dict[str, int]
@@ -89,10 +91,6 @@ class InstanceType:
         reserved = self.overhead.total()
         return {name: max(0, qty - reserved.get(name, 0)) for name, qty in self.capacity.items()}
 
-    def available_offerings(self) -> list[Offering]:
-        """Offerings currently marked available."""
-        return [o for o in self.offerings if o.available]
-
     def cheapest_offering(
         self, zones: Iterable[str] | None = None, capacity_types: Iterable[str] | None = None
     ) -> Offering | None:
@@ -113,6 +111,34 @@ class InstanceType:
             if best is None or offering.price < best.price:
                 best = offering
         return best
+
+
+class PriceIndex:
+    """A node's price, the one lookup: the cheapest offering of its instance type in its zone and capacity type.
+
+    The node's labels name the offering (``node.kubernetes.io/instance-type``, ``topology.kubernetes.io/zone``,
+    ``karpenter.sh/capacity-type``); USD per hour; 0.0 when the type or the offering is unknown (so an unknown
+    node never looks like a saving). When a list holds two types of one name, the first wins. Built once per
+    list of instance types (O(offerings)); each lookup is two dict reads.
+    """
+
+    def __init__(self, instance_types: Sequence[InstanceType]) -> None:
+        self._prices: dict[str, dict[tuple[str, str], float]] = {}
+        for it in instance_types:
+            if it.name in self._prices:
+                continue
+            offers: dict[tuple[str, str], float] = {}
+            for o in it.offerings:
+                key = (o.zone, o.capacity_type)
+                offers[key] = min(offers.get(key, o.price), o.price)
+            self._prices[it.name] = offers
+
+    def price(self, labels: Mapping[str, str]) -> float:
+        """USD/hour of the offering ``labels`` name (0.0 when unknown)."""
+        offers = self._prices.get(labels.get(L.INSTANCE_TYPE, ""))
+        if offers is None:
+            return 0.0
+        return offers.get((labels.get(L.ZONE, ""), labels.get(L.CAPACITY_TYPE, "")), 0.0)
 
 
 def add_resources(*many: Mapping[str, int]) -> Resources:

@@ -40,7 +40,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from nodewright.api import labels as wk
+from nodewright.api import labels as L
 
 # Karpenter's instance type scheme: category letters, optional "-<n>tb" (u-6tb1), generation digit(s).
 _TYPE_SCHEME = re.compile(r"^([a-z]+)(-[0-9]+tb)?([0-9]+).*\.")
@@ -65,11 +65,11 @@ def _name_labels(name: str) -> dict[str, str]:
     out: dict[str, str] = {}
     match = _TYPE_SCHEME.match(name)
     if match:
-        out[wk.INSTANCE_CATEGORY] = match.group(1)
-        out[wk.INSTANCE_GENERATION] = match.group(3)
+        out[L.INSTANCE_CATEGORY] = match.group(1)
+        out[L.INSTANCE_GENERATION] = match.group(3)
     parts = name.split(".")
     if len(parts) == 2:
-        out[wk.INSTANCE_FAMILY], out[wk.INSTANCE_SIZE] = parts
+        out[L.INSTANCE_FAMILY], out[L.INSTANCE_SIZE] = parts
     return out
 
 
@@ -79,8 +79,8 @@ def _processor_labels(record: Mapping[str, Any]) -> dict[str, str]:
         return {}
     clock_mhz = round(float(processor.get("SustainedClockSpeedInGhz") or 0) * 1000)
     return {
-        wk.INSTANCE_CPU_MANUFACTURER: lower_kebab(str(processor.get("Manufacturer", ""))),
-        wk.INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ: str(clock_mhz),
+        L.INSTANCE_CPU_MANUFACTURER: lower_kebab(str(processor.get("Manufacturer", ""))),
+        L.INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ: str(clock_mhz),
     }
 
 
@@ -88,17 +88,17 @@ def _storage_and_network_labels(record: Mapping[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     storage = record.get("InstanceStorageInfo")
     if storage and storage.get("NvmeSupport") != "unsupported" and storage.get("TotalSizeInGB") is not None:
-        out[wk.INSTANCE_LOCAL_NVME] = str(int(storage["TotalSizeInGB"]))
+        out[L.INSTANCE_LOCAL_NVME] = str(int(storage["TotalSizeInGB"]))
     network = record.get("NetworkInfo", {})
     default_index = network.get("DefaultNetworkCardIndex", 0)
     for card in network.get("NetworkCards") or []:
         baseline = card.get("BaselineBandwidthInGbps")
         if card.get("NetworkCardIndex") == default_index and baseline is not None:
-            out[wk.INSTANCE_NETWORK_BANDWIDTH] = str(round(float(baseline) * 1000))
+            out[L.INSTANCE_NETWORK_BANDWIDTH] = str(round(float(baseline) * 1000))
     ebs = record.get("EbsInfo") or {}
     optimized = ebs.get("EbsOptimizedInfo")
     if optimized and ebs.get("EbsOptimizedSupport") == "default":
-        out[wk.INSTANCE_EBS_BANDWIDTH] = str(int(optimized["MaximumBandwidthInMbps"]))
+        out[L.INSTANCE_EBS_BANDWIDTH] = str(int(optimized["MaximumBandwidthInMbps"]))
     return out
 
 
@@ -108,20 +108,20 @@ def _accelerator_labels(record: Mapping[str, Any]) -> dict[str, str]:
     # Karpenter labels GPUs only when the type carries a single GPU model.
     if len(gpus) == 1:
         gpu = gpus[0]
-        out[wk.INSTANCE_GPU_NAME] = lower_kebab(str(gpu.get("Name", "")))
-        out[wk.INSTANCE_GPU_MANUFACTURER] = lower_kebab(str(gpu.get("Manufacturer", "")))
-        out[wk.INSTANCE_GPU_COUNT] = str(int(gpu.get("Count", 0)))
-        out[wk.INSTANCE_GPU_MEMORY] = str(int(gpu.get("MemoryInfo", {}).get("SizeInMiB", 0)))
+        out[L.INSTANCE_GPU_NAME] = lower_kebab(str(gpu.get("Name", "")))
+        out[L.INSTANCE_GPU_MANUFACTURER] = lower_kebab(str(gpu.get("Manufacturer", "")))
+        out[L.INSTANCE_GPU_COUNT] = str(int(gpu.get("Count", 0)))
+        out[L.INSTANCE_GPU_MEMORY] = str(int(gpu.get("MemoryInfo", {}).get("SizeInMiB", 0)))
     neuron = (record.get("NeuronInfo") or {}).get("NeuronDevices") or []
     legacy = (record.get("InferenceAcceleratorInfo") or {}).get("Accelerators") or []
     if len(neuron) == 1:
-        out[wk.INSTANCE_ACCELERATOR_NAME] = lower_kebab(str(neuron[0].get("Name", "")))
-        out[wk.INSTANCE_ACCELERATOR_MANUFACTURER] = "aws"
-        out[wk.INSTANCE_ACCELERATOR_COUNT] = str(int(neuron[0].get("Count", 0)))
+        out[L.INSTANCE_ACCELERATOR_NAME] = lower_kebab(str(neuron[0].get("Name", "")))
+        out[L.INSTANCE_ACCELERATOR_MANUFACTURER] = "aws"
+        out[L.INSTANCE_ACCELERATOR_COUNT] = str(int(neuron[0].get("Count", 0)))
     elif len(legacy) == 1 and not record.get("NeuronInfo"):
-        out[wk.INSTANCE_ACCELERATOR_NAME] = lower_kebab(str(legacy[0].get("Name", "")))
-        out[wk.INSTANCE_ACCELERATOR_MANUFACTURER] = lower_kebab(str(legacy[0].get("Manufacturer", "")))
-        out[wk.INSTANCE_ACCELERATOR_COUNT] = str(int(legacy[0].get("Count", 0)))
+        out[L.INSTANCE_ACCELERATOR_NAME] = lower_kebab(str(legacy[0].get("Name", "")))
+        out[L.INSTANCE_ACCELERATOR_MANUFACTURER] = lower_kebab(str(legacy[0].get("Manufacturer", "")))
+        out[L.INSTANCE_ACCELERATOR_COUNT] = str(int(legacy[0].get("Count", 0)))
     return out
 
 
@@ -136,13 +136,13 @@ def instance_type_labels(record: Mapping[str, Any]) -> dict[str, str]:
     """
     name = str(record["InstanceType"])
     labels = {
-        wk.INSTANCE_TYPE: name,
-        wk.ARCH: kube_arch(record),
-        wk.OS: "linux",
-        wk.INSTANCE_CPU: str(int(record["VCpuInfo"]["DefaultVCpus"])),
-        wk.INSTANCE_MEMORY: str(int(record["MemoryInfo"]["SizeInMiB"])),
-        wk.INSTANCE_HYPERVISOR: str(record.get("Hypervisor", "")),
-        wk.INSTANCE_ENCRYPTION_IN_TRANSIT_SUPPORTED: str(
+        L.INSTANCE_TYPE: name,
+        L.ARCH: kube_arch(record),
+        L.OS: "linux",
+        L.INSTANCE_CPU: str(int(record["VCpuInfo"]["DefaultVCpus"])),
+        L.INSTANCE_MEMORY: str(int(record["MemoryInfo"]["SizeInMiB"])),
+        L.INSTANCE_HYPERVISOR: str(record.get("Hypervisor", "")),
+        L.INSTANCE_ENCRYPTION_IN_TRANSIT_SUPPORTED: str(
             bool(record.get("NetworkInfo", {}).get("EncryptionInTransitSupported", False))
         ).lower(),
     }

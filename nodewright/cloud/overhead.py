@@ -111,6 +111,14 @@ class KubeletSettings:
                         f"unknown eviction signal (one of {', '.join(sorted(_KNOWN_SIGNALS))})",
                     )
 
+    def catalog_arguments(self) -> dict[str, Any]:
+        """These settings as keyword arguments of :func:`nodewright.cloud.catalog.load_instance_types`."""
+        return {"max_pods": self.max_pods, "pods_per_core": self.pods_per_core,
+                "kube_reserved": dict(self.kube_reserved) or None, "system_reserved": dict(self.system_reserved) or None,
+                "eviction_hard": dict(self.eviction_hard) or None, "eviction_soft": dict(self.eviction_soft) or None,
+                "vm_memory_overhead_percent": self.vm_memory_overhead_percent,
+                "root_volume_bytes": self.root_volume_bytes}
+
 
 # --- quantities ---------------------------------------------------------------------------------
 
@@ -163,6 +171,27 @@ def eni_limited_pods(record: Mapping[str, Any], reserved_enis: int = 0) -> int:
     if usable == 0:
         return 0
     return usable * (int(network.get("Ipv4AddressesPerInterface", 1)) - 1) + 2
+
+
+def kubelet_settings(nodeclass: Any) -> KubeletSettings:
+    """The capacity-relevant ``spec.kubelet`` settings of an EC2NodeClass model (``maxPods``, ``podsPerCore``,
+    ``kubeReserved``, ``systemReserved``, ``evictionHard``, ``evictionSoft``); defaults without a kubelet block.
+
+    Args:
+        nodeclass: a :class:`nodewright.api.ec2nodeclass.EC2NodeClass`.
+    """
+    kubelet = nodeclass.spec.kubelet
+    if kubelet is None:
+        return KubeletSettings()
+
+    def mapping(value: Any) -> dict[str, Any]:
+        return {str(k): v for k, v in (value or {}).items()}
+
+    return KubeletSettings(max_pods=kubelet.max_pods, pods_per_core=kubelet.pods_per_core,
+                           kube_reserved=mapping(kubelet.kube_reserved),
+                           system_reserved=mapping(kubelet.system_reserved),
+                           eviction_hard=mapping(kubelet.eviction_hard),
+                           eviction_soft=mapping(kubelet.eviction_soft))
 
 
 def max_pods(record: Mapping[str, Any], settings: KubeletSettings) -> int:

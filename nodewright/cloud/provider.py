@@ -217,3 +217,9 @@ class CloudProvider(Protocol):
         """A drift reason (:data:`DRIFT_AMI`, :data:`DRIFT_SUBNET`, :data:`DRIFT_SECURITY_GROUP`,
         :data:`DRIFT_NODECLASS`) when the instance no longer matches its EC2NodeClass, else None."""
         ...
+
+    def mark_spot_interrupted(self, instance_type: str, zone: str) -> None:
+        """A spot interruption warning arrived for an instance of ``instance_type`` in ``zone``: keep that spot
+        offering out of launches for the unavailable-offerings TTL (Karpenter: 3 minutes,
+        :class:`nodewright.cloud.unavailable.UnavailableOfferings`)."""
+        ...

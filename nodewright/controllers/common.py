@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.api.manifests import parse_nodeclaim
@@ -15,12 +14,11 @@ from nodewright.controllers.condition_metrics import observe_condition_transitio
 from nodewright.kube import resources as r
 from nodewright.kube.cluster import Clock, Cluster
 from nodewright.kube.errors import KubeError, NotFoundError
-from nodewright.kube.objects import finalizers_of, meta, name_of, set_condition
+from nodewright.kube.objects import Obj, condition_true, finalizers_of, meta, name_of, set_condition
 from nodewright.metrics import Metrics
 
 log = logging.getLogger("nodewright.controllers")
 
-Obj = dict[str, Any]
 
 
 @dataclass
@@ -53,6 +51,16 @@ class Context:
 def to_model(claim: Obj) -> NodeClaim:
     """The ``nodewright.api`` model of a NodeClaim dict (as the cloud provider takes it)."""
     return parse_nodeclaim(claim)
+
+
+def has_disrupted_taint(node: Obj) -> bool:
+    """Whether the Node carries ``karpenter.sh/disrupted:NoSchedule``."""
+    return any(t.get("key") == L.DISRUPTED_TAINT_KEY for t in (node.get("spec") or {}).get("taints") or [])
+
+
+def nodeclaim_ready(claim: Obj) -> bool:
+    """``Ready=True`` on the NodeClaim."""
+    return condition_true(claim, L.CONDITION_READY)
 
 
 def nodepool_of(obj: Obj) -> str:

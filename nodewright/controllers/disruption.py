@@ -32,23 +32,20 @@ import time
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
-from nodewright.api.manifests import parse_nodepool
-from nodewright.api.nodeclaim import NodeClaim
-from nodewright.api.nodepool import NodePool
+from nodewright.api.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.cloud.provider import CloudProviderError
-from nodewright.controllers.common import Context, Obj, log, to_model
-from nodewright.controllers.provisioning import nodeclaim_from_plan, nodeclaim_ready
+from nodewright.controllers.common import Context, log, nodeclaim_ready
 from nodewright.controllers.termination import Terminator
 from nodewright.disruption import Decision, DecisionOptions, decide, decide_expiration, validate
-from nodewright.disruption.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
-from nodewright.disruption.incremental import ViewCache, object_version
 from nodewright.disruption.model import ClusterView
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
-from nodewright.kube.objects import is_deleting, meta, name_of
+from nodewright.kube.objects import Obj, is_deleting, meta, name_of
+from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.state.cluster import ClusterState, snapshot
+from nodewright.state.incremental_view import ViewCache
 from nodewright.state.pods import pod_key
 
 VALIDATING = "validating"
@@ -114,8 +111,6 @@ class DisruptionController:
         # resourceVersion: each pass used to convert the whole cluster, most of the controller's time at scale.
         self.views = ViewCache()
         self._pod_sets: dict[str, tuple[list[Obj], frozenset[str]]] = {}
-        self._parsed_pools: dict[str, tuple[object, Obj, NodePool]] = {}
-        self._claim_models: dict[str, tuple[object, Obj, NodeClaim]] = {}
         self.executed: list[Decision] = []
 
     # --- the pass ----------------------------------------------------------------------------
@@ -151,62 +146,39 @@ class DisruptionController:
 
     def _instance_types(self, state: ClusterState) -> dict[str, list[InstanceType]]:
         out: dict[str, list[InstanceType]] = {}
-        parsed: dict[str, tuple[object, Obj, NodePool]] = {}
         for name, doc in state.nodepools.items():
             if is_deleting(doc):
                 continue
             try:
-                model = self._parsed_pool(name, doc)
-                parsed[name] = (object_version(doc), doc, model)
-                out[name] = list(self.ctx.cloud.get_instance_types(model))
+                out[name] = list(self.ctx.cloud.get_instance_types(state.models.nodepool(doc)))
             except NodewrightValidationError:
                 continue
             except CloudProviderError as err:
                 self.ctx.cloud_error("disruption", "GetInstanceTypes", err)
-        self._parsed_pools = parsed
         return out
-
-    def _parsed_pool(self, name: str, doc: Obj) -> NodePool:
-        """``parse_nodepool(doc)``, parsed once per resourceVersion (raises NodewrightValidationError)."""
-        hit = self._parsed_pools.get(name)
-        if hit is not None and hit[0] == object_version(doc):
-            return hit[2]
-        return parse_nodepool(doc)
 
     def _drift_reasons(self, state: ClusterState, now: float) -> dict[str, str | None]:
         for name in [n for n in self._cloud_drift if n not in state.nodeclaims]:
             del self._cloud_drift[name]
-        for name in [n for n in self._claim_models if n not in state.nodeclaims]:
-            del self._claim_models[name]
         out: dict[str, str | None] = {}
         for name, claim in state.nodeclaims.items():
             if is_deleting(claim) or state.node_for(claim) is None:
                 continue
             checked = self._cloud_drift.get(name)
             if checked is None or now - checked[0] >= self.drift_check_period:
-                checked = (now, self._ask_cloud(claim))
+                checked = (now, self._ask_cloud(claim, state))
                 self._cloud_drift[name] = checked
             out[name] = checked[1]
         return out
 
-    def _ask_cloud(self, claim: Obj) -> str | None:
+    def _ask_cloud(self, claim: Obj, state: ClusterState) -> str | None:
         try:
-            return self.ctx.cloud.is_drifted(self._claim_model(claim))
+            return self.ctx.cloud.is_drifted(state.models.nodeclaim(claim))
         except CloudProviderError as err:
             self.ctx.cloud_error("disruption", "IsDrifted", err)
         except NodewrightValidationError:
             pass
         return None
-
-    def _claim_model(self, claim: Obj) -> NodeClaim:
-        """``to_model(claim)``, parsed once per resourceVersion (raises NodewrightValidationError)."""
-        name, version = name_of(claim), object_version(claim)
-        hit = self._claim_models.get(name)
-        if hit is not None and hit[0] == version:
-            return hit[2]
-        model = to_model(claim)
-        self._claim_models[name] = (version, claim, model)
-        return model
 
     def _track_pod_events(self, state: ClusterState, now: float) -> None:
         """A node's last pod event is the last pass its set of bound pods changed (first sight: none)."""

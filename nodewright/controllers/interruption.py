@@ -6,7 +6,7 @@ change, a capacity reservation interruption, or an instance state change to ``st
 ``shutting-down``/``terminated``, the NodeClaim of that instance is cordoned and drained (its Node tainted
 ``karpenter.sh/disrupted:NoSchedule``, the NodeClaim deleted); the provisioner launches replacements for its
 pods while it drains. A spot interruption also keeps that spot offering out of launches for a while (the
-cloud provider's ``mark_spot_interrupted``, when it has one). Rebalance recommendations are only recorded as
+cloud provider's ``mark_spot_interrupted``). Rebalance recommendations are only recorded as
 events. Messages are deleted from the queue once handled.
 
 There is one parser of the EventBridge messages: :func:`nodewright.cloud.aws.interruption.parse_event`; the
@@ -106,7 +106,6 @@ class InterruptionController:
 
     def _mark_spot_interrupted(self, claim: dict[str, object]) -> None:
         """Tell the cloud provider the claim's spot offering was interrupted (AWS keeps it out for a while)."""
-        mark = getattr(self.ctx.cloud, "mark_spot_interrupted", None)
         labels = labels_of(claim)
-        if callable(mark) and labels.get(L.INSTANCE_TYPE) and labels.get(L.ZONE):
-            mark(labels[L.INSTANCE_TYPE], labels[L.ZONE])
+        if labels.get(L.INSTANCE_TYPE) and labels.get(L.ZONE):
+            self.ctx.cloud.mark_spot_interrupted(labels[L.INSTANCE_TYPE], labels[L.ZONE])

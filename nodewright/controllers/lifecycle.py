@@ -25,7 +25,6 @@ from nodewright.api import labels as L
 from nodewright.cloud.provider import AuthorizationError, CloudProviderError, InsufficientCapacityError
 from nodewright.controllers.common import (
     Context,
-    Obj,
     RetryBackoff,
     capacity_type_of,
     log,
@@ -37,6 +36,7 @@ from nodewright.controllers.condition_metrics import observe_condition_transitio
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
 from nodewright.kube.objects import (
+    Obj,
     condition,
     condition_true,
     finalizers_of,
@@ -47,7 +47,7 @@ from nodewright.kube.objects import (
     parse_time,
     set_condition,
 )
-from nodewright.scheduling.quantities import parse_resource_list
+from nodewright.quantities import parse_resource_list
 from nodewright.state.cluster import ClusterState, snapshot
 
 _STANDARD_RESOURCES = {"cpu", "memory", "pods", "ephemeral-storage"}

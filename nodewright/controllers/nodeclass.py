@@ -34,11 +34,11 @@ from nodewright.api import labels as L
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_ec2nodeclass
 from nodewright.cloud.provider import CloudProviderError
-from nodewright.controllers.common import Context, Obj, RetryBackoff, log
+from nodewright.controllers.common import Context, RetryBackoff, log
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
-from nodewright.kube.objects import is_deleting, meta, name_of, set_condition
+from nodewright.kube.objects import Obj, is_deleting, meta, name_of, set_condition
 from nodewright.state.cluster import ClusterState, snapshot
 
 #: The ``status`` fields this controller owns; a field missing from a new status is removed from the object.

@@ -24,26 +24,26 @@ from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.api.annotations import format_target, nodepool_annotation_problems, target_utilization
-from nodewright.api.manifests import parse_nodepool
+from nodewright.cloud.instancetype import PriceIndex
 from nodewright.cloud.provider import CloudProviderError
-from nodewright.controllers.common import Context, Obj, log, nodepool_of
+from nodewright.controllers.common import Context, log, nodepool_of
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError
-from nodewright.kube.objects import condition, condition_true, is_deleting, labels_of, name_of, set_condition
-from nodewright.scheduling.quantities import add, parse_resource_list
+from nodewright.kube.objects import (
+    Obj,
+    condition,
+    condition_true,
+    is_deleting,
+    labels_of,
+    name_of,
+    set_condition,
+)
+from nodewright.quantities import add, format_quantity, parse_resource_list
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.pods import node_name, pod_key
 
 _REPORTED = ("cpu", "memory", "pods", "ephemeral-storage")
-
-
-def _format(resource: str, qty: int) -> str:
-    if resource == "cpu":
-        return f"{qty}m" if qty % 1000 else str(qty // 1000)
-    if resource in ("memory", "ephemeral-storage"):
-        return f"{qty // 1024}Ki" if qty % 1024 == 0 else str(qty)
-    return str(qty)
 
 
 class NodePoolStatusController:
@@ -83,7 +83,7 @@ class NodePoolStatusController:
             if is_deleting(pool):
                 continue
             claims = by_pool.get(name, [])
-            costs[name] = self._cost(pool, claims)
+            costs[name] = self._cost(pool, claims, state)
             self.ctx.metrics.nodepool_cost.labels(name).set(costs[name])
             usage = self._usage(claims)
             self._metrics(name, pool, usage)
@@ -106,25 +106,16 @@ class NodePoolStatusController:
         usage["nodes"] = len(claims)
         return usage
 
-    def _cost(self, pool: Obj, claims: list[Obj]) -> float:
+    def _cost(self, pool: Obj, claims: list[Obj], state: ClusterState) -> float:
         launched = [c for c in claims if condition_true(c, L.CONDITION_LAUNCHED)]
         if not launched:
             return 0.0
         try:
-            types = {it.name: it for it in self.ctx.cloud.get_instance_types(parse_nodepool(pool))}
+            prices = PriceIndex(self.ctx.cloud.get_instance_types(state.models.nodepool(pool)))
         except (CloudProviderError, NodewrightValidationError) as err:
             log.debug("no prices for nodepool %s: %s", name_of(pool), err)
             return 0.0
-        total = 0.0
-        for claim in launched:
-            labels = labels_of(claim)
-            it = types.get(labels.get(L.INSTANCE_TYPE, ""))
-            if it is None:
-                continue
-            for offering in it.offerings:
-                if offering.zone == labels.get(L.ZONE) and offering.capacity_type == labels.get(L.CAPACITY_TYPE):
-                    total += offering.price
-                    break
+        total = sum(prices.price(labels_of(claim)) for claim in launched)
         return round(total, 6)
 
     def _metrics(self, name: str, pool: Obj, usage: dict[str, int]) -> None:
@@ -142,7 +133,7 @@ class NodePoolStatusController:
         nodeclass = state.nodeclasses.get(str(ref.get("name") or ""))
         valid_reason = ""
         try:
-            parse_nodepool(pool)
+            state.models.nodepool(pool)
         except NodewrightValidationError as err:
             valid_reason = str(err)
         annotations = (pool.get("metadata") or {}).get("annotations") or {}
@@ -171,7 +162,7 @@ class NodePoolStatusController:
                                    "" if class_ready else f"EC2NodeClass {ref.get('name')!r} not found"
                                    if nodeclass is None else _not_ready(ref.get("name"), nodeclass))
         conditions = set_condition(conditions, L.CONDITION_READY, ready, now, reason, message)
-        resources = {k: _format(k, v) for k, v in usage.items() if k in _REPORTED}
+        resources = {k: format_quantity(k, v) for k, v in usage.items() if k in _REPORTED}
         resources["nodes"] = str(usage.get("nodes", 0))
         target = format_target(target_utilization(annotations))
         new_status: dict[str, Any] = {"resources": resources, "conditions": conditions, "targetUtilization": target}

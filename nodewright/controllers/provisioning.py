@@ -17,19 +17,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from nodewright.api import labels as L
-from nodewright.api.manifests import parse_nodepool
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.cloud.provider import CloudProviderError
-from nodewright.controllers.common import Context, Obj, log, nodepool_of
-from nodewright.controllers.termination import has_disrupted_taint
-from nodewright.disruption.hashing import nodepool_hash_annotations
+from nodewright.controllers.common import Context, has_disrupted_taint, log, nodepool_of
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
-from nodewright.kube.objects import condition, condition_true, is_deleting, labels_of, name_of, parse_time
+from nodewright.kube.objects import (
+    Obj,
+    condition,
+    is_deleting,
+    labels_of,
+    name_of,
+    parse_time,
+)
+from nodewright.quantities import add, fits, format_resources, parse_resource_list, subtract
 from nodewright.scheduling import (
     ExistingNode,
     NodeClaimPlan,
@@ -37,15 +41,12 @@ from nodewright.scheduling import (
     Pod,
     SchedulingResult,
     Taint,
-    daemonset_pods,
-    node_from_manifest,
-    nodepool_spec_from_model,
-    pod_from_manifest,
     schedule,
 )
-from nodewright.scheduling.quantities import add, fits, format_resources, parse_resource_list, subtract
+from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.state.cluster import ClusterState, snapshot
-from nodewright.state.pods import is_provisionable, needs_eviction, node_name, pod_key, pod_requests
+from nodewright.state.models import models_for
+from nodewright.state.pods import is_provisionable, needs_eviction, node_name, pod_key
 
 Solver = Callable[..., SchedulingResult]
 
@@ -192,14 +193,19 @@ class Provisioner:
 
     def provision(self, pending: list[Obj], state: ClusterState, now: float) -> SchedulingResult | None:
         """Schedule ``pending`` on ``state`` and create the NodeClaims decided."""
-        pods = [_as_pending(p) for p in pending]
-        pods = [p for p in pods if p is not None]
+        pods = []
+        for doc in pending:
+            pod = state.models.pod(doc, pending=True)
+            if pod is None:
+                log.warning("ignoring pod %s: %s", pod_key(doc), state.models.pod_error(doc), extra={"pod": pod_key(doc)})
+            else:
+                pods.append(pod)
         if not pods:
             return None
         log.info("Found %d provisionable pod(s)", len(pods), extra={"pods": len(pods)})
         pools, instance_types = self._nodepools(state)
         nodes, inflight = self._capacity(state, instance_types)
-        daemonsets = daemonset_pods(state.daemonsets)
+        daemonsets = state.models.daemonset_pods(state.daemonsets)
         started = time.perf_counter()
         result = self.solver(pods, nodes, pools, instance_types, daemonsets=daemonsets, inflight=inflight)
         self.ctx.metrics.scheduling_duration.labels("provisioner").observe(time.perf_counter() - started)
@@ -220,7 +226,7 @@ class Provisioner:
     # --- inputs ------------------------------------------------------------------------------
 
     def _nodepools(self, state: ClusterState) -> tuple[list[NodePoolSpec], dict[str, list[InstanceType]]]:
-        daemonsets = daemonset_pods(state.daemonsets)
+        daemonsets = state.models.daemonset_pods(state.daemonsets)
         usage = nodepool_usage(state)
         pools: list[NodePoolSpec] = []
         types: dict[str, list[InstanceType]] = {}
@@ -228,8 +234,8 @@ class Provisioner:
             if is_deleting(doc):
                 continue
             try:
-                model = parse_nodepool(doc)
-                spec = nodepool_spec_from_model(doc, daemonsets, usage.get(name, {}))
+                model = state.models.nodepool(doc)
+                spec = state.models.nodepool_spec(doc, daemonsets, usage.get(name, {}))
                 offered = self.ctx.cloud.get_instance_types(model)
             except NodewrightValidationError as err:
                 log.error("ignoring invalid nodepool %s: %s", name, err, extra={"nodepool": name})
@@ -245,20 +251,11 @@ class Provisioner:
     def _capacity(
         self, state: ClusterState, instance_types: Mapping[str, Sequence[InstanceType]]
     ) -> tuple[list[ExistingNode], list[ExistingNode]]:
-        bound: dict[str, list[Pod]] = {}
-        for pod in state.pods.values():
-            if node_name(pod):
-                try:
-                    bound.setdefault(node_name(pod), []).append(pod_from_manifest(pod))
-                except NodewrightValidationError:
-                    continue
         nodes = []
         nominated = self._nominated_pods(state)
         for node in state.nodes.values():
-            try:
-                current = node_from_manifest(node, bound.get(name_of(node), []))
-            except NodewrightValidationError as err:
-                log.debug("skipping node %s: %s", name_of(node), err)
+            current = state.models.node(node, state.models.pods(state.pods_on(name_of(node))))
+            if current is None:
                 continue
             # Pods nominated to this node (or to its NodeClaim before it registered) will take its room once
             # kube-scheduler binds them; without them a registered, not yet Ready node looks empty.
@@ -284,10 +281,9 @@ class Provisioner:
             pod = state.pods.get(key)
             if pod is None or node_name(pod) or not self._nominated(key, state, now):
                 continue
-            try:
-                out.setdefault(nom.target, []).append(pod_from_manifest(_strip_binding(pod)))
-            except NodewrightValidationError:
-                continue
+            converted = state.models.pod(pod, pending=True)
+            if converted is not None:
+                out.setdefault(nom.target, []).append(converted)
         return out
 
     def _inflight_node(
@@ -295,26 +291,24 @@ class Provisioner:
     ) -> ExistingNode | None:
         """A NodeClaim without a Node as capacity: launched allocatable, or the smallest candidate's."""
         labels = labels_of(claim)
-        allocatable = parse_resource_list((claim.get("status") or {}).get("allocatable"))
+        try:
+            requirements = state.models.nodeclaim_requirements(claim)
+            allocatable = parse_resource_list((claim.get("status") or {}).get("allocatable"), "status.allocatable")
+        except NodewrightValidationError as err:
+            log.debug("skipping in-flight nodeclaim %s: %s", name_of(claim), err)
+            return None
         if not allocatable:
-            candidates = set()
-            for req in (claim.get("spec") or {}).get("requirements") or []:
-                if req.get("key") == L.INSTANCE_TYPE and req.get("operator") == "In":
-                    candidates = set(req.get("values") or [])
-            sizes = [it.allocatable() for it in instance_types.get(nodepool_of(claim), []) if it.name in candidates]
+            candidates = requirements.get(L.INSTANCE_TYPE)
+            sizes = [it.allocatable() for it in instance_types.get(nodepool_of(claim), [])
+                     if candidates is not None and not candidates.complement and candidates.has(it.name)]
             if not sizes:
                 return None
             allocatable = min(sizes, key=lambda a: (a.get("cpu", 0), a.get("memory", 0)))
-        for req in (claim.get("spec") or {}).get("requirements") or []:
-            if req.get("operator") == "In" and len(req.get("values") or []) == 1:
-                labels.setdefault(str(req["key"]), str(req["values"][0]))
-        nominated = []
-        for key, nom in self.nominations.items():
-            if nom.on_nodeclaim and nom.target == name_of(claim) and key in state.pods:
-                try:
-                    nominated.append(pod_from_manifest(_strip_binding(state.pods[key])))
-                except NodewrightValidationError:
-                    continue
+        for key, value in requirements.labels().items():
+            labels.setdefault(key, value)
+        nominated = state.models.pods((state.pods[key] for key, nom in self.nominations.items()
+                                       if nom.on_nodeclaim and nom.target == name_of(claim) and key in state.pods),
+                                      pending=True)
         taints = tuple(Taint(key=str(t.get("key")), effect=str(t.get("effect")), value=str(t.get("value") or ""))
                        for t in (claim.get("spec") or {}).get("taints") or [])
         return ExistingNode(name=name_of(claim), labels=labels, allocatable=allocatable, taints=taints,
@@ -362,10 +356,11 @@ class Provisioner:
             return []
         bound_keys: list[str] = []
         name = name_of(claim)
+        models = models_for(self.ctx.cluster)
         used: dict[str, int] = {}
         for pod in self.ctx.cluster.list(r.PODS):
             if node_name(pod) == name_of(node):
-                used = add(used, pod_requests(pod))
+                used = add(used, models.requests(pod))
         free = subtract(parse_resource_list((node.get("status") or {}).get("allocatable")), used)
         for key, nom in sorted(self.nominations.items()):
             if not (nom.on_nodeclaim and nom.target == name):
@@ -374,7 +369,7 @@ class Provisioner:
             current = self.ctx.cluster.get(r.PODS, pod_name, namespace)
             if current is None or node_name(current) or is_deleting(current):
                 continue
-            requests = pod_requests(current)
+            requests = models.requests(current)
             if free and not fits(requests, free):
                 log.info("not binding %s to %s: it no longer fits", key, name_of(node), extra={"pod": key})
                 continue
@@ -394,21 +389,13 @@ class Provisioner:
 # --- helpers -----------------------------------------------------------------------------------
 
 
-def _strip_binding(pod: Obj) -> Obj:
-    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
-    return {**pod, "spec": spec}
-
-
-def _as_pending(pod: Obj) -> Pod | None:
-    try:
-        return pod_from_manifest(_strip_binding(pod))
-    except NodewrightValidationError as err:
-        log.warning("ignoring pod %s: %s", pod_key(pod), err)
-        return None
-
-
 def nodepool_usage(state: ClusterState) -> dict[str, dict[str, int]]:
-    """NodePool -> summed capacity of its live NodeClaims (cpu millicores, memory bytes, pods, nodes)."""
+    """NodePool -> summed capacity of the capacity it owns (cpu millicores, memory bytes, pods, ``nodes``).
+
+    Karpenter's NodePool counter: every node of the cluster state -- a live NodeClaim (its launched
+    ``status.capacity``, else its requests while it launches) or a Node labelled ``karpenter.sh/nodepool`` that
+    no NodeClaim accounts for (its ``status.capacity``) -- counts against the pool's ``limits``.
+    """
     usage: dict[str, dict[str, int]] = {}
     for claim in state.nodeclaims.values():
         pool = nodepool_of(claim)
@@ -418,67 +405,10 @@ def nodepool_usage(state: ClusterState) -> dict[str, dict[str, int]]:
         if not capacity:
             capacity = parse_resource_list(((claim.get("spec") or {}).get("resources") or {}).get("requests"))
         usage[pool] = add(usage.get(pool, {}), {**capacity, "nodes": 1})
+    for node in state.nodes.values():
+        pool = nodepool_of(node)
+        if not pool or state.nodeclaim_for(node) is not None:
+            continue
+        capacity = parse_resource_list((node.get("status") or {}).get("capacity"))
+        usage[pool] = add(usage.get(pool, {}), {**capacity, "nodes": 1})
     return usage
-
-
-def _cpu(millicores: int) -> str:
-    return f"{millicores}m" if millicores % 1000 else str(millicores // 1000)
-
-
-def _quantities(resources: Mapping[str, int]) -> dict[str, str]:
-    out = {}
-    for name, qty in resources.items():
-        if name == "cpu":
-            out[name] = _cpu(qty)
-        elif name in ("memory", "ephemeral-storage"):
-            out[name] = f"{-(-qty // 1024**2)}Mi" if qty % 1024**2 else f"{qty // 1024**2}Mi"
-        else:
-            out[name] = str(qty)
-    return out
-
-
-def nodeclaim_from_plan(plan: NodeClaimPlan, nodepool: Mapping[str, Any]) -> Obj:
-    """The NodeClaim manifest for a scheduler plan (Karpenter's ``NodeClaimTemplate.ToNodeClaim``).
-
-    Named ``<nodepool>-<random>``; labels from the template plus ``karpenter.sh/nodepool``; requirements from
-    the plan (candidate instance types included); the template's taints, startup taints, nodeClassRef,
-    expireAfter and terminationGracePeriod; owned by the NodePool; carries the termination finalizer.
-    """
-    template = (nodepool.get("spec") or {}).get("template") or {}
-    tspec = template.get("spec") or {}
-    tmeta = template.get("metadata") or {}
-    labels = {**(tmeta.get("labels") or {}), **plan.labels, L.NODEPOOL: plan.nodepool}
-    labels.pop(L.HOSTNAME, None)
-    node_class_ref = tspec.get("nodeClassRef") or {"group": L.AWS_GROUP, "kind": "EC2NodeClass", "name": "default"}
-    if node_class_ref.get("kind") == "EC2NodeClass":
-        labels[L.EC2NODECLASS] = str(node_class_ref.get("name"))
-    spec: dict[str, Any] = {
-        "requirements": plan.requirements.to_dicts(),
-        "nodeClassRef": dict(node_class_ref),
-        "resources": {"requests": _quantities(plan.requests)},
-    }
-    if plan.taints:
-        spec["taints"] = [t.to_dict() for t in plan.taints]
-    if plan.startup_taints:
-        spec["startupTaints"] = [t.to_dict() for t in plan.startup_taints]
-    for key in ("expireAfter", "terminationGracePeriod"):
-        if tspec.get(key) is not None:
-            spec[key] = tspec[key]
-    metadata: dict[str, Any] = {
-        "generateName": f"{plan.nodepool}-",
-        "labels": labels,
-        # Drift compares this stamp with the pool's current hash (nodewright.disruption.drift).
-        "annotations": {**dict(tmeta.get("annotations") or {}), **nodepool_hash_annotations(nodepool)},
-        "finalizers": [L.TERMINATION_FINALIZER],
-    }
-    np_meta = nodepool.get("metadata") or {}
-    if np_meta.get("uid"):
-        metadata["ownerReferences"] = [{"apiVersion": L.API_VERSION, "kind": "NodePool", "name": np_meta.get("name"),
-                                        "uid": np_meta["uid"], "blockOwnerDeletion": True}]
-    return {"apiVersion": L.API_VERSION, "kind": "NodeClaim", "metadata": metadata, "spec": spec}
-
-
-def nodeclaim_ready(claim: Obj) -> bool:
-    """``Ready=True`` on the NodeClaim."""
-    return condition_true(claim, L.CONDITION_READY)
-

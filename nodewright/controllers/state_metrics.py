@@ -17,17 +17,14 @@ returns at once, so an idle pass costs one identity check.
 
 from __future__ import annotations
 
-from typing import Any
-
 from nodewright.api import labels as L
 from nodewright.controllers.common import Context, log
 from nodewright.errors import NodewrightValidationError
-from nodewright.kube.objects import labels_of, meta, parse_time
+from nodewright.kube.objects import Obj, labels_of, meta, parse_time
 from nodewright.metrics import NODE_METRIC_LABELS
 from nodewright.quantities import CPU, parse_quantity
 from nodewright.state.cluster import ClusterState, snapshot
 
-Obj = dict[str, Any]
 LabelValues = tuple[str, ...]
 
 

@@ -31,9 +31,9 @@ from nodewright.api.durations import to_seconds
 from nodewright.cloud.provider import CloudProviderError, NodeClaimNotFoundError
 from nodewright.controllers.common import (
     Context,
-    Obj,
     RetryBackoff,
     capacity_type_of,
+    has_disrupted_taint,
     log,
     nodepool_of,
     remove_finalizer,
@@ -42,17 +42,12 @@ from nodewright.controllers.common import (
 )
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError, TooManyRequestsError
-from nodewright.kube.objects import finalizers_of, is_deleting, meta, name_of, namespace_of, parse_time
+from nodewright.kube.objects import Obj, finalizers_of, is_deleting, meta, name_of, namespace_of, parse_time
 from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
 from nodewright.state.pods import is_do_not_disrupt, needs_eviction, pod_key
 
 DISRUPTED_TAINT = {"key": L.DISRUPTED_TAINT_KEY, "effect": L.DISRUPTED_TAINT_EFFECT}
 _CRITICAL = {"system-cluster-critical", "system-node-critical"}
-
-
-def has_disrupted_taint(node: Obj) -> bool:
-    """Whether the Node carries ``karpenter.sh/disrupted:NoSchedule``."""
-    return any(t.get("key") == L.DISRUPTED_TAINT_KEY for t in (node.get("spec") or {}).get("taints") or [])
 
 
 class Terminator:

@@ -7,7 +7,8 @@ Stable entry points (the disruption controller, the simulator, benchmarks and te
   the first that finds work acts) and :func:`decide_expiration` (forceful, not budgeted);
 - :func:`validate` -- re-check a decision on a fresh view before executing it;
 - :mod:`nodewright.disruption.budgets`, :mod:`~nodewright.disruption.candidates`,
-  :mod:`~nodewright.disruption.hashing` (drift hashes) for the individual rules.
+  :mod:`~nodewright.disruption.drift` for the individual rules (the drift hashes are
+  :mod:`nodewright.api.hashing`).
 
 Nothing here reads a clock or a client: ``now`` (epoch seconds) is an argument. Prices are USD/hour.
 """
@@ -16,7 +17,6 @@ from nodewright.disruption.budgets import allowed_disruptions, budget_active, bu
 from nodewright.disruption.consolidation import ConsolidationOptions
 from nodewright.disruption.decide import METHODS, DecisionOptions, decide, decide_expiration, validate
 from nodewright.disruption.drift import drift_reason
-from nodewright.disruption.hashing import ec2nodeclass_hash, nodepool_hash, nodepool_hash_annotations
 from nodewright.disruption.model import (
     DELETE,
     DRIFT,
@@ -56,8 +56,5 @@ __all__ = [
     "decide",
     "decide_expiration",
     "drift_reason",
-    "ec2nodeclass_hash",
-    "nodepool_hash",
-    "nodepool_hash_annotations",
     "validate",
 ]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from nodewright.api import labels as wk
+from nodewright.api import labels as L
 from nodewright.disruption.model import (
     PDB,
     POD_DELETION_COST_ANNOTATION,
@@ -34,16 +34,16 @@ from nodewright.disruption.model import (
     Node,
     Pool,
 )
+from nodewright.quantities import CPU, MEMORY
 from nodewright.scheduling import Pod
-from nodewright.scheduling.quantities import CPU, MEMORY
 
-_REQUIRED_LABELS = (wk.INSTANCE_TYPE, wk.ZONE, wk.CAPACITY_TYPE)
+_REQUIRED_LABELS = (L.INSTANCE_TYPE, L.ZONE, L.CAPACITY_TYPE)
 
 
 def pod_blocks_disruption(pod: Pod) -> bool:
     """``karpenter.sh/do-not-disrupt: "true"`` (or the v1alpha5 ``karpenter.sh/do-not-evict``) on the pod."""
     ann = pod.annotations
-    return ann.get(wk.DO_NOT_DISRUPT) == "true" or ann.get(wk.V1ALPHA5_DO_NOT_EVICT) == "true"
+    return ann.get(L.DO_NOT_DISRUPT) == "true" or ann.get(L.V1ALPHA5_DO_NOT_EVICT) == "true"
 
 
 def blocking_pdb(pod: Pod, pdbs: Iterable[PDB]) -> PDB | None:
@@ -69,12 +69,12 @@ def base_problem(node: Node, pools: dict[str, Pool], pdbs: Sequence[PDB], reason
     if node.deleting:
         return "node is already being disrupted"
     if node.do_not_disrupt:
-        return f"node has {wk.DO_NOT_DISRUPT}"
+        return f"node has {L.DO_NOT_DISRUPT}"
     if reason == REASON_DRIFTED and node.termination_grace_period is not None:
         return None
     for pod in node.pods:
         if pod_blocks_disruption(pod):
-            return f"pod {pod.key} has {wk.DO_NOT_DISRUPT}"
+            return f"pod {pod.key} has {L.DO_NOT_DISRUPT}"
         pdb = blocking_pdb(pod, pdbs)
         if pdb is not None:
             return f"pdb {pdb.namespace}/{pdb.name} prevents pod evictions"

@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nodewright.api import labels as wk
+from nodewright.api import labels as L
 from nodewright.disruption.budgets import budget_mapping, within_budget
 from nodewright.disruption.candidates import base_problem, by_disruption_cost, consolidation_problem
 from nodewright.disruption.model import (
@@ -194,7 +194,7 @@ def _groups(ordered: Sequence[Node]) -> list[list[Node]]:
     for node in ordered:
         by_key.setdefault((node.nodepool,), []).append(node)
     for node in ordered:
-        by_key.setdefault((node.nodepool, node.labels.get(wk.ZONE, "")), []).append(node)
+        by_key.setdefault((node.nodepool, node.labels.get(L.ZONE, "")), []).append(node)
     return sorted(by_key.values(), key=len, reverse=True)  # stable: pool groups before their zone groups
 
 
@@ -249,3 +249,21 @@ def single_node(view: ClusterView, now: float, simulator: Simulator,
             option.evaluated = search.evaluated
             return option
     return None
+
+
+def validate_consolidation(decision: Decision, nodes: list[Node], view: ClusterView, now: float,
+                           options: ConsolidationOptions) -> Decision | None:
+    """Multi- or single-node consolidation re-checked on a fresh view: every candidate still consolidatable,
+    the pods still fit (re-simulated) and the decision saves at least as much as when it was made."""
+    if any(consolidation_problem(n, view.pools[n.nodepool], now, REASON_UNDERUTILIZED) is not None for n in nodes):
+        return None
+    result = Simulator(view).simulate(nodes, max_new=1)
+    replacements = consolidation_replacements(result, nodes, options.spot_to_spot)
+    if replacements is None:
+        return None
+    fresh = Decision(decision.method, decision.reason, nodes, replacements=replacements, result=result,
+                     evaluated=decision.evaluated)
+    # A decision that now needs a replacement where it needed none (or a dearer one) is a different decision.
+    if fresh.savings + 1e-9 < decision.savings:
+        return None
+    return fresh

@@ -12,23 +12,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nodewright.disruption.budgets import budget_mapping
-from nodewright.disruption.candidates import base_problem, consolidation_problem
-from nodewright.disruption.consolidation import ConsolidationOptions, multi_node, single_node
-from nodewright.disruption.drift import drift, drift_reason
-from nodewright.disruption.emptiness import emptiness
-from nodewright.disruption.expiration import expiration, is_expired
+from nodewright.disruption.candidates import base_problem
+from nodewright.disruption.consolidation import (
+    ConsolidationOptions,
+    multi_node,
+    single_node,
+    validate_consolidation,
+)
+from nodewright.disruption.drift import drift, validate_drift
+from nodewright.disruption.emptiness import emptiness, validate_emptiness
+from nodewright.disruption.expiration import expiration, validate_expiration
 from nodewright.disruption.model import (
     DRIFT,
     EMPTINESS,
     EXPIRATION,
     MULTI_NODE,
-    REASON_EMPTY,
-    REASON_UNDERUTILIZED,
     SINGLE_NODE,
     ClusterView,
     Decision,
 )
-from nodewright.disruption.replacement import consolidation_replacements
 from nodewright.disruption.simulation import Simulator
 
 #: The graceful methods in the order they are tried.
@@ -79,8 +81,9 @@ def decide_expiration(view: ClusterView, now: float) -> Decision | None:
 
 def validate(decision: Decision, view: ClusterView, now: float, options: DecisionOptions | None = None) -> Decision | None:
     """Re-check ``decision`` on a fresh ``view``; the (possibly re-simulated) decision, or None when it no longer
-    holds: a candidate vanished or broke a rule, the budget shrank, a consolidation no longer fits or no longer
-    saves at least as much, or a drifted node is no longer drifted.
+    holds. The checks every graceful method shares are here (a candidate vanished or broke a rule, the budget
+    shrank); each method then re-validates its own decision (emptiness: still empty; drift: still drifted and
+    its pods still fit; consolidation: still fits and saves at least as much; expiration: still expired).
     """
     opts = options or DecisionOptions()
     by_name = {n.name: n for n in view.nodes}
@@ -89,7 +92,7 @@ def validate(decision: Decision, view: ClusterView, now: float, options: Decisio
         return None
     nodes = [n for n in fresh if n is not None]
     if decision.method == EXPIRATION:
-        return decision if all(is_expired(n, now) and not n.deleting for n in nodes) else None
+        return validate_expiration(decision, nodes, now)
     allowed = budget_mapping(view.pools, view.nodes, decision.reason, now)
     for node in nodes:
         if base_problem(node, view.pools, view.pdbs, decision.reason) is not None:
@@ -98,26 +101,7 @@ def validate(decision: Decision, view: ClusterView, now: float, options: Decisio
     if any(v < 0 for v in allowed.values()):
         return None
     if decision.method == EMPTINESS:
-        ok = all(not n.pods and consolidation_problem(n, view.pools[n.nodepool], now, REASON_EMPTY) is None
-                 for n in nodes)
-        return Decision(EMPTINESS, decision.reason, nodes, evaluated=decision.evaluated) if ok else None
+        return validate_emptiness(decision, nodes, view, now)
     if decision.method == DRIFT:
-        if any(drift_reason(n, view) is None for n in nodes):
-            return None
-        result = Simulator(view).simulate(nodes, max_new=None) if any(n.pods for n in nodes) else None
-        if result is not None and result.unschedulable:
-            return None
-        return Decision(DRIFT, decision.reason, nodes, replacements=list(result.new_nodeclaims) if result else [],
-                        result=result, evaluated=decision.evaluated, detail=decision.detail)
-    if any(consolidation_problem(n, view.pools[n.nodepool], now, REASON_UNDERUTILIZED) is not None for n in nodes):
-        return None
-    result = Simulator(view).simulate(nodes, max_new=1)
-    replacements = consolidation_replacements(result, nodes, opts.consolidation.spot_to_spot)
-    if replacements is None:
-        return None
-    fresh_decision = Decision(decision.method, decision.reason, nodes, replacements=replacements, result=result,
-                              evaluated=decision.evaluated)
-    # A decision that now needs a replacement where it needed none (or a dearer one) is a different decision.
-    if fresh_decision.savings + 1e-9 < decision.savings:
-        return None
-    return fresh_decision
+        return validate_drift(decision, nodes, view)
+    return validate_consolidation(decision, nodes, view, now, opts.consolidation)

@@ -3,7 +3,7 @@
 Drift reasons (Karpenter v1 ``nodeclaim/disruption/drift.go`` and the AWS provider's ``IsDrifted``):
 
 * ``NodePoolDrifted``: the claim's ``karpenter.sh/nodepool-hash`` differs from the pool's current
-  :func:`~nodewright.disruption.hashing.nodepool_hash` and both carry the same hash version;
+  :func:`~nodewright.api.hashing.nodepool_hash` and both carry the same hash version;
 * ``RequirementsDrifted``: the node's labels no longer satisfy the pool's requirements (a label the node does
   not carry is ignored when it is a well-known label, as Karpenter's ``AllowUndefinedWellKnownLabels``);
 * ``NodeClassDrift``: ``karpenter.k8s.aws/ec2nodeclass-hash`` differs from the EC2NodeClass's (same version);
@@ -20,10 +20,10 @@ new NodeClaims as needed, which are launched and Ready before the old node drain
 
 from __future__ import annotations
 
-from nodewright.api import labels as wk
+from nodewright.api import labels as L
+from nodewright.api.hashing import EC2NODECLASS_HASH_VERSION, NODEPOOL_HASH_VERSION
 from nodewright.disruption.budgets import budget_mapping, within_budget
 from nodewright.disruption.candidates import base_problem, by_disruption_cost
-from nodewright.disruption.hashing import EC2NODECLASS_HASH_VERSION, NODEPOOL_HASH_VERSION
 from nodewright.disruption.model import (
     DRIFT,
     REASON_DRIFTED,
@@ -56,7 +56,7 @@ def requirements_drifted(node: Node, pool: Pool) -> bool:
     for key, req in pool.spec.requirements.items():
         value = node.labels.get(key)
         if value is None:
-            if key in wk.WELL_KNOWN_LABELS or req.allows_absence():
+            if key in L.WELL_KNOWN_LABELS or req.allows_absence():
                 continue
             return True
         if not req.has(value):
@@ -66,7 +66,7 @@ def requirements_drifted(node: Node, pool: Pool) -> bool:
 
 def nodeclass_drift(node: Node, nodeclass: NodeClassInfo) -> str | None:
     """EC2NodeClass drift reason of ``node`` (hash, AMI, subnet, security groups), or None."""
-    stamped = _stamped(node, wk.EC2NODECLASS_HASH, wk.EC2NODECLASS_HASH_VERSION, EC2NODECLASS_HASH_VERSION)
+    stamped = _stamped(node, L.EC2NODECLASS_HASH, L.EC2NODECLASS_HASH_VERSION, EC2NODECLASS_HASH_VERSION)
     if stamped is not None and nodeclass.hash and stamped != nodeclass.hash:
         return NODECLASS_DRIFTED
     if node.image_id and nodeclass.ami_ids is not None and node.image_id not in nodeclass.ami_ids:
@@ -87,7 +87,7 @@ def drift_reason(node: Node, view: ClusterView) -> str | None:
     pool = view.pools.get(node.nodepool)
     if pool is None:
         return None
-    stamped = _stamped(node, wk.NODEPOOL_HASH, wk.NODEPOOL_HASH_VERSION, NODEPOOL_HASH_VERSION)
+    stamped = _stamped(node, L.NODEPOOL_HASH, L.NODEPOOL_HASH_VERSION, NODEPOOL_HASH_VERSION)
     if stamped is not None and pool.hash and stamped != pool.hash:
         return NODEPOOL_DRIFTED
     if requirements_drifted(node, pool):
@@ -133,3 +133,14 @@ def drift(view: ClusterView, now: float, simulator: Simulator, max_simulations: 
         return Decision(DRIFT, REASON_DRIFTED, [node], replacements=list(result.new_nodeclaims), result=result,
                         evaluated=len(found), detail={node.name: reasons[node.name]})
     return None
+
+
+def validate_drift(decision: Decision, nodes: list[Node], view: ClusterView) -> Decision | None:
+    """Drift re-checked on a fresh view: every candidate still drifted, and its pods still fit (re-simulated)."""
+    if any(drift_reason(n, view) is None for n in nodes):
+        return None
+    result = Simulator(view).simulate(nodes, max_new=None) if any(n.pods for n in nodes) else None
+    if result is not None and result.unschedulable:
+        return None
+    return Decision(DRIFT, decision.reason, nodes, replacements=list(result.new_nodeclaims) if result else [],
+                    result=result, evaluated=decision.evaluated, detail=decision.detail)

@@ -34,3 +34,10 @@ def emptiness(view: ClusterView, now: float) -> Decision | None:
     if not chosen:
         return None
     return Decision(EMPTINESS, REASON_EMPTY, chosen, evaluated=len(candidates))
+
+
+def validate_emptiness(decision: Decision, nodes: list[Node], view: ClusterView, now: float) -> Decision | None:
+    """Emptiness re-checked on a fresh view: every candidate still empty and still past ``consolidateAfter``."""
+    ok = all(not n.pods and consolidation_problem(n, view.pools[n.nodepool], now, REASON_EMPTY) is None
+             for n in nodes)
+    return Decision(EMPTINESS, decision.reason, nodes, evaluated=decision.evaluated) if ok else None

@@ -23,3 +23,8 @@ def expiration(view: ClusterView, now: float) -> Decision | None:
     if not expired:
         return None
     return Decision(EXPIRATION, REASON_EXPIRED, expired, evaluated=len(expired))
+
+
+def validate_expiration(decision: Decision, nodes: list[Node], now: float) -> Decision | None:
+    """Expiration re-checked: every candidate still expired and not already leaving."""
+    return decision if all(is_expired(n, now) and not n.deleting for n in nodes) else None

@@ -2,7 +2,7 @@
 
 Everything here is built by the disruption controller from one cluster snapshot (or by tests and the
 simulator directly); the decision functions never read a clock or a client. Units: prices in USD/hour,
-times in epoch seconds, durations in seconds, resources as :mod:`nodewright.scheduling.quantities`
+times in epoch seconds, durations in seconds, resources as :mod:`nodewright.quantities`
 (cpu millicores, memory bytes, pods count).
 """
 
@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from nodewright.api import labels as wk
+from nodewright.api import labels as L
 from nodewright.api.annotations import CONSOLIDATION_HYSTERESIS, DEFAULT_HYSTERESIS, MIN_NODE_LIFETIME
 from nodewright.api.nodepool import Budget
-from nodewright.cloud.instancetype import InstanceType
-from nodewright.kube.objects import match_label_selector
+from nodewright.cloud.instancetype import InstanceType, PriceIndex
 from nodewright.scheduling import ExistingNode, NodeClaimPlan, NodePoolSpec, Pod, SchedulingResult
+from nodewright.selectors import LabelSelector, selects
 
 #: Methods, in the order Karpenter tries them (one acts per pass); expiration runs on its own.
 EMPTINESS = "emptiness"
@@ -27,9 +26,9 @@ SINGLE_NODE = "single-node-consolidation"
 EXPIRATION = "expiration"
 
 #: Reason of each method (the budget ``reasons`` vocabulary; ``Expired`` is not budgeted).
-REASON_EMPTY = wk.REASON_EMPTY
-REASON_DRIFTED = wk.REASON_DRIFTED
-REASON_UNDERUTILIZED = wk.REASON_UNDERUTILIZED
+REASON_EMPTY = L.REASON_EMPTY
+REASON_DRIFTED = L.REASON_DRIFTED
+REASON_UNDERUTILIZED = L.REASON_UNDERUTILIZED
 REASON_EXPIRED = "Expired"
 
 DELETE = "delete"
@@ -52,18 +51,18 @@ class PDB:
     Attributes:
         name: PDB name (for reasons).
         namespace: its namespace; it only selects pods there.
-        selector: ``spec.selector`` as a dict (``None`` selects nothing, ``{}`` everything).
+        selector: ``spec.selector`` (``None`` selects nothing, an empty selector everything).
         disruptions_allowed: how many of its pods may be evicted now (Kubernetes' ``status.disruptionsAllowed``).
     """
 
     name: str
     namespace: str
-    selector: Mapping[str, Any] | None
+    selector: LabelSelector | None
     disruptions_allowed: int
 
     def selects(self, pod: Pod) -> bool:
         """Whether this budget covers ``pod``."""
-        return pod.namespace == self.namespace and match_label_selector(self.selector, pod.labels)
+        return pod.namespace == self.namespace and selects(self.selector, pod.labels)
 
 
 @dataclass(slots=True)
@@ -77,7 +76,7 @@ class Pool:
         consolidation_policy: ``WhenEmpty`` or ``WhenEmptyOrUnderutilized``.
         consolidate_after: seconds a node must have had no pod event before consolidation; None = ``Never``.
         budgets: ``spec.disruption.budgets``.
-        hash: the current NodePool template hash (:func:`nodewright.disruption.hashing.nodepool_hash`).
+        hash: the current NodePool template hash (:func:`nodewright.api.hashing.nodepool_hash`).
         min_node_lifetime: seconds (``nodewright.io/min-node-lifetime``); consolidation leaves younger nodes.
         hysteresis: fraction below ``spec.target_utilization`` a node must be to be underutilized.
     """
@@ -91,6 +90,13 @@ class Pool:
     hash: str = ""
     min_node_lifetime: float = 0.0
     hysteresis: float = DEFAULT_HYSTERESIS
+    _prices: PriceIndex | None = field(default=None, repr=False, compare=False)
+
+    def price_of(self, labels: Mapping[str, str]) -> float:
+        """A node's price in this pool (:class:`~nodewright.cloud.instancetype.PriceIndex`, built once)."""
+        if self._prices is None:
+            self._prices = PriceIndex(self.instance_types)
+        return self._prices.price(labels)
 
     @property
     def target_utilization(self) -> float | None:
@@ -104,7 +110,7 @@ class NodeClassInfo:
 
     Attributes:
         name: EC2NodeClass name.
-        hash: :func:`nodewright.disruption.hashing.ec2nodeclass_hash` of the current spec.
+        hash: :func:`nodewright.api.hashing.ec2nodeclass_hash` of the current spec.
         ami_ids: AMI IDs resolved in ``status.amis`` (None when not resolved yet: no AMI drift).
         subnet_ids: subnet IDs in ``status.subnets`` (None when unknown).
         subnet_zones: zones of those subnets (None when unknown).
@@ -175,17 +181,17 @@ class Node:
     @property
     def instance_type(self) -> str:
         """``node.kubernetes.io/instance-type``."""
-        return self.labels.get(wk.INSTANCE_TYPE, "")
+        return self.labels.get(L.INSTANCE_TYPE, "")
 
     @property
     def zone(self) -> str:
         """``topology.kubernetes.io/zone``."""
-        return self.labels.get(wk.ZONE, "")
+        return self.labels.get(L.ZONE, "")
 
     @property
     def capacity_type(self) -> str:
         """``karpenter.sh/capacity-type``."""
-        return self.labels.get(wk.CAPACITY_TYPE, "")
+        return self.labels.get(L.CAPACITY_TYPE, "")
 
 
 @dataclass(slots=True)

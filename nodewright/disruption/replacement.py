@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from nodewright.api import labels as wk
+from nodewright.api import labels as L
 from nodewright.cloud.instancetype import InstanceType, Offering
 from nodewright.disruption.model import Node
 from nodewright.disruption.screen import offering_for
@@ -26,8 +26,8 @@ from nodewright.scheduling import NodeClaimPlan, Requirement, SchedulingResult
 
 #: Karpenter's ``MinInstanceTypesForSpotToSpotConsolidation``.
 MIN_SPOT_TO_SPOT_TYPES = 15
-SPOT = wk.CAPACITY_TYPE_SPOT
-ON_DEMAND = wk.CAPACITY_TYPE_ON_DEMAND
+SPOT = L.CAPACITY_TYPE_SPOT
+ON_DEMAND = L.CAPACITY_TYPE_ON_DEMAND
 
 
 def _priced(plan: NodeClaimPlan, capacity_type: str | None) -> list[tuple[InstanceType, Offering]]:
@@ -41,11 +41,11 @@ def _priced(plan: NodeClaimPlan, capacity_type: str | None) -> list[tuple[Instan
 
 
 def _with_types(plan: NodeClaimPlan, priced: list[tuple[InstanceType, Offering]], capacity_type: str | None) -> NodeClaimPlan:
-    reqs = plan.requirements.with_requirement(Requirement(wk.INSTANCE_TYPE, False, tuple(it.name for it, _ in priced)))
+    reqs = plan.requirements.with_requirement(Requirement(L.INSTANCE_TYPE, False, tuple(it.name for it, _ in priced)))
     labels = dict(plan.labels)
     if capacity_type is not None:
-        reqs = reqs.with_requirement(Requirement(wk.CAPACITY_TYPE, False, (capacity_type,)))
-        labels[wk.CAPACITY_TYPE] = capacity_type
+        reqs = reqs.with_requirement(Requirement(L.CAPACITY_TYPE, False, (capacity_type,)))
+        labels[L.CAPACITY_TYPE] = capacity_type
     cheapest, offering = priced[0]
     return dataclasses.replace(
         plan,
@@ -62,7 +62,7 @@ def cheaper_replacement(
 ) -> NodeClaimPlan | None:
     """``plan`` narrowed to types strictly cheaper than ``candidates`` (rules in the module docstring), or None."""
     total = sum(c.price for c in candidates)
-    ct_req = plan.requirements.get(wk.CAPACITY_TYPE)
+    ct_req = plan.requirements.get(L.CAPACITY_TYPE)
     pin: str | None = None
     if ct_req is None or (ct_req.has(SPOT) and ct_req.has(ON_DEMAND)):
         pin = SPOT

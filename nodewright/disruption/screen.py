@@ -21,16 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from nodewright.api import labels as wk
+from nodewright.api import labels as L
 from nodewright.cloud.instancetype import InstanceType, Offering
 from nodewright.disruption.model import Pool
+from nodewright.quantities import CPU, MEMORY, PODS
 from nodewright.scheduling import ExistingNode, Pod, Requirements
-from nodewright.scheduling.quantities import CPU, MEMORY, PODS
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, untolerated
 
 Vec = tuple[int, int, int]
 _DIMS = (CPU, MEMORY, PODS)
-_OFFERING_KEYS = frozenset({wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID, wk.REGION})
+_OFFERING_KEYS = frozenset({L.ZONE, L.CAPACITY_TYPE, L.ZONE_ID, L.REGION})
 
 
 def vec(resources: dict[str, int] | None) -> Vec:
@@ -65,9 +65,9 @@ def is_simple(pod: Pod) -> bool:
         return False
     if aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred:
         return False
-    if wk.HOSTNAME in pod.node_selector:
+    if L.HOSTNAME in pod.node_selector:
         return False
-    if any(k for t in aff.node_required for k, _, _ in t.expressions if k == wk.HOSTNAME):
+    if any(k for t in aff.node_required for k, _, _ in t.expressions if k == L.HOSTNAME):
         return False
     return all(name in _DIMS for name in pod.requests)
 
@@ -93,7 +93,7 @@ class _Group:
 
 def offering_for(it: InstanceType, reqs: Requirements, capacity_type: str | None = None) -> Offering | None:
     """Cheapest available offering of ``it`` allowed by ``reqs`` (zone, capacity type), optionally of one type."""
-    zone, ct = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
+    zone, ct = reqs.get(L.ZONE), reqs.get(L.CAPACITY_TYPE)
     best: Offering | None = None
     for o in it.offerings:
         if not o.available or (capacity_type is not None and o.capacity_type != capacity_type):
@@ -112,7 +112,7 @@ def type_allowed(it: InstanceType, reqs: Requirements) -> bool:
             continue
         value = it.labels.get(key)
         if value is None:
-            if key in wk.WELL_KNOWN_LABELS or req.allows_absence():
+            if key in L.WELL_KNOWN_LABELS or req.allows_absence():
                 continue
             return False
         if not req.has(value):
@@ -144,7 +144,7 @@ def pool_frontier(pool: Pool) -> list[tuple[float, Vec]]:
 
 
 #: id(pool) -> (pool, its spec, its instance types, frontier). A pass's Pools are reused while their NodePool
-#: and instance types are unchanged (nodewright.disruption.incremental), and Pool, NodePoolSpec, InstanceType
+#: and instance types are unchanged (nodewright.state.incremental_view), and Pool, NodePoolSpec, InstanceType
 #: and Offering are never mutated, so the frontier of the same objects is the same. Bounded.
 _FRONTIERS: dict[int, tuple[Pool, object, object, list[tuple[float, Vec]]]] = {}
 _FRONTIERS_LIMIT = 256
@@ -172,7 +172,7 @@ class Screen:
                 continue
             free = _sub(vec(node.allocatable), _requested(node))
             self.free[node.name] = free
-            labels = {k: v for k, v in node.labels.items() if k != wk.HOSTNAME}
+            labels = {k: v for k, v in node.labels.items() if k != L.HOSTNAME}
             taints = tuple(t for t in node.scheduling_taints() if t.effect != PREFER_NO_SCHEDULE)
             key = (tuple(sorted(labels.items())), taints)
             group = groups.get(key)

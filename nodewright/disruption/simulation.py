@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nodewright.disruption.model import ClusterView, Node, Pool
+from nodewright.quantities import CPU, MEMORY
 from nodewright.scheduling import ExistingNode, SchedulingResult, schedule
-from nodewright.scheduling.quantities import CPU, MEMORY
 
 
 def scaled_view(node: ExistingNode, target: float | None) -> ExistingNode:

@@ -14,10 +14,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nodewright.kube import resources as r
-from nodewright.kube.cluster import Clock, Obj
+from nodewright.kube.cluster import Clock
 from nodewright.kube.errors import KubeError, NotFoundError
 from nodewright.kube.informer import Backoff, Informer
 from nodewright.kube.objects import (
+    Obj,
     format_micro_time,
     format_time,
     in_scope,

@@ -17,11 +17,10 @@ Contract for every implementation:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from nodewright.kube.objects import Obj
 from nodewright.kube.resources import ResourceKind
-
-Obj = dict[str, Any]
 
 #: A clock: returns the current time in epoch seconds. Controllers never call ``time.time()`` directly.
 Clock = Callable[[], float]

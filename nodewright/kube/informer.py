@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.kube.errors import GoneError, KubeError
-from nodewright.kube.objects import key_of, resource_version_int
+from nodewright.kube.objects import Obj, key_of, resource_version_int
 from nodewright.kube.resources import ResourceKind
 from nodewright.kube.rest import RestClient
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 #: Handler signature: (event type "ADDED"|"MODIFIED"|"DELETED", object).
 Handler = Callable[[str, Obj], None]
 #: Deletions remembered per informer (see :meth:`Informer._remember_deletion`).

@@ -18,9 +18,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodewright.kube import resources as r
-from nodewright.kube.cluster import Clock, Obj
+from nodewright.kube.cluster import Clock
 from nodewright.kube.errors import AlreadyExistsError, ConflictError, NotFoundError, TooManyRequestsError
 from nodewright.kube.objects import (
+    Obj,
     finalizers_of,
     format_time,
     in_scope,

@@ -11,6 +11,8 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
+from nodewright.selectors import LabelSelector
+
 Obj = dict[str, Any]
 
 
@@ -178,31 +180,6 @@ def set_condition(
 # --- selectors ---------------------------------------------------------------------------------
 
 
-def match_label_selector(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """Whether ``labels`` match a ``LabelSelector`` (``matchLabels`` + ``matchExpressions``).
-
-    An empty selector matches everything; a None selector matches nothing (Kubernetes semantics for
-    PodDisruptionBudgets and spread constraints).
-    """
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
-
-
 def parse_label_selector_string(text: str) -> list[tuple[str, str, list[str]]]:
     """Parse a URL ``labelSelector`` (``a=b,c!=d,e in (x,y),!f,g``) into (key, op, values) triples.
 
@@ -251,24 +228,15 @@ def parse_label_selector_string(text: str) -> list[tuple[str, str, list[str]]]:
 
 
 def match_label_selector_string(text: str | None, labels: Mapping[str, str]) -> bool:
-    """Whether ``labels`` match a URL ``labelSelector`` string (empty or None matches everything)."""
+    """Whether ``labels`` match a URL ``labelSelector`` string (empty or None matches everything), evaluated by
+    the one :class:`~nodewright.selectors.LabelSelector` (``a=b`` is ``In [b]``, ``a!=b`` ``NotIn [b]``, ``a``
+    ``Exists``, ``!a`` ``DoesNotExist``)."""
     if not text:
         return True
-    for key, op, values in parse_label_selector_string(text):
-        present = key in labels
-        if op == "=" and labels.get(key) != values[0]:
-            return False
-        if op == "!=" and present and labels[key] == values[0]:
-            return False
-        if op == "in" and not (present and labels[key] in values):
-            return False
-        if op == "notin" and present and labels[key] in values:
-            return False
-        if op == "exists" and not present:
-            return False
-        if op == "!" and present:
-            return False
-    return True
+    operators = {"=": "In", "!=": "NotIn", "in": "In", "notin": "NotIn", "exists": "Exists", "!": "DoesNotExist"}
+    expressions = tuple((key, operators[op], tuple(sorted(values)))
+                        for key, op, values in parse_label_selector_string(text))
+    return LabelSelector(match_expressions=expressions).matches(labels)
 
 
 def field_value(obj: Mapping[str, Any], path: str) -> str:
@@ -298,7 +266,3 @@ def match_field_selector_string(text: str | None, obj: Mapping[str, Any]) -> boo
                 return False
     return True
 
-
-def selector_string(labels: Mapping[str, str]) -> str:
-    """``a=b,c=d`` for an equality label selector."""
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

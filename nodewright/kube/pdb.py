@@ -13,7 +13,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nodewright.kube.objects import is_deleting, labels_of, match_label_selector, namespace_of
+from nodewright.kube.objects import is_deleting, labels_of, namespace_of
+from nodewright.selectors import LabelSelector, selects
 
 
 def _scaled(value: Any, expected: int) -> int:
@@ -37,8 +38,8 @@ def pod_is_healthy(pod: Mapping[str, Any]) -> bool:
 
 def _healthy_and_desired(pdb: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
     spec = pdb.get("spec") or {}
-    selector = spec.get("selector")
-    selected = [p for p in pods if not is_deleting(p) and match_label_selector(selector, labels_of(p))]
+    selector = LabelSelector.from_dict(spec.get("selector"))
+    selected = [p for p in pods if not is_deleting(p) and selects(selector, labels_of(p))]
     expected = len(selected)
     healthy = sum(1 for p in selected if pod_is_healthy(p))
     if spec.get("minAvailable") is not None:
@@ -73,7 +74,7 @@ def blocking_budget(
     for pdb in pdbs:
         if namespace_of(pdb) != ns:
             continue
-        if not match_label_selector((pdb.get("spec") or {}).get("selector"), labels_of(pod)):
+        if not selects((pdb.get("spec") or {}).get("selector"), labels_of(pod)):
             continue
         healthy, desired = _healthy_and_desired(pdb, pods)
         allowed = healthy - desired > 0 if pod_is_healthy(pod) else healthy >= desired

@@ -79,14 +79,3 @@ WATCHED: tuple[ResourceKind, ...] = (
 
 ALL: tuple[ResourceKind, ...] = (*WATCHED, EVENTS, LEASES)
 
-
-def kind_by_name(kind: str) -> ResourceKind:
-    """The :class:`ResourceKind` whose ``kind`` is ``kind`` (e.g. ``"NodeClaim"``).
-
-    Raises:
-        KeyError: when nodewright does not handle that kind.
-    """
-    for resource in ALL:
-        if resource.kind == kind:
-            return resource
-    raise KeyError(kind)

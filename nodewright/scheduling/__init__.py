@@ -3,7 +3,8 @@
 Stable entry points (controllers, disruption, the simulator and tests use only these):
 
 - :class:`Pod`, :func:`pod_from_manifest`, :func:`pods_from_workload`, :func:`daemonset_pod` -- pods from
-  Kubernetes dicts (cpu millicores, memory bytes, ``pods: 1``).
+  Kubernetes dicts (cpu millicores, memory bytes, ``pods: 1``). Objects of a cluster are converted through
+  :mod:`nodewright.state.models` (cached), which calls these.
 - :class:`ExistingNode`, :func:`node_from_manifest` -- nodes already in the cluster (and in-flight NodeClaims
   with ``initialized=False``).
 - :class:`NodePoolSpec`, :func:`nodepool_spec_from_model` -- NodePools (requirements, taints, limits, weight,
@@ -14,7 +15,6 @@ Stable entry points (controllers, disruption, the simulator and tests use only t
 Everything here is pure and synchronous: no client, no clock, no I/O (logging aside).
 """
 
-from nodewright.quantities import Resources, format_resources, parse_quantity, parse_resource_list
 from nodewright.scheduling.nodepools import (
     TARGET_UTILIZATION_ANNOTATION,
     NodePoolSpec,
@@ -25,7 +25,6 @@ from nodewright.scheduling.nodes import ExistingNode, node_from_manifest
 from nodewright.scheduling.pods import (
     Affinity,
     HostPort,
-    LabelSelector,
     NodeSelectorTerm,
     Pod,
     PodAffinityTerm,
@@ -33,7 +32,6 @@ from nodewright.scheduling.pods import (
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
     daemonset_pod,
-    daemonset_pods,
     pod_from_manifest,
     pod_from_template,
     pods_from_workload,
@@ -42,6 +40,7 @@ from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.result import NodeClaimPlan, SchedulingEvent, SchedulingResult
 from nodewright.scheduling.scheduler import MAX_INSTANCE_TYPES, schedule
 from nodewright.scheduling.taints import Taint, Toleration
+from nodewright.selectors import LabelSelector
 
 __all__ = [
     "MAX_INSTANCE_TYPES",
@@ -58,7 +57,6 @@ __all__ = [
     "PreferredSchedulingTerm",
     "Requirement",
     "Requirements",
-    "Resources",
     "SchedulingEvent",
     "SchedulingResult",
     "Taint",
@@ -67,12 +65,8 @@ __all__ = [
     "WeightedPodAffinityTerm",
     "daemonset_overhead",
     "daemonset_pod",
-    "daemonset_pods",
-    "format_resources",
     "node_from_manifest",
     "nodepool_spec_from_model",
-    "parse_quantity",
-    "parse_resource_list",
     "pod_from_manifest",
     "pod_from_template",
     "pods_from_workload",

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.api import labels as wk
+from nodewright.api import labels as L
 from nodewright.api.annotations import TARGET_UTILIZATION, target_utilization
 from nodewright.errors import NodewrightValidationError
 from nodewright.quantities import Resources, add, parse_resource_list
@@ -78,7 +78,7 @@ def pool_requirements(name: str, requirements: Iterable[Mapping[str, Any]], labe
     """
     reqs = Requirements.from_expressions(list(requirements), "spec.template.spec.requirements")
     extra = [Requirement(k, False, (v,)) for k, v in labels.items()]
-    extra.append(Requirement(wk.NODEPOOL, False, (name,)))
+    extra.append(Requirement(L.NODEPOOL, False, (name,)))
     return Requirements([*reqs.values(), *extra])
 
 
@@ -131,7 +131,7 @@ def nodepool_spec_from_model(
         name=name,
         weight=int(spec.get("weight") or 0),
         requirements=requirements,
-        labels={**labels, wk.NODEPOOL: name},
+        labels={**labels, L.NODEPOOL: name},
         taints=taints,
         startup_taints=tuple(taint_from_dict(t) for t in tspec.get("startupTaints") or []),
         limits=limits,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.api import labels as wk
+from nodewright.api import labels as L
 from nodewright.errors import NodewrightValidationError
 from nodewright.quantities import Resources, add, parse_resource_list
 from nodewright.scheduling.pods import Pod
@@ -21,7 +21,7 @@ from nodewright.scheduling.taints import Taint, taint_from_dict
 
 #: Taints a node carries while booting; ignored for a node that is not initialized yet.
 EPHEMERAL_TAINT_KEYS = frozenset(
-    {wk.NOT_READY_TAINT_KEY, wk.UNREACHABLE_TAINT_KEY, wk.UNREGISTERED_TAINT_KEY, wk.UNINITIALIZED_TAINT_KEY}
+    {L.NOT_READY_TAINT_KEY, L.UNREACHABLE_TAINT_KEY, L.UNREGISTERED_TAINT_KEY, L.UNINITIALIZED_TAINT_KEY}
 )
 
 
@@ -62,11 +62,11 @@ class ExistingNode:
     unschedulable: bool = False
 
     def __post_init__(self) -> None:
-        self.labels.setdefault(wk.HOSTNAME, self.name)
-        self.nodepool = self.nodepool or self.labels.get(wk.NODEPOOL, "")
-        self.instance_type = self.instance_type or self.labels.get(wk.INSTANCE_TYPE, "")
-        self.capacity_type = self.capacity_type or self.labels.get(wk.CAPACITY_TYPE, "")
-        self.zone = self.zone or self.labels.get(wk.ZONE, "")
+        self.labels.setdefault(L.HOSTNAME, self.name)
+        self.nodepool = self.nodepool or self.labels.get(L.NODEPOOL, "")
+        self.instance_type = self.instance_type or self.labels.get(L.INSTANCE_TYPE, "")
+        self.capacity_type = self.capacity_type or self.labels.get(L.CAPACITY_TYPE, "")
+        self.zone = self.zone or self.labels.get(L.ZONE, "")
 
     def requested(self) -> Resources:
         """Sum of the bound pods' requests."""
@@ -101,16 +101,16 @@ def node_from_manifest(doc: Mapping[str, Any], pods: Iterable[Pod] = ()) -> Exis
         raise NodewrightValidationError("metadata.name", "required field is missing")
     spec = doc.get("spec") or {}
     status = doc.get("status") or {}
-    labels = {wk.NORMALIZED_LABELS.get(str(k), str(k)): str(v) for k, v in (meta.get("labels") or {}).items()}
+    labels = {L.NORMALIZED_LABELS.get(str(k), str(k)): str(v) for k, v in (meta.get("labels") or {}).items()}
     capacity = parse_resource_list(status.get("capacity"), "status.capacity")
     allocatable = parse_resource_list(status.get("allocatable"), "status.allocatable") or dict(capacity)
     if not allocatable:
         raise NodewrightValidationError("status.allocatable", "a Node needs status.allocatable (or capacity)")
     taints = tuple(taint_from_dict(t) for t in spec.get("taints") or [])
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-    managed = wk.NODEPOOL in labels
-    initialized = labels.get(wk.INITIALIZED) == "true" or not managed or ready
-    disrupted = any(t.key == wk.DISRUPTED_TAINT_KEY for t in taints)
+    managed = L.NODEPOOL in labels
+    initialized = labels.get(L.INITIALIZED) == "true" or not managed or ready
+    disrupted = any(t.key == L.DISRUPTED_TAINT_KEY for t in taints)
     return ExistingNode(
         name=str(name),
         labels=labels,

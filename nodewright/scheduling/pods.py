@@ -18,61 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.errors import NodewrightValidationError
-from nodewright.quantities import PODS, Resources, parse_resource_list
+from nodewright.quantities import CPU, MEMORY, PODS, Resources, parse_resource_list
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.taints import Toleration, toleration_from_dict
+from nodewright.selectors import LabelSelector
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 HONOR = "Honor"
 IGNORE = "Ignore"
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A ``metav1.LabelSelector``: matchLabels AND matchExpressions (In, NotIn, Exists, DoesNotExist)."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    match_expressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any] | None) -> LabelSelector | None:
-        """None stays None (selects nothing); ``{}`` selects everything."""
-        if doc is None:
-            return None
-        labels = tuple(sorted((str(k), str(v)) for k, v in (doc.get("matchLabels") or {}).items()))
-        exprs = tuple(
-            (str(e.get("key", "")), str(e.get("operator", "In")), tuple(sorted(str(v) for v in e.get("values") or [])))
-            for e in doc.get("matchExpressions") or []
-        )
-        return cls(labels, exprs)
-
-    def with_labels(self, extra: Iterable[tuple[str, str]]) -> LabelSelector:
-        """A copy with more ``matchLabels`` (used for ``matchLabelKeys``)."""
-        return LabelSelector(tuple(sorted(set(self.match_labels) | set(extra))), self.match_expressions)
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        """True when ``labels`` satisfy every term."""
-        for key, value in self.match_labels:
-            if labels.get(key) != value:
-                return False
-        for key, op, values in self.match_expressions:
-            present = key in labels
-            if op == "In":
-                if not present or labels[key] not in values:
-                    return False
-            elif op == "NotIn":
-                if present and labels[key] in values:
-                    return False
-            elif op == "Exists":
-                if not present:
-                    return False
-            elif op == "DoesNotExist":
-                if present:
-                    return False
-            else:
-                return False
-        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +236,13 @@ def effective_requests(spec: Mapping[str, Any], path: str = "spec") -> Resources
     extended resources such as ``nvidia.com/gpu`` are requested). Containers are summed; restartable init
     containers (sidecars, ``restartPolicy: Always``) add to the sum; other init containers run one at a time,
     so the pod needs the maximum of (each init container + sidecars started before it) and the running sum.
-    ``spec.overhead`` is added and ``pods: 1``.
+    Pod-level ``spec.resources`` (KEP-2837) replaces that aggregate for the resources it names (cpu, memory and
+    ``hugepages-*``; its limits default its requests, as API defaulting does). ``spec.overhead`` is added and
+    ``pods: 1``. Source: ``k8s.io/component-helpers/resource`` ``PodRequests``, which the kube-scheduler and
+    Karpenter both call.
+
+    Example: a container with only limits ``cpu: 1, memory: 1Gi, nvidia.com/gpu: 1``, a ``500m`` sidecar and a
+    ``200m`` init container need ``cpu: 1500m, memory: 1Gi, nvidia.com/gpu: 1, pods: 1``.
 
     Returns:
         cpu in millicores, memory/ephemeral-storage in bytes, counts otherwise.
@@ -307,12 +267,21 @@ def effective_requests(spec: Mapping[str, Any], path: str = "spec") -> Resources
     total = dict(running)
     _accumulate(total, sidecars)
     _maximize(total, init_peak)
+    pod_level = _container_requests(spec, path)
+    for name, value in pod_level.items():
+        if name in _POD_LEVEL_RESOURCES or name.startswith("hugepages-"):
+            total[name] = value
     _accumulate(total, parse_resource_list(spec.get("overhead"), f"{path}.overhead"))
     total[PODS] = total.get(PODS, 0) + 1
     return {k: v for k, v in total.items() if v > 0 or k == PODS}
 
 
+#: Resources a pod-level ``spec.resources`` may set (Kubernetes ``IsSupportedPodLevelResource``).
+_POD_LEVEL_RESOURCES = frozenset({CPU, MEMORY})
+
+
 def _container_requests(container: Mapping[str, Any], path: str) -> Resources:
+    """``resources`` of a container (or of the pod spec): requests, a limit standing in for a missing request."""
     resources = container.get("resources") or {}
     limits = parse_resource_list(resources.get("limits"), f"{path}.resources.limits")
     requests = parse_resource_list(resources.get("requests"), f"{path}.resources.requests")
@@ -562,21 +531,6 @@ def _job_pods(spec: Mapping[str, Any], path: str) -> int:
     if completions is None:
         return parallelism
     return min(parallelism, _replicas(completions, f"{path}.completions"))
-
-
-def daemonset_pods(daemonsets: Iterable[Mapping[str, Any]]) -> list[Pod]:
-    """The pod each valid DaemonSet runs on a node, in order (for daemonset overhead).
-
-    DaemonSets as listed from the API carry no ``kind``; it is filled in. An invalid DaemonSet is skipped:
-    one bad object must not stop provisioning or disruption for the whole cluster.
-    """
-    out = []
-    for ds in daemonsets:
-        try:
-            out.append(daemonset_pod({**ds, "kind": "DaemonSet"}))
-        except NodewrightValidationError:
-            continue
-    return out
 
 
 def daemonset_pod(doc: Mapping[str, Any]) -> Pod:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from nodewright.api import labels as wk
+from nodewright.api import labels as L
 from nodewright.errors import NodewrightValidationError
 
 IN = "In"
@@ -34,26 +34,26 @@ LTE = "Lte"
 OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT, GTE, LTE)
 
 #: Old label keys accepted on input, mapped to today's key.
-KEY_ALIASES: dict[str, str] = {**wk.NORMALIZED_LABELS, wk.V1ALPHA5_PROVISIONER_NAME: wk.NODEPOOL}
+KEY_ALIASES: dict[str, str] = {**L.NORMALIZED_LABELS, L.V1ALPHA5_PROVISIONER_NAME: L.NODEPOOL}
 
 #: Well-known keys whose value comes from the instance type (a type without the label behaves as
 #: ``DoesNotExist`` for it, as Karpenter's AWS provider declares it).
 INSTANCE_TYPE_KEYS: frozenset[str] = frozenset(
-    wk.WELL_KNOWN_LABELS
+    L.WELL_KNOWN_LABELS
     - {
-        wk.NODEPOOL,
-        wk.ZONE,
-        wk.REGION,
-        wk.ZONE_ID,
-        wk.CAPACITY_TYPE,
-        wk.EC2NODECLASS,
-        wk.CAPACITY_RESERVATION_ID,
-        wk.WINDOWS_BUILD,
+        L.NODEPOOL,
+        L.ZONE,
+        L.REGION,
+        L.ZONE_ID,
+        L.CAPACITY_TYPE,
+        L.EC2NODECLASS,
+        L.CAPACITY_RESERVATION_ID,
+        L.WINDOWS_BUILD,
     }
-    - set(wk.NORMALIZED_LABELS)
+    - set(L.NORMALIZED_LABELS)
 )
 #: Keys whose value comes from the offering (zone x capacity type), not from the instance type.
-OFFERING_KEYS: frozenset[str] = frozenset({wk.ZONE, wk.CAPACITY_TYPE, wk.ZONE_ID})
+OFFERING_KEYS: frozenset[str] = frozenset({L.ZONE, L.CAPACITY_TYPE, L.ZONE_ID})
 
 
 def normalize_key(key: str) -> str:
@@ -313,7 +313,7 @@ class Requirements(Mapping[str, Requirement]):
         ``allow_undefined`` are keys the template need not define (default: Karpenter's well-known labels,
         which instance types and offerings supply). Returns None when compatible.
         """
-        allowed = wk.WELL_KNOWN_LABELS if allow_undefined is None else allow_undefined
+        allowed = L.WELL_KNOWN_LABELS if allow_undefined is None else allow_undefined
         for key, req in incoming._reqs.items():
             mine = self._reqs.get(key)
             if mine is None:

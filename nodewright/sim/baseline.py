@@ -32,31 +32,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.api import labels as L
-from nodewright.api.manifests import parse_nodepool
-from nodewright.cloud.aws.matching import type_allowed
 from nodewright.cloud.catalog import load_instance_types
 from nodewright.cloud.instancetype import InstanceType, Offering
+from nodewright.cloud.matching import type_filter
 from nodewright.cloud.simulated import SimInstance
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
-from nodewright.kube.cluster import Obj
 from nodewright.kube.errors import NotFoundError, TooManyRequestsError
-from nodewright.kube.objects import annotations_of, condition_true, is_deleting, labels_of, meta, name_of
+from nodewright.kube.objects import Obj, annotations_of, condition_true, is_deleting, labels_of, meta, name_of
+from nodewright.quantities import parse_resource_list
 from nodewright.scheduling import (
     ExistingNode,
     NodePoolSpec,
     Pod,
     daemonset_overhead,
-    daemonset_pod,
-    node_from_manifest,
     nodepool_spec_from_model,
-    pod_from_manifest,
     schedule,
 )
-from nodewright.scheduling.quantities import parse_resource_list
 from nodewright.sim.scenario import ClusterAutoscalerConfig, NodeGroup
 from nodewright.sim.world import World
-from nodewright.state.pods import is_daemonset_pod, is_terminal, is_unschedulable, node_name, pod_requests
+from nodewright.state.models import ClusterModels, models_for
+from nodewright.state.pods import is_daemonset_pod, is_terminal, is_unschedulable, node_name
 
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
@@ -93,7 +89,8 @@ def _pool_doc(group: NodeGroup, zones: Sequence[str]) -> dict[str, Any]:
             "nodeClassRef": {"group": L.AWS_GROUP, "kind": "EC2NodeClass", "name": "cluster-autoscaler"}}}}}
 
 
-def derive_node_groups(nodepools: Sequence[Obj], types: Sequence[InstanceType], zones: Sequence[str]) -> list[NodeGroup]:
+def derive_node_groups(nodepools: Sequence[Obj], types: Sequence[InstanceType], zones: Sequence[str],
+                       models: ClusterModels | None = None) -> list[NodeGroup]:
     """One node group per NodePool, as a Cluster Autoscaler user would set it up.
 
     Capacity type: on-demand when the NodePool allows it, else spot. Instance type: among the types the
@@ -105,18 +102,19 @@ def derive_node_groups(nodepools: Sequence[Obj], types: Sequence[InstanceType], 
     Raises:
         NodewrightValidationError: a NodePool allows no instance type.
     """
+    models = models or ClusterModels()
     out = []
     for doc in nodepools:
         name = name_of(doc)
-        pool = nodepool_spec_from_model(doc)
-        requirements = parse_nodepool(doc).spec.template.spec.requirements
+        pool = models.nodepool_spec(doc)
         ct_req = pool.requirements.get(L.CAPACITY_TYPE)
         capacity_type = "on-demand" if ct_req is None or ct_req.has("on-demand") else "spot"
         zone_req = pool.requirements.get(L.ZONE)
         pool_zones = tuple(z for z in zones if zone_req is None or zone_req.has(z))
         candidates = []
+        allowed = type_filter(pool.requirements)
         for it in types:
-            if not type_allowed(it, requirements):
+            if not allowed(it):
                 continue
             prices = [o.price for o in it.offerings if o.capacity_type == capacity_type and o.zone in pool_zones]
             if prices:
@@ -134,9 +132,9 @@ def derive_node_groups(nodepools: Sequence[Obj], types: Sequence[InstanceType], 
     return out
 
 
-def _utilization(pods: Sequence[Obj], allocatable: Mapping[str, int]) -> float:
-    cpu = sum(pod_requests(p).get("cpu", 0) for p in pods)
-    memory = sum(pod_requests(p).get("memory", 0) for p in pods)
+def _utilization(pods: Sequence[Obj], allocatable: Mapping[str, int], models: ClusterModels) -> float:
+    cpu = sum(models.requests(p).get("cpu", 0) for p in pods)
+    memory = sum(models.requests(p).get("memory", 0) for p in pods)
     return max(cpu / max(allocatable.get("cpu", 1), 1), memory / max(allocatable.get("memory", 1), 1))
 
 
@@ -156,11 +154,12 @@ class ClusterAutoscalerDriver:
 
     def __init__(self, world: World, config: ClusterAutoscalerConfig) -> None:
         self.world = world
+        self.models = models_for(world.cluster)
         self.config = config
         zones = world.scenario.zones
         types = {it.name: it for it in load_instance_types(world.scenario.region, zones=zones)}
         specs = list(config.node_groups) or derive_node_groups(world.cluster.list(r.NODEPOOLS), list(types.values()),
-                                                               zones)
+                                                               zones, self.models)
         self.groups = [self._group(spec, types, zones, i) for i, spec in enumerate(specs)]
         self.next_scan = world.start
         self.last_scale_up = -math.inf
@@ -241,44 +240,30 @@ class ClusterAutoscalerDriver:
     # --- scale-up ----------------------------------------------------------------------------------------
 
     def _daemonset_pods(self) -> list[Pod]:
-        out = []
-        for doc in self._ds_docs:
-            try:
-                out.append(daemonset_pod(doc))
-            except NodewrightValidationError:
-                continue
-        return out
+        return self.models.daemonset_pods(self._ds_docs)
 
     def _pending(self) -> list[Pod]:
-        out = []
-        for doc in self.world.cluster.list(r.PODS):
-            if node_name(doc) or is_deleting(doc) or is_terminal(doc) or not is_unschedulable(doc):
-                continue
-            try:
-                out.append(pod_from_manifest(doc))
-            except NodewrightValidationError:
-                continue
-        return out
+        return self.models.pods(doc for doc in self.world.cluster.list(r.PODS)
+                                if not (node_name(doc) or is_deleting(doc) or is_terminal(doc))
+                                and is_unschedulable(doc))
 
     def _capacity(self, daemonsets: list[Pod]) -> list[ExistingNode]:
         """Ready nodes with their pods, plus upcoming nodes (launched, not Ready) as empty templates."""
         bound: dict[str, list[Pod]] = {}
         for doc in self.world.cluster.list(r.PODS):
             if node_name(doc) and not is_terminal(doc) and not is_deleting(doc):
-                try:
-                    bound.setdefault(node_name(doc), []).append(pod_from_manifest(doc))
-                except NodewrightValidationError:
-                    continue
+                pod = self.models.pod(doc)
+                if pod is not None:
+                    bound.setdefault(node_name(doc), []).append(pod)
         out = []
         ready = set()
         for node in self.world.cluster.list(r.NODES):
             if is_deleting(node) or not condition_true(node, "Ready"):
                 continue
             ready.add(name_of(node))
-            try:
-                out.append(node_from_manifest(node, bound.get(name_of(node), [])))
-            except NodewrightValidationError:
-                continue
+            existing = self.models.node(node, bound.get(name_of(node), []))
+            if existing is not None:
+                out.append(existing)
         for group in self.groups:
             for instance in group.instances:
                 if instance.alive and instance.node_name not in ready:
@@ -349,7 +334,7 @@ class ClusterAutoscalerDriver:
             del self.unneeded_since[name]
         for name, node in nodes.items():
             allocatable = parse_resource_list((node.get("status") or {}).get("allocatable"))
-            if _utilization(pods_on.get(name, []), allocatable) < self.config.utilization_threshold:
+            if _utilization(pods_on.get(name, []), allocatable, self.models) < self.config.utilization_threshold:
                 self.unneeded_since.setdefault(name, now)
             else:
                 self.unneeded_since.pop(name, None)
@@ -379,23 +364,12 @@ class ClusterAutoscalerDriver:
         for other, node in nodes.items():
             if other == name:
                 continue
-            bound = []
-            for doc in pods_on.get(other, []):
-                try:
-                    bound.append(pod_from_manifest(doc))
-                except NodewrightValidationError:
-                    continue
-            try:
-                others.append(node_from_manifest(node, bound))
-            except NodewrightValidationError:
-                continue
-        moving = []
-        for doc in pods:
-            try:
-                moving.append(pod_from_manifest({**doc, "spec": {k: v for k, v in (doc.get("spec") or {}).items()
-                                                                if k != "nodeName"}}))
-            except NodewrightValidationError:
-                return False
+            existing = self.models.node(node, self.models.pods(pods_on.get(other, [])))
+            if existing is not None:
+                others.append(existing)
+        moving = self.models.pods(pods, pending=True)
+        if len(moving) != len(pods):
+            return False
         result = schedule(moving, others, [], {}, max_new_nodeclaims=0)
         return not result.unschedulable and sum(len(v) for v in result.existing.values()) == len(moving)
 

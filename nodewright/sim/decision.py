@@ -1,12 +1,20 @@
-"""``nodewright simulate -f FILE...``: one provisioning decision for a set of manifests, offline.
+"""``nodewright simulate -f FILE...``: the controller's first provisioning batch for a set of manifests, offline.
 
-Reads multi-document YAML (NodePool of any version or Provisioner, EC2NodeClass/AWSNodeTemplate, Deployment,
-StatefulSet, ReplicaSet, Job, CronJob (one run), Pod, DaemonSet, PodDisruptionBudget, Node with pods bound by
-``spec.nodeName``), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads the bundled EC2
-catalog for the region and runs :func:`nodewright.scheduling.schedule` once.
+Reads multi-document YAML (NodePool of any version or Provisioner, EC2NodeClass/AWSNodeTemplate, NodeClaim,
+Deployment, StatefulSet, ReplicaSet, Job, CronJob (one run), Pod, DaemonSet, PodDisruptionBudget, Node with pods
+bound by ``spec.nodeName``), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads every
+object into an in-memory cluster (:class:`~nodewright.kube.memory.InMemoryCluster`: workloads become their
+pods, pending ones marked ``Unschedulable`` as kube-scheduler would) and runs the provisioning controller's
+batch on it (:meth:`nodewright.controllers.provisioning.Provisioner.provision`) with the simulated cloud
+provider over the bundled EC2 catalog -- the same path ``nodewright run`` and scenario replay take, without
+I/O. So the EC2NodeClass's kubelet settings (``maxPods``, reserved resources) shape allocatable, the capacity a
+NodePool already owns (its Nodes and NodeClaims) counts against its ``limits``, and the pods of Nodes being
+deleted (``metadata.deletionTimestamp``) are placed again. A NodePool naming an EC2NodeClass that is not in
+the input gets one with the defaults (no kubelet overrides).
 
 The region is ``--region`` when given, else inferred from zone requirements of the NodePools or zone labels
-of the Nodes (``ap-northeast-2a`` -> ``ap-northeast-2``), else ``us-east-1``.
+of the Nodes (``ap-northeast-2a`` -> ``ap-northeast-2``), else ``us-east-1``; every zone of the region's
+catalog is available.
 
 The JSON output is the contract of DESIGN.md (``nodeclaims``, ``existing``, ``unschedulable``,
 ``total_price_per_hour``) plus ``region``, ``price_source`` and ``events`` (the log sentences).
@@ -14,31 +22,46 @@ The JSON output is the contract of DESIGN.md (``nodeclaims``, ``existing``, ``un
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodewright.api import labels as wk
-from nodewright.api.manifests import parse_documents
-from nodewright.cloud.catalog import catalog_price_source, load_instance_types
+from nodewright.api import labels as L
+from nodewright.api.manifests import KarpenterObjects, parse_documents
+from nodewright.cloud.catalog import catalog_price_source, region_zones
+from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
+from nodewright.controllers.common import Context
+from nodewright.controllers.provisioning import Provisioner
 from nodewright.errors import NodewrightValidationError
+from nodewright.kube import resources as r
+from nodewright.kube.memory import InMemoryCluster
+from nodewright.kube.objects import Obj
+from nodewright.metrics import Metrics
 from nodewright.scheduling import (
     ExistingNode,
     NodePoolSpec,
-    Pod,
     SchedulingResult,
     daemonset_pod,
-    node_from_manifest,
-    nodepool_spec_from_model,
     pods_from_workload,
-    schedule,
 )
 from nodewright.scheduling.pods import WORKLOAD_KINDS
+from nodewright.sim.workloads import pod_manifest
+from nodewright.state.cluster import snapshot
+from nodewright.state.models import models_for
 
 DEFAULT_REGION = "us-east-1"
 _ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")
 #: Kinds read but not needed for a provisioning decision (accepted silently).
-IGNORED_KINDS = frozenset({"PodDisruptionBudget", "EC2NodeClass", "Namespace", "Service", "ConfigMap", "Secret"})
+IGNORED_KINDS = frozenset({"Namespace", "Service", "ConfigMap", "Secret"})
+#: The simulated moment of the decision (epoch seconds; only creation and deletion timestamps depend on it).
+DECISION_TIME = 1_784_548_800.0  # 2026-07-20T12:00:00Z
+#: What a NodePool's missing EC2NodeClass stands for: the defaults (AL2023, no kubelet overrides).
+DEFAULT_NODECLASS_SPEC: dict[str, Any] = {
+    "amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "nodewright-simulated",
+    "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "simulated"}}],
+    "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "simulated"}}],
+}
 
 
 def region_of_zone(zone: str) -> str | None:
@@ -50,21 +73,122 @@ def region_of_zone(zone: str) -> str | None:
 def infer_region(nodepools: Sequence[NodePoolSpec], nodes: Sequence[ExistingNode]) -> str | None:
     """Region from the first zone found in NodePool requirements, then in node labels."""
     for np in nodepools:
-        req = np.requirements.get(wk.ZONE)
+        req = np.requirements.get(L.ZONE)
         if req is not None and not req.complement:
             for zone in sorted(req.values):
                 region = region_of_zone(zone)
                 if region:
                     return region
     for node in nodes:
-        region = node.labels.get(wk.REGION) or region_of_zone(node.labels.get(wk.ZONE, ""))
+        region = node.labels.get(L.REGION) or region_of_zone(node.labels.get(L.ZONE, ""))
         if region:
             return region
     return None
 
 
+class _Clock:
+    def __call__(self) -> float:
+        return DECISION_TIME
+
+
+def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
+    """Create the parsed documents in ``cluster`` as an API server would hold them.
+
+    Workloads become their pods (``<name>-<i>``; pending ones ``PodScheduled=False/Unschedulable``, bound
+    ones Running); a Node with ``metadata.deletionTimestamp`` is created and then deleted (held by a
+    finalizer), so it is a leaving node; a NodePool whose EC2NodeClass is missing gets a default one.
+
+    Raises:
+        NodewrightValidationError: an invalid or unsupported document (path ``<Kind>/<name>.<field>``).
+    """
+    classes = {nc.name for nc in objects.ec2nodeclasses}
+    for nodeclass in objects.ec2nodeclasses:
+        cluster.create(r.EC2NODECLASSES, nodeclass.to_manifest())
+    for nodepool in objects.nodepools:
+        cluster.create(r.NODEPOOLS, nodepool.to_manifest())
+        ref = nodepool.spec.template.spec.node_class_ref
+        if ref.kind == "EC2NodeClass" and ref.name not in classes:
+            classes.add(ref.name)
+            cluster.create(r.EC2NODECLASSES, {"apiVersion": f"{L.AWS_GROUP}/v1", "kind": "EC2NodeClass",
+                                              "metadata": {"name": ref.name}, "spec": DEFAULT_NODECLASS_SPEC})
+    for claim in objects.nodeclaims:
+        cluster.create(r.NODECLAIMS, claim.to_manifest())
+    leaving: list[str] = []
+    for index, doc in enumerate(objects.others):
+        kind = doc.get("kind")
+        try:
+            if kind in WORKLOAD_KINDS:
+                for pod in _workload_pods(doc):
+                    cluster.create(r.PODS, pod)
+            elif kind == "DaemonSet":
+                daemonset_pod(doc)  # validated here, so an invalid one is reported with its path
+                cluster.create(r.DAEMONSETS, doc)
+            elif kind == "PodDisruptionBudget":
+                cluster.create(r.PDBS, doc)
+            elif kind == "Node":
+                meta = dict(doc.get("metadata") or {})
+                if meta.get("deletionTimestamp"):
+                    meta["finalizers"] = [*(meta.get("finalizers") or []), "simulate.nodewright.io/hold"]
+                    leaving.append(str(meta.get("name")))
+                cluster.create(r.NODES, {**doc, "metadata": meta})
+            elif kind not in IGNORED_KINDS:
+                raise NodewrightValidationError("kind", f"{kind!r} is not supported by simulate")
+        except NodewrightValidationError as err:
+            name = (doc.get("metadata") or {}).get("name", index)
+            prefix = f"{kind}/{name}"
+            raise NodewrightValidationError(f"{prefix}.{err.path}" if err.path else prefix, err.reason) from None
+    for name in leaving:
+        cluster.delete(r.NODES, name)
+
+
+def _workload_pods(doc: Mapping[str, Any]) -> list[Obj]:
+    """The pod objects a workload document stands for (validated through the scheduler's conversion)."""
+    pods = pods_from_workload(doc)
+    if doc.get("kind") == "Pod":
+        meta = doc.get("metadata") or {}
+        spec = doc.get("spec") or {}
+        bound = bool(spec.get("nodeName"))
+        status = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]} if bound else \
+            _unschedulable()
+        return [{**doc, "metadata": {**meta, "namespace": meta.get("namespace") or "default"}, "status": status}]
+    spec = doc.get("spec") or {}
+    template = ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template") if doc.get("kind") == "CronJob" \
+        else spec.get("template")
+    out = []
+    for pod in pods:
+        manifest = pod_manifest(template or {}, pod.namespace, pod.name, pod.owner_kind, pod.owner_name,
+                                pod.node_name)
+        manifest["status"] = {"phase": "Running", **manifest["status"]} if pod.node_name else _unschedulable()
+        out.append(manifest)
+    return out
+
+
+def _unschedulable() -> dict[str, Any]:
+    return {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+
+
+def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any) -> SchedulingResult:
+    """The provisioning controller's first batch over ``cluster``: every provisionable pod (and every pod of a
+    leaving node) scheduled at once; NodeClaims are created in ``cluster``."""
+    provisioner = Provisioner(Context(cluster, cloud, clock, Metrics(), "simulate"))
+    state = snapshot(cluster)
+    pending = provisioner.pending_pods(state, clock())
+    result = provisioner.provision(pending, state, clock()) if pending else None
+    return result if result is not None else SchedulingResult()
+
+
 def decide(documents: Sequence[Mapping[str, Any]], region: str | None = None) -> dict[str, Any]:
-    """Run one provisioning decision over ``documents`` and return the JSON-ready result.
+    """Run the first provisioning batch over ``documents`` (see module docstring); the JSON-ready result.
+
+    Raises:
+        NodewrightValidationError: see :func:`decide_in_cluster`.
+    """
+    return decide_in_cluster(documents, region)[0]
+
+
+def decide_in_cluster(documents: Sequence[Mapping[str, Any]],
+                      region: str | None = None) -> tuple[dict[str, Any], InMemoryCluster]:
+    """:func:`decide`, also returning the in-memory cluster afterwards (the NodeClaims the batch created).
 
     Raises:
         NodewrightValidationError: an invalid document (path names it), no NodePool/Provisioner, or an unknown
@@ -73,36 +197,24 @@ def decide(documents: Sequence[Mapping[str, Any]], region: str | None = None) ->
     objects = parse_documents([dict(d) for d in documents])
     if not objects.nodepools:
         raise NodewrightValidationError("", "no NodePool or Provisioner in the input: nothing could launch nodes")
-    pending: list[Pod] = []
-    bound: list[Pod] = []
-    daemonsets: list[Pod] = []
-    node_docs: list[Mapping[str, Any]] = []
-    for index, doc in enumerate(objects.others):
-        kind = doc.get("kind")
-        try:
-            if kind in WORKLOAD_KINDS:
-                for pod in pods_from_workload(doc):
-                    (bound if pod.node_name else pending).append(pod)
-            elif kind == "DaemonSet":
-                daemonsets.append(daemonset_pod(doc))
-            elif kind == "Node":
-                node_docs.append(doc)
-            elif kind not in IGNORED_KINDS:
-                raise NodewrightValidationError("kind", f"{kind!r} is not supported by simulate")
-        except NodewrightValidationError as err:
-            name = (doc.get("metadata") or {}).get("name", index)
-            prefix = f"{kind}/{name}"
-            raise NodewrightValidationError(f"{prefix}.{err.path}" if err.path else prefix, err.reason) from None
-    nodes = [node_from_manifest(d, bound) for d in node_docs]
-    pools = [nodepool_spec_from_model(np, daemonsets=daemonsets) for np in objects.nodepools]
+    clock = _Clock()
+    cluster = InMemoryCluster(clock, seed=0)
+    load_cluster(objects, cluster)
+    models = models_for(cluster)
+    state = snapshot(cluster)
+    pools = [models.nodepool_spec(doc) for doc in state.nodepools.values()]
+    nodes = [n for n in (models.node(doc) for doc in state.nodes.values()) if n is not None]
     chosen = region or infer_region(pools, nodes) or DEFAULT_REGION
-    instance_types = load_instance_types(chosen)
-    result = schedule(pending, nodes, pools, {p.name: instance_types for p in pools}, daemonsets=daemonsets)
+    zones = region_zones(chosen)
+    ec2 = SimulatedEC2(clock, random.Random(0), LatencyDistribution(30.0, 30.0))
+    cloud = SimulatedCloudProvider(ec2, chosen, zones, lambda name: cluster.get(r.EC2NODECLASSES, name),
+                                   models.kubelet)
+    result = first_batch(cluster, cloud, clock)
     source = catalog_price_source(chosen)
     if any(plan.capacity_type == "spot" for plan in result.new_nodeclaims):
         # Spot prices here are the catalog's model, not quotes: say so wherever a price is shown.
         source += "; spot prices modelled at 60-70% off on-demand per family"
-    return to_json(result, chosen, source, pools)
+    return to_json(result, chosen, source, pools), cluster
 
 
 def to_json(result: SchedulingResult, region: str, price_source: str,

@@ -24,12 +24,13 @@ from nodewright.cloud.simulated import SimInstance, SimulatedCloudProvider, Simu
 from nodewright.controllers.common import Context
 from nodewright.controllers.manager import ControllerManager, ControllerOptions
 from nodewright.kube import resources as r
-from nodewright.kube.cluster import Cluster, Obj
-from nodewright.kube.objects import condition_true, is_deleting, name_of, parse_time
+from nodewright.kube.cluster import Cluster
+from nodewright.kube.objects import Obj, condition_true, is_deleting, name_of, parse_time
 from nodewright.kube.resources import ResourceKind
 from nodewright.metrics import Metrics
 from nodewright.sim.world import World
 from nodewright.state.cluster import ClusterState, snapshot
+from nodewright.state.models import models_for
 from nodewright.state.pods import is_unschedulable, node_name
 
 #: Seconds between controller steps when nothing moves (Karpenter's disruption poll period).
@@ -120,8 +121,9 @@ class NodewrightDriver:
         self.world = world
         self.queue = SimulatedInterruptionQueue()
         self.cloud = SimulatedCloudProvider(world.ec2, world.scenario.region, world.scenario.zones,
-                                            lambda name: world.cluster.get(r.EC2NODECLASSES, name))
-        self.cloud.out_of_capacity = world.out_of_capacity
+                                            lambda name: world.cluster.get(r.EC2NODECLASSES, name),
+                                            models_for(world.cluster).kubelet)
+        self.cloud.out_of_capacity = world.out_of_capacity  # the scenario's insufficientCapacity events
         self.ctx = Context(world.cluster, self.cloud, world.clock, Metrics(), f"sim-{world.scenario.name}")
         self.snapshots = CachedSnapshots(world)
         # NodePool status only feeds metrics and status fields nobody reads in a simulation: every 5 minutes.
@@ -182,8 +184,6 @@ class NodewrightDriver:
     def _on_interruption(self, instance: SimInstance) -> None:
         self.queue.spot_interruption(instance.id)
         self._due = self.world.clock()  # the interruption controller polls its queue in the next pass
-        # As the AWS provider does: the interrupted spot offering is not retried for a while.
-        self.cloud.mark_unavailable(instance.instance_type.name, instance.zone, instance.capacity_type)
 
     # --- stepping ----------------------------------------------------------------------------------------
 

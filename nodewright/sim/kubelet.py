@@ -25,13 +25,13 @@ from nodewright.api import labels as L
 from nodewright.cloud.provider import make_provider_id
 from nodewright.cloud.simulated import SimInstance, SimulatedEC2
 from nodewright.cloud.simulated.ec2 import INTERRUPTION_WARNING, READY, REGISTERED, TERMINATED
-from nodewright.cloud.simulated.provider import resource_list
 from nodewright.kube import resources as r
-from nodewright.kube.cluster import Clock, Obj
+from nodewright.kube.cluster import Clock
 from nodewright.kube.errors import NotFoundError
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import format_time, is_deleting, meta, name_of
+from nodewright.kube.objects import Obj, format_time, is_deleting, meta, name_of
 from nodewright.kube.resources import ResourceKind
+from nodewright.quantities import format_resource_list
 from nodewright.state.pods import node_name
 
 NOT_READY_TAINT = {"key": L.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}
@@ -133,7 +133,7 @@ class SimulatedKubelet:
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": labels},
             "spec": {"providerID": make_provider_id(instance.zone, instance.id), "taints": taints},
-            "status": {"capacity": resource_list(it.capacity), "allocatable": resource_list(it.allocatable()),
+            "status": {"capacity": format_resource_list(it.capacity), "allocatable": format_resource_list(it.allocatable()),
                        "conditions": [_ready_condition("False", now, "KubeletNotReady")],
                        "nodeInfo": {"kubeletVersion": "v1.31.0-eks", "architecture": labels.get(L.ARCH, "")}},
         })

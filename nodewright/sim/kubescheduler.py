@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
-from nodewright.kube.cluster import Obj
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import condition_true, is_deleting, meta, name_of
+from nodewright.kube.objects import Obj, condition_true, is_deleting, meta, name_of
 from nodewright.kube.resources import ResourceKind
-from nodewright.scheduling import ExistingNode, Pod, node_from_manifest, pod_from_manifest, schedule
+from nodewright.scheduling import ExistingNode, Pod, schedule
+from nodewright.state.models import models_for
 from nodewright.state.pods import is_terminal, is_unschedulable, node_name, pod_key
 
 
@@ -36,7 +35,7 @@ class KubeScheduler:
         self.cluster = cluster
         self.dirty = True
         self._waiting: set[str] = set()  # keys of pods not bound yet
-        self._pods: dict[tuple[str, str], Pod] = {}  # (uid, nodeName) -> converted pod
+        self.models = models_for(cluster)
         cluster.add_listener(self.on_change)
 
     def on_change(self, kind: ResourceKind, event: str, obj: Obj) -> None:
@@ -49,21 +48,6 @@ class KubeScheduler:
                 self._waiting.add(key)
             else:
                 self._waiting.discard(key)
-        if kind == r.PODS and event == "DELETED":
-            uid = str(meta(obj).get("uid") or "")
-            self._pods.pop((uid, node_name(obj)), None)
-            self._pods.pop((uid, ""), None)
-
-    def _pod(self, doc: Obj) -> Pod | None:
-        key = (str(meta(doc).get("uid") or ""), node_name(doc))
-        pod = self._pods.get(key)
-        if pod is None:
-            try:
-                pod = pod_from_manifest(doc)
-            except NodewrightValidationError:
-                return None
-            self._pods[key] = pod
-        return pod
 
     def candidates(self, nodes: Iterable[Obj], bound: dict[str, list[Pod]]) -> list[ExistingNode]:
         """Ready, schedulable nodes as :class:`ExistingNode` with their bound pods."""
@@ -71,11 +55,8 @@ class KubeScheduler:
         for node in nodes:
             if is_deleting(node) or not condition_true(node, "Ready") or (node.get("spec") or {}).get("unschedulable"):
                 continue
-            try:
-                existing = node_from_manifest(node, bound.get(name_of(node), []))
-            except NodewrightValidationError:
-                continue
-            if not existing.marked_for_deletion:
+            existing = self.models.node(node, bound.get(name_of(node), []))
+            if existing is not None and not existing.marked_for_deletion:
                 out.append(existing)
         return out
 
@@ -91,7 +72,7 @@ class KubeScheduler:
         for doc in self.cluster.list(r.PODS):
             if is_deleting(doc) or is_terminal(doc):
                 continue
-            pod = self._pod(doc)
+            pod = self.models.pod(doc)
             if pod is None:
                 continue
             host = node_name(doc)
@@ -122,8 +103,3 @@ class KubeScheduler:
                            "message": f"0/{nodes} nodes are available"})
         self.cluster.patch_status(r.PODS, name_of(doc), {"conditions": conditions}, meta(doc).get("namespace"))
 
-
-def pending_keys(cluster: InMemoryCluster) -> list[str]:
-    """Keys of pods not bound, not terminating, not finished."""
-    return [pod_key(p) for p in cluster.list(r.PODS)
-            if not node_name(p) and not is_deleting(p) and not is_terminal(p)]

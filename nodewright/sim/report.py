@@ -39,12 +39,13 @@ from typing import Any
 from nodewright.api import labels as L
 from nodewright.cloud.simulated import SimulatedEC2
 from nodewright.kube import resources as r
-from nodewright.kube.cluster import Clock, Obj
+from nodewright.kube.cluster import Clock
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import condition, condition_true, is_deleting, labels_of
+from nodewright.kube.objects import Obj, condition, condition_true, is_deleting, labels_of
 from nodewright.kube.resources import ResourceKind
-from nodewright.scheduling.quantities import parse_quantity
-from nodewright.state.pods import is_daemonset_pod, node_name, pod_key, pod_requests
+from nodewright.quantities import parse_quantity
+from nodewright.state.models import models_for
+from nodewright.state.pods import is_daemonset_pod, node_name, pod_key
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -111,11 +112,10 @@ class Recorder:
     max_nodes: int = 0
     _nodes: set[str] = field(default_factory=set)
     _disrupted: set[str] = field(default_factory=set)
-    # Cluster objects are replaced, never mutated: facts about a stored pod object hold while it is stored.
-    _facts_cache: dict[int, tuple[Obj, bool, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cluster.add_listener(self._on_change)
+        self._models = models_for(self.cluster)
 
     def _on_change(self, kind: ResourceKind, event: str, obj: Obj) -> None:
         if kind == r.PODS:
@@ -172,14 +172,11 @@ class Recorder:
     # --- sampling ----------------------------------------------------------------------------------------
 
     def _facts(self, pod: Obj) -> tuple[bool, int]:
-        """(DaemonSet pod, cpu request in millicores), computed once per stored pod object."""
-        entry = self._facts_cache.get(id(pod))
-        if entry is None or entry[0] is not pod:
-            if len(self._facts_cache) > 50_000:
-                self._facts_cache.clear()
-            entry = (pod, is_daemonset_pod(pod), pod_requests(pod).get("cpu", 0))
-            self._facts_cache[id(pod)] = entry
-        return entry[1], entry[2]
+        """(DaemonSet pod, cpu request in millicores), through the cluster's conversion cache."""
+        converted = self._models.pod(pod)
+        if converted is None:
+            return is_daemonset_pod(pod), 0
+        return converted.is_daemonset, converted.requests.get("cpu", 0)
 
     def sample(self, now: float) -> Sample:
         """Measure the cluster now and append to :attr:`timeline`."""

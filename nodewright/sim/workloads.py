@@ -29,9 +29,8 @@ from croniter import croniter
 
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
-from nodewright.kube.cluster import Obj
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import is_deleting, labels_of, name_of, parse_time
+from nodewright.kube.objects import Obj, is_deleting, labels_of, name_of, parse_time
 from nodewright.scheduling import Requirements, daemonset_pod
 from nodewright.scheduling.taints import taint_from_dict, untolerated
 from nodewright.sim.scenario import parse_duration

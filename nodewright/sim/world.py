@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from nodewright.api import labels as L
+from nodewright.api.manifests import parse_ec2nodeclass, parse_nodepool
 from nodewright.cloud.simulated import LatencyDistribution, SimInstance, SimulatedEC2
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
-from nodewright.kube.cluster import Obj
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import condition_true, is_deleting, name_of
+from nodewright.kube.objects import Obj, condition_true, is_deleting, name_of
 from nodewright.kube.resources import ResourceKind
 from nodewright.sim.autoscaling import HorizontalPodAutoscaler, Load, ScaledObject
 from nodewright.sim.autoscaling import next_due as scalers_due
@@ -132,10 +132,12 @@ class World:
             self.scalers.append((scaler, scaler.target))
 
     def _apply_one(self, kind: str, doc: dict[str, Any]) -> HorizontalPodAutoscaler | ScaledObject | None:
+        # Karpenter kinds are stored as the API server would hold them: validated, defaults filled in (the same
+        # objects ``simulate -f`` and the controller read).
         if kind == "NodePool":
-            self.cluster.create(r.NODEPOOLS, doc)
+            self.cluster.create(r.NODEPOOLS, parse_nodepool(doc).to_manifest())
         elif kind == "EC2NodeClass":
-            created = self.cluster.create(r.EC2NODECLASSES, doc)
+            created = self.cluster.create(r.EC2NODECLASSES, parse_ec2nodeclass(doc).to_manifest())
             subnets = [{"id": f"subnet-sim-{z}", "zone": z} for z in self.scenario.zones]
             self.cluster.patch_status(r.EC2NODECLASSES, created["metadata"]["name"], {
                 "subnets": subnets, "conditions": [{"type": "Ready", "status": "True", "reason": "Ready"}]})
@@ -261,7 +263,3 @@ class World:
         future = [t for t in times if t > now]
         return min(future) if future else math.inf
 
-
-def group_of(labels: Mapping[str, str]) -> str:
-    """The pool (``karpenter.sh/nodepool``) a node belongs to, '' when none."""
-    return labels.get(L.NODEPOOL, "")

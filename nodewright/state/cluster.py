@@ -2,21 +2,20 @@
 
 :func:`snapshot` reads every relevant kind once from a :class:`~nodewright.kube.cluster.Cluster` and indexes
 it (nodes by name and provider ID, NodeClaims by name, node and provider ID, pods by node). Controllers
-decide from one snapshot so a decision never mixes two moments of the cluster.
+decide from one snapshot so a decision never mixes two moments of the cluster, and convert its objects to
+models through :attr:`ClusterState.models` (:mod:`nodewright.state.models`, cached per cluster).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.kube import resources as r
 from nodewright.kube.cluster import Cluster
-from nodewright.kube.objects import labels_of, name_of
+from nodewright.kube.objects import Obj, labels_of, name_of
+from nodewright.state.models import ClusterModels, models_for
 from nodewright.state.pods import node_name, pod_key
-
-Obj = dict[str, Any]
 
 
 def provider_id_of(obj: Obj) -> str:
@@ -42,6 +41,8 @@ class ClusterState:
     pods_by_node: dict[str, list[Obj]] = field(default_factory=dict)
     node_by_provider_id: dict[str, Obj] = field(default_factory=dict)
     nodeclaim_by_provider_id: dict[str, Obj] = field(default_factory=dict)
+    #: The cluster's conversion cache (objects -> scheduler/API models): every reader converts through it.
+    models: ClusterModels = field(default_factory=ClusterModels)
 
     def node_for(self, nodeclaim: Obj) -> Obj | None:
         """The Node that registered for ``nodeclaim`` (matched by provider ID), or None."""
@@ -64,7 +65,7 @@ class ClusterState:
 
 def snapshot(cluster: Cluster) -> ClusterState:
     """Read and index the cluster once (O(objects))."""
-    state = ClusterState()
+    state = ClusterState(models=models_for(cluster))
     for node in cluster.list(r.NODES):
         state.nodes[name_of(node)] = node
         pid = provider_id_of(node)

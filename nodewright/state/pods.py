@@ -13,7 +13,6 @@ from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.kube.objects import annotations_of, is_deleting, meta
-from nodewright.scheduling.quantities import Resources, add, maximum, parse_resource_list
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
@@ -72,20 +71,6 @@ def is_do_not_disrupt(pod: Mapping[str, Any]) -> bool:
 def needs_eviction(pod: Mapping[str, Any]) -> bool:
     """A pod the drain must evict: not DaemonSet-owned, not mirror, not finished, not already going."""
     return not (is_daemonset_pod(pod) or is_mirror_pod(pod) or is_terminal(pod) or is_deleting(pod))
-
-
-def pod_requests(pod: Mapping[str, Any]) -> Resources:
-    """Effective requests (cpu millicores, memory bytes, ...): max(sum of containers, each init container)
-    plus ``spec.overhead``, and ``pods: 1``, as the kube-scheduler computes them."""
-    spec = pod.get("spec") or {}
-    total: Resources = {}
-    for container in spec.get("containers") or []:
-        total = add(total, parse_resource_list((container.get("resources") or {}).get("requests")))
-    for container in spec.get("initContainers") or []:
-        total = maximum(total, parse_resource_list((container.get("resources") or {}).get("requests")))
-    total = add(total, parse_resource_list(spec.get("overhead")))
-    total["pods"] = total.get("pods", 0) + 1
-    return total
 
 
 def pod_key(pod: Mapping[str, Any]) -> str:

@@ -95,7 +95,7 @@ def test_pending_pods_launch_one_nodeclaim_through_create_fleet(kube, account, r
     assert len(claims(kube)) == 1 and len(account.fleet_requests) == 1
     name = claim["metadata"]["name"]
     assert name.startswith("general-") and claim["metadata"]["finalizers"] == [L.TERMINATION_FINALIZER]
-    assert claim["spec"]["resources"]["requests"] == {"cpu": "1", "memory": "1024Mi", "pods": "2"}
+    assert claim["spec"]["resources"]["requests"] == {"cpu": "1", "memory": "1Gi", "pods": "2"}
     zone_of = {subnet: zone for zone, subnet in account.subnets.items()}
     request = account.fleet_requests[0]
     overrides = [(o["InstanceType"], zone_of[o["SubnetId"]]) for cfg in request["LaunchTemplateConfigs"]

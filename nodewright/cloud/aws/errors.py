@@ -53,11 +53,6 @@ def is_authorization_error(code: str) -> bool:
     return code in AUTHORIZATION_CODES
 
 
-def is_throttling_error(code: str) -> bool:
-    """Whether ``code`` means AWS throttled the caller (botocore's adaptive mode already retried)."""
-    return code in THROTTLING_CODES
-
-
 def is_not_found_error(code: str) -> bool:
     """Whether ``code`` means the resource does not exist."""
     return code in NOT_FOUND_CODES or code.endswith(".NotFound") or code.endswith("NotFoundException")

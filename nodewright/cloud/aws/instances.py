@@ -34,7 +34,6 @@ from nodewright.cloud.aws.errors import (
     translate,
 )
 from nodewright.cloud.aws.filters import tag_list, tags_dict
-from nodewright.cloud.aws.unavailable import CAPACITY_ERROR_CODES, UnavailableOfferings, key_for_error
 from nodewright.cloud.instancetype import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
 from nodewright.cloud.provider import (
     InsufficientCapacityError,
@@ -42,6 +41,7 @@ from nodewright.cloud.provider import (
     NodeClaimNotFoundError,
     UnavailableOffering,
 )
+from nodewright.cloud.unavailable import CAPACITY_ERROR_CODES, UnavailableOfferings, key_for_error
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from nodewright.cloud import catalog
 from nodewright.cloud.aws.cache import Clock
 from nodewright.cloud.aws.errors import error_code, is_authorization_error, translate
-from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.cloud.overhead import KubeletSettings
+from nodewright.cloud.unavailable import UnavailableOfferings
 
 log = logging.getLogger(__name__)
 

@@ -14,27 +14,14 @@ from nodewright.api.nodeclaim import NodeClaim
 from nodewright.cloud.aws.instances import Instance
 from nodewright.cloud.aws.userdata import Taint
 from nodewright.cloud.instancetype import InstanceType
+from nodewright.cloud.matching import as_requirements
 from nodewright.cloud.provider import make_provider_id
+from nodewright.quantities import format_resource_list
 
-_MIB = 2**20
 #: Labels that differ between the candidates of one launch: they cannot go into a shared launch template.
 _PER_INSTANCE_LABELS = frozenset({labels.INSTANCE_TYPE, labels.ZONE, labels.REGION, labels.CAPACITY_TYPE,
                                   labels.ARCH, labels.OS, labels.HOSTNAME, labels.ZONE_ID})
 _KUBELET_ALLOWED_DOMAINS = ("node.kubernetes.io", "node-restriction.kubernetes.io")
-
-
-def quantity(resource: str, value: int) -> str:
-    """Canonical integer (millicores / bytes / count) as a Kubernetes quantity string."""
-    if resource == "cpu":
-        return f"{value // 1000}" if value % 1000 == 0 else f"{value}m"
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        return f"{value // _MIB}Mi" if value % _MIB == 0 else str(value)
-    return str(value)
-
-
-def resource_list(resources: Mapping[str, int]) -> dict[str, str]:
-    """``{resource: quantity string}`` sorted by resource name."""
-    return {name: quantity(name, value) for name, value in sorted(resources.items())}
 
 
 def _kubelet_accepts(key: str) -> bool:
@@ -48,10 +35,7 @@ def _kubelet_accepts(key: str) -> bool:
 def registration_labels(nodeclaim: NodeClaim) -> dict[str, str]:
     """Labels the node registers with: the NodeClaim's labels plus single-value ``In`` requirements, minus
     labels that vary per candidate instance and labels the kubelet may not set."""
-    out: dict[str, str] = {}
-    for requirement in nodeclaim.spec.requirements:
-        if requirement.operator == "In" and len(requirement.values or []) == 1:
-            out[requirement.key] = (requirement.values or [""])[0]
+    out = as_requirements(nodeclaim.spec.requirements).labels()
     out.update(nodeclaim.metadata.labels or {})
     return {k: v for k, v in sorted(out.items())
             if k not in _PER_INSTANCE_LABELS and not k.startswith("karpenter.k8s.aws/instance-") and _kubelet_accepts(k)}
@@ -93,8 +77,8 @@ def launched(nodeclaim: NodeClaim, instance: Instance, region: str, instance_typ
     if instance.image_id:
         status["imageID"] = instance.image_id
     if instance_type is not None:
-        status["capacity"] = resource_list(instance_type.capacity)
-        status["allocatable"] = resource_list(instance_type.allocatable())
+        status["capacity"] = format_resource_list(instance_type.capacity)
+        status["allocatable"] = format_resource_list(instance_type.allocatable())
     return NodeClaim.model_validate(doc)
 
 
@@ -117,8 +101,8 @@ def from_instance(instance: Instance, region: str, instance_type: InstanceType |
     if instance.image_id:
         doc["status"]["imageID"] = instance.image_id
     if instance_type is not None:
-        doc["status"]["capacity"] = resource_list(instance_type.capacity)
-        doc["status"]["allocatable"] = resource_list(instance_type.allocatable())
+        doc["status"]["capacity"] = format_resource_list(instance_type.capacity)
+        doc["status"]["allocatable"] = format_resource_list(instance_type.allocatable())
     if instance.launch_time is not None:
         doc["metadata"]["creationTimestamp"] = instance.launch_time.isoformat()
     return NodeClaim.model_validate(doc)

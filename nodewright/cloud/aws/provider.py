@@ -36,14 +36,13 @@ from nodewright.cloud.aws.launchtemplates import (
     block_devices,
     metadata_options,
 )
-from nodewright.cloud.aws.matching import allowed_offerings
 from nodewright.cloud.aws.nodeclaims import from_instance, launched, registration_labels, registration_taints
 from nodewright.cloud.aws.pricing import PricingProvider
 from nodewright.cloud.aws.securitygroups import SecurityGroup, SecurityGroupProvider
 from nodewright.cloud.aws.subnets import Subnet, SubnetProvider
-from nodewright.cloud.aws.unavailable import OfferingKey, UnavailableOfferings
-from nodewright.cloud.instancetype import CAPACITY_TYPE_SPOT, InstanceType
-from nodewright.cloud.overhead import KubeletSettings
+from nodewright.cloud.instancetype import InstanceType
+from nodewright.cloud.matching import allowed_offerings
+from nodewright.cloud.overhead import kubelet_settings
 from nodewright.cloud.provider import (
     DRIFT_AMI,
     DRIFT_NODECLASS,
@@ -54,6 +53,7 @@ from nodewright.cloud.provider import (
     NodeClassNotReadyError,
     parse_provider_id,
 )
+from nodewright.cloud.unavailable import UnavailableOfferings
 
 log = logging.getLogger(__name__)
 
@@ -103,17 +103,6 @@ class ResolvedNodeClass:
                 "securityGroups": [g.status() for g in self.security_groups],
                 "amis": [a.status() for a in self.amis], "instanceProfile": self.instance_profile,
                 "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": ""}]}
-
-
-def kubelet_settings(nodeclass: EC2NodeClass) -> KubeletSettings:
-    """The capacity-relevant kubelet settings of ``nodeclass`` for the catalog's allocatable maths."""
-    kubelet = nodeclass.spec.kubelet
-    if kubelet is None:
-        return KubeletSettings()
-    return KubeletSettings(max_pods=kubelet.max_pods, pods_per_core=kubelet.pods_per_core,
-                           kube_reserved={str(k): v for k, v in (kubelet.kube_reserved or {}).items()},
-                           system_reserved={str(k): v for k, v in (kubelet.system_reserved or {}).items()},
-                           eviction_hard={str(k): v for k, v in (kubelet.eviction_hard or {}).items()})
 
 
 class AWSCloudProvider:
@@ -328,4 +317,4 @@ class AWSCloudProvider:
 
     def mark_spot_interrupted(self, instance_type: str, zone: str) -> None:
         """Keep the spot offering of an interrupted instance out of launches for the unavailability window."""
-        self.unavailable.mark(OfferingKey(instance_type, zone, CAPACITY_TYPE_SPOT), "SpotInterruption")
+        self.unavailable.mark_spot_interrupted(instance_type, zone)

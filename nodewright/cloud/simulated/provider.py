@@ -18,20 +18,20 @@ Behaves like the AWS provider as far as the controllers can tell:
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodewright.api import labels as L
-from nodewright.api.manifests import parse_nodeclaim
+from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeclaim
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.api.requirements import Requirement
-from nodewright.cloud.aws.matching import allowed_offerings, type_allowed
 from nodewright.cloud.catalog import load_instance_types
 from nodewright.cloud.instancetype import CAPACITY_TYPE_SPOT, InstanceType, Offering
+from nodewright.cloud.matching import allowed_offerings, as_requirements, type_filter
+from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
 from nodewright.cloud.provider import (
     DRIFT_NODECLASS,
     InsufficientCapacityError,
@@ -42,26 +42,9 @@ from nodewright.cloud.provider import (
     parse_provider_id,
 )
 from nodewright.cloud.simulated.ec2 import SimInstance, SimulatedEC2
+from nodewright.cloud.unavailable import OfferingKey, UnavailableOfferings
 from nodewright.kube.objects import format_time
-
-#: Seconds an offering stays unavailable after insufficient capacity or a spot interruption (Karpenter: 3 min).
-UNAVAILABLE_SECONDS = 180.0
-
-OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
-
-
-def quantity(resource: str, value: int) -> str:
-    """Canonical integer (cpu millicores, bytes, count) as a Kubernetes quantity string."""
-    if resource == "cpu":
-        return f"{value // 1000}" if value % 1000 == 0 else f"{value}m"
-    if resource in ("memory", "ephemeral-storage"):
-        return f"{value // 2**20}Mi" if value % 2**20 == 0 else str(value)
-    return str(value)
-
-
-def resource_list(resources: Mapping[str, int]) -> dict[str, str]:
-    """``{resource: quantity string}``."""
-    return {name: quantity(name, qty) for name, qty in sorted(resources.items())}
+from nodewright.quantities import format_resource_list
 
 
 def nodeclass_hash(nodeclass: Mapping[str, Any]) -> str:
@@ -69,17 +52,6 @@ def nodeclass_hash(nodeclass: Mapping[str, Any]) -> str:
     spec = {k: v for k, v in (nodeclass.get("spec") or {}).items()
             if k not in ("subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms")}
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _kubelet_args(nodeclass: Mapping[str, Any]) -> dict[str, Any]:
-    kubelet = (nodeclass.get("spec") or {}).get("kubelet") or {}
-    return {
-        "max_pods": kubelet.get("maxPods"),
-        "pods_per_core": kubelet.get("podsPerCore"),
-        "kube_reserved": dict(kubelet.get("kubeReserved") or {}) or None,
-        "system_reserved": dict(kubelet.get("systemReserved") or {}) or None,
-        "eviction_hard": dict(kubelet.get("evictionHard") or {}) or None,
-    }
 
 
 class SimulatedCloudProvider:
@@ -90,20 +62,24 @@ class SimulatedCloudProvider:
         region: region of the bundled catalog, e.g. ``"us-east-1"``.
         zones: zones with subnets.
         nodeclasses: EC2NodeClass name -> its manifest dict, or None when it does not exist.
+        kubelet: an EC2NodeClass dict -> its kubelet settings (the cluster's cached conversion,
+            :meth:`nodewright.state.models.ClusterModels.kubelet`; default: parse it each time).
     """
 
     name = "simulated"
 
     def __init__(self, ec2: SimulatedEC2, region: str, zones: list[str],
-                 nodeclasses: Callable[[str], Mapping[str, Any] | None]) -> None:
+                 nodeclasses: Callable[[str], Mapping[str, Any] | None],
+                 kubelet: Callable[[Mapping[str, Any]], KubeletSettings] | None = None) -> None:
         self.ec2 = ec2
+        self._kubelet = kubelet or (lambda doc: kubelet_settings(parse_ec2nodeclass(dict(doc))))
         self.region = region
         self.zones = list(zones)
         self._nodeclasses = nodeclasses
-        #: (type, zone, capacity type) -> epoch seconds until which the offering is unavailable.
-        self.unavailable: dict[OfferingKey, float] = {}
+        #: Offerings out of launches for a while (the same cache as the AWS provider's, on the simulated clock).
+        self.unavailable = UnavailableOfferings(clock=ec2.clock)
         #: Offerings that fail every launch with InsufficientInstanceCapacity (scenario events set them).
-        self.out_of_capacity: set[OfferingKey] = set()
+        self.out_of_capacity: set[tuple[str, str, str]] = set()  # (type, zone, capacity type)
         self.launches = 0
         self._types: dict[str, list[InstanceType]] = {}
         #: instance id -> (instance, its NodeClaim view): an instance's view never changes (type, offering, tags and
@@ -118,15 +94,13 @@ class SimulatedCloudProvider:
             raise NodeClassNotReadyError(f"EC2NodeClass {name!r} not found")
         return doc
 
-    def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> None:
-        """Keep an offering out of launches for :data:`UNAVAILABLE_SECONDS`."""
-        self.unavailable[(instance_type, zone, capacity_type)] = self.ec2.clock() + UNAVAILABLE_SECONDS
+    def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str, reason: str) -> None:
+        """Keep an offering out of launches for the unavailable-offerings TTL (Karpenter: 3 minutes)."""
+        self.unavailable.mark(OfferingKey(instance_type, zone, capacity_type), reason)
 
-    def _current_unavailable(self) -> set[OfferingKey]:
-        now = self.ec2.clock()
-        for key in [k for k, until in self.unavailable.items() if until <= now]:
-            del self.unavailable[key]
-        return set(self.unavailable)
+    def mark_spot_interrupted(self, instance_type: str, zone: str) -> None:
+        """See :meth:`nodewright.cloud.provider.CloudProvider.mark_spot_interrupted`."""
+        self.unavailable.mark_spot_interrupted(instance_type, zone)
 
     def instance_types_for(self, nodeclass: Mapping[str, Any],
                            requirements: Sequence[Requirement] = ()) -> list[InstanceType]:
@@ -134,28 +108,21 @@ class SimulatedCloudProvider:
 
         With ``requirements`` (a NodePool's), only the types whose instance properties satisfy them: the
         scheduler would discard the others anyway, and a short list keeps a simulated day fast.
+
+        Raises:
+            NodewrightValidationError: an invalid EC2NodeClass.
         """
-        kubelet = _kubelet_args(nodeclass)
-        key = json.dumps([kubelet, [r.model_dump(mode="json") for r in requirements]], sort_keys=True, default=str)
+        settings = self._kubelet(nodeclass)
+        key = json.dumps([settings.catalog_arguments(), [r.model_dump(mode="json") for r in requirements]],
+                         sort_keys=True, default=str)
         types = self._types.get(key)
         if types is None:
-            types = load_instance_types(self.region, zones=self.zones, **kubelet)
+            types = load_instance_types(self.region, zones=self.zones, **settings.catalog_arguments())
             if requirements:
-                types = [it for it in types if type_allowed(it, requirements)]
+                allowed = type_filter(requirements)
+                types = [it for it in types if allowed(it)]
             self._types[key] = types
-        types = list(types)
-        marked = self._current_unavailable()
-        if not marked:
-            return types
-        names = {k[0] for k in marked}
-        out = []
-        for it in types:
-            if it.name in names:
-                offerings = tuple(dataclasses.replace(o, available=False)
-                                  if (it.name, o.zone, o.capacity_type) in marked else o for o in it.offerings)
-                it = dataclasses.replace(it, offerings=offerings)
-            out.append(it)
-        return out
+        return self.unavailable.flag(list(types))
 
     # --- CloudProvider -----------------------------------------------------------------------------------
 
@@ -175,7 +142,7 @@ class SimulatedCloudProvider:
             key = (instance_type.name, offering.zone, offering.capacity_type)
             if key in self.out_of_capacity:
                 reasons.append(UnavailableOffering(*key, "InsufficientInstanceCapacity"))
-                self.mark_unavailable(*key)
+                self.mark_unavailable(*key, "InsufficientInstanceCapacity")
                 continue
             instance = self._run(nodeclaim, nodeclass, instance_type, offering)
             return self._launched(nodeclaim, instance)
@@ -188,9 +155,8 @@ class SimulatedCloudProvider:
         pool = nodeclaim.nodepool or ""
         labels = self._instance_labels(instance_type, offering)
         node_labels = {**(nodeclaim.metadata.labels or {}), **labels}
-        for req in nodeclaim.spec.requirements:
-            if req.operator == "In" and len(req.values or []) == 1:
-                node_labels.setdefault(req.key, (req.values or [""])[0])
+        for key, value in as_requirements(nodeclaim.spec.requirements).labels().items():
+            node_labels.setdefault(key, value)
         # Karpenter's userData registers the node with its taints, startup taints and karpenter.sh/unregistered.
         taints = [{"key": L.UNREGISTERED_TAINT_KEY, "effect": "NoExecute"}]
         startup: list[dict[str, str]] = []
@@ -229,8 +195,8 @@ class SimulatedCloudProvider:
         doc["status"] = {
             "providerID": make_provider_id(instance.zone, instance.id),
             "imageID": instance.image_id,
-            "capacity": resource_list(instance.instance_type.capacity),
-            "allocatable": resource_list(instance.instance_type.allocatable()),
+            "capacity": format_resource_list(instance.instance_type.capacity),
+            "allocatable": format_resource_list(instance.instance_type.allocatable()),
         }
         return parse_nodeclaim(doc)
 

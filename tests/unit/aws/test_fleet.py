@@ -18,8 +18,8 @@ from nodewright.cloud.aws.instances import (
     fleet_request,
     idempotency_token,
 )
-from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.provider import AuthorizationError, InsufficientCapacityError
+from nodewright.cloud.unavailable import UnavailableOfferings
 
 LT = "nodewright/demo/0123456789abcdef"
 SUBNETS = {"us-east-1a": "subnet-0aaa", "us-east-1b": "subnet-0bbb"}

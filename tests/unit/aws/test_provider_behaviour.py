@@ -11,8 +11,8 @@ from botocore.stub import Stubber
 from aws.conftest import REGION, Cluster, make_provider, nodeclaim, nodeclass, stubbed_pricing
 from nodewright.cloud.aws.instancetypes import InstanceTypeProvider
 from nodewright.cloud.aws.pricing import PricingProvider
-from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.provider import AuthorizationError, NodeClassNotReadyError
+from nodewright.cloud.unavailable import UnavailableOfferings
 
 
 def test_authorization_error_is_not_retried_until_backoff_expires(cluster: Cluster) -> None:

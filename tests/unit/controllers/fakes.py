@@ -19,8 +19,8 @@ from nodewright.api.nodepool import NodePool
 from nodewright.cloud.instancetype import InstanceType, Offering, Overhead
 from nodewright.cloud.provider import NodeClaimNotFoundError, make_provider_id
 from nodewright.kube.objects import format_time
+from nodewright.quantities import add, fits
 from nodewright.scheduling import NodeClaimPlan, Requirements, SchedulingResult
-from nodewright.scheduling.quantities import add, fits
 
 GiB = 1024**3
 
@@ -70,6 +70,7 @@ class FakeCloudProvider:
         self.create_errors: list[Exception] = []
         self.created: list[str] = []
         self.deleted: list[str] = []
+        self.spot_interrupted: list[tuple[str, str]] = []
         self._ids = itertools.count(1)
 
     def _allowed(self, claim: NodeClaim, key: str) -> set[str] | None:
@@ -140,6 +141,9 @@ class FakeCloudProvider:
 
     def get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
         return list(self.catalog)
+
+    def mark_spot_interrupted(self, instance_type: str, zone: str) -> None:
+        self.spot_interrupted.append((instance_type, zone))
 
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         return None

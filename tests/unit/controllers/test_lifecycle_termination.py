@@ -235,7 +235,7 @@ def test_nodepool_status_cost_and_missing_nodeclass(ctx, cluster, clock) -> None
     costs = status.reconcile(force=True)
     assert costs == {"general": 0.085}
     pool = cluster.get(r.NODEPOOLS, "general")
-    assert pool["status"]["resources"] == {"cpu": "2", "memory": "4194304Ki", "pods": "29", "nodes": "1"}
+    assert pool["status"]["resources"] == {"cpu": "2", "memory": "4Gi", "pods": "29", "nodes": "1"}
     assert condition_true(pool, "Ready")
     assert ctx.metrics.value("nodewright_nodepool_cost_per_hour_usd", {"nodepool": "general"}) == 0.085
     assert ctx.metrics.value("karpenter_nodepools_usage", {"nodepool": "general", "resource_type": "cpu"}) == 2.0

@@ -59,7 +59,7 @@ def test_usage_sums_only_the_pools_own_live_nodeclaims(ctx, cluster, clock) -> N
     cluster.delete(r.NODECLAIMS, "gone")  # deleting: not counted
     NodePoolStatusController(ctx).reconcile(force=True)
     assert cluster.get(r.NODEPOOLS, "general")["status"]["resources"] == {
-        "cpu": "6", "memory": "2097152Ki", "pods": "20", "nodes": "2"}
+        "cpu": "6", "memory": "2Gi", "pods": "20", "nodes": "2"}
     assert cluster.get(r.NODEPOOLS, "batch")["status"]["resources"] == {
-        "cpu": "8", "memory": "1048576Ki", "pods": "10", "nodes": "1"}
+        "cpu": "8", "memory": "1Gi", "pods": "10", "nodes": "1"}
     assert ctx.metrics.value("karpenter_nodepools_usage", {"nodepool": "general", "resource_type": "cpu"}) == 6.0

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from nodewright.api import labels as L
+from nodewright.api.hashing import NODEPOOL_HASH_VERSION
 from nodewright.api.nodepool import Budget
 from nodewright.cloud.instancetype import InstanceType, Offering, Overhead
 from nodewright.disruption import ClusterView, Node, Pool
-from nodewright.disruption.hashing import NODEPOOL_HASH_VERSION
 from nodewright.scheduling import ExistingNode, NodePoolSpec, Pod, Requirement, Requirements
 
 GiB = 1024**3

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from nodewright.api import labels as L
+from nodewright.api.hashing import NODEPOOL_HASH_VERSION, nodepool_hash, nodepool_hash_annotations
 from nodewright.controllers.common import Context
 from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.termination import Terminator, has_disrupted_taint
-from nodewright.disruption.hashing import NODEPOOL_HASH_VERSION, nodepool_hash, nodepool_hash_annotations
 from nodewright.kube import resources as r
 from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import is_deleting, name_of

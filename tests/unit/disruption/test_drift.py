@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from nodewright.api import labels as L
+from nodewright.api.hashing import nodepool_hash
 from nodewright.api.manifests import parse_nodepool
 from nodewright.disruption import decide, drift_reason
 from nodewright.disruption.drift import nodeclass_drift
-from nodewright.disruption.hashing import nodepool_hash
 from nodewright.disruption.model import NodeClassInfo
 from nodewright.scheduling import Requirement, Requirements
 

@@ -1,10 +1,15 @@
-"""Pod requests and workload expansion."""
+"""Pod requests (the one home: ``scheduling.pods.effective_requests``) and workload expansion.
+
+Effective requests follow ``k8s.io/component-helpers/resource.PodRequests`` (what the kube-scheduler and
+Karpenter call): max(sum of app containers + sidecars, each init container + the sidecars started before it),
+limits standing in for missing requests, pod-level ``spec.resources`` overriding cpu/memory, plus overhead.
+"""
 
 import pytest
 
 from nodewright.errors import NodewrightValidationError
+from nodewright.quantities import format_resources, parse_quantity
 from nodewright.scheduling import daemonset_pod, pod_from_manifest, pods_from_workload
-from nodewright.scheduling.quantities import format_resources, parse_quantity
 
 MIB = 2**20
 
@@ -50,6 +55,56 @@ def test_sidecar_init_containers_add_to_the_sum() -> None:
 def test_limits_stand_in_for_missing_requests_extended_resources() -> None:
     spec = {"containers": [{"name": "g", "resources": {"limits": {"nvidia.com/gpu": "2", "cpu": "1"}, "requests": {"cpu": "500m"}}}]}
     assert pod_from_manifest(_pod(spec)).requests == {"nvidia.com/gpu": 2, "cpu": 500, "pods": 1}
+
+
+ISSUE_13_POD = {
+    "containers": [{"name": "app", "resources": {"limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}}}],
+    "initContainers": [
+        {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}},
+        {"name": "migrate", "resources": {"requests": {"cpu": "200m"}}},
+    ],
+}
+
+
+def test_limits_only_container_sidecar_and_init_container() -> None:
+    # The issue's pod: 1000m (limit as request) + 500m sidecar; the init container needs 200m + 500m < 1500m.
+    assert pod_from_manifest(_pod(ISSUE_13_POD)).requests == {
+        "cpu": 1500, "memory": 1024 * MIB, "nvidia.com/gpu": 1, "pods": 1}
+
+
+def test_init_container_counts_only_the_sidecars_started_before_it() -> None:
+    spec = {
+        "containers": [{"name": "a", "resources": {"requests": {"cpu": "100m"}}}],
+        "initContainers": [
+            {"name": "big-init", "resources": {"requests": {"cpu": "2"}}},
+            {"name": "late-sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "300m"}}},
+        ],
+    }
+    # big-init runs before the sidecar starts: max(100m + 300m, 2000m + 0).
+    assert pod_from_manifest(_pod(spec)).requests["cpu"] == 2000
+
+
+def test_pod_level_resources_override_the_container_aggregate() -> None:
+    spec = {**ISSUE_13_POD, "resources": {"requests": {"cpu": "3"}, "limits": {"memory": "2Gi"}}, "overhead": {"cpu": "50m"}}
+    # cpu from the pod-level request, memory from the pod-level limit (defaults the request), gpu unchanged
+    # (not a pod-level resource), overhead added after.
+    assert pod_from_manifest(_pod(spec)).requests == {
+        "cpu": 3050, "memory": 2048 * MIB, "nvidia.com/gpu": 1, "pods": 1}
+
+
+def test_every_reader_of_a_pod_object_gets_the_same_requests() -> None:
+    from nodewright.kube import resources as r
+    from nodewright.kube.memory import InMemoryCluster
+    from nodewright.sim.baseline import _utilization
+    from nodewright.state.models import models_for
+
+    cluster = InMemoryCluster(lambda: 0.0)
+    doc = cluster.create(r.PODS, {**_pod(ISSUE_13_POD), "metadata": {"name": "p", "namespace": "default"}})
+    models = models_for(cluster)
+    assert models.requests(doc) == pod_from_manifest(doc).requests
+    assert models.pod(doc) is models.pod(doc)  # converted once per resourceVersion
+    # The Cluster Autoscaler baseline's utilization reads the same 1500m / 1Gi.
+    assert _utilization([doc], {"cpu": 3000, "memory": 4096 * MIB}, models) == 0.5
 
 
 def test_deployment_replicas_named_from_zero_and_share_shape() -> None:

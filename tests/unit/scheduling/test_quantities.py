@@ -9,7 +9,6 @@ from nodewright import quantities
 from nodewright.api import base
 from nodewright.cloud import overhead
 from nodewright.errors import NodewrightValidationError
-from nodewright.scheduling import quantities as scheduling_quantities
 
 MIB = 2**20
 
@@ -47,8 +46,6 @@ def test_negative_quantity_rejected() -> None:
 
 
 def test_one_implementation_behind_every_entry_point() -> None:
-    assert scheduling_quantities.parse_quantity is quantities.parse_quantity
-    assert scheduling_quantities.format_resources is quantities.format_resources
     assert base._QUANTITY_RE.pattern == quantities.QUANTITY_PATTERN
     # The catalog's (resource, value) spelling delegates; ints there are canonical units already.
     assert overhead.parse_quantity("cpu", "250m") == 250
@@ -65,3 +62,31 @@ def test_quantities_module_is_neutral() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    ("resource", "value", "text"),
+    [
+        ("cpu", 2000, "2"),
+        ("cpu", 1780, "1780m"),
+        ("cpu", 0, "0"),
+        ("memory", 3448 * MIB, "3448Mi"),
+        ("memory", 4 * 2**30, "4Gi"),
+        ("memory", 100_000_000, "100000000"),  # not a whole KiB multiple of a suffix: plain bytes, never rounded
+        ("memory", 1536, "1536"),  # 1.5 KiB
+        ("ephemeral-storage", 20 * 2**30, "20Gi"),
+        ("hugepages-2Mi", 512 * MIB, "512Mi"),
+        ("pods", 110, "110"),
+        ("nvidia.com/gpu", 1, "1"),
+    ],
+)
+def test_format_quantity_is_the_canonical_exact_spelling(resource: str, value: int, text: str) -> None:
+    assert quantities.format_quantity(resource, value) == text
+    assert quantities.parse_quantity(text, resource) == value  # round trip
+
+
+def test_format_resource_list_and_log_spelling_use_the_one_formatter() -> None:
+    resources = {"pods": 9, "memory": 3448 * MIB, "cpu": 1780, "nvidia.com/gpu": 1}
+    assert quantities.format_resource_list(resources) == {
+        "cpu": "1780m", "memory": "3448Mi", "nvidia.com/gpu": "1", "pods": "9"}
+    assert quantities.format_resources(resources) == "{cpu: 1780m, memory: 3448Mi, pods: 9, nvidia.com/gpu: 1}"

@@ -88,3 +88,27 @@ def test_to_dicts_round_trip() -> None:
         {"key": "a", "operator": "In", "values": ["1", "2"], "minValues": 2},
         {"key": "b", "operator": "Gt", "values": ["5"]},
     ]
+
+
+def test_launch_matching_reads_requirements_exactly_as_the_scheduler() -> None:
+    """The cloud providers' instance matching parses NodeClaim/NodePool requirements into these Requirements:
+    a type is launched exactly when the scheduler's view of its labels allows it (missing labels satisfy only
+    NotIn/DoesNotExist)."""
+    from nodewright.api.requirements import Requirement as ApiRequirement
+    from nodewright.cloud.catalog import load_instance_types
+    from nodewright.cloud.matching import as_requirements, type_allowed
+
+    api = [ApiRequirement(key="karpenter.k8s.aws/instance-generation", operator="Gt", values=["6"]),
+           ApiRequirement(key="karpenter.k8s.aws/instance-gpu-count", operator="DoesNotExist"),
+           ApiRequirement(key="karpenter.k8s.aws/instance-family", operator="NotIn", values=["m7i-flex"]),
+           ApiRequirement(key="kubernetes.io/arch", operator="In", values=["arm64"]),
+           ApiRequirement(key="intent", operator="In", values=["apps"])]  # a node label, not an instance property
+    parsed = as_requirements(api)
+    types = [it for it in load_instance_types("us-east-1") if it.name.startswith(("m7g.", "m6g.", "g5g.", "m8g."))]
+    allowed = {it.name for it in types if type_allowed(it, api)}
+    for it in types:
+        instance_keys = [k for k in parsed if k != "intent"]
+        expected = all(parsed[k].has(it.labels[k]) if k in it.labels else parsed[k].allows_absence()
+                       for k in instance_keys)
+        assert (it.name in allowed) == expected, it.name
+    assert "m7g.large" in allowed and "m6g.large" not in allowed and "g5g.xlarge" not in allowed

@@ -1,4 +1,5 @@
-"""An incremental :func:`~nodewright.disruption.from_state.view_from_state`: rebuild only what changed.
+"""The disruption view, incrementally: :func:`~nodewright.state.disruption_view.view_from_state`, rebuilding
+only what changed.
 
 The disruption controller builds a :class:`~nodewright.disruption.model.ClusterView` on every pass (every
 reconcile, so expiration and the 15 s re-validation see fresh data). Converting every Node, NodeClaim and pod
@@ -34,37 +35,27 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.api import labels as wk
+from nodewright.api import labels as L
 from nodewright.cloud.instancetype import InstanceType
-from nodewright.disruption.from_state import _pods as node_pods
-from nodewright.disruption.from_state import (
-    daemonset_pods,
+from nodewright.disruption.model import ClusterView, Node, NodeClassInfo, Pool
+from nodewright.errors import NodewrightValidationError
+from nodewright.kube.objects import Obj, is_deleting, labels_of, meta, name_of, parse_time
+from nodewright.scheduling import ExistingNode, Pod
+from nodewright.state.cluster import ClusterState
+from nodewright.state.disruption_view import _pods as node_pods
+from nodewright.state.disruption_view import (
     node_from_state,
     nodeclass_info,
     pdbs_from_state,
     pool_from_doc,
 )
-from nodewright.disruption.model import ClusterView, Node, NodeClassInfo, Pool
-from nodewright.errors import NodewrightValidationError
-from nodewright.kube.objects import is_deleting, labels_of, meta, name_of, parse_time
-from nodewright.scheduling import ExistingNode, Pod, node_from_manifest
-from nodewright.state.cluster import ClusterState
+from nodewright.state.models import object_version, versions
 
 log = logging.getLogger("nodewright.disruption")
-Obj = dict[str, Any]
-
-
-def object_version(obj: Obj) -> Hashable:
-    """What identifies this version of ``obj``: ``(name, resourceVersion)``, or its identity without one."""
-    m = obj.get("metadata")
-    rv = m.get("resourceVersion") if isinstance(m, dict) else None
-    if rv is None:
-        return ("id", id(obj))
-    return (m.get("namespace"), m.get("name"), rv)  # type: ignore[union-attr]
 
 
 def _versions(objs: Sequence[Obj]) -> tuple[Hashable, ...]:
-    return tuple(object_version(o) for o in objs)
+    return versions(objs)
 
 
 def _same_objects(old: Sequence[Obj], new: Sequence[Obj]) -> bool:
@@ -90,27 +81,10 @@ class _PoolEntry:
     keep: tuple[Any, ...]
     pool: Pool | None
     error: NodewrightValidationError | None
-    prices: dict[str, dict[tuple[str, str], float]] | None = None
 
     def price(self, labels: Mapping[str, str]) -> float:
-        """The node's offering price, as :func:`nodewright.disruption.from_state._price` computes it."""
-        if self.pool is None:
-            return 0.0
-        if self.prices is None:
-            self.prices = {}
-            for it in self.pool.instance_types:
-                if it.name in self.prices:
-                    continue  # the first type of a name wins, as in a linear search
-                offers: dict[tuple[str, str], float] = {}
-                for o in it.offerings:
-                    k = (o.zone, o.capacity_type)
-                    offers[k] = min(offers.get(k, o.price), o.price)
-                self.prices[it.name] = offers
-        name, zone, ct = labels.get(wk.INSTANCE_TYPE), labels.get(wk.ZONE), labels.get(wk.CAPACITY_TYPE)
-        by_offering = self.prices.get(name) if name is not None else None
-        if by_offering is None or zone is None or ct is None:
-            return 0.0
-        return by_offering.get((zone, ct), 0.0)
+        """The node's offering price (:meth:`Pool.price_of`), 0.0 without a valid pool."""
+        return self.pool.price_of(labels) if self.pool is not None else 0.0
 
 
 @dataclass
@@ -134,7 +108,6 @@ class ViewCache:
     """Builds :class:`ClusterView` s incrementally (see module docstring). One per disruption controller."""
 
     stats: CacheStats = field(default_factory=CacheStats)
-    _daemonsets: tuple[tuple[Hashable, ...], tuple[Obj, ...], list[Pod]] | None = None
     _pools: dict[str, _PoolEntry] = field(default_factory=dict)
     _nodes: dict[str, _NodeEntry] = field(default_factory=dict)
     _unmanaged: dict[str, tuple[tuple[Hashable, ...], tuple[Obj, ...], ExistingNode | None]] = field(
@@ -149,7 +122,7 @@ class ViewCache:
         last_pod_events: Mapping[str, float] | None = None,
         cloud_drift: Mapping[str, str | None] | None = None,
     ) -> ClusterView:
-        """The same view as :func:`~nodewright.disruption.from_state.view_from_state` with these arguments."""
+        """The same view as :func:`~nodewright.state.disruption_view.view_from_state` with these arguments."""
         self.stats = CacheStats()
         last_pod_events = last_pod_events or {}
         cloud_drift = cloud_drift or {}
@@ -184,10 +157,7 @@ class ViewCache:
     # --- parts --------------------------------------------------------------------------------
 
     def _daemonset_pods(self, state: ClusterState) -> tuple[list[Pod], tuple[Hashable, ...]]:
-        key = _versions(state.daemonsets)
-        if self._daemonsets is None or self._daemonsets[0] != key:
-            self._daemonsets = (key, tuple(state.daemonsets), daemonset_pods(state))
-        return self._daemonsets[2], key
+        return state.models.daemonset_pods(state.daemonsets), _versions(state.daemonsets)
 
     def _build_pools(
         self, state: ClusterState, instance_types: Mapping[str, Sequence[InstanceType]], daemonsets: list[Pod],
@@ -204,7 +174,7 @@ class ViewCache:
             if entry is None or entry.key != key:
                 self.stats.pools_rebuilt += 1
                 try:
-                    entry = _PoolEntry(key, (doc, types), pool_from_doc(doc, types, daemonsets), None)
+                    entry = _PoolEntry(key, (doc, types), pool_from_doc(doc, types, daemonsets, state.models), None)
                 except NodewrightValidationError as err:
                     entry = _PoolEntry(key, (doc, types), None, err)
             entries[name] = entry
@@ -262,13 +232,13 @@ class ViewCache:
         out: list[ExistingNode] = []
         cache: dict[str, tuple[tuple[Hashable, ...], tuple[Obj, ...], ExistingNode | None]] = {}
         for name, doc in state.nodes.items():
-            if name in managed or wk.NODEPOOL in labels_of(doc):
+            if name in managed or L.NODEPOOL in labels_of(doc):
                 continue
             pods = state.pods_on(name)
             key = (object_version(doc), *_versions(pods))
             hit = self._unmanaged.get(name)
             if hit is None or hit[0] != key:
-                hit = (key, (doc, *pods), _unmanaged_node(state, doc))
+                hit = (key, (doc, *pods), state.models.node(doc, node_pods(state, name_of(doc))[0]))
             cache[name] = hit
             if hit[2] is not None:
                 out.append(hit[2])
@@ -287,12 +257,3 @@ class ViewCache:
             out[name] = hit[2]
         self._nodeclasses = cache
         return out
-
-
-
-def _unmanaged_node(state: ClusterState, doc: Obj) -> ExistingNode | None:
-    """An unmanaged Node as a destination (``view_from_state``'s conversion of it), None when unreadable."""
-    try:
-        return node_from_manifest({**doc, "kind": "Node"}, node_pods(state, name_of(doc))[0])
-    except NodewrightValidationError:
-        return None

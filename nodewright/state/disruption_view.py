@@ -1,4 +1,6 @@
-"""Build a :class:`~nodewright.disruption.model.ClusterView` from Kubernetes objects (plain dicts).
+"""The disruption view of a snapshot: a :class:`~nodewright.disruption.model.ClusterView` built from the
+cluster's models (:mod:`nodewright.state.models`), so ``nodewright.disruption`` itself never reads a Kubernetes
+object.
 
 Pure: the disruption controller passes the snapshot, ``now``, the instance types it fetched per NodePool and
 what it remembers between passes (last pod event per node, cloud drift reasons); nothing here does I/O.
@@ -12,16 +14,15 @@ type's offering in its zone and capacity type (0.0 when the type is unknown, so 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodewright.api import labels as wk
+from nodewright.api import labels as L
 from nodewright.api.annotations import consolidation_hysteresis, min_node_lifetime
 from nodewright.api.durations import to_seconds
-from nodewright.api.manifests import parse_nodepool
+from nodewright.api.hashing import ec2nodeclass_hash, nodepool_hash
 from nodewright.api.nodepool import DEFAULT_EXPIRE_AFTER
 from nodewright.cloud.instancetype import InstanceType
-from nodewright.disruption.hashing import ec2nodeclass_hash, nodepool_hash
 from nodewright.disruption.model import (
     PDB,
     ClusterView,
@@ -31,6 +32,7 @@ from nodewright.disruption.model import (
 )
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube.objects import (
+    Obj,
     annotations_of,
     condition_true,
     is_deleting,
@@ -40,18 +42,13 @@ from nodewright.kube.objects import (
     parse_time,
 )
 from nodewright.kube.pdb import disruptions_allowed
-from nodewright.scheduling import (
-    Pod,
-    node_from_manifest,
-    nodepool_spec_from_model,
-    pod_from_manifest,
-)
-from nodewright.scheduling import daemonset_pods as scheduling_daemonset_pods
+from nodewright.scheduling import Pod
+from nodewright.selectors import LabelSelector
 from nodewright.state.cluster import ClusterState
+from nodewright.state.models import ClusterModels
 from nodewright.state.pods import needs_eviction
 
 log = logging.getLogger("nodewright.disruption")
-Obj = dict[str, Any]
 
 
 def _seconds(text: Any, default: float | None = None) -> float | None:
@@ -64,18 +61,20 @@ def _seconds(text: Any, default: float | None = None) -> float | None:
     return None if value is None else float(value)
 
 
-def pool_from_doc(doc: Obj, instance_types: Sequence[InstanceType], daemonsets: Iterable[Pod]) -> Pool:
+def pool_from_doc(doc: Obj, instance_types: Sequence[InstanceType], daemonsets: Sequence[Pod],
+                  models: ClusterModels | None = None) -> Pool:
     """A :class:`Pool` from a ``karpenter.sh/v1`` NodePool dict.
 
     Raises:
         NodewrightValidationError: an invalid NodePool.
     """
-    model = parse_nodepool(doc)
+    models = models or ClusterModels()
+    model = models.nodepool(doc)
     disruption = model.spec.disruption
     annotations = model.metadata.annotations or {}
     return Pool(
         name=model.name,
-        spec=nodepool_spec_from_model(doc, daemonsets),
+        spec=models.nodepool_spec(doc, daemonsets),
         instance_types=list(instance_types),
         consolidation_policy=disruption.consolidation_policy,
         consolidate_after=_seconds(disruption.consolidate_after),
@@ -110,33 +109,6 @@ def nodeclass_info(doc: Obj) -> NodeClassInfo:
     )
 
 
-def _price(instance_types: Sequence[InstanceType], labels: Mapping[str, str]) -> float:
-    name, zone, ct = labels.get(wk.INSTANCE_TYPE), labels.get(wk.ZONE), labels.get(wk.CAPACITY_TYPE)
-    for it in instance_types:
-        if it.name == name:
-            prices = [o.price for o in it.offerings if o.zone == zone and o.capacity_type == ct]
-            return min(prices, default=0.0)
-    return 0.0
-
-
-#: id(pod manifest) -> (the manifest, its scheduler pod). Cluster objects are replaced, never mutated, on
-#: every change, so a manifest seen again (same object, kept alive here) converts to the same pod; this keeps
-#: a disruption pass over thousands of unchanged pods cheap. Bounded: cleared when it grows past the limit.
-_CONVERTED: dict[int, tuple[Obj, Pod]] = {}
-_CONVERTED_LIMIT = 50_000
-
-
-def _converted(doc: Obj) -> Pod:
-    entry = _CONVERTED.get(id(doc))
-    if entry is not None and entry[0] is doc:
-        return entry[1]
-    pod = pod_from_manifest({**doc, "kind": "Pod"})
-    if len(_CONVERTED) >= _CONVERTED_LIMIT:
-        _CONVERTED.clear()
-    _CONVERTED[id(doc)] = (doc, pod)
-    return pod
-
-
 def _pods(state: ClusterState, node: str) -> tuple[list[Pod], list[Pod]]:
     """(every bound pod, the reschedulable ones) as scheduler pods."""
     everything: list[Pod] = []
@@ -144,9 +116,8 @@ def _pods(state: ClusterState, node: str) -> tuple[list[Pod], list[Pod]]:
     for doc in state.pods_on(node):
         if (doc.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
-        try:
-            pod = _converted(doc)
-        except NodewrightValidationError:
+        pod = state.models.pod(doc)
+        if pod is None:
             continue
         everything.append(pod)
         if needs_eviction(doc):
@@ -160,17 +131,15 @@ def node_from_state(
 ) -> Node | None:
     """A :class:`Node` for a NodeClaim and its registered Node (None when the Node is unreadable)."""
     everything, movable = _pods(state, name_of(doc))
-    try:
-        view = node_from_manifest({**doc, "kind": "Node"}, everything)
-    except NodewrightValidationError:
+    view = state.models.node(doc, everything)
+    if view is None:
         return None
     for key, value in labels_of(claim).items():
         view.labels.setdefault(key, value)
     view.__post_init__()  # refresh instance type/zone/capacity type from the merged labels
-    nodepool = labels_of(claim).get(wk.NODEPOOL, "")
+    nodepool = labels_of(claim).get(L.NODEPOOL, "")
     spec, status = claim.get("spec") or {}, claim.get("status") or {}
     pool = pools.get(nodepool)
-    disrupted = any(t.get("key") == wk.DISRUPTED_TAINT_KEY for t in (doc.get("spec") or {}).get("taints") or [])
     node_ann, claim_ann = annotations_of(doc), annotations_of(claim)
     return Node(
         name=name_of(doc),
@@ -179,11 +148,11 @@ def node_from_state(
         view=view,
         pods=movable,
         created=parse_time(meta(claim).get("creationTimestamp")) or now,
-        price=_price(pool.instance_types if pool else (), view.labels),
-        initialized=view.labels.get(wk.INITIALIZED) == "true" or condition_true(claim, wk.CONDITION_INITIALIZED),
+        price=pool.price_of(view.labels) if pool else 0.0,
+        initialized=view.labels.get(L.INITIALIZED) == "true" or condition_true(claim, L.CONDITION_INITIALIZED),
         ready=condition_true(doc, "Ready"),
-        deleting=is_deleting(claim) or is_deleting(doc) or disrupted,
-        do_not_disrupt="true" in (node_ann.get(wk.DO_NOT_DISRUPT), claim_ann.get(wk.DO_NOT_DISRUPT)),
+        deleting=is_deleting(claim) or view.marked_for_deletion,  # the Node deleting or tainted disrupted
+        do_not_disrupt="true" in (node_ann.get(L.DO_NOT_DISRUPT), claim_ann.get(L.DO_NOT_DISRUPT)),
         last_pod_event=last_pod_event if last_pod_event is not None else parse_time(status.get("lastPodEventTime")),
         expire_after=_seconds(spec.get("expireAfter", DEFAULT_EXPIRE_AFTER)),
         termination_grace_period=_seconds(spec.get("terminationGracePeriod")),
@@ -202,14 +171,9 @@ def pdbs_from_state(state: ClusterState) -> list[PDB]:
     out = []
     for doc in state.pdbs:
         ns = str(meta(doc).get("namespace") or "default")
-        out.append(PDB(name_of(doc), ns, (doc.get("spec") or {}).get("selector"),
+        out.append(PDB(name_of(doc), ns, LabelSelector.from_dict((doc.get("spec") or {}).get("selector")),
                        disruptions_allowed(doc, by_ns.get(ns, []))))
     return out
-
-
-def daemonset_pods(state: ClusterState) -> list[Pod]:
-    """The pod each DaemonSet of the snapshot runs on a node (for daemonset overhead)."""
-    return scheduling_daemonset_pods(state.daemonsets)
 
 
 def view_from_state(
@@ -228,13 +192,13 @@ def view_from_state(
         last_pod_events: node name -> epoch seconds of its last pod event (the controller tracks these).
         cloud_drift: NodeClaim name -> the cloud provider's drift reason (or None).
     """
-    daemonsets = daemonset_pods(state)
+    daemonsets = state.models.daemonset_pods(state.daemonsets)
     pools: dict[str, Pool] = {}
     for name, doc in sorted(state.nodepools.items()):
         if is_deleting(doc) or name not in instance_types:
             continue
         try:
-            pools[name] = pool_from_doc(doc, instance_types[name], daemonsets)
+            pools[name] = pool_from_doc(doc, instance_types[name], daemonsets, state.models)
         except NodewrightValidationError as err:
             log.error("disruption ignores nodepool %s: %s", name, err, extra={"nodepool": name})
     nodes: list[Node] = []
@@ -250,12 +214,11 @@ def view_from_state(
             nodes.append(node)
     unmanaged = []
     for name, doc in state.nodes.items():
-        if name in managed or wk.NODEPOOL in labels_of(doc):
+        if name in managed or L.NODEPOOL in labels_of(doc):
             continue
-        try:
-            unmanaged.append(node_from_manifest({**doc, "kind": "Node"}, _pods(state, name)[0]))
-        except NodewrightValidationError:
-            continue
+        node_view = state.models.node(doc, _pods(state, name)[0])
+        if node_view is not None:
+            unmanaged.append(node_view)
     return ClusterView(
         nodes=nodes,
         pools=pools,

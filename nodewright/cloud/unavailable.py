@@ -1,18 +1,22 @@
 """Offerings that recently failed to launch, kept out of scheduling for a while.
 
-Karpenter's behaviour: an ``InsufficientInstanceCapacity`` (and similar) fleet error marks the
+One cache for every cloud provider (the AWS provider and the simulator's). Karpenter's behaviour: an
+``InsufficientInstanceCapacity`` (and similar) fleet error marks the
 (instance type, zone, capacity type) offering unavailable for 3 minutes; a spot interruption marks the spot
-offering of the interrupted instance. ``"*"`` in a key matches any instance type or zone, used for
+offering of the interrupted instance (:meth:`UnavailableOfferings.mark_spot_interrupted`). ``"*"`` in a key matches any instance type or zone, used for
 account-wide limits such as ``MaxSpotInstanceCountExceeded``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from nodewright.cloud.aws.cache import Clock
+Clock = Callable[[], float]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +78,10 @@ class UnavailableOfferings:
         log.info("marked offering unavailable", extra={"instance_type": key.instance_type, "zone": key.zone,
                                                        "capacity_type": key.capacity_type, "reason": reason})
 
+    def mark_spot_interrupted(self, instance_type: str, zone: str) -> None:
+        """A spot interruption warning: the spot offering of that type in that zone is out for the TTL."""
+        self.mark(OfferingKey(instance_type, zone, "spot"), "SpotInterruption")
+
     def is_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> bool:
         """Whether the offering, or a wildcard covering it, is currently marked."""
         now = self._clock()
@@ -86,6 +94,29 @@ class UnavailableOfferings:
                 del self._until[key]
                 self.generation += 1
         return False
+
+    def marked(self) -> list[OfferingKey]:
+        """The keys marked now (expired marks dropped first)."""
+        self.version()
+        return list(self._until)
+
+    def flag(self, instance_types: list[Any]) -> list[Any]:
+        """``instance_types`` with the offerings marked now flagged ``available=False`` (copies of the types
+        touched; the others returned as they are)."""
+        keys = self.marked()
+        if not keys:
+            return instance_types
+        names = {k.instance_type for k in keys}
+        out = []
+        for it in instance_types:
+            if ANY in names or it.name in names:
+                offerings = tuple(dataclasses.replace(o, available=False)
+                                  if o.available and self.is_unavailable(it.name, o.zone, o.capacity_type) else o
+                                  for o in it.offerings)
+                if offerings != it.offerings:
+                    it = dataclasses.replace(it, offerings=offerings)
+            out.append(it)
+        return out
 
     def version(self) -> int:
         """Drop expired marks, then return :attr:`generation` (a cache key for derived views)."""

@@ -1,0 +1,289 @@
+"""The one conversion from cluster objects (plain JSON dicts) to the scheduler's and the API's models.
+
+Every reader of the cluster -- provisioning, the disruption view, the simulated kube-scheduler, the Cluster
+Autoscaler baseline and ``simulate -f`` -- turns objects into models here, and nowhere else:
+
+=================  ==========================================================================================
+object             model
+=================  ==========================================================================================
+Pod                :class:`~nodewright.scheduling.Pod` (:meth:`ClusterModels.pod`; ``pending=True`` drops
+                   ``spec.nodeName``: the pod of a leaving node, to be placed again)
+Node               :class:`~nodewright.scheduling.ExistingNode` with its bound pods (:meth:`ClusterModels.node`)
+NodeClaim          the validated :class:`~nodewright.api.nodeclaim.NodeClaim` (:meth:`ClusterModels.nodeclaim`)
+NodePool           the validated :class:`~nodewright.api.nodepool.NodePool` (:meth:`ClusterModels.nodepool`) and
+                   the scheduler's :class:`~nodewright.scheduling.NodePoolSpec` (:meth:`ClusterModels.nodepool_spec`)
+EC2NodeClass       the validated model and its kubelet/overhead settings
+                   (:meth:`ClusterModels.kubelet`, :class:`~nodewright.cloud.overhead.KubeletSettings`)
+DaemonSet          the pod it runs on every node (:meth:`ClusterModels.daemonset_pods`)
+PDB                a :class:`~nodewright.disruption.model.PDB` with the disruptions it allows now (:func:`pdbs`)
+=================  ==========================================================================================
+
+Conversions are cached by object version: ``(kind, namespace, name, uid, resourceVersion)`` -- the API server
+changes the resourceVersion on every write, so an unchanged object converts once however many passes read it.
+Objects without a resourceVersion (hand-built in tests) are cached by identity and kept referenced so that
+identity stays valid. A cache belongs to one cluster (:func:`models_for`): two in-memory clusters built from the
+same seed reuse uids and resourceVersions for different objects. The cache is bounded (cleared past
+:data:`CACHE_LIMIT` entries).
+
+Invalid objects: :meth:`ClusterModels.pod`/:meth:`~ClusterModels.node` return None and log one line at debug
+level naming the object, field and reason (one bad pod must not stop provisioning for the whole cluster); the
+NodePool/EC2NodeClass methods raise :class:`~nodewright.errors.NodewrightValidationError` for the caller to
+report (they name what cannot launch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import weakref
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeclaim, parse_nodepool
+from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.nodepool import NodePool
+from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
+from nodewright.errors import NodewrightValidationError
+from nodewright.kube.objects import Obj
+from nodewright.quantities import Resources
+from nodewright.scheduling import (
+    ExistingNode,
+    NodePoolSpec,
+    Pod,
+    Requirements,
+    daemonset_pod,
+    node_from_manifest,
+    nodepool_spec_from_model,
+    pod_from_manifest,
+)
+
+log = logging.getLogger("nodewright.state")
+
+T = TypeVar("T")
+_IDENTITY = object()  # marks a version that is the object's identity (no resourceVersion)
+
+#: Entries kept per cache before it is cleared (objects of a large cluster: ~20,000 pods, 1,000 nodes).
+CACHE_LIMIT = 100_000
+
+
+def object_version(obj: Mapping[str, Any]) -> Hashable:
+    """What identifies this version of ``obj``: ``(namespace, name, resourceVersion)``, or its identity without
+    a resourceVersion."""
+    m = obj.get("metadata")
+    rv = m.get("resourceVersion") if isinstance(m, Mapping) else None
+    if rv is None:
+        return (_IDENTITY, id(obj))
+    return (m.get("namespace"), m.get("name"), m.get("uid"), rv)  # type: ignore[union-attr]
+
+
+def versions(objs: Iterable[Mapping[str, Any]]) -> tuple[Hashable, ...]:
+    """:func:`object_version` of each object, in order."""
+    return tuple(object_version(o) for o in objs)
+
+
+def describe(obj: Mapping[str, Any], kind: str) -> str:
+    """``Pod default/web-1`` (for log lines)."""
+    m = obj.get("metadata") or {}
+    ns = m.get("namespace")
+    return f"{kind} {ns + '/' if ns else ''}{m.get('name', '?')}"
+
+
+class _Cache:
+    """(kind, object version, variant) -> (object kept alive, model or the validation error)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[Hashable, tuple[Any, Any]] = {}
+
+    def get(self, key: Hashable, obj: Any) -> Any:
+        hit = self._entries.get(key)
+        if hit is not None and (hit[0] is obj or key[1][0] is not _IDENTITY):  # type: ignore[index]
+            return hit[1]
+        return None
+
+    def put(self, key: Hashable, obj: Any, value: Any) -> Any:
+        if len(self._entries) >= CACHE_LIMIT:
+            self._entries.clear()
+        self._entries[key] = (obj, value)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class ClusterModels:
+    """Cached conversions for the objects of one cluster (see module docstring)."""
+
+    def __init__(self) -> None:
+        self._cache = _Cache()
+        #: (kind, id(object), variant) -> (object, model): the very same object again (the usual case: stored
+        #: objects are replaced, never mutated) is found without computing its version.
+        self._same: dict[Hashable, tuple[Any, Any]] = {}
+        self._daemonsets: tuple[tuple[Hashable, ...], list[Pod]] | None = None
+
+    def _convert(self, kind: str, obj: Mapping[str, Any], variant: Hashable, build: Any) -> Any:
+        same = (kind, id(obj), variant)
+        hit = self._same.get(same)
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        key = (kind, object_version(obj), variant)
+        value = self._cache.get(key, obj)
+        if value is None:
+            try:
+                value = build()
+            except NodewrightValidationError as err:
+                value = err
+            self._cache.put(key, obj, value)
+        if len(self._same) >= CACHE_LIMIT:
+            self._same.clear()
+        self._same[same] = (obj, value)
+        return value
+
+    def _strict(self, kind: str, obj: Mapping[str, Any], variant: Hashable, build: Callable[[], T]) -> T:
+        """:meth:`_convert`, raising the cached validation error."""
+        value = self._convert(kind, obj, variant, build)
+        if isinstance(value, NodewrightValidationError):
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    # --- pods and nodes --------------------------------------------------------------------------------------
+
+    def pod(self, obj: Obj, *, pending: bool = False) -> Pod | None:
+        """The scheduler's view of a Pod object; None (logged at debug) when it is invalid.
+
+        Args:
+            pending: drop ``spec.nodeName`` (a pod of a leaving node, to be placed again).
+        """
+        hit = self._same.get(("Pod", id(obj), pending))  # the common case, without building a closure
+        if hit is not None and hit[0] is obj:
+            value = hit[1]
+            if isinstance(value, NodewrightValidationError):
+                return None
+            return value  # type: ignore[no-any-return]
+
+        def build() -> Pod:
+            spec = obj.get("spec") or {}
+            if pending and spec.get("nodeName"):
+                spec = {k: v for k, v in spec.items() if k != "nodeName"}
+            return pod_from_manifest({**obj, "kind": "Pod", "spec": spec})
+
+        value = self._convert("Pod", obj, pending, build)
+        if isinstance(value, NodewrightValidationError):
+            log.debug("ignoring %s: %s", describe(obj, "Pod"), value)
+            return None
+        return value  # type: ignore[no-any-return]
+
+    def pods(self, objs: Iterable[Obj], *, pending: bool = False) -> list[Pod]:
+        """:meth:`pod` of each object, invalid ones left out."""
+        out = []
+        for obj in objs:
+            pod = self.pod(obj, pending=pending)
+            if pod is not None:
+                out.append(pod)
+        return out
+
+    def requests(self, obj: Obj) -> Resources:
+        """A Pod object's effective requests (:func:`nodewright.scheduling.pods.effective_requests`); ``{}``
+        when it is invalid."""
+        pod = self.pod(obj)
+        return dict(pod.requests) if pod is not None else {}
+
+    def pod_error(self, obj: Obj) -> NodewrightValidationError | None:
+        """Why :meth:`pod` rejects the object (None when it is valid)."""
+        value = self._convert("Pod", obj, False, lambda: pod_from_manifest({**obj, "kind": "Pod"}))
+        return value if isinstance(value, NodewrightValidationError) else None
+
+    def node(self, obj: Obj, pods: Iterable[Pod] = ()) -> ExistingNode | None:
+        """A Node object as an :class:`ExistingNode` holding ``pods`` (those bound to it); None (logged at
+        debug) when it is invalid. A fresh object every call: callers add nominated pods to it."""
+        value = self._convert("Node", obj, None, lambda: node_from_manifest({**obj, "kind": "Node"}))
+        if isinstance(value, NodewrightValidationError):
+            log.debug("ignoring %s: %s", describe(obj, "Node"), value)
+            return None
+        base: ExistingNode = value
+        return dataclasses.replace(base, labels=dict(base.labels), pods=[p for p in pods if p.node_name == base.name])
+
+    def daemonset_pods(self, daemonsets: Sequence[Obj]) -> list[Pod]:
+        """The pod each valid DaemonSet runs on a node, in order (for daemonset overhead); invalid ones left out
+        (logged at debug). The same list while the DaemonSets are unchanged."""
+        key = versions(daemonsets)
+        if self._daemonsets is not None and self._daemonsets[0] == key:
+            return self._daemonsets[1]
+        out = []
+        for ds in daemonsets:
+            value = self._convert("DaemonSet", ds, None, lambda ds=ds: daemonset_pod({**ds, "kind": "DaemonSet"}))
+            if isinstance(value, NodewrightValidationError):
+                log.debug("ignoring %s: %s", describe(ds, "DaemonSet"), value)
+            else:
+                out.append(value)
+        self._daemonsets = (key, out)
+        return out
+
+    # --- NodePools and EC2NodeClasses -----------------------------------------------------------------------
+
+    def nodepool(self, obj: Obj) -> NodePool:
+        """The validated ``karpenter.sh/v1`` NodePool model.
+
+        Raises:
+            NodewrightValidationError: an invalid NodePool.
+        """
+        return self._strict("NodePool", obj, None, lambda: parse_nodepool(obj))
+
+    def nodepool_spec(self, obj: Obj, daemonsets: Sequence[Pod] = (),
+                      usage: Mapping[str, int] | None = None) -> NodePoolSpec:
+        """The scheduler's :class:`NodePoolSpec` of a NodePool object (daemonset overhead from ``daemonsets``,
+        remaining limits from ``usage``: what the pool's nodes already hold).
+
+        Raises:
+            NodewrightValidationError: an invalid NodePool.
+        """
+        self.nodepool(obj)  # validated first: the spec conversion assumes a valid pool
+        variant = (tuple(p.shape for p in daemonsets), tuple(sorted((usage or {}).items())))
+        return self._strict("NodePoolSpec", obj, variant, lambda: nodepool_spec_from_model(obj, daemonsets, usage or {}))
+
+    def nodeclaim(self, obj: Obj) -> NodeClaim:
+        """The validated ``karpenter.sh/v1`` NodeClaim model (what the cloud provider takes).
+
+        Raises:
+            NodewrightValidationError: an invalid NodeClaim.
+        """
+        return self._strict("NodeClaim", obj, None, lambda: parse_nodeclaim(obj))
+
+    def nodeclaim_requirements(self, obj: Obj) -> Requirements:
+        """A NodeClaim object's ``spec.requirements`` parsed once into the scheduler's :class:`Requirements`.
+
+        Raises:
+            NodewrightValidationError: an invalid requirement.
+        """
+        return self._strict("NodeClaimRequirements", obj, None, lambda: Requirements.from_expressions(
+            (obj.get("spec") or {}).get("requirements"), "spec.requirements"))
+
+    def nodeclass(self, obj: Mapping[str, Any]) -> EC2NodeClass:
+        """The validated ``karpenter.k8s.aws/v1`` EC2NodeClass model.
+
+        Raises:
+            NodewrightValidationError: an invalid EC2NodeClass.
+        """
+        value = self._convert("EC2NodeClass", obj, None, lambda: parse_ec2nodeclass(dict(obj)))
+        if isinstance(value, NodewrightValidationError):
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    def kubelet(self, obj: Mapping[str, Any]) -> KubeletSettings:
+        """The kubelet settings of an EC2NodeClass object that change capacity or overhead.
+
+        Raises:
+            NodewrightValidationError: an invalid EC2NodeClass.
+        """
+        return self._strict("Kubelet", obj, None, lambda: kubelet_settings(self.nodeclass(obj)))
+
+
+_BY_CLUSTER: weakref.WeakKeyDictionary[Any, ClusterModels] = weakref.WeakKeyDictionary()
+
+
+def models_for(cluster: Any) -> ClusterModels:
+    """The conversion cache of ``cluster`` (one per cluster object, created on first use)."""
+    models = _BY_CLUSTER.get(cluster)
+    if models is None:
+        models = _BY_CLUSTER[cluster] = ClusterModels()
+    return models
