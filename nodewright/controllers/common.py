@@ -9,13 +9,24 @@ from dataclasses import dataclass, field
 from nodewright.api import labels as L
 from nodewright.api.manifests import parse_nodeclaim
 from nodewright.api.nodeclaim import NodeClaim
-from nodewright.cloud.provider import CloudProvider
+from nodewright.cloud.instancetype import InstanceType
+from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.controllers.condition_metrics import observe_condition_transitions
+from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.cluster import Clock, Cluster
 from nodewright.kube.errors import KubeError, NotFoundError
-from nodewright.kube.objects import Obj, condition_true, finalizers_of, meta, name_of, set_condition
+from nodewright.kube.objects import (
+    Obj,
+    condition_true,
+    finalizers_of,
+    is_deleting,
+    meta,
+    name_of,
+    set_condition,
+)
 from nodewright.metrics import Metrics
+from nodewright.state.cluster import ClusterState
 
 log = logging.getLogger("nodewright.controllers")
 
@@ -51,6 +62,29 @@ class Context:
 def to_model(claim: Obj) -> NodeClaim:
     """The ``nodewright.api`` model of a NodeClaim dict (as the cloud provider takes it)."""
     return parse_nodeclaim(claim)
+
+
+def nodepool_instance_types(
+    ctx: Context, state: ClusterState, controller: str
+) -> tuple[dict[str, list[InstanceType]], dict[str, NodewrightValidationError | CloudProviderError]]:
+    """What each NodePool that is not being deleted may launch now, by name (sorted), and why the others may not.
+
+    The NodePool is read through the cluster's models; a cloud provider failure is counted in
+    ``karpenter_cloudprovider_errors_total`` for ``controller``.
+    """
+    types: dict[str, list[InstanceType]] = {}
+    problems: dict[str, NodewrightValidationError | CloudProviderError] = {}
+    for name, doc in sorted(state.nodepools.items()):
+        if is_deleting(doc):
+            continue
+        try:
+            types[name] = list(ctx.cloud.get_instance_types(state.models.nodepool(doc)))
+        except NodewrightValidationError as err:
+            problems[name] = err
+        except CloudProviderError as err:
+            ctx.cloud_error(controller, "GetInstanceTypes", err)
+            problems[name] = err
+    return types, problems
 
 
 def has_disrupted_taint(node: Obj) -> bool:

@@ -35,7 +35,7 @@ from nodewright.api import labels as L
 from nodewright.api.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.cloud.provider import CloudProviderError
-from nodewright.controllers.common import Context, log, nodeclaim_ready
+from nodewright.controllers.common import Context, log, nodeclaim_ready, nodepool_instance_types
 from nodewright.controllers.termination import Terminator
 from nodewright.disruption import Decision, DecisionOptions, decide, decide_expiration, validate
 from nodewright.disruption.model import ClusterView
@@ -145,17 +145,7 @@ class DisruptionController:
     # --- inputs ------------------------------------------------------------------------------
 
     def _instance_types(self, state: ClusterState) -> dict[str, list[InstanceType]]:
-        out: dict[str, list[InstanceType]] = {}
-        for name, doc in state.nodepools.items():
-            if is_deleting(doc):
-                continue
-            try:
-                out[name] = list(self.ctx.cloud.get_instance_types(state.models.nodepool(doc)))
-            except NodewrightValidationError:
-                continue
-            except CloudProviderError as err:
-                self.ctx.cloud_error("disruption", "GetInstanceTypes", err)
-        return out
+        return nodepool_instance_types(self.ctx, state, "disruption")[0]
 
     def _drift_reasons(self, state: ClusterState, now: float) -> dict[str, str | None]:
         for name in [n for n in self._cloud_drift if n not in state.nodeclaims]:

@@ -20,8 +20,13 @@ from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
 from nodewright.cloud.instancetype import InstanceType
-from nodewright.cloud.provider import CloudProviderError
-from nodewright.controllers.common import Context, has_disrupted_taint, log, nodepool_of
+from nodewright.controllers.common import (
+    Context,
+    has_disrupted_taint,
+    log,
+    nodepool_instance_types,
+    nodepool_of,
+)
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
@@ -228,24 +233,19 @@ class Provisioner:
     def _nodepools(self, state: ClusterState) -> tuple[list[NodePoolSpec], dict[str, list[InstanceType]]]:
         daemonsets = state.models.daemonset_pods(state.daemonsets)
         usage = nodepool_usage(state)
+        types, problems = nodepool_instance_types(self.ctx, state, "provisioner")
         pools: list[NodePoolSpec] = []
-        types: dict[str, list[InstanceType]] = {}
-        for name, doc in sorted(state.nodepools.items()):
-            if is_deleting(doc):
-                continue
+        for name in list(types):
             try:
-                model = state.models.nodepool(doc)
-                spec = state.models.nodepool_spec(doc, daemonsets, usage.get(name, {}))
-                offered = self.ctx.cloud.get_instance_types(model)
-            except NodewrightValidationError as err:
-                log.error("ignoring invalid nodepool %s: %s", name, err, extra={"nodepool": name})
-                continue
-            except CloudProviderError as err:
-                self.ctx.cloud_error("provisioner", "GetInstanceTypes", err)
-                log.error("nodepool %s cannot launch: %s", name, err, extra={"nodepool": name})
-                continue
-            pools.append(spec)
-            types[name] = list(offered)
+                pools.append(state.models.nodepool_spec(state.nodepools[name], daemonsets, usage.get(name, {})))
+            except NodewrightValidationError as invalid:
+                problems[name] = invalid
+                del types[name]
+        for name, problem in sorted(problems.items()):
+            if isinstance(problem, NodewrightValidationError):
+                log.error("ignoring invalid nodepool %s: %s", name, problem, extra={"nodepool": name})
+            else:
+                log.error("nodepool %s cannot launch: %s", name, problem, extra={"nodepool": name})
         return pools, types
 
     def _capacity(
