@@ -90,8 +90,10 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         raise NodewrightValidationError("--filename", "give at least one manifest file with -f")
     loaded = load_manifest_files(list(filenames))
     warn_annotations(loaded)
-    # The decision's events are printed below, once; the scheduler's own log would repeat them.
-    logging.getLogger("nodewright.scheduling").setLevel(logging.CRITICAL)
+    # The decision's events are printed below, once; the scheduler's and the provisioner's own logs (simulate -f
+    # runs the provisioning controller's batch) would repeat them.
+    for name in ("nodewright.scheduling", "nodewright.controllers"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
         decision = decide(loaded.docs, region)
     except NodewrightValidationError as err:
