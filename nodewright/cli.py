@@ -92,12 +92,17 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     warn_annotations(loaded)
     # The decision's events are printed below, once; the scheduler's and the provisioner's own logs (simulate -f
     # runs the provisioning controller's batch) would repeat them.
-    for name in ("nodewright.scheduling", "nodewright.controllers"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    quiet = [logging.getLogger(name) for name in ("nodewright.scheduling", "nodewright.controllers")]
+    levels = [logger.level for logger in quiet]
+    for logger in quiet:
+        logger.setLevel(logging.CRITICAL)
     try:
         decision = decide(loaded.docs, region)
     except NodewrightValidationError as err:
         raise loaded.locate(err) from None
+    finally:
+        for logger, level in zip(quiet, levels, strict=True):
+            logger.setLevel(level)
     if output == "json":
         click.echo(json.dumps(decision, indent=2))
     else:
