@@ -421,9 +421,10 @@ def pod_from_template(
     if not isinstance(template, Mapping):
         raise NodewrightValidationError(path, "expected a pod template mapping")
     meta = template.get("metadata") or {}
+    spec_path = f"{path}.spec" if path else "spec"
     spec = template.get("spec") or {}
     if not isinstance(spec, Mapping):
-        raise NodewrightValidationError(f"{path}.spec", "expected a mapping")
+        raise NodewrightValidationError(spec_path, "expected a mapping")
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     return Pod(
         namespace=namespace,
@@ -431,12 +432,12 @@ def pod_from_template(
         uid=uid,
         labels=labels,
         annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
-        requests=effective_requests(spec, f"{path}.spec"),
+        requests=effective_requests(spec, spec_path),
         node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
-        affinity=affinity_from_dict(spec.get("affinity"), labels, f"{path}.spec.affinity"),
+        affinity=affinity_from_dict(spec.get("affinity"), labels, f"{spec_path}.affinity"),
         tolerations=tuple(toleration_from_dict(t) for t in spec.get("tolerations") or []),
         topology_spread=tuple(
-            spread_from_dict(t, labels, f"{path}.spec.topologySpreadConstraints[{i}]")
+            spread_from_dict(t, labels, f"{spec_path}.topologySpreadConstraints[{i}]")
             for i, t in enumerate(spec.get("topologySpreadConstraints") or [])
         ),
         host_ports=_host_ports(spec),
