@@ -1,0 +1,20 @@
+"""Effective EC2 prices under a ``PricingPolicy`` (discounts, Savings Plans, Reserved Instances).
+
+:mod:`nodewright.pricing.policy` reads and validates the document; :mod:`nodewright.pricing.engine` computes the
+bill of a fleet and the marginal price of one more instance. See ``docs/pricing.md``.
+"""
+
+from nodewright.pricing.engine import Bill, FleetPrices, Line, PricingEngine, Usage, normalization_factor
+from nodewright.pricing.policy import PricingPolicy, load_pricing_policy, parse_pricing_policy
+
+__all__ = [
+    "Bill",
+    "FleetPrices",
+    "Line",
+    "PricingEngine",
+    "PricingPolicy",
+    "Usage",
+    "load_pricing_policy",
+    "normalization_factor",
+    "parse_pricing_policy",
+]
