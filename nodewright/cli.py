@@ -62,10 +62,12 @@ def cli() -> None:
 @click.option("--seed", default=None, type=int, help="With --scenario: random seed (default: the scenario's).")
 @click.option("--compare-target-utilization", "compare_targets", default=None, metavar="1.0,0.75",
               help="With --scenario: run once per nodewright.io/target-utilization (set on every NodePool), side by side.")
+@click.option("--pricing", "pricing_file", default=None, type=click.Path(dir_okay=False),
+              help="A PricingPolicy (Savings Plans, RIs, discounts): add effective $/h beside list $/h (docs/pricing.md).")
 @exit_on_invalid_input
 def simulate_command(filenames: tuple[str, ...], region: str | None, output: str, scenario: str | None = None,
                      baseline: str | None = None, plot: str | None = None, seed: int | None = None,
-                     compare_targets: str | None = None) -> None:
+                     compare_targets: str | None = None, pricing_file: str | None = None) -> None:
     """Print the provisioning decision for FILEs: new nodes, their types, pods and $/hour.
     With --scenario, replay a scenario over time (nodes, pending pods, cost) instead."""
     import json
@@ -74,7 +76,16 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     from nodewright.api.manifests import load_manifest_files
     from nodewright.sim.decision import decide, render_table
 
+    pricing = None
+    if pricing_file is not None:
+        from nodewright.pricing import load_pricing_policy
+        from nodewright.pricing.report import policy_label
+
+        policy = load_pricing_policy(pricing_file)
+        pricing = (policy, policy_label(policy, pricing_file))
     if scenario is not None:
+        if pricing is not None:
+            raise NodewrightValidationError("--pricing", "not supported with --scenario yet: use it with -f files")
         if filenames or region:
             raise NodewrightValidationError("--scenario", "give either --scenario or -f/--region, not both "
                                                           "(a scenario names its region in spec.region)")
@@ -93,7 +104,7 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     # The decision's events are printed below, once; the scheduler's own log would repeat them.
     logging.getLogger("nodewright.scheduling").setLevel(logging.CRITICAL)
     try:
-        decision = decide(loaded.docs, region)
+        decision = decide(loaded.docs, region, pricing)
     except NodewrightValidationError as err:
         raise loaded.locate(err) from None
     if output == "json":
