@@ -27,7 +27,8 @@ data: no I/O, no clock; the same fleet and policy always give the same numbers.
    applied to the first usage with the lowest Savings Plans rate", until the usage or the commitment runs out;
    "any remaining usage is charged at the On-Demand rates" (sp-applying, above). The commitment is measured in
    Savings Plans rates: covering one instance-hour uses ``list x (1 - discount)`` of it. Remaining ties are
-   broken by instance type, zone, then fleet order (AWS does not document them).
+   broken by instance type, then zone (AWS does not document them). Identical instances (same type, zone and
+   capacity type) share their coverage equally: a bill line is per offering, not per node.
 4. *Then negotiated discounts* (``spec.discounts``) on the list price of whatever usage is still uncovered, spot
    included: the most specific matching rule (:meth:`PricingPolicy.discount_for`).
 
@@ -99,18 +100,21 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """One instance's part of a :class:`Bill`.
+    """The identical instances of one offering in a :class:`Bill` (identical instances cost the same).
 
     Attributes:
-        usage: the instance.
-        list_usd_per_hour: its list price (on-demand, or spot for spot usage).
-        reserved_fraction: share of its hour covered by Reserved Instances, in [0, 1].
+        usage: the offering.
+        count: how many instances of it run.
+        list_usd_per_hour: list price of one (on-demand, or spot for spot usage).
+        reserved_fraction: share of their hours covered by Reserved Instances, in [0, 1].
         savings_plan_fraction: share covered by Savings Plans, in [0, 1].
-        effective_usd_per_hour: what its hour costs with the coverage attributed to it: the RIs' amortised cost
-            share + the Savings Plans rate for the covered share + the discounted price of the rest.
+        effective_usd_per_hour: what one instance-hour costs with the coverage attributed to it (average over
+            ``count``): the RIs' amortised cost share + the Savings Plans rate for the covered share + the
+            discounted price of the rest.
     """
 
     usage: Usage
+    count: int
     list_usd_per_hour: float
     reserved_fraction: float
     savings_plan_fraction: float
@@ -122,7 +126,7 @@ class Bill:
     """The hourly bill of a fleet (USD/hour, rounded to 1e-6).
 
     Attributes:
-        lines: one per priced instance, in fleet order.
+        lines: one per distinct priced offering, in order of first appearance in the fleet.
         unpriced: instances without a list price (not billed; the caller may warn).
         list_usd_per_hour: the fleet at list prices, no policy.
         usage_usd_per_hour: what usage not covered by RIs/Savings Plans costs after discounts (the variable part).
@@ -144,8 +148,10 @@ class Bill:
 
 @dataclass(slots=True)
 class _Item:
+    """``count`` identical instances; coverage in instance-hours."""
+
     usage: Usage
-    index: int
+    count: int
     list_price: float
     reserved: float = 0.0
     reserved_cost: float = 0.0
@@ -154,10 +160,17 @@ class _Item:
 
     @property
     def open(self) -> float:
-        return max(0.0, 1.0 - self.reserved - self.saved)
+        return max(0.0, self.count - self.reserved - self.saved)
 
-    def key(self) -> tuple[str, str, int]:
-        return (self.usage.instance_type, self.usage.zone, self.index)
+    def key(self) -> tuple[str, str]:
+        return (self.usage.instance_type, self.usage.zone)
+
+
+def _count(fleet: Iterable[Usage]) -> dict[Usage, int]:
+    counts: dict[Usage, int] = {}
+    for usage in fleet:
+        counts[usage] = counts.get(usage, 0) + 1
+    return counts
 
 
 @dataclass(frozen=True)
@@ -171,6 +184,7 @@ class PricingEngine:
     policy: PricingPolicy
     prices: PriceTable
     _reserved_cost: float = field(init=False, default=0.0)
+    _price_cache: dict[Usage, tuple[float | None, float | None]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         cost = sum(ri.count * ri.usd_per_hour for ri in self.policy.spec.reserved_instances
@@ -196,31 +210,70 @@ class PricingEngine:
         rule = self.policy.discount_for(usage.instance_type, self.region, capacity)
         return rule.apply(price) if rule else price
 
+    def committable(self, usage: Usage) -> bool:
+        """True when some RI or Savings Plan of the region could cover ``usage`` (on-demand only); otherwise its
+        marginal price is simply :meth:`discounted_price`, whatever the fleet."""
+        if usage.capacity_type not in _ON_DEMAND_LIKE:
+            return False
+        if any(plan.covers(usage.family, self.region) for plan in self.policy.spec.savings_plans):
+            return True
+        for ri in self.policy.spec.reserved_instances:
+            if ri.scope_region != self.region:
+                continue
+            if ri.instance_type == usage.instance_type and ri.zone in (None, usage.zone):
+                return True
+            if (ri.zone is None and ri.family == usage.family and normalization_factor(ri.instance_type)
+                    and normalization_factor(usage.instance_type)):
+                return True
+        return False
+
     def bill(self, fleet: Iterable[Usage]) -> Bill:
         """The hourly bill of ``fleet`` under the policy (see the module docstring for the order)."""
+        return self._bill(_count(fleet))
+
+    def _allocate(self, counts: Mapping[Usage, int]) -> tuple[list[_Item], list[Usage], float]:
+        """Steps 2-3: the priced items with their RI and Savings Plans coverage, the unpriced usage, and the
+        unused commitment."""
         items: list[_Item] = []
         unpriced: list[Usage] = []
-        for index, usage in enumerate(fleet):
-            price = self.list_price(usage)
+        for usage, count in counts.items():
+            price = self._prices(usage)[0]
             if price is None:
-                unpriced.append(usage)
-            else:
-                items.append(_Item(usage, index, price))
-        on_demand = [i for i in items if i.usage.capacity_type in _ON_DEMAND_LIKE]
+                unpriced.extend([usage] * count)
+            elif count > 0:
+                items.append(_Item(usage, count, price))
+        on_demand = sorted((i for i in items if i.usage.capacity_type in _ON_DEMAND_LIKE), key=_Item.key)
         self._apply_reserved(on_demand)
         unused = self._apply_savings_plans(on_demand)
+        return items, unpriced, unused
+
+    def _variable_cost(self, counts: Mapping[Usage, int]) -> float:
+        """Unrounded USD/hour of the usage no commitment covers (step 4)."""
+        items, _, _ = self._allocate(counts)
+        return sum(i.open * (self._prices(i.usage)[1] or 0.0) for i in items)
+
+    def _prices(self, usage: Usage) -> tuple[float | None, float | None]:
+        """(list, discounted) price of ``usage``, cached: a bill asks for them once per offering."""
+        cached = self._price_cache.get(usage)
+        if cached is None:
+            cached = self._price_cache[usage] = (self.list_price(usage), self.discounted_price(usage))
+        return cached
+
+    def _bill(self, counts: Mapping[Usage, int]) -> Bill:
+        items, unpriced, unused = self._allocate(counts)
         lines: list[Line] = []
         usage_cost = 0.0
         for item in items:
-            rest = item.open * (self.discounted_price(item.usage) or 0.0)
+            rest = item.open * (self._prices(item.usage)[1] or 0.0)
             usage_cost += rest
-            lines.append(Line(item.usage, item.list_price, round(item.reserved, 6), round(item.saved, 6),
-                              round(item.reserved_cost + item.saved_cost + rest, 6)))
+            lines.append(Line(item.usage, item.count, item.list_price, round(item.reserved / item.count, 6),
+                              round(item.saved / item.count, 6),
+                              round((item.reserved_cost + item.saved_cost + rest) / item.count, 6)))
         commitment = sum(p.commitment_usd_per_hour for p in self.policy.spec.savings_plans)
         return Bill(
             lines=tuple(lines),
             unpriced=tuple(unpriced),
-            list_usd_per_hour=round(sum(i.list_price for i in items), 6),
+            list_usd_per_hour=round(sum(i.list_price * i.count for i in items), 6),
             usage_usd_per_hour=round(usage_cost, 6),
             savings_plan_commitment_usd_per_hour=round(commitment, 6),
             unused_commitment_usd_per_hour=round(unused, 6),
@@ -250,19 +303,19 @@ class PricingEngine:
         Raises:
             ValueError: when an instance of ``removed`` is not in ``fleet``.
         """
-        remaining = list(fleet)
+        counts = _count(fleet)
+        after = dict(counts)
         for usage in removed:
-            try:
-                remaining.remove(usage)
-            except ValueError:
-                raise ValueError(f"{usage} is not in the fleet") from None
-        before = self.bill(fleet).total_usd_per_hour
-        after = self.bill([*remaining, *added]).total_usd_per_hour
-        return round(before - after, 6)
+            if after.get(usage, 0) == 0:
+                raise ValueError(f"{usage} is not in the fleet")
+            after[usage] -= 1
+        for usage in added:
+            after[usage] = after.get(usage, 0) + 1
+        return round(self._bill(counts).total_usd_per_hour - self._bill(after).total_usd_per_hour, 6)
 
     def for_fleet(self, fleet: Sequence[Usage]) -> FleetPrices:
         """Marginal prices against a fixed ``fleet``, cached per offering: what a scheduling pass calls."""
-        return FleetPrices(self, tuple(fleet))
+        return FleetPrices(self, _count(fleet))
 
     # --- steps 2 and 3 ------------------------------------------------------------------------------------------
 
@@ -276,16 +329,16 @@ class PricingEngine:
 
     @staticmethod
     def _apply_exact_ri(ri: ReservedInstance, items: list[_Item]) -> None:
-        left = ri.count
-        for item in sorted(items, key=_Item.key):
-            if left == 0:
-                return
+        left = float(ri.count)
+        for item in items:
             u = item.usage
-            if u.instance_type == ri.instance_type and (ri.zone is None or u.zone == ri.zone) and item.open > _EPS:
-                share = item.open
+            if left <= _EPS:
+                return
+            if u.instance_type == ri.instance_type and (ri.zone is None or u.zone == ri.zone):
+                share = min(item.open, left)
                 item.reserved += share
                 item.reserved_cost += share * ri.usd_per_hour
-                left -= 1
+                left -= share
 
     @staticmethod
     def _apply_flexible_ri(ri: ReservedInstance, items: list[_Item]) -> None:
@@ -307,7 +360,7 @@ class PricingEngine:
         plans = self.policy.spec.savings_plans
         left = [p.commitment_usd_per_hour for p in plans]
         for kind in ("EC2Instance", "Compute"):
-            pairs: list[tuple[float, float, tuple[str, str, int], int, _Item]] = []
+            pairs: list[tuple[float, float, tuple[str, str], int, _Item]] = []
             for p, plan in enumerate(plans):
                 if plan.type != kind:
                     continue
@@ -327,20 +380,31 @@ class PricingEngine:
 
 class FleetPrices:
     """Marginal prices against one fleet, with its bill computed once and each offering's price cached: the object
-    a scheduling pass or a consolidation screen asks about each candidate offering."""
+    a scheduling pass or a consolidation screen asks about each candidate offering.
 
-    def __init__(self, engine: PricingEngine, fleet: tuple[Usage, ...]) -> None:
+    Only the part of the fleet RIs and Savings Plans could cover is re-allocated per candidate (the rest pays its
+    discounted price whatever is added), and a candidate no commitment could cover costs its discounted price.
+    """
+
+    def __init__(self, engine: PricingEngine, counts: dict[Usage, int]) -> None:
         self.engine = engine
-        self.fleet = fleet
-        self.bill = engine.bill(fleet)
+        self.bill = engine._bill(counts)
+        self._committable = {u: n for u, n in counts.items() if engine.committable(u)}
+        self._base = engine._variable_cost(self._committable)
         self._cache: dict[Usage, float | None] = {}
 
     def marginal_price(self, usage: Usage) -> float | None:
         """bill(fleet + usage) - bill(fleet), USD/hour, >= 0; None when ``usage`` has no list price."""
         if usage not in self._cache:
-            if self.engine.list_price(usage) is None:
-                self._cache[usage] = None
-            else:
-                after = self.engine.bill((*self.fleet, usage)).total_usd_per_hour
-                self._cache[usage] = max(0.0, round(after - self.bill.total_usd_per_hour, 6))
+            self._cache[usage] = self._marginal(usage)
         return self._cache[usage]
+
+    def _marginal(self, usage: Usage) -> float | None:
+        listed, discounted = self.engine._prices(usage)
+        if listed is None or discounted is None:
+            return None
+        if not self.engine.committable(usage):
+            return round(discounted, 6)
+        after = dict(self._committable)
+        after[usage] = after.get(usage, 0) + 1
+        return max(0.0, round(self.engine._variable_cost(after) - self._base, 6))

@@ -92,9 +92,10 @@ def test_ec2_instance_savings_plan_usage_under_the_commitment_costs_nothing() ->
     assert e.marginal_price([m6i()], m6i()) == 0.048  # half covered, half at on-demand 0.096
     assert e.marginal_price([m6i(), m6i()], m6i()) == 0.096  # past the commitment: on-demand, not the SP rate
     assert e.marginal_price([], Usage("c6i.large", "us-east-1a", OD)) == 0.085  # other family
+    (line,) = e.bill([m6i(), m6i()]).lines  # identical instances share one line and its coverage equally
+    assert (line.count, line.savings_plan_fraction) == (2, 0.75)
+    assert line.effective_usd_per_hour == 0.0672  # (0.0864 commitment used + 0.048 on-demand) / 2
     bill = e.bill([m6i(), m6i()])
-    assert [line.savings_plan_fraction for line in bill.lines] == [1.0, 0.5]
-    assert [line.effective_usd_per_hour for line in bill.lines] == [0.0576, 0.0768]  # 0.0288 + 0.048
     assert (bill.usage_usd_per_hour, bill.total_usd_per_hour, bill.unused_commitment_usd_per_hour) == (
         0.048, 0.1344, 0.0)
 
@@ -136,7 +137,7 @@ def test_ec2_instance_plans_apply_before_compute_plans() -> None:
         {"type": "Compute", "commitmentUsdPerHour": 0.048, "discountPercent": 50},
         {**EC2_SP_M6I, "commitmentUsdPerHour": 0.0576},
     ])
-    bill = e.bill([m6i(), m6i()])
+    bill = e.bill([m6i(), m6i(zone="us-east-1b")])
     # first m6i.large: the EC2 Instance plan (0.0576 = its full rate); second: the Compute plan (0.048).
     assert [line.savings_plan_fraction for line in bill.lines] == [1.0, 1.0]
     assert [line.effective_usd_per_hour for line in bill.lines] == [0.0576, 0.048]
@@ -146,7 +147,7 @@ def test_ec2_instance_plans_apply_before_compute_plans() -> None:
 def test_reserved_instances_are_used_before_savings_plans() -> None:
     e = engine(reservedInstances=[{"instanceType": "m6i.large", "zone": "us-east-1a", "count": 1}],
                savingsPlans=[{**EC2_SP_M6I, "commitmentUsdPerHour": 0.0576}])
-    bill = e.bill([m6i(), m6i()])
+    bill = e.bill([m6i(), m6i(zone="us-east-1b")])
     assert [(line.reserved_fraction, line.savings_plan_fraction) for line in bill.lines] == [(1.0, 0.0),
                                                                                              (0.0, 1.0)]
     assert e.marginal_price([m6i(), m6i()], m6i()) == 0.096
@@ -174,7 +175,7 @@ def test_absolute_discount_never_goes_below_zero() -> None:
 def test_discounts_apply_only_to_usage_no_commitment_covers() -> None:
     e = engine(discounts=[{"match": {"family": "m6i"}, "percent": 10}],
                savingsPlans=[{**EC2_SP_M6I, "commitmentUsdPerHour": 0.0576}])
-    bill = e.bill([m6i(), m6i()])
+    bill = e.bill([m6i(), m6i(zone="us-east-1b")])
     assert [line.effective_usd_per_hour for line in bill.lines] == [0.0576, 0.0864]
 
 
@@ -252,3 +253,17 @@ def test_usage_from_node_labels() -> None:
                                              ("m6i.4xlarge", 32.0), ("m6i.24xlarge", 192.0), ("m6i.metal", None)])
 def test_normalization_factors(name: str, factor: float | None) -> None:
     assert normalization_factor(name) == factor
+
+
+def test_marginal_price_shortcut_agrees_with_the_full_bill() -> None:
+    # Usage no RI or plan can cover is priced without recomputing the bill; it must give the same dollars.
+    e = engine(spot={"m6i.large": {"": 0.03}}, discounts=[{"match": {"capacityType": "on-demand"}, "percent": 5}],
+               reservedInstances=[{"instanceType": "c6i.large", "region": "us-east-1", "count": 1}],
+               savingsPlans=[{**EC2_SP_M6I, "commitmentUsdPerHour": 0.0576}])
+    fleet = [m6i(), Usage("c6i.large", "us-east-1b", OD), Usage("r6i.large", "us-east-1a", OD)]
+    for usage in [m6i(), m6i(capacity=SPOT), Usage("c6i.xlarge", "us-east-1a", OD),
+                  Usage("r6i.large", "us-east-1c", OD), Usage("m5.large", "us-east-1a", OD)]:
+        assert e.marginal_price(fleet, usage) == e.saving([*fleet, usage], [usage]), usage
+    assert not e.committable(Usage("m5.large", "us-east-1a", OD))
+    assert e.committable(Usage("c6i.xlarge", "us-east-1a", OD))  # the regional c6i RI is size-flexible
+    assert e.marginal_price(fleet, Usage("m5.large", "us-east-1a", OD)) == 0.0912  # 0.096 x 0.95
