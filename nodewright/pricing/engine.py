@@ -50,6 +50,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as wk
+from nodewright.cloud.labels import instance_family
 from nodewright.cloud.prices import PriceTable
 from nodewright.pricing.policy import PricingPolicy, ReservedInstance
 
@@ -85,7 +86,7 @@ class Usage:
 
     @property
     def family(self) -> str:
-        return self.instance_type.split(".", 1)[0]
+        return instance_family(self.instance_type)
 
     @classmethod
     def from_labels(cls, labels: Mapping[str, str]) -> Usage | None:

@@ -49,6 +49,7 @@ import yaml
 from pydantic import Field, model_validator
 
 from nodewright.api.base import KubeModel, LenientModel, invalid, parse_model
+from nodewright.cloud.labels import instance_family
 from nodewright.errors import NodewrightValidationError
 
 API_VERSION = "nodewright.io/v1alpha1"
@@ -75,7 +76,7 @@ def _check_placement(family: str | None, instance_type: str | None, region: str 
     _check(_TYPE_RE, instance_type, "instanceType", "m6i.large")
     _check(_REGION_RE, region, "region", "us-east-1")
     _check(_ZONE_RE, zone, "zone", "us-east-1a")
-    if family and instance_type and instance_type.split(".", 1)[0] != family:
+    if family and instance_type and instance_family(instance_type) != family:
         raise invalid("instanceType", f"{instance_type!r} is not of family {family!r}: set one or the other")
     if region and zone and not zone.startswith(region):
         raise invalid("zone", f"{zone!r} is not in region {region!r}")
@@ -208,7 +209,7 @@ class ReservedInstance(KubeModel):
 
     @property
     def family(self) -> str:
-        return self.instance_type.split(".", 1)[0]
+        return instance_family(self.instance_type)
 
     @property
     def scope_region(self) -> str:
@@ -234,7 +235,7 @@ class PricingPolicy(KubeModel):
 
     def discount_for(self, instance_type: str, region: str, capacity_type: str) -> Discount | None:
         """The discount that applies to this usage: the most specific match, the first listed among equals."""
-        family = instance_type.split(".", 1)[0]
+        family = instance_family(instance_type)
         best: Discount | None = None
         for rule in self.spec.discounts:
             m = rule.match
