@@ -4,16 +4,29 @@
 bill of a fleet and the marginal price of one more instance. See ``docs/pricing.md``.
 """
 
-from nodewright.pricing.engine import Bill, FleetPrices, Line, PricingEngine, Usage, normalization_factor
+from nodewright.pricing.engine import (
+    Bill,
+    FleetPrices,
+    Line,
+    PeriodCost,
+    PricingEngine,
+    Run,
+    Usage,
+    cost_over_time,
+    normalization_factor,
+)
 from nodewright.pricing.policy import PricingPolicy, load_pricing_policy, parse_pricing_policy
 
 __all__ = [
     "Bill",
     "FleetPrices",
     "Line",
+    "PeriodCost",
     "PricingEngine",
     "PricingPolicy",
+    "Run",
     "Usage",
+    "cost_over_time",
     "load_pricing_policy",
     "normalization_factor",
     "parse_pricing_policy",

@@ -409,3 +409,49 @@ class FleetPrices:
         after = dict(self._committable)
         after[usage] = after.get(usage, 0) + 1
         return max(0.0, round(self.engine._variable_cost(after) - self._base, 6))
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One instance's billed interval: ``usage`` from ``start`` to ``stop`` (epoch seconds; None = still running)."""
+
+    usage: Usage
+    start: float
+    stop: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodCost:
+    """Dollars paid over a window (USD, rounded to 1e-4).
+
+    Attributes:
+        hours: length of the window.
+        list_usd: every instance at its list price for the time it ran.
+        effective_usd: the bill under the policy, commitments included for the whole window.
+    """
+
+    hours: float
+    list_usd: float
+    effective_usd: float
+
+
+def cost_over_time(engine: PricingEngine, runs: Sequence[Run], start: float, end: float) -> PeriodCost:
+    """What ``runs`` cost between ``start`` and ``end`` (epoch seconds): the bill is constant between two
+    launches/terminations, so it is :meth:`PricingEngine.bill` of the live set times the length of each such
+    interval, summed; per-second billing, as EC2 Linux. Savings Plans and RI costs are paid for the whole
+    window whether used or not. For scenario reports: list and effective dollars side by side.
+    """
+    bounds = {start, end}
+    for run in runs:
+        for t in (run.start, run.stop):
+            if t is not None and start < t < end:
+                bounds.add(t)
+    edges = sorted(bounds)
+    list_usd = effective_usd = 0.0
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        live = [r.usage for r in runs if r.start <= lo and (r.stop is None or r.stop >= hi)]
+        bill = engine.bill(live)
+        hours = (hi - lo) / 3600.0
+        list_usd += bill.list_usd_per_hour * hours
+        effective_usd += bill.total_usd_per_hour * hours
+    return PeriodCost(round((end - start) / 3600.0, 6), round(list_usd, 4), round(effective_usd, 4))

@@ -267,3 +267,18 @@ def test_marginal_price_shortcut_agrees_with_the_full_bill() -> None:
     assert not e.committable(Usage("m5.large", "us-east-1a", OD))
     assert e.committable(Usage("c6i.xlarge", "us-east-1a", OD))  # the regional c6i RI is size-flexible
     assert e.marginal_price(fleet, Usage("m5.large", "us-east-1a", OD)) == 0.0912  # 0.096 x 0.95
+
+
+def test_cost_over_time_integrates_the_bill_between_launches_and_terminations() -> None:
+    from nodewright.pricing import Run, cost_over_time
+
+    # Two hours. An EC2 Instance plan worth one m6i.large (0.0576/h) is paid all along.
+    e = engine(savingsPlans=[{**EC2_SP_M6I, "commitmentUsdPerHour": 0.0576}])
+    runs = [Run(m6i(), 0.0, None),            # all 2 h: under the plan
+            Run(m6i(), 1800.0, 5400.0),       # 1 h at on-demand 0.096
+            Run(m6i(capacity=SPOT), 3600.0)]  # 1 h of spot at the modelled spot price
+    cost = cost_over_time(e, runs, 0.0, 7200.0)
+    spot = e.list_price(m6i(capacity=SPOT)) or 0.0
+    assert cost.hours == 2.0
+    assert cost.list_usd == round(2 * 0.096 + 0.096 + spot, 4)
+    assert cost.effective_usd == round(2 * 0.0576 + 0.096 + spot, 4)
