@@ -84,15 +84,13 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         policy = load_pricing_policy(pricing_file)
         pricing = (policy, policy_label(policy, pricing_file))
     if scenario is not None:
-        if pricing is not None:
-            raise NodewrightValidationError("--pricing", "not supported with --scenario yet: use it with -f files")
         if filenames or region:
             raise NodewrightValidationError("--scenario", "give either --scenario or -f/--region, not both "
                                                           "(a scenario names its region in spec.region)")
         from nodewright.sim.command import simulate_scenario
 
         simulate_scenario(scenario, output=output, baseline=baseline, plot=plot, seed=seed,
-                          compare_targets=compare_targets)
+                          compare_targets=compare_targets, pricing=pricing[0] if pricing else None)
         return
     if baseline or plot or seed is not None or compare_targets is not None:
         raise NodewrightValidationError("--baseline/--plot/--seed/--compare-target-utilization",

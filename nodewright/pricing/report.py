@@ -5,6 +5,9 @@ Each new NodeClaim gets ``effective_price_per_hour``: its marginal price (:mod:`
 of the existing nodes and the NodeClaims listed before it, so RIs and Savings Plans commitment go to the first
 NodeClaims that can use them. ``total_effective_price_per_hour`` is their sum: what the decision adds to the
 hourly bill. The choice itself is still made on list prices (see docs/pricing.md, "Integration").
+
+Scenario replays (``simulate --scenario --pricing``) add ``effective_cost_usd`` to each run's summary
+(:func:`effective_cost_usd`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nodewright.cloud.prices import PriceTable
-from nodewright.pricing.engine import PricingEngine, Usage
+from nodewright.pricing.engine import PricingEngine, Run, Usage, cost_over_time
 from nodewright.pricing.policy import PricingPolicy
 
 
@@ -41,3 +44,10 @@ def add_effective_prices(decision: Mapping[str, Any], policy: PricingPolicy, pri
             out["total_effective_price_per_hour"] = round(sum(nc["effective_price_per_hour"] for nc in claims), 6)
             out["pricing_policy"] = source
     return out
+
+
+def effective_cost_usd(policy: PricingPolicy, prices: PriceTable, runs: Iterable[Run], start: float,
+                       end: float) -> float:
+    """Dollars the instance ``runs`` cost between ``start`` and ``end`` under ``policy`` (commitments included):
+    the ``effective_cost_usd`` of a scenario summary, beside its list-price ``cost_usd``."""
+    return cost_over_time(PricingEngine(policy, prices), list(runs), start, end).effective_usd

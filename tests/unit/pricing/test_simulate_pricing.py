@@ -109,12 +109,13 @@ def test_bad_policy_exits_2_with_one_line(tmp_path: Path) -> None:
                       "Input should be greater than or equal to 1, got -1\n")
 
 
-def test_pricing_is_refused_with_a_scenario(tmp_path: Path) -> None:
+def test_pricing_is_refused_with_target_utilization_comparison(tmp_path: Path) -> None:
     (tmp_path / "policy.yaml").write_text(POLICY)
-    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(tmp_path / "s.yaml"),
-                                   "--pricing", str(tmp_path / "policy.yaml")])
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(SCENARIO), "--compare-target-utilization",
+                                   "1.0,0.8", "--pricing", str(tmp_path / "policy.yaml")])
     assert out.exit_code == 2
-    assert out.stderr == "error: --pricing: not supported with --scenario yet: use it with -f files\n"
+    assert out.stderr == ("error: --compare-target-utilization: cannot be combined with --baseline, --plot or "
+                          "--pricing\n")
 
 
 def test_without_pricing_the_decision_is_unchanged(tmp_path: Path) -> None:
@@ -124,3 +125,40 @@ def test_without_pricing_the_decision_is_unchanged(tmp_path: Path) -> None:
     decision = json.loads(out.stdout)
     assert "total_effective_price_per_hour" not in decision
     assert all("effective_price_per_hour" not in nc for nc in decision["nodeclaims"])
+
+
+SCENARIO = Path(__file__).resolve().parents[3] / "examples" / "scenarios" / "team-spread.yaml"  # 20 min
+
+
+def _scenario(tmp_path: Path, spec: str) -> dict:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(f"apiVersion: nodewright.io/v1alpha1\nkind: PricingPolicy\nspec: {spec}\n")
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(SCENARIO), "--pricing", str(policy),
+                                   "--baseline", "cluster-autoscaler", "-o", "json"])
+    assert out.exit_code == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_scenario_summary_adds_the_effective_cost(tmp_path: Path) -> None:
+    # A 50% discount on everything halves what both autoscalers pay.
+    doc = _scenario(tmp_path, "{discounts: [{percent: 50}]}")
+    for summary in (doc["summary"], doc["baseline"]["summary"]):
+        assert summary["cost_usd"] > 0
+        assert abs(summary["effective_cost_usd"] - summary["cost_usd"] / 2) <= 1e-4
+
+
+def test_scenario_commitment_is_paid_for_the_whole_run(tmp_path: Path) -> None:
+    # $1/h committed at 0% discount, more than the team-spread nodes use: 20 minutes cost $1/3 whatever runs.
+    doc = _scenario(tmp_path, "{savingsPlans: [{type: Compute, commitmentUsdPerHour: 1, discountPercent: 0}]}")
+    assert doc["summary"]["effective_cost_usd"] == doc["baseline"]["summary"]["effective_cost_usd"] == 0.3333
+
+
+def test_scenario_table_shows_the_effective_row_only_with_a_policy(tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_text(POLICY)
+    with_policy = CliRunner().invoke(cli, ["simulate", "--scenario", str(SCENARIO), "--pricing",
+                                           str(tmp_path / "policy.yaml")])
+    without = CliRunner().invoke(cli, ["simulate", "--scenario", str(SCENARIO)])
+    assert with_policy.exit_code == without.exit_code == 0
+    rows = [line.split("  ")[0] for line in with_policy.stdout.splitlines()]
+    assert rows[rows.index("cost (USD)") + 1] == "effective cost (USD, PricingPolicy)"
+    assert "effective cost" not in without.stdout
