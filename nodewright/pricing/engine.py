@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from nodewright.api import labels as wk
 from nodewright.cloud.labels import instance_family
 from nodewright.cloud.prices import PriceTable
-from nodewright.pricing.policy import PricingPolicy, ReservedInstance
+from nodewright.pricing.policy import PricingPolicy, ReservedInstance, SavingsPlan
 
 _EPS = 1e-12
 _ON_DEMAND_LIKE = frozenset({wk.CAPACITY_TYPE_ON_DEMAND, wk.CAPACITY_TYPE_RESERVED})
@@ -131,9 +131,10 @@ class Bill:
         unpriced: instances without a list price (not billed; the caller may warn).
         list_usd_per_hour: the fleet at list prices, no policy.
         usage_usd_per_hour: what usage not covered by RIs/Savings Plans costs after discounts (the variable part).
-        savings_plan_commitment_usd_per_hour: every plan's commitment, used or not (sunk).
+        savings_plan_commitment_usd_per_hour: the commitment of every plan that applies in this region (Compute
+            plans, and EC2 Instance plans of this region), used or not (sunk).
         unused_commitment_usd_per_hour: the part of it no usage used this hour.
-        reserved_usd_per_hour: the RIs' amortised cost (sunk; 0 unless the policy gives ``usdPerHour``).
+        reserved_usd_per_hour: this region's RIs' amortised cost (sunk; 0 unless the policy gives ``usdPerHour``).
         total_usd_per_hour: usage + commitment + reserved.
     """
 
@@ -163,8 +164,8 @@ class _Item:
     def open(self) -> float:
         return max(0.0, self.count - self.reserved - self.saved)
 
-    def key(self) -> tuple[str, str]:
-        return (self.usage.instance_type, self.usage.zone)
+    def key(self) -> tuple[str, str, str]:
+        return (self.usage.instance_type, self.usage.zone, self.usage.capacity_type)
 
 
 def _count(fleet: Iterable[Usage]) -> dict[Usage, int]:
@@ -186,11 +187,16 @@ class PricingEngine:
     prices: PriceTable
     _reserved_cost: float = field(init=False, default=0.0)
     _price_cache: dict[Usage, tuple[float | None, float | None]] = field(init=False, default_factory=dict)
+    _plans: tuple[SavingsPlan, ...] = field(init=False, default=())
+    _reserved: tuple[ReservedInstance, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
-        cost = sum(ri.count * ri.usd_per_hour for ri in self.policy.spec.reserved_instances
-                   if ri.scope_region == self.region)
-        object.__setattr__(self, "_reserved_cost", cost)
+        # Plans and RIs of other regions neither cover this region's usage nor belong to its bill.
+        plans = tuple(p for p in self.policy.spec.savings_plans if p.type == "Compute" or p.region == self.region)
+        reserved = tuple(ri for ri in self.policy.spec.reserved_instances if ri.scope_region == self.region)
+        object.__setattr__(self, "_plans", plans)
+        object.__setattr__(self, "_reserved", reserved)
+        object.__setattr__(self, "_reserved_cost", sum(ri.count * ri.usd_per_hour for ri in reserved))
 
     @property
     def region(self) -> str:
@@ -216,11 +222,9 @@ class PricingEngine:
         marginal price is simply :meth:`discounted_price`, whatever the fleet."""
         if usage.capacity_type not in _ON_DEMAND_LIKE:
             return False
-        if any(plan.covers(usage.family, self.region) for plan in self.policy.spec.savings_plans):
+        if any(plan.covers(usage.family, self.region) for plan in self._plans):
             return True
-        for ri in self.policy.spec.reserved_instances:
-            if ri.scope_region != self.region:
-                continue
+        for ri in self._reserved:
             if ri.instance_type == usage.instance_type and ri.zone in (None, usage.zone):
                 return True
             if (ri.zone is None and ri.family == usage.family and normalization_factor(ri.instance_type)
@@ -270,7 +274,7 @@ class PricingEngine:
             lines.append(Line(item.usage, item.count, item.list_price, round(item.reserved / item.count, 6),
                               round(item.saved / item.count, 6),
                               round((item.reserved_cost + item.saved_cost + rest) / item.count, 6)))
-        commitment = sum(p.commitment_usd_per_hour for p in self.policy.spec.savings_plans)
+        commitment = sum(p.commitment_usd_per_hour for p in self._plans)
         return Bill(
             lines=tuple(lines),
             unpriced=tuple(unpriced),
@@ -321,8 +325,7 @@ class PricingEngine:
     # --- steps 2 and 3 ------------------------------------------------------------------------------------------
 
     def _apply_reserved(self, items: list[_Item]) -> None:
-        ris = [ri for ri in self.policy.spec.reserved_instances if ri.scope_region == self.region]
-        for ri in sorted(ris, key=lambda r: r.zone is None):  # zonal first; stable: document order within
+        for ri in sorted(self._reserved, key=lambda r: r.zone is None):  # zonal first; stable: document order within
             if ri.zone is not None or normalization_factor(ri.instance_type) is None:
                 self._apply_exact_ri(ri, items)
             else:
@@ -358,10 +361,10 @@ class PricingEngine:
             units -= share * nf
 
     def _apply_savings_plans(self, items: list[_Item]) -> float:
-        plans = self.policy.spec.savings_plans
+        plans = self._plans
         left = [p.commitment_usd_per_hour for p in plans]
         for kind in ("EC2Instance", "Compute"):
-            pairs: list[tuple[float, float, tuple[str, str], int, _Item]] = []
+            pairs: list[tuple[float, float, tuple[str, str, str], int, _Item]] = []
             for p, plan in enumerate(plans):
                 if plan.type != kind:
                     continue

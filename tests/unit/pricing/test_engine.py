@@ -282,3 +282,13 @@ def test_cost_over_time_integrates_the_bill_between_launches_and_terminations() 
     assert cost.hours == 2.0
     assert cost.list_usd == round(2 * 0.096 + 0.096 + spot, 4)
     assert cost.effective_usd == round(2 * 0.0576 + 0.096 + spot, 4)
+
+
+def test_plans_and_reserved_instances_of_other_regions_are_not_in_this_bill() -> None:
+    e = engine(savingsPlans=[{**EC2_SP_M6I, "region": "us-west-2", "commitmentUsdPerHour": 5.0},
+                             {"type": "Compute", "commitmentUsdPerHour": 0.5, "discountPercent": 20}],
+               reservedInstances=[{"instanceType": "m6i.large", "region": "eu-west-1", "count": 3, "usdPerHour": 1}])
+    bill = e.bill([m6i()])
+    # only the Compute plan: it covers the m6i.large at 0.0768 and leaves 0.4232 unused
+    assert (bill.savings_plan_commitment_usd_per_hour, bill.unused_commitment_usd_per_hour,
+            bill.reserved_usd_per_hour, bill.total_usd_per_hour) == (0.5, 0.4232, 0.0, 0.5)
