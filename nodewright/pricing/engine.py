@@ -318,6 +318,16 @@ class PricingEngine:
             after[usage] = after.get(usage, 0) + 1
         return round(self._bill(counts).total_usd_per_hour - self._bill(after).total_usd_per_hour, 6)
 
+    def move_saving(self, fleet: Sequence[Usage], removed: Sequence[Usage],
+                    added: Sequence[Usage] = ()) -> MoveSaving:
+        """:meth:`saving` of a consolidation move, with what the removed nodes cost (their own removal saving)
+        so a percentage threshold has its base (:class:`MinimumSaving`).
+
+        Raises:
+            ValueError: when an instance of ``removed`` is not in ``fleet``.
+        """
+        return MoveSaving(self.saving(fleet, removed, added), self.saving(fleet, removed))
+
     def for_fleet(self, fleet: Sequence[Usage]) -> FleetPrices:
         """Marginal prices against a fixed ``fleet``, cached per offering: what a scheduling pass calls."""
         return FleetPrices(self, _count(fleet))
@@ -380,6 +390,46 @@ class PricingEngine:
                 item.saved_cost += share * rate
                 left[p] -= share * rate
         return sum(max(0.0, x) for x in left)
+
+
+@dataclass(frozen=True, slots=True)
+class MoveSaving:
+    """USD/hour a consolidation move saves, and what the nodes it removes cost (both effective, marginal).
+
+    ``percent`` = 100 x saving / removed cost (0 when the removed nodes cost nothing: RI- or plan-covered).
+    """
+
+    usd_per_hour: float
+    removed_usd_per_hour: float
+
+    @property
+    def percent(self) -> float:
+        if self.removed_usd_per_hour <= 0:
+            return 0.0
+        return round(100 * self.usd_per_hour / self.removed_usd_per_hour, 4)
+
+
+@dataclass(frozen=True, slots=True)
+class MinimumSaving:
+    """A NodePool's minimum consolidation saving: ``usd_per_hour`` and/or ``percent`` (of what the removed nodes
+    cost); a move must clear every limit that is set. Both None: any positive saving will do (Karpenter's rule).
+    """
+
+    usd_per_hour: float | None = None
+    percent: float | None = None
+
+    def shortfall(self, saving: MoveSaving) -> str | None:
+        """None when ``saving`` clears the threshold; else why not, one sentence for the skip event."""
+        if saving.usd_per_hour <= 0:
+            return (f"it would save nothing: ${saving.usd_per_hour:.4f}/h at effective prices "
+                    f"(the nodes it removes cost ${saving.removed_usd_per_hour:.4f}/h)")
+        if self.usd_per_hour is not None and saving.usd_per_hour < self.usd_per_hour:
+            return (f"it would save ${saving.usd_per_hour:.4f}/h, below the minimum "
+                    f"${self.usd_per_hour:.4f}/h")
+        if self.percent is not None and saving.percent < self.percent:
+            return (f"it would save {saving.percent:g}% of the ${saving.removed_usd_per_hour:.4f}/h the nodes it "
+                    f"removes cost, below the minimum {self.percent:g}%")
+        return None
 
 
 class FleetPrices:

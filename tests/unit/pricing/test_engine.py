@@ -292,3 +292,29 @@ def test_plans_and_reserved_instances_of_other_regions_are_not_in_this_bill() ->
     # only the Compute plan: it covers the m6i.large at 0.0768 and leaves 0.4232 unused
     assert (bill.savings_plan_commitment_usd_per_hour, bill.unused_commitment_usd_per_hour,
             bill.reserved_usd_per_hour, bill.total_usd_per_hour) == (0.5, 0.4232, 0.0, 0.5)
+
+
+def test_minimum_saving_threshold_in_dollars_and_percent() -> None:
+    from nodewright.pricing import MinimumSaving
+
+    # karpenter#1962's shape at list prices: 4 c5a.xlarge ($0.616/h) -> 2 m6a.xlarge ($0.3456/h)
+    c5a = [Usage("c5a.xlarge", "us-east-1a", OD)] * 4
+    m6a = [Usage("m6a.xlarge", "us-east-1a", OD)] * 2
+    move = engine().move_saving(c5a, c5a, m6a)
+    assert (move.usd_per_hour, move.removed_usd_per_hour, move.percent) == (0.2704, 0.616, 43.8961)
+    assert MinimumSaving().shortfall(move) is None
+    assert MinimumSaving(usd_per_hour=0.25, percent=40).shortfall(move) is None
+    assert MinimumSaving(usd_per_hour=0.3).shortfall(move) == (
+        "it would save $0.2704/h, below the minimum $0.3000/h")
+    assert MinimumSaving(usd_per_hour=0.1, percent=50).shortfall(move) == (
+        "it would save 43.8961% of the $0.6160/h the nodes it removes cost, below the minimum 50%")
+    # replacing one m6i.large by a t3.large ($0.0832): a 13.3% saving of $0.0128/h
+    small = engine().move_saving([m6i()], [m6i()], [Usage("t3.large", "us-east-1a", OD)])
+    assert (small.usd_per_hour, small.percent) == (0.0128, 13.3333)
+    assert MinimumSaving(usd_per_hour=0.02).shortfall(small) == "it would save $0.0128/h, below the minimum $0.0200/h"
+    # under an RI the same move saves nothing at all
+    ri = engine(reservedInstances=[{"instanceType": "m6i.large", "zone": "us-east-1a", "count": 1}])
+    covered = ri.move_saving([m6i()], [m6i()], [Usage("t3.large", "us-east-1a", OD)])
+    assert (covered.usd_per_hour, covered.removed_usd_per_hour, covered.percent) == (-0.0832, 0.0, 0.0)
+    assert MinimumSaving().shortfall(covered) == (
+        "it would save nothing: $-0.0832/h at effective prices (the nodes it removes cost $0.0000/h)")
