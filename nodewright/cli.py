@@ -129,6 +129,7 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
 @click.option("--leader-election/--disable-leader-election", default=None, help="Elect a leader on a Lease [on].")
 @click.option("--bind-pods/--no-bind-pods", default=None, help="Bind planned pods to new nodes on registration [env BIND_PODS, off].")
 @click.option("--kubeconfig", default=None, help="Kubeconfig path [env KUBECONFIG]; default in-cluster.")
+@click.option("--pricing-policy", default=None, help="PricingPolicy file (Savings Plans, RIs, discounts) [env NODEWRIGHT_PRICING_POLICY].")
 @click.option("--aws-endpoint-url", default=None, help="Override the AWS endpoint (testing against a local EC2 emulator).")
 @exit_on_invalid_input
 def run_command(aws_endpoint_url: str | None, **flags: Any) -> None:

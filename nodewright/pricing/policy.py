@@ -279,3 +279,43 @@ def load_pricing_policy(path: str | Path) -> PricingPolicy:
     if len(docs) != 1:
         raise NodewrightValidationError(str(path), f"expected one PricingPolicy document, found {len(docs)}")
     return parse_pricing_policy(docs[0], where)
+
+
+class PolicyFile:
+    """The PricingPolicy at ``path``, re-read when the file changes: how ``nodewright run`` follows the chart's
+    ConfigMap (``settings.pricingPolicy``), whose mounted file the kubelet replaces on update.
+
+    :meth:`current` stats the file (following the ConfigMap's ``..data`` symlink) and re-reads it when its
+    (inode, size, mtime) changed. A new version that does not validate is not taken: the last good policy stays
+    in force and :attr:`error` holds the one-line reason until a good version arrives, so a typo in the
+    ConfigMap never drops the policy halfway through. A file that disappears keeps the last good policy too.
+
+    Raises (constructor):
+        NodewrightValidationError: the file is missing or invalid at start (the controller exits 2).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.error: str | None = None
+        self._stamp = self._stat()
+        self._policy = load_pricing_policy(self.path)
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def current(self) -> PricingPolicy:
+        """The policy in force (the last version that validated)."""
+        stamp = self._stat()
+        if stamp is None or stamp == self._stamp:
+            return self._policy
+        self._stamp = stamp
+        try:
+            self._policy = load_pricing_policy(self.path)
+            self.error = None
+        except NodewrightValidationError as err:
+            self.error = str(err)
+        return self._policy

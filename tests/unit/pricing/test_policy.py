@@ -108,3 +108,59 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
         load_pricing_policy(field)
     assert str(info.value) == (f"{field} (PricingPolicy): spec.discounts[0].percent: Input should be less than 100, "
                                "got 120")
+
+
+POLICY_V1 = """apiVersion: nodewright.io/v1alpha1
+kind: PricingPolicy
+spec:
+  savingsPlans: [{type: Compute, commitmentUsdPerHour: 1, discountPercent: 20}]
+"""
+
+
+def test_policy_file_reloads_on_change_and_keeps_the_last_good_version(tmp_path: Path) -> None:
+    import os
+
+    from nodewright.pricing.policy import PolicyFile
+
+    path = tmp_path / "policy.yaml"
+    path.write_text(POLICY_V1)
+    source = PolicyFile(path)
+    assert source.current().spec.savings_plans[0].commitment_usd_per_hour == 1.0
+
+    def write(text: str, mtime: int) -> None:
+        path.write_text(text)
+        os.utime(path, ns=(mtime, mtime))  # a distinct mtime even on coarse filesystem clocks
+
+    write(POLICY_V1.replace("commitmentUsdPerHour: 1", "commitmentUsdPerHour: 2"), 2_000_000_000)
+    assert source.current().spec.savings_plans[0].commitment_usd_per_hour == 2.0 and source.error is None
+    write(POLICY_V1.replace("type: Compute", "type: Whatever"), 3_000_000_000)
+    assert source.current().spec.savings_plans[0].commitment_usd_per_hour == 2.0  # the last good one
+    assert source.error == (f"{path} (PricingPolicy): spec.savingsPlans[0].type: Input should be 'Compute' or "
+                            "'EC2Instance', got 'Whatever'")
+    path.unlink()
+    assert source.current().spec.savings_plans[0].commitment_usd_per_hour == 2.0
+    write(POLICY_V1, 4_000_000_000)
+    assert source.current().spec.savings_plans[0].commitment_usd_per_hour == 1.0 and source.error is None
+
+
+def test_policy_file_must_be_valid_at_start(tmp_path: Path) -> None:
+    from nodewright.pricing.policy import PolicyFile
+
+    with pytest.raises(NodewrightValidationError, match="cannot read the pricing policy"):
+        PolicyFile(tmp_path / "missing.yaml")
+
+
+def test_controller_setting_validates_the_policy_at_start(tmp_path: Path) -> None:
+    from nodewright.settings import load_settings
+
+    env = {"CLUSTER_NAME": "c", "AWS_REGION": "us-east-1"}
+    assert load_settings(env).pricing_policy == ""
+    good = tmp_path / "good.yaml"
+    good.write_text(POLICY_V1)
+    assert load_settings({**env, "NODEWRIGHT_PRICING_POLICY": str(good)}).pricing_policy == str(good)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(POLICY_V1.replace("discountPercent: 20", "discountPercent: 200"))
+    with pytest.raises(NodewrightValidationError) as info:
+        load_settings(env, {"pricing_policy": str(bad)})
+    assert str(info.value) == (f"{bad} (PricingPolicy): spec.savingsPlans[0].discountPercent: Input should be less "
+                               "than 100, got 200")
