@@ -62,10 +62,12 @@ def cli() -> None:
 @click.option("--seed", default=None, type=int, help="With --scenario: random seed (default: the scenario's).")
 @click.option("--compare-target-utilization", "compare_targets", default=None, metavar="1.0,0.75",
               help="With --scenario: run once per nodewright.io/target-utilization (set on every NodePool), side by side.")
+@click.option("--pricing", "pricing_file", default=None, type=click.Path(dir_okay=False),
+              help="A PricingPolicy (Savings Plans, RIs, discounts): add effective $/h beside list $/h (docs/pricing.md).")
 @exit_on_invalid_input
 def simulate_command(filenames: tuple[str, ...], region: str | None, output: str, scenario: str | None = None,
                      baseline: str | None = None, plot: str | None = None, seed: int | None = None,
-                     compare_targets: str | None = None) -> None:
+                     compare_targets: str | None = None, pricing_file: str | None = None) -> None:
     """Print the provisioning decision for FILEs: new nodes, their types, pods and $/hour.
     With --scenario, replay a scenario over time (nodes, pending pods, cost) instead."""
     import json
@@ -74,6 +76,13 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     from nodewright.api.manifests import load_manifest_files
     from nodewright.sim.decision import decide, render_table
 
+    pricing = None
+    if pricing_file is not None:
+        from nodewright.pricing import load_pricing_policy
+        from nodewright.pricing.report import policy_label
+
+        policy = load_pricing_policy(pricing_file)
+        pricing = (policy, policy_label(policy, pricing_file))
     if scenario is not None:
         if filenames or region:
             raise NodewrightValidationError("--scenario", "give either --scenario or -f/--region, not both "
@@ -81,7 +90,7 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         from nodewright.sim.command import simulate_scenario
 
         simulate_scenario(scenario, output=output, baseline=baseline, plot=plot, seed=seed,
-                          compare_targets=compare_targets)
+                          compare_targets=compare_targets, pricing=pricing[0] if pricing else None)
         return
     if baseline or plot or seed is not None or compare_targets is not None:
         raise NodewrightValidationError("--baseline/--plot/--seed/--compare-target-utilization",
@@ -97,7 +106,7 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     for logger in quiet:
         logger.setLevel(logging.CRITICAL)
     try:
-        decision = decide(loaded.docs, region)
+        decision = decide(loaded.docs, region, pricing)
     except NodewrightValidationError as err:
         raise loaded.locate(err) from None
     finally:
@@ -127,6 +136,7 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
 @click.option("--leader-election/--disable-leader-election", default=None, help="Elect a leader on a Lease [on].")
 @click.option("--bind-pods/--no-bind-pods", default=None, help="Bind planned pods to new nodes on registration [env BIND_PODS, off].")
 @click.option("--kubeconfig", default=None, help="Kubeconfig path [env KUBECONFIG]; default in-cluster.")
+@click.option("--pricing-policy", default=None, help="PricingPolicy file (Savings Plans, RIs, discounts) [env NODEWRIGHT_PRICING_POLICY].")
 @click.option("--aws-endpoint-url", default=None, help="Override the AWS endpoint (testing against a local EC2 emulator).")
 @exit_on_invalid_input
 def run_command(aws_endpoint_url: str | None, **flags: Any) -> None:

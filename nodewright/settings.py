@@ -80,6 +80,8 @@ class Settings:
         reconcile_period: seconds between controller passes in the run loop.
         cluster_ca_bundle: base64 (or PEM) cluster CA for node bootstrap; empty means ``eks:DescribeCluster``.
         cluster_cidr: Kubernetes service CIDR for node bootstrap; empty means ``eks:DescribeCluster``.
+        pricing_policy: path of a PricingPolicy file (the chart mounts ``settings.pricingPolicy`` there); empty:
+            list prices. Validated at start; see :class:`nodewright.pricing.policy.PolicyFile`.
     """
 
     cluster_name: str
@@ -103,6 +105,7 @@ class Settings:
     reconcile_period: float = 0.25
     cluster_ca_bundle: str = ""
     cluster_cidr: str = ""
+    pricing_policy: str = ""
 
 
 #: field -> (environment variable, parser kind). Flags use the field name with dashes.
@@ -128,6 +131,7 @@ ENV_NAMES: dict[str, tuple[str, str]] = {
     "reconcile_period": ("NODEWRIGHT_RECONCILE_PERIOD", "duration"),
     "cluster_ca_bundle": ("CLUSTER_CA_BUNDLE", "str"),
     "cluster_cidr": ("CLUSTER_CIDR", "str"),
+    "pricing_policy": ("NODEWRIGHT_PRICING_POLICY", "str"),
 }
 
 
@@ -185,6 +189,10 @@ def _check(s: Settings) -> None:
         raise NodewrightValidationError(
             "NODEWRIGHT_LEASE_DURATION", "need retry period < renew deadline < lease duration"
         )
+    if s.pricing_policy:
+        from nodewright.pricing import load_pricing_policy
+
+        load_pricing_policy(s.pricing_policy)  # a bad file stops the controller at start, one line, exit 2
     for port_field in ("metrics_port", "health_probe_port"):
         port = getattr(s, port_field)
         if not 0 <= port <= 65535:

@@ -61,6 +61,12 @@ def kube_arch(record: Mapping[str, Any]) -> str:
     return ""
 
 
+def instance_family(instance_type: str) -> str:
+    """``"m6i.large"`` -> ``"m6i"``: the text before the dot (the ``karpenter.k8s.aws/instance-family`` label,
+    and the family Savings Plans, Reserved Instances and the spot model key on)."""
+    return instance_type.split(".", 1)[0]
+
+
 def _name_labels(name: str) -> dict[str, str]:
     out: dict[str, str] = {}
     match = _TYPE_SCHEME.match(name)

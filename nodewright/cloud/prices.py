@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from nodewright.cloud.labels import instance_family
 from nodewright.errors import NodewrightValidationError
 
 PRICE_REFERENCE_REGION = "us-east-1"
@@ -78,8 +79,7 @@ def spot_discount(family: str) -> float:
 
 def modelled_spot_price(instance_type: str, on_demand: float) -> float:
     """``on_demand x (1 - spot_discount(family))`` rounded to 1e-6 USD/hour."""
-    family = instance_type.split(".", 1)[0]
-    return round(on_demand * (1 - spot_discount(family)), 6)
+    return round(on_demand * (1 - spot_discount(instance_family(instance_type))), 6)
 
 
 def _bundled_price_file(region: str) -> Path | None:

@@ -12,6 +12,7 @@ import click
 
 from nodewright.api.annotations import document_annotation_problems
 from nodewright.errors import NodewrightValidationError
+from nodewright.pricing import PricingPolicy
 from nodewright.sim.compare import OPTION, compare_target_utilization, parse_targets, render_comparison
 from nodewright.sim.progress import progress_for_terminal
 from nodewright.sim.render import render_table
@@ -20,7 +21,8 @@ from nodewright.sim.scenario import load_scenario
 
 
 def simulate_scenario(path: str, *, output: str = "table", baseline: str | None = None, plot: str | None = None,
-                      seed: int | None = None, compare_targets: str | None = None) -> dict[str, object]:
+                      seed: int | None = None, compare_targets: str | None = None,
+                      pricing: PricingPolicy | None = None) -> dict[str, object]:
     """Run the scenario at ``path`` and print its result; returns the result document.
 
     Args:
@@ -30,6 +32,7 @@ def simulate_scenario(path: str, *, output: str = "table", baseline: str | None 
         plot: PNG path to write (nodes by pool, pending pods, $/h).
         seed: overrides the scenario's seed.
         compare_targets: ``"1.0,0.75"``: run once per target utilization instead (:mod:`nodewright.sim.compare`).
+        pricing: a PricingPolicy: each summary adds ``effective_cost_usd`` beside the list-price ``cost_usd``.
 
     Raises:
         NodewrightValidationError: an invalid scenario file.
@@ -39,14 +42,14 @@ def simulate_scenario(path: str, *, output: str = "table", baseline: str | None 
         click.echo(f"warning: {path}: spec.manifests {problem}", err=True)
     started = time.perf_counter()
     if compare_targets is not None:
-        if baseline or plot:
-            raise NodewrightValidationError(OPTION, "cannot be combined with --baseline or --plot")
+        if baseline or plot or pricing:
+            raise NodewrightValidationError(OPTION, "cannot be combined with --baseline, --plot or --pricing")
         doc = compare_target_utilization(scenario, parse_targets(compare_targets), seed, progress_for_terminal())
         click.echo(json.dumps(doc, indent=2) if output == "json" else render_comparison(doc))
         click.echo(f"simulated {len(doc['runs'])} x {scenario.duration / 60:g} min in "
                    f"{time.perf_counter() - started:.1f} s", err=True)
         return doc
-    result = run_scenario(scenario, baseline=baseline, seed=seed, progress=progress_for_terminal())
+    result = run_scenario(scenario, baseline=baseline, seed=seed, progress=progress_for_terminal(), pricing=pricing)
     if output == "json":
         click.echo(json.dumps(result, indent=2))
     else:

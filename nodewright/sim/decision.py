@@ -29,7 +29,7 @@ from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.api.manifests import KarpenterObjects, parse_documents
-from nodewright.cloud.catalog import catalog_price_source, region_zones
+from nodewright.cloud.catalog import catalog_price_source, price_table, region_zones
 from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
 from nodewright.controllers.common import Context
 from nodewright.controllers.provisioning import Provisioner
@@ -38,6 +38,8 @@ from nodewright.kube import resources as r
 from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import Obj
 from nodewright.metrics import Metrics
+from nodewright.pricing import PricingPolicy, Usage
+from nodewright.pricing.report import add_effective_prices
 from nodewright.scheduling import (
     ExistingNode,
     NodePoolSpec,
@@ -177,18 +179,22 @@ def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any) -> SchedulingR
     return result if result is not None else SchedulingResult()
 
 
-def decide(documents: Sequence[Mapping[str, Any]], region: str | None = None) -> dict[str, Any]:
+def decide(documents: Sequence[Mapping[str, Any]], region: str | None = None,
+           pricing: tuple[PricingPolicy, str] | None = None) -> dict[str, Any]:
     """Run the first provisioning batch over ``documents`` (see module docstring); the JSON-ready result.
 
     Raises:
         NodewrightValidationError: see :func:`decide_in_cluster`.
     """
-    return decide_in_cluster(documents, region)[0]
+    return decide_in_cluster(documents, region, pricing)[0]
 
 
-def decide_in_cluster(documents: Sequence[Mapping[str, Any]],
-                      region: str | None = None) -> tuple[dict[str, Any], InMemoryCluster]:
+def decide_in_cluster(documents: Sequence[Mapping[str, Any]], region: str | None = None,
+                      pricing: tuple[PricingPolicy, str] | None = None) -> tuple[dict[str, Any], InMemoryCluster]:
     """:func:`decide`, also returning the in-memory cluster afterwards (the NodeClaims the batch created).
+
+    With ``pricing`` (a policy and a label naming it), the result adds effective prices beside the list prices
+    (:func:`nodewright.pricing.report.add_effective_prices`); the decision itself is unchanged.
 
     Raises:
         NodewrightValidationError: an invalid document (path names it), no NodePool/Provisioner, or an unknown
@@ -214,7 +220,11 @@ def decide_in_cluster(documents: Sequence[Mapping[str, Any]],
     if any(plan.capacity_type == "spot" for plan in result.new_nodeclaims):
         # Spot prices here are the catalog's model, not quotes: say so wherever a price is shown.
         source += "; spot prices modelled at 60-70% off on-demand per family"
-    return to_json(result, chosen, source, pools), cluster
+    decision = to_json(result, chosen, source, pools)
+    if pricing is not None:
+        existing = [u for u in (Usage.from_labels(n.labels) for n in nodes) if u is not None]
+        decision = add_effective_prices(decision, pricing[0], price_table(chosen), existing, pricing[1])
+    return decision, cluster
 
 
 def to_json(result: SchedulingResult, region: str, price_source: str,
@@ -257,7 +267,9 @@ def _percent(fraction: float) -> str:
 
 def render_table(decision: Mapping[str, Any]) -> str:
     """What a person reads: one row per new node, the pods per node, $/h, and a summary line."""
-    rows = [("NODEPOOL", "TARGET", "INSTANCE TYPE", "CAPACITY", "ZONE", "ARCH", "PODS", "$/H")]
+    effective = "total_effective_price_per_hour" in decision  # with --pricing: a column beside list $/h
+    rows = [("NODEPOOL", "TARGET", "INSTANCE TYPE", "CAPACITY", "ZONE", "ARCH", "PODS", "$/H")
+            + (("EFFECTIVE $/H",) if effective else ())]
     for nc in decision["nodeclaims"]:
         rows.append(
             (
@@ -270,6 +282,7 @@ def render_table(decision: Mapping[str, Any]) -> str:
                 str(len(nc["pods"])),
                 f"{nc['price_per_hour']:.4f}",
             )
+            + ((f"{nc['effective_price_per_hour']:.4f}",) if effective else ())
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
@@ -289,4 +302,6 @@ def render_table(decision: Mapping[str, Any]) -> str:
         f"{len(decision['unschedulable'])} unschedulable; total ${decision['total_price_per_hour']:.4f}/h "
         f"({decision['region']}, {decision['price_source']})"
     )
+    if effective:
+        lines.append(f"effective ${decision['total_effective_price_per_hour']:.4f}/h under {decision['pricing_policy']}")
     return "\n".join(lines)

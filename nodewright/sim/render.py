@@ -24,6 +24,11 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("disruptions_by_reason", "disruptions", ""),
 )
 
+#: Rows shown only when the run had a PricingPolicy (``simulate --scenario --pricing``).
+PRICING_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("effective_cost_usd", "effective cost (USD, PricingPolicy)", "${:.2f}"),
+)
+
 
 def _cell(value: Any, fmt: str) -> str:
     if value is None:
@@ -47,7 +52,9 @@ def render_table(result: Mapping[str, Any]) -> str:
     if baseline:
         columns.append((baseline["autoscaler"], baseline["summary"]))
     title = f"scenario {result['scenario']} ({_minutes(float(result['duration_s']))} simulated, seed {result['seed']})"
-    rows = [[label] + [_cell(summary.get(key), fmt) for _, summary in columns] for key, label, fmt in ROWS]
+    shown = [extra for row in ROWS for extra in (row, *(PRICING_ROWS if row[0] == "cost_usd" else ()))
+             if extra in ROWS or extra[0] in result["summary"]]
+    rows = [[label] + [_cell(summary.get(key), fmt) for _, summary in columns] for key, label, fmt in shown]
     header = [title] + [name for name, _ in columns]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths, strict=True)))]

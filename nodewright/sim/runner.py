@@ -19,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from nodewright.cloud.catalog import price_table
+from nodewright.pricing import PricingPolicy, Run, Usage
+from nodewright.pricing.report import effective_cost_usd
 from nodewright.sim.baseline import ClusterAutoscalerDriver
 from nodewright.sim.drivers import Driver, NodewrightDriver
 from nodewright.sim.report import Sample
@@ -68,7 +71,7 @@ def _driver(name: str, scenario: Scenario, seed: int) -> tuple[World, Driver]:
 
 
 def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = None,
-        progress: Progress | None = None) -> RunResult:
+        progress: Progress | None = None, pricing: PricingPolicy | None = None) -> RunResult:
     """Simulate ``scenario`` with ``autoscaler`` (see module docstring).
 
     Args:
@@ -76,6 +79,7 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
         autoscaler: ``"nodewright"`` or ``"cluster-autoscaler"``.
         seed: overrides ``scenario.seed``.
         progress: called now and then with (autoscaler, simulated seconds done, total).
+        pricing: a PricingPolicy: the summary adds ``effective_cost_usd`` (:mod:`nodewright.pricing.report`).
 
     Raises:
         NodewrightValidationError: the scenario's workloads, autoscalers or node groups are inconsistent.
@@ -120,11 +124,15 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
     if progress is not None:
         progress(autoscaler, scenario.duration, scenario.duration)
     summary = world.recorder.summary(end)
+    if pricing is not None:
+        runs = [Run(Usage(i.instance_type.name, i.offering.zone, i.offering.capacity_type), i.launched_at,
+                    i.terminated_at) for i in world.ec2.instances.values()]
+        summary["effective_cost_usd"] = effective_cost_usd(pricing, price_table(scenario.region), runs, start, end)
     return RunResult(autoscaler, world.recorder.timeline, summary, steps, time.perf_counter() - started)
 
 
 def run_scenario(scenario: Scenario, *, baseline: str | None = None, seed: int | None = None,
-                 progress: Progress | None = None) -> dict[str, Any]:
+                 progress: Progress | None = None, pricing: PricingPolicy | None = None) -> dict[str, Any]:
     """nodewright's run of ``scenario``, plus the baseline's when asked, as the JSON document of the CLI.
 
     Returns:
@@ -141,10 +149,10 @@ def run_scenario(scenario: Scenario, *, baseline: str | None = None, seed: int |
     if baseline is not None and baseline != CLUSTER_AUTOSCALER:
         raise ValueError(f"unknown baseline {baseline!r}; only {CLUSTER_AUTOSCALER}")
     used_seed = scenario.seed if seed is None else seed
-    main = run(scenario, NODEWRIGHT, used_seed, progress)
+    main = run(scenario, NODEWRIGHT, used_seed, progress, pricing)
     events = [{"t": e.at, "kind": e.kind, "label": e.label()} for e in scenario.events]
     doc: dict[str, Any] = {"scenario": scenario.name, "seed": used_seed, "duration_s": scenario.duration,
                            "events": events, **main.to_dict()}
     if baseline is not None:
-        doc["baseline"] = run(scenario, baseline, used_seed, progress).to_dict()
+        doc["baseline"] = run(scenario, baseline, used_seed, progress, pricing).to_dict()
     return doc

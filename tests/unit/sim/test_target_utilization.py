@@ -85,7 +85,7 @@ def test_compare_option_errors_are_one_line() -> None:
     out = CliRunner().invoke(cli, ["simulate", "--scenario", str(SCENARIOS / "load-test.yaml"),
                                    "--compare-target-utilization", "1.0,0.75", "--baseline", "cluster-autoscaler"])
     assert out.exit_code == 2
-    assert out.stderr.strip() == "error: --compare-target-utilization: cannot be combined with --baseline or --plot"
+    assert out.stderr.strip() == "error: --compare-target-utilization: cannot be combined with --baseline, --plot or --pricing"
 
 
 def _headline(doc: dict) -> dict[str, tuple]:

@@ -1,0 +1,37 @@
+"""Effective EC2 prices under a ``PricingPolicy`` (discounts, Savings Plans, Reserved Instances).
+
+:mod:`nodewright.pricing.policy` reads and validates the document; :mod:`nodewright.pricing.engine` computes the
+bill of a fleet and the marginal price of one more instance. See ``docs/pricing.md``.
+"""
+
+from nodewright.pricing.engine import (
+    Bill,
+    FleetPrices,
+    Line,
+    MinimumSaving,
+    MoveSaving,
+    PeriodCost,
+    PricingEngine,
+    Run,
+    Usage,
+    cost_over_time,
+    normalization_factor,
+)
+from nodewright.pricing.policy import PricingPolicy, load_pricing_policy, parse_pricing_policy
+
+__all__ = [
+    "Bill",
+    "FleetPrices",
+    "Line",
+    "MinimumSaving",
+    "MoveSaving",
+    "PeriodCost",
+    "PricingEngine",
+    "PricingPolicy",
+    "Run",
+    "Usage",
+    "cost_over_time",
+    "load_pricing_policy",
+    "normalization_factor",
+    "parse_pricing_policy",
+]
