@@ -26,7 +26,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from nodewright.api import durations
-from nodewright.errors import NodewrightValidationError
+from nodewright.errors import NodewrightValidationError, combine
 from nodewright.quantities import QUANTITY_PATTERN
 
 # --- errors -------------------------------------------------------------------------------------
@@ -82,16 +82,23 @@ def _reason(error: Any) -> str:
     return msg
 
 
-def validation_error(err: ValidationError, prefix: str = "") -> NodewrightValidationError:
-    """Turn pydantic's first error into a :class:`NodewrightValidationError` with a field path."""
-    first = err.errors(include_url=False)[0]
-    loc = list(first["loc"])
-    path = format_path(loc, prefix)
-    if first["type"] == _NODEWRIGHT_ERROR:
-        sub = str(first["ctx"].get("subpath", ""))
+def _one_error(error: Any, prefix: str) -> NodewrightValidationError:
+    path = format_path(list(error["loc"]), prefix)
+    if error["type"] == _NODEWRIGHT_ERROR:
+        sub = str(error["ctx"].get("subpath", ""))
         if sub:
             path = f"{path}.{sub}" if path and not sub.startswith("[") else f"{path}{sub}"
-    return NodewrightValidationError(path, _reason(first))
+    return NodewrightValidationError(path, _reason(error))
+
+
+def validation_error(err: ValidationError, prefix: str = "") -> NodewrightValidationError:
+    """Turn pydantic's errors into one :class:`NodewrightValidationError` carrying every problem (one per
+    field path, the first reason pydantic gives for it; ``.problems`` lists them, the first is ``path``)."""
+    problems: dict[str, NodewrightValidationError] = {}
+    for error in err.errors(include_url=False):
+        one = _one_error(error, prefix)
+        problems.setdefault(one.path, one)
+    return combine(list(problems.values()))
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -101,7 +108,7 @@ def parse_model(model: type[M], doc: Any, prefix: str = "") -> M:
     """Validate ``doc`` (a decoded manifest) as ``model``.
 
     Raises:
-        NodewrightValidationError: naming the first invalid field's path and the reason.
+        NodewrightValidationError: naming each invalid field's path and the reason (``.problems``).
     """
     if not isinstance(doc, dict):
         raise NodewrightValidationError(prefix, f"expected a mapping, got {type(doc).__name__}")

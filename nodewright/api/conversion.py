@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.api import labels
-from nodewright.errors import NodewrightValidationError
+from nodewright.errors import NodewrightValidationError, combine, prefixed
 
 PLACEHOLDER_NODE_ROLE = "KarpenterNodeRole-${CLUSTER_NAME}"
 """Role written when an old node template names neither role nor instance profile (v1alpha5 took
@@ -55,7 +55,7 @@ getting-started convention; substitute it (``envsubst``) or pass ``node_role``."
 _V1 = labels.API_VERSION
 _AWS_V1 = labels.AWS_API_VERSION
 _ALIASABLE = {"AL2": "al2", "AL2023": "al2023", "Bottlerocket": "bottlerocket",
-              "Windows2019": "windows2019", "Windows2022": "windows2022"}
+              "Windows2019": "windows2019", "Windows2022": "windows2022", "Windows2025": "windows2025"}
 # Metadata the API server owns: it describes the old object and must not be re-applied.
 _SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
                     "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds")
@@ -128,10 +128,16 @@ def convert_documents(
             out.append(converted)
             origins.append((index, _describe(doc)))
     _place_kubelets(out, ctx)
+    errors: list[NodewrightValidationError] = []
     for position, converted in enumerate(out):
         # Pass-through v1 documents are validated too: bad input is reported, never echoed as if fine.
         passed_through = converted is docs[origins[position][0]]
-        _validate(converted, *origins[position], passed_through=passed_through)
+        try:
+            _validate(converted, *origins[position], passed_through=passed_through)
+        except NodewrightValidationError as err:
+            errors.append(err)  # every invalid document is reported, not only the first
+    if errors:
+        raise combine(errors)
     return out
 
 
@@ -559,6 +565,5 @@ def _validate(doc: dict[str, Any], index: int, origin: str, *, passed_through: b
     try:
         parser(doc)
     except NodewrightValidationError as err:
-        path = f"documents[{index}].{err.path}" if err.path else f"documents[{index}]"
         where = f"in {origin}" if passed_through else f"in the v1 {doc['kind']} converted from {origin}"
-        raise NodewrightValidationError(path, f"{err.reason} ({where})") from None
+        raise prefixed(err, f"documents[{index}]", f" ({where})") from None

@@ -1,12 +1,19 @@
 """``EC2NodeClass`` (``karpenter.k8s.aws/v1``): the AWS side of a node (AMI, subnets, security
 groups, IAM role or instance profile, user data, tags, kubelet settings, block devices, IMDS).
 
-Rules follow the Karpenter AWS provider v1 CRD: selector term lists hold 1..30 terms; an
-``alias`` (``<family>@<version>``, family one of al2, al2023, bottlerocket, windows2019,
-windows2022) must be the only AMI term and alone in it; ``amiFamily`` is required without an
-alias; exactly one of ``role`` and ``instanceProfile``; at most one ``rootVolume`` block device;
-IMDS defaults to ``httpTokens: required`` and hop limit 1; user tags may not use keys Karpenter
-owns.
+Rules follow the Karpenter AWS provider v1 CRD (as of v1.14, ``pkg/apis/v1/ec2nodeclass.go``):
+selector term lists hold 1..30 terms; an ``alias`` (``<family>@<version>``, family one of al2,
+al2023, bottlerocket, windows2019, windows2022, windows2025; Windows only ``@latest``) must be the
+only AMI term and alone in it; ``amiFamily`` is required without an alias and, with one, must be
+the alias's family or ``Custom`` (user data is then entirely the user's); exactly one of ``role``
+and ``instanceProfile``; at most one ``rootVolume`` block device; IMDS defaults to ``httpTokens:
+required`` and hop limit 1; user tags may not use keys Karpenter owns. v1.14 fields:
+``capacityReservationSelectorTerms`` (<= 30; ``id`` alone, or tags / ownerID /
+instanceMatchCriteria), ``placementGroupSelector`` (exactly one of name, id), ``ipPrefixCount``
+(>= 0), ``networkInterfaces`` (<= 150; a primary ``interface`` at card 0 / device 0, unique
+(card, device) pairs, at most one ``efa-only`` per card), ``connectionTracking`` (TCP established
+60..432000 s, UDP stream 60..180 s, UDP 30..60 s; at least one) and ``cpuOptions``
+(``nestedVirtualization`` enabled|disabled).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from nodewright.api.base import (
     invalid,
 )
 
-AMIFamily = Literal["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022"]
+AMIFamily = Literal["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025"]
 # alias family (lowercase) -> amiFamily it implies
 ALIAS_FAMILIES: dict[str, str] = {
     "al2": "AL2",
@@ -36,7 +43,12 @@ ALIAS_FAMILIES: dict[str, str] = {
     "bottlerocket": "Bottlerocket",
     "windows2019": "Windows2019",
     "windows2022": "Windows2022",
+    "windows2025": "Windows2025",
 }
+#: Families whose nodes run Windows (Karpenter: amd64 types only, ``kubernetes.io/os: windows``).
+WINDOWS_FAMILIES = frozenset({"Windows2019", "Windows2022", "Windows2025"})
+MAX_ALIAS_LENGTH = 30
+MAX_NETWORK_INTERFACES = 150
 MAX_SELECTOR_TERMS = 30
 _ALIAS_RE = re.compile(r"^[a-zA-Z0-9]+@.+$")
 _EBS_SIZE_RE = re.compile(r"^[0-9]+(Gi|G|Ti|T)$")
@@ -125,7 +137,7 @@ class AMISelectorTerm(KubeModel):
          "'ssmParameter' is mutually exclusive, cannot be set with a combination of other fields"),
     )
 
-    alias: str | None = None
+    alias: str | None = Field(default=None, max_length=MAX_ALIAS_LENGTH)
     tags: StringMap | None = None
     id: str | None = Field(default=None, pattern=r"^ami-[0-9a-z]+$")
     name: str | None = None
@@ -143,6 +155,8 @@ class AMISelectorTerm(KubeModel):
         if alias is None:
             return alias
         family = alias.split("@", 1)[0]
+        if len(alias) > MAX_ALIAS_LENGTH:
+            raise ValueError(f"alias must be at most {MAX_ALIAS_LENGTH} characters, got {alias!r}")
         if not _ALIAS_RE.match(alias) or family not in ALIAS_FAMILIES:
             raise ValueError(
                 f"alias must be '<family>@<version>' with family one of {sorted(ALIAS_FAMILIES)}, got {alias!r}"
@@ -172,6 +186,120 @@ class AMISelectorTerm(KubeModel):
     def alias_family(self) -> str | None:
         """``amiFamily`` implied by the alias (``"bottlerocket@latest"`` -> ``"Bottlerocket"``)."""
         return ALIAS_FAMILIES[self.alias.split("@", 1)[0]] if self.alias else None
+
+
+class CapacityReservationSelectorTerm(KubeModel):
+    """Selects EC2 capacity reservations (On-Demand Capacity Reservations, Capacity Blocks) by ``id``
+    (``cr-...``) alone, or by ``tags`` / ``ownerID`` (12-digit account) / ``instanceMatchCriteria``
+    (``open`` | ``targeted``), ANDed. Terms are ORed (Karpenter v1.14 ``CapacityReservationSelectorTerm``)."""
+
+    model_config = cel(
+        ("has(self.tags) || has(self.id) || has(self.instanceMatchCriteria)",
+         "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']"),
+        ("!has(self.id) || !(has(self.tags) || has(self.ownerID) || has(self.instanceMatchCriteria))",
+         "'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term"),
+    )
+
+    tags: StringMap | None = Field(default=None, max_length=20)
+    id: str | None = Field(default=None, pattern=r"^cr-[0-9a-z]+$")
+    owner_id: str | None = Field(default=None, alias="ownerID", pattern=r"^[0-9]{12}$")
+    instance_match_criteria: Literal["open", "targeted"] | None = None
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, tags: dict[str, str] | None) -> dict[str, str] | None:
+        return _check_tags(tags, "tags")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> CapacityReservationSelectorTerm:
+        if not (self.tags or self.id or self.instance_match_criteria):
+            raise invalid("", "expected at least one of 'tags', 'id' or 'instanceMatchCriteria'")
+        if self.id and (self.tags or self.owner_id or self.instance_match_criteria):
+            raise invalid("id", "'id' is mutually exclusive, cannot be set along with other fields in a capacity "
+                                "reservation selector term")
+        return self
+
+
+class PlacementGroupSelector(KubeModel):
+    """The EC2 placement group to launch into, by ``name`` or by ``id`` (``pg-...``), exactly one."""
+
+    model_config = cel(
+        ("has(self.name) || has(self.id)", "expected at least one, got none, ['name', 'id']"),
+        ("!(has(self.name) && has(self.id))", "'name' and 'id' are mutually exclusive"),
+    )
+
+    name: str | None = Field(default=None, min_length=1)
+    id: str | None = Field(default=None, pattern=r"^pg-[0-9a-z]+$")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> PlacementGroupSelector:
+        if self.name is None and self.id is None:
+            raise invalid("", "expected at least one of 'name' or 'id'")
+        if self.name is not None and self.id is not None:
+            raise invalid("id", "'name' and 'id' are mutually exclusive")
+        return self
+
+
+class NetworkInterface(KubeModel):
+    """One network interface of the launch template: network card index, device index, and type
+    (``interface`` = ENA, ``efa-only`` = an EFA device without IP traffic)."""
+
+    network_card_index: int = Field(ge=0)
+    device_index: int = Field(ge=0)
+    interface_type: Literal["interface", "efa-only"]
+
+
+class ConnectionTracking(KubeModel):
+    """Idle connection-tracking timeouts (seconds) on the ENIs of the launch template (EFA-only ENIs
+    excluded; Nitro instances only). Unset values keep EC2's defaults."""
+
+    model_config = cel(
+        ("has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)",
+         "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set"),
+    )
+
+    tcp_established_timeout: int | None = Field(default=None, ge=60, le=432_000)
+    udp_stream_timeout: int | None = Field(default=None, ge=60, le=180)
+    udp_timeout: int | None = Field(default=None, ge=30, le=60)
+
+    @model_validator(mode="after")
+    def _something(self) -> ConnectionTracking:
+        if self.tcp_established_timeout is None and self.udp_stream_timeout is None and self.udp_timeout is None:
+            raise invalid("", "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set")
+        return self
+
+
+class CPUOptions(KubeModel):
+    """CPU options of the instances: ``nestedVirtualization`` (Karpenter then keeps only types whose
+    ``ProcessorInfo.SupportedFeatures`` include ``nested-virtualization``)."""
+
+    nested_virtualization: Literal["enabled", "disabled"] | None = None
+
+
+def check_network_interfaces(interfaces: list[NetworkInterface]) -> None:
+    """Karpenter's rules for ``networkInterfaces``: a primary ``interface`` at card 0 / device 0, unique
+    (card, device) pairs, at most one ``efa-only`` interface per network card.
+
+    Raises:
+        PydanticCustomError: naming ``networkInterfaces[i]``.
+    """
+    if interfaces and not any(
+        n.network_card_index == 0 and n.device_index == 0 and n.interface_type == "interface" for n in interfaces
+    ):
+        raise invalid("networkInterfaces", "networkInterfaces must include a primary interface with "
+                                           "interfaceType='interface' at networkCardIndex 0, deviceIndex 0")
+    seen: set[tuple[int, int]] = set()
+    efa_cards: set[int] = set()
+    for i, nic in enumerate(interfaces):
+        pair = (nic.network_card_index, nic.device_index)
+        if pair in seen:
+            raise invalid(f"networkInterfaces[{i}]", f"duplicate networkCardIndex/deviceIndex pair {pair}")
+        seen.add(pair)
+        if nic.interface_type == "efa-only":
+            if nic.network_card_index in efa_cards:
+                raise invalid(f"networkInterfaces[{i}]",
+                              f"at most one efa-only interface per network card ({nic.network_card_index})")
+            efa_cards.add(nic.network_card_index)
 
 
 EvictionSignal = Literal[
@@ -310,6 +438,18 @@ class EC2NodeClassSpec(KubeModel):
          "must specify exactly one of ['role', 'instanceProfile']"),
         ("self.amiSelectorTerms.exists(x, has(x.alias)) || has(self.amiFamily)",
          "amiFamily is required when amiSelectorTerms does not contain an alias"),
+        ("!has(self.amiFamily) || self.amiFamily == 'Custom' || !self.amiSelectorTerms.exists(x, has(x.alias)) || "
+         "self.amiSelectorTerms.all(x, !has(x.alias) || x.alias.split('@')[0] == self.amiFamily.lowerAscii())",
+         "if set, amiFamily must be the alias's family or 'Custom'"),
+        ("!has(self.networkInterfaces) || self.networkInterfaces.size() == 0 || self.networkInterfaces.exists(x, "
+         "x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')",
+         "networkInterfaces must include a primary interface with interfaceType='interface'"),
+        ("!has(self.networkInterfaces) || self.networkInterfaces.all(x, self.networkInterfaces.filter(y, "
+         "x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && "
+         "(x.interfaceType != 'efa-only' || self.networkInterfaces.filter(y, x.networkCardIndex == y.networkCardIndex "
+         "&& y.interfaceType == 'efa-only').size() == 1))",
+         "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one "
+         "efa device per network card"),
         ("!self.amiSelectorTerms.exists(x, has(x.alias)) || self.amiSelectorTerms.size() == 1",
          "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms"),
         ("!has(self.blockDeviceMappings) || self.blockDeviceMappings.filter(x, has(x.rootVolume) && x.rootVolume).size() <= 1",
@@ -326,8 +466,13 @@ class EC2NodeClassSpec(KubeModel):
         min_length=1, max_length=MAX_SELECTOR_TERMS
     )
     ami_selector_terms: list[AMISelectorTerm] = Field(min_length=1, max_length=MAX_SELECTOR_TERMS)
+    capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] | None = Field(
+        default=None, max_length=MAX_SELECTOR_TERMS
+    )
+    placement_group_selector: PlacementGroupSelector | None = None
     ami_family: AMIFamily | None = None
     associate_public_ip_address: bool | None = Field(default=None, alias="associatePublicIPAddress")
+    ip_prefix_count: int | None = Field(default=None, ge=0, alias="ipPrefixCount")
     role: str | None = None
     instance_profile: str | None = None
     user_data: str | None = None
@@ -343,7 +488,10 @@ class EC2NodeClassSpec(KubeModel):
         },
     )
     detailed_monitoring: bool | None = None
+    network_interfaces: list[NetworkInterface] | None = Field(default=None, max_length=MAX_NETWORK_INTERFACES)
+    connection_tracking: ConnectionTracking | None = None
     context: str | None = None
+    cpu_options: CPUOptions | None = Field(default=None, alias="cpuOptions")
 
     @field_validator("tags")
     @classmethod
@@ -358,6 +506,7 @@ class EC2NodeClassSpec(KubeModel):
         roots = [i for i, m in enumerate(self.block_device_mappings or []) if m.root_volume]
         if len(roots) > 1:
             raise invalid(f"blockDeviceMappings[{roots[1]}].rootVolume", "must have only one blockDeviceMappings with rootVolume")
+        check_network_interfaces(self.network_interfaces or [])
         return self
 
     def _check_ami_terms(self) -> None:
@@ -371,15 +520,17 @@ class EC2NodeClassSpec(KubeModel):
             raise invalid("amiFamily", "amiFamily is required when amiSelectorTerms does not contain an alias")
         if aliases and self.ami_family is not None:
             implied = self.ami_selector_terms[0].alias_family
-            if implied != self.ami_family:
+            if self.ami_family not in (implied, "Custom"):
                 raise invalid(
                     "amiFamily",
-                    f"amiFamily {self.ami_family!r} contradicts alias {self.ami_selector_terms[0].alias!r}",
+                    f"amiFamily {self.ami_family!r} contradicts alias {self.ami_selector_terms[0].alias!r}: "
+                    f"with an alias, amiFamily must be {implied!r} or 'Custom'",
                 )
 
     @property
     def resolved_ami_family(self) -> str:
-        """``amiFamily``, or the one the alias implies (``bottlerocket@latest`` -> Bottlerocket)."""
+        """``amiFamily``, or the one the alias implies (``bottlerocket@latest`` -> Bottlerocket). ``Custom`` with an
+        alias stays ``Custom``: the alias picks the AMI, the user data is the user's (Karpenter's ``AMIFamily()``)."""
         if self.ami_family:
             return self.ami_family
         return self.ami_selector_terms[0].alias_family or "Custom"

@@ -46,8 +46,10 @@ from nodewright.api.manifests import parse_ec2nodeclass
 EC2NODECLASS_HASH_VERSION = "v1"
 
 #: Spec fields left out of the hash: selectors drift through what they resolve to (AMI, subnet and security
-#: group drift compare resolved ids), so re-tagging a subnet does not replace every node.
-SELECTOR_FIELDS = ("subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms")
+#: group drift compare resolved ids), so re-tagging a subnet does not replace every node. Karpenter v1.14 also
+#: leaves ``capacityReservationSelectorTerms`` and ``ipPrefixCount`` out (``hash:"ignore"``).
+SELECTOR_FIELDS = ("subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms",
+                   "capacityReservationSelectorTerms", "ipPrefixCount")
 
 
 def ec2nodeclass_hash(nodeclass: EC2NodeClass | Mapping[str, Any]) -> str:

@@ -2,7 +2,9 @@
 
 Every function raises :class:`nodewright.errors.NodewrightValidationError` on invalid input,
 with a path that starts at the document (``spec.template...``) or, for YAML errors, names the
-document index (``documents[2]``).
+document index (``documents[2]``). Documents are counted as YAML counts them: comments before the
+first ``---`` do not make a document of their own. One error carries every problem found
+(``err.problems``): each invalid field of a document, each invalid document of the input.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from nodewright.api.base import parse_model
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
-from nodewright.errors import NodewrightValidationError
+from nodewright.errors import NodewrightValidationError, combine, prefixed
 
 # libyaml's loader when PyYAML was built with it (about 10x faster), else the pure-Python one.
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -31,12 +33,23 @@ _KINDS: dict[str, tuple[str, type[NodePool] | type[NodeClaim] | type[EC2NodeClas
 }
 
 
+def _is_blank(lines: list[str]) -> bool:
+    return all(not line.strip() or line.lstrip().startswith("#") for line in lines)
+
+
 def _split_documents(text: str) -> list[str]:
-    # Split on document markers ourselves so a YAML error can name the document it is in.
+    # Split on document markers ourselves so a YAML error can name the document it is in. Lines before the
+    # first marker that are only comments (a license header, `# Source: chart/templates/x.yaml`) are not a
+    # document: YAML (and kubectl) count `# c\n---\nkind: A` as one document.
     docs: list[list[str]] = [[]]
+    marked = False
     for line in text.splitlines(keepends=True):
         if line.startswith("---") and (len(line) == 3 or line[3] in " \t\r\n"):
-            docs.append([line[3:]] if line[3:].strip() else [])
+            if not marked and _is_blank(docs[0]):
+                docs[0] = [line[3:]] if line[3:].strip() else []
+            else:
+                docs.append([line[3:]] if line[3:].strip() else [])
+            marked = True
         elif line.rstrip() == "...":
             continue
         else:
@@ -58,6 +71,8 @@ def load_manifests(text: str) -> list[dict[str, Any]]:
     for index, chunk in enumerate(_split_documents(text)):
         try:
             doc = yaml.load(chunk, Loader=_SAFE_LOADER)  # safe: SafeLoader or CSafeLoader
+        except RecursionError:
+            raise NodewrightValidationError(f"documents[{index}]", "invalid YAML: nested too deeply") from None
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             where = f" at line {mark.line + 1} of the document" if mark is not None else ""
@@ -128,17 +143,21 @@ class KarpenterObjects:
     ec2nodeclasses: list[EC2NodeClass] = field(default_factory=list)
     nodeclaims: list[NodeClaim] = field(default_factory=list)
     others: list[dict[str, Any]] = field(default_factory=list)
+    #: ``documents[i]`` index of each entry of ``others`` (for errors about them).
+    other_indices: list[int] = field(default_factory=list)
 
 
 def parse_documents(docs: list[dict[str, Any]]) -> KarpenterObjects:
     """Convert ``docs`` to v1 (any supported version) and parse the Karpenter kinds.
 
     Raises:
-        NodewrightValidationError: path prefixed with ``documents[i].`` (index in ``docs``).
+        NodewrightValidationError: path prefixed with ``documents[i].`` (index in ``docs``); every invalid
+        document is reported (``.problems``), not only the first.
     """
     from nodewright.api.conversion import convert_documents
 
     result = KarpenterObjects()
+    errors: list[NodewrightValidationError] = []
     for index, doc in enumerate(convert_documents(docs)):
         try:
             group = str(doc.get("apiVersion", "")).split("/")[0]
@@ -151,13 +170,12 @@ def parse_documents(docs: list[dict[str, Any]]) -> KarpenterObjects:
                 result.ec2nodeclasses.append(parse_ec2nodeclass(doc))
             else:
                 result.others.append(doc)
+                result.other_indices.append(index)
         except NodewrightValidationError as err:
-            raise _prefixed(err, f"documents[{index}]") from None
+            errors.append(prefixed(err, f"documents[{index}]"))
+    if errors:
+        raise combine(errors)
     return result
-
-
-def _prefixed(err: NodewrightValidationError, prefix: str) -> NodewrightValidationError:
-    return NodewrightValidationError(f"{prefix}.{err.path}" if err.path else prefix, err.reason)
 
 
 @dataclass
@@ -172,11 +190,15 @@ class ManifestFiles:
     sources: list[str]
 
     def locate(self, err: NodewrightValidationError) -> NodewrightValidationError:
-        """Rewrite an error whose path starts with ``documents[i]`` to name the file instead."""
-        match = re.match(r"^documents\[(\d+)\]", err.path)
+        """Rewrite each problem whose path starts with ``documents[i]`` to name the file instead."""
+        return err.rewrite(lambda path, reason: (self.locate_path(path), reason))
+
+    def locate_path(self, path: str) -> str:
+        """``documents[i].spec.x`` -> ``<file>#documents[j].spec.x``; other paths unchanged."""
+        match = re.match(r"^documents\[(\d+)\]", path)
         if not match or int(match.group(1)) >= len(self.sources):
-            return err
-        return NodewrightValidationError(self.sources[int(match.group(1))] + err.path[match.end() :], err.reason)
+            return path
+        return self.sources[int(match.group(1))] + path[match.end() :]
 
 
 def load_manifest_files(paths: list[str]) -> ManifestFiles:
@@ -188,16 +210,40 @@ def load_manifest_files(paths: list[str]) -> ManifestFiles:
     """
     docs: list[dict[str, Any]] = []
     sources: list[str] = []
+    errors: list[NodewrightValidationError] = []
     for path in paths:
-        try:
-            text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise NodewrightValidationError(path, f"cannot read file: {getattr(err, 'strerror', None) or err}") from None
+        text = read_text(path)
         for index, chunk in enumerate(_split_documents(text)):
             try:
                 loaded = load_manifests(chunk)
             except NodewrightValidationError as err:
-                raise NodewrightValidationError(f"{path}#documents[{index}]", err.reason) from None
+                errors.append(NodewrightValidationError(f"{path}#documents[{index}]", err.reason))
+                continue
             docs.extend(loaded)
             sources.extend(f"{path}#documents[{index}]" for _ in loaded)
+    if errors:
+        raise combine(errors)
     return ManifestFiles(docs, sources)
+
+
+def read_text(path: str) -> str:
+    """The UTF-8 text of file ``path`` (``"-"``: standard input, read as bytes and decoded strictly).
+
+    Raises:
+        NodewrightValidationError: path ``<file>`` when it cannot be read or is not UTF-8 text.
+    """
+    name = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            stream = getattr(sys.stdin, "buffer", None)
+            raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+        else:
+            raw = Path(path).read_bytes()
+    except OSError as err:
+        raise NodewrightValidationError(path, f"cannot read file: {err.strerror or err}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise NodewrightValidationError(
+            path, f"cannot read {name}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start})"
+        ) from None

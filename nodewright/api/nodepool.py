@@ -6,6 +6,11 @@ needs a ``duration`` and vice versa), ``weight`` 1..100, at most 100 requirement
 restricted label keys of :func:`nodewright.api.labels.is_restricted_label`.
 ``consolidateAfter`` defaults to ``"0s"`` (Karpenter defaults the whole ``disruption`` block to
 ``{consolidateAfter: 0s}``; we also accept a ``disruption`` block that omits it).
+
+Karpenter v1.14 additions (kubernetes-sigs/karpenter ``pkg/apis/v1/nodepool.go``): ``consolidationPolicy:
+Balanced`` and ``spec.replicas`` (a static NodePool of N nodes, alpha: only ``limits.nodes`` and no ``weight``
+with it; its consolidation settings are ignored). Both are modelled and validated; what the controllers do with
+them is listed in ``docs/karpenter-compatibility.md``.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from nodewright.api.base import (
 )
 from nodewright.api.requirements import MAX_REQUIREMENTS, Requirement
 
-ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
+ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
 DisruptionReason = Literal["Underutilized", "Empty", "Drifted"]
 DEFAULT_EXPIRE_AFTER = "720h"
 DEFAULT_BUDGET_NODES = "10%"
@@ -171,7 +176,15 @@ def _default_disruption() -> Disruption:
 
 class NodePoolSpec(KubeModel):
     """``spec`` of a NodePool. ``limits`` caps the pool's total capacity (``cpu`` in cores or
-    millicores as a quantity, ``memory`` in bytes with suffix, ``nodes`` as a count)."""
+    millicores as a quantity, ``memory`` in bytes with suffix, ``nodes`` as a count). ``replicas``
+    (>= 0) makes the pool static: N nodes whatever the pods, only ``limits.nodes``, no ``weight``."""
+
+    model_config = cel(
+        ("!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || "
+         "(size(self.limits) == 1 && 'nodes' in self.limits))",
+         "only 'limits.nodes' is supported on static NodePools"),
+        ("!has(self.replicas) || !has(self.weight)", "'weight' is not supported on static NodePools"),
+    )
 
     template: NodeClaimTemplate
     disruption: Disruption = Field(
@@ -179,6 +192,18 @@ class NodePoolSpec(KubeModel):
     )
     limits: ResourceList | None = None
     weight: int | None = Field(default=None, ge=1, le=100)
+    replicas: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _static(self) -> NodePoolSpec:
+        if self.replicas is None:
+            return self
+        other = sorted(k for k in self.limits or {} if k != "nodes")
+        if other:
+            raise invalid(f"limits.{other[0]}", "only 'limits.nodes' is supported on static NodePools (replicas set)")
+        if self.weight is not None:
+            raise invalid("weight", "'weight' is not supported on static NodePools (replicas set)")
+        return self
 
     @model_validator(mode="after")
     def _restricted_keys(self) -> NodePoolSpec:

@@ -129,8 +129,8 @@ NODEPOOL_CASES: list[tuple[str, Mutation, str]] = [
     (
         "bad-policy",
         lambda d: d["spec"]["disruption"].__setitem__("consolidationPolicy", "WhenUnderutilized"),
-        "spec.disruption.consolidationPolicy: Input should be 'WhenEmpty' or 'WhenEmptyOrUnderutilized', "
-        "got 'WhenUnderutilized'",
+        "spec.disruption.consolidationPolicy: Input should be 'WhenEmpty', 'WhenEmptyOrUnderutilized' or "
+        "'Balanced', got 'WhenUnderutilized'",
     ),
     (
         "bad-consolidate-after",
@@ -311,7 +311,7 @@ EC2NODECLASS_CASES: list[tuple[str, Mutation, str]] = [
         "alias-unknown-family",
         lambda d: d["spec"]["amiSelectorTerms"][0].__setitem__("alias", "ubuntu@latest"),
         "spec.amiSelectorTerms[0].alias: alias must be '<family>@<version>' with family one of "
-        "['al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022'], got 'ubuntu@latest'",
+        "['al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'], got 'ubuntu@latest'",
     ),
     (
         "family-missing-without-alias",
@@ -321,7 +321,8 @@ EC2NODECLASS_CASES: list[tuple[str, Mutation, str]] = [
     (
         "family-contradicts-alias",
         lambda d: d["spec"].__setitem__("amiFamily", "AL2"),
-        "spec.amiFamily: amiFamily 'AL2' contradicts alias 'al2023@latest'",
+        "spec.amiFamily: amiFamily 'AL2' contradicts alias 'al2023@latest': with an alias, amiFamily must be "
+        "'AL2023' or 'Custom'",
     ),
     (
         "no-subnet-terms",
