@@ -15,14 +15,26 @@ import click
 from nodewright.errors import NodewrightValidationError
 
 
+#: The Karpenter release whose v1 API (NodePool, NodeClaim, EC2NodeClass) nodewright targets.
+KARPENTER_VERSION = "v1.14"
+
+
 def exit_on_invalid_input(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn a :class:`NodewrightValidationError` into one line on stderr and exit code 2."""
+    """Turn a :class:`NodewrightValidationError` into one ``error:`` line per problem on stderr and exit code 2.
+
+    Any other exception escaping a command over user input is a bug; it is still reported on one line (with
+    exit 2) rather than as a traceback, so a CI log shows what was wrong with the input's handling.
+    """
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
         except NodewrightValidationError as err:
-            click.echo(f"error: {err}", err=True)
+            for problem in err.problems:
+                click.echo(f"error: {problem}", err=True)
+            sys.exit(2)
+        except RecursionError:
+            click.echo("error: input nested too deeply", err=True)
             sys.exit(2)
 
     wrapper.__name__ = func.__name__
@@ -30,19 +42,40 @@ def exit_on_invalid_input(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def warn_annotations(loaded: Any) -> None:
-    """One ``warning:`` line on stderr per malformed ``nodewright.io/*`` NodePool annotation in ``loaded``
-    (:class:`nodewright.api.manifests.ManifestFiles`); the command goes on, as the controller would."""
+def annotation_findings(loaded: Any) -> list[Any]:
+    """One :class:`nodewright.review.Finding` per malformed ``nodewright.io/*`` NodePool annotation in ``loaded``
+    (:class:`nodewright.api.manifests.ManifestFiles`); the command goes on, as the controller would (``--strict``:
+    exit 2)."""
     from nodewright.api.annotations import document_annotation_problems
+    from nodewright.review import Finding
 
-    for problem in document_annotation_problems(loaded.docs):
-        click.echo(f"warning: {loaded.locate(problem)}", err=True)
+    return [Finding(problem.path, problem.reason) for problem in document_annotation_problems(loaded.docs)]
+
+
+def _version_message() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("nodewright")
+    except PackageNotFoundError:  # running from a source tree without an installed distribution
+        ours = "unknown"
+    return f"nodewright {ours} (Karpenter {KARPENTER_VERSION} API: karpenter.sh/v1, karpenter.k8s.aws/v1)"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
-@click.version_option(package_name="nodewright")
+@click.version_option(message=_version_message(), package_name="nodewright")
 def cli() -> None:
-    """nodewright: a Karpenter-compatible node autoscaler for Amazon EKS."""
+    """nodewright: a Karpenter-compatible node autoscaler for Amazon EKS (Karpenter v1.14 API)."""
+
+
+def report_findings(findings: list[Any], locate: Callable[[str], str], strict: bool) -> None:
+    """Print each finding (:class:`nodewright.review.Finding`) as one line on stderr; with ``strict``, as
+    ``error:`` lines and exit 2."""
+    for finding in findings:
+        located = type(finding)(locate(finding.path), finding.reason)
+        click.echo(located.line("error" if strict else "warning"), err=True)
+    if strict and findings:
+        sys.exit(2)
 
 
 # Subcommands are added below, one per owning module (see docs/architecture.md).
@@ -50,7 +83,7 @@ def cli() -> None:
 
 @cli.command("simulate", short_help="What would these manifests launch, at what $/h? Or replay a --scenario.")
 @click.option("-f", "--filename", "filenames", multiple=True, type=click.Path(dir_okay=False),
-              help="Multi-document YAML manifests (repeatable).")
+              help="Multi-document YAML manifests (repeatable; '-' is stdin, e.g. helm template ... | simulate -f -).")
 @click.option("--region", default=None, help="AWS region; inferred from zone requirements when omitted.")
 @click.option("--output", "-o", "output", type=click.Choice(["json", "table"]), default="table", show_default=True)
 @click.option("--scenario", default=None, type=click.Path(dir_okay=False),
@@ -58,22 +91,31 @@ def cli() -> None:
 @click.option("--baseline", default=None, type=click.Choice(["cluster-autoscaler"]),
               help="With --scenario: also run the Cluster Autoscaler baseline, side by side.")
 @click.option("--plot", default=None, type=click.Path(dir_okay=False),
-              help="With --scenario: write a PNG of nodes by pool, pending pods and $/h over time.")
+              help="With --scenario: write a PNG of nodes by pool, pending pods and $/h (its directory must exist).")
 @click.option("--seed", default=None, type=int, help="With --scenario: random seed (default: the scenario's).")
 @click.option("--compare-target-utilization", "compare_targets", default=None, metavar="1.0,0.75",
               help="With --scenario: run once per nodewright.io/target-utilization (set on every NodePool), side by side.")
 @click.option("--pricing", "pricing_file", default=None, type=click.Path(dir_okay=False),
               help="A PricingPolicy (Savings Plans, RIs, discounts): add effective $/h beside list $/h (docs/pricing.md).")
+@click.option("--strict", is_flag=True, help="Treat warnings about the input as errors (exit 2).")
+@click.option("--fail-on-unschedulable", is_flag=True,
+              help="Exit 3 when any pod stays unschedulable (for CI).")
 @exit_on_invalid_input
 def simulate_command(filenames: tuple[str, ...], region: str | None, output: str, scenario: str | None = None,
                      baseline: str | None = None, plot: str | None = None, seed: int | None = None,
-                     compare_targets: str | None = None, pricing_file: str | None = None) -> None:
+                     compare_targets: str | None = None, pricing_file: str | None = None, strict: bool = False,
+                     fail_on_unschedulable: bool = False) -> None:
     """Print the provisioning decision for FILEs: new nodes, their types, pods and $/hour.
-    With --scenario, replay a scenario over time (nodes, pending pods, cost) instead."""
+    With --scenario, replay a scenario over time (nodes, pending pods, cost) instead.
+
+    Kinds a decision does not need (ServiceAccount, Ingress, Role, ...) are skipped with one summary line;
+    input that is valid but probably wrong gets one warning line each (--strict: exit 2). Exit codes: 0 done,
+    2 invalid input, 3 unschedulable pods with --fail-on-unschedulable."""
     import json
     import logging
 
-    from nodewright.api.manifests import load_manifest_files
+    from nodewright.api.manifests import load_manifest_files, parse_documents
+    from nodewright.review import review_documents
     from nodewright.sim.decision import decide, render_table
 
     pricing = None
@@ -87,10 +129,17 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         if filenames or region:
             raise NodewrightValidationError("--scenario", "give either --scenario or -f/--region, not both "
                                                           "(a scenario names its region in spec.region)")
-        from nodewright.sim.command import simulate_scenario
+        from nodewright.sim.command import check_plot_path, simulate_scenario
 
-        simulate_scenario(scenario, output=output, baseline=baseline, plot=plot, seed=seed,
-                          compare_targets=compare_targets, pricing=pricing[0] if pricing else None)
+        if plot:
+            check_plot_path(plot)
+        result = simulate_scenario(scenario, output=output, baseline=baseline, plot=plot, seed=seed,
+                                   compare_targets=compare_targets, pricing=pricing[0] if pricing else None)
+        summary = result.get("summary") if isinstance(result, dict) else None
+        if fail_on_unschedulable and isinstance(summary, dict) and summary.get("unscheduled_pods_at_end"):
+            click.echo(f"error: {summary['unscheduled_pods_at_end']} pod(s) unscheduled at the end "
+                       "(--fail-on-unschedulable)", err=True)
+            sys.exit(3)
         return
     if baseline or plot or seed is not None or compare_targets is not None:
         raise NodewrightValidationError("--baseline/--plot/--seed/--compare-target-utilization",
@@ -98,7 +147,16 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     if not filenames:
         raise NodewrightValidationError("--filename", "give at least one manifest file with -f")
     loaded = load_manifest_files(list(filenames))
-    warn_annotations(loaded)
+    try:
+        objects = parse_documents(loaded.docs)
+    except NodewrightValidationError as err:
+        raise loaded.locate(err) from None
+    review = review_documents(loaded.docs, objects)
+    skipped = review.skipped_line()
+    if skipped:
+        click.echo(skipped, err=True)
+    report_findings(annotation_findings(loaded) + review.findings, loaded.locate_path, strict)
+    used = loaded.subset(review.keep)
     # The decision's events are printed below, once; the scheduler's and the provisioner's own logs (simulate -f
     # runs the provisioning controller's batch) would repeat them.
     quiet = [logging.getLogger(name) for name in ("nodewright.scheduling", "nodewright.controllers")]
@@ -106,9 +164,9 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     for logger in quiet:
         logger.setLevel(logging.CRITICAL)
     try:
-        decision = decide(loaded.docs, region, pricing)
+        decision = decide(used.docs, region, pricing)
     except NodewrightValidationError as err:
-        raise loaded.locate(err) from None
+        raise used.locate(err) from None
     finally:
         for logger, level in zip(quiet, levels, strict=True):
             logger.setLevel(level)
@@ -118,6 +176,9 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         for line in decision["events"]:
             click.echo(line, err=True)
         click.echo(render_table(decision))
+    if fail_on_unschedulable and decision["unschedulable"]:
+        click.echo(f"error: {len(decision['unschedulable'])} pod(s) unschedulable (--fail-on-unschedulable)", err=True)
+        sys.exit(3)
 
 
 @cli.command("run", short_help="Run the controller: watch pending pods, launch and remove nodes.")
@@ -156,8 +217,10 @@ def run_command(aws_endpoint_url: str | None, **flags: Any) -> None:
 @click.option("-f", "--filename", "files", multiple=True, required=True, help="Manifest file (YAML, multi-doc); '-' is stdin.")
 @click.option("--node-role", default=None, help="IAM role for converted node templates that name none.")
 @click.option("--instance-profile", default=None, help="Instance profile for converted node templates that name none.")
+@click.option("--strict", is_flag=True, help="Treat warnings about the input as errors (exit 2).")
 @exit_on_invalid_input
-def convert_command(files: tuple[str, ...], node_role: str | None, instance_profile: str | None) -> None:
+def convert_command(files: tuple[str, ...], node_role: str | None, instance_profile: str | None,
+                    strict: bool = False) -> None:
     """Convert Provisioner/AWSNodeTemplate (v1alpha5) and v1beta1 NodePool/EC2NodeClass manifests
     to Karpenter v1 and print them as multi-document YAML (other documents pass through)."""
     import yaml
@@ -165,20 +228,30 @@ def convert_command(files: tuple[str, ...], node_role: str | None, instance_prof
     from nodewright.api import convert_documents
     from nodewright.api.conversion import PLACEHOLDER_NODE_ROLE
     from nodewright.api.manifests import load_manifest_files
+    from nodewright.review import Finding, review_documents
 
     loaded = load_manifest_files(list(files))
-    warn_annotations(loaded)
     try:
         docs = convert_documents(loaded.docs, node_role=node_role, instance_profile=instance_profile)
     except NodewrightValidationError as err:
         raise loaded.locate(err) from None
+    findings = annotation_findings(loaded) + review_documents(loaded.docs, for_simulate=False).findings
+    # A class whose input named a role (even the placeholder itself, as Karpenter's getting-started guide does)
+    # got no placeholder from us.
+    named_role = {
+        str((d.get("metadata") or {}).get("name")) for d in loaded.docs
+        if d.get("kind") in ("EC2NodeClass", "AWSNodeTemplate") and isinstance(d.get("spec"), dict)
+        and (d["spec"].get("role") or d["spec"].get("instanceProfile"))
+    }
     for doc in docs:
-        if doc.get("kind") == "EC2NodeClass" and (doc.get("spec") or {}).get("role") == PLACEHOLDER_NODE_ROLE:
-            click.echo(
-                f"warning: EC2NodeClass {doc['metadata']['name']!r} named no node role; wrote the placeholder "
-                f"{PLACEHOLDER_NODE_ROLE!r}: substitute it, or convert again with --node-role or --instance-profile",
-                err=True,
-            )
+        name = str((doc.get("metadata") or {}).get("name"))
+        if (doc.get("kind") == "EC2NodeClass" and (doc.get("spec") or {}).get("role") == PLACEHOLDER_NODE_ROLE
+                and name not in named_role):
+            findings.append(Finding(
+                "", f"EC2NodeClass {name!r} named no node role; wrote the placeholder {PLACEHOLDER_NODE_ROLE!r}: "
+                    "substitute it, or convert again with --node-role or --instance-profile",
+            ))
+    report_findings(findings, loaded.locate_path, strict)
     click.echo(yaml.safe_dump_all(docs, sort_keys=False, width=10_000, explicit_start=True), nl=False)
 
 
@@ -195,9 +268,9 @@ def crds_command(output_dir: str | None) -> None:
         click.echo(f"wrote {path}")
 
 
-def main() -> None:
-    """Console-script entry point."""
-    cli()
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point (``argv``: arguments without the program name; default ``sys.argv[1:]``)."""
+    cli.main(args=argv, prog_name="nodewright")
 
 
 if __name__ == "__main__":

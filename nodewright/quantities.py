@@ -82,7 +82,7 @@ def parse_quantity(value: object, resource: str = MEMORY, path: str = "") -> int
         raise NodewrightValidationError(path, f"{value!r} is not a quantity like '500m', '2' or '4Gi'")
     suffix = match.group(2) or ""
     try:
-        if suffix[:1] in ("e", "E") and len(suffix) > 1:
+        if suffix[:1] in ("e", "E") and len(suffix) > 1 and suffix != "Ei":  # "Ei" is exbibytes, not an exponent
             number = Decimal(match.group(1)) * Decimal(10) ** int(suffix[1:])
         else:
             number = Decimal(match.group(1)) * _SUFFIXES[suffix]

@@ -193,6 +193,10 @@ class ManifestFiles:
         """Rewrite each problem whose path starts with ``documents[i]`` to name the file instead."""
         return err.rewrite(lambda path, reason: (self.locate_path(path), reason))
 
+    def subset(self, indices: list[int]) -> ManifestFiles:
+        """The documents at ``indices`` (in that order), still naming their files."""
+        return ManifestFiles([self.docs[i] for i in indices], [self.sources[i] for i in indices])
+
     def locate_path(self, path: str) -> str:
         """``documents[i].spec.x`` -> ``<file>#documents[j].spec.x``; other paths unchanged."""
         match = re.match(r"^documents\[(\d+)\]", path)

@@ -195,6 +195,18 @@ class NodePoolSpec(KubeModel):
     replicas: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
+    def _limits(self) -> NodePoolSpec:
+        from nodewright.errors import NodewrightValidationError
+        from nodewright.quantities import parse_quantity
+
+        for name, value in (self.limits or {}).items():
+            try:
+                parse_quantity(value, name)
+            except NodewrightValidationError as err:
+                raise invalid(f"limits.{name}", err.reason) from None
+        return self
+
+    @model_validator(mode="after")
     def _static(self) -> NodePoolSpec:
         if self.replicas is None:
             return self

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from nodewright.api import labels as wk
 from nodewright.cloud.instancetype import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, InstanceType, Offering
 from nodewright.cloud.labels import instance_type_labels
 from nodewright.cloud.overhead import (
@@ -361,3 +362,36 @@ def _load_cached(
         if instance_type.offerings:
             out.append(instance_type)
     return tuple(out)
+
+
+# --- what exists at all -------------------------------------------------------------------------
+
+#: Labels whose values form a closed set the catalog knows completely (checked for typos on input).
+CATEGORICAL_LABELS = (
+    wk.INSTANCE_TYPE, wk.ARCH, wk.OS, wk.CAPACITY_TYPE, wk.ZONE, wk.REGION, wk.INSTANCE_FAMILY,
+    wk.INSTANCE_CATEGORY, wk.INSTANCE_SIZE, wk.INSTANCE_CPU_MANUFACTURER, wk.INSTANCE_HYPERVISOR,
+    wk.INSTANCE_GPU_NAME, wk.INSTANCE_GPU_MANUFACTURER, wk.INSTANCE_ACCELERATOR_NAME,
+    wk.INSTANCE_ACCELERATOR_MANUFACTURER,
+)
+
+
+@functools.lru_cache(maxsize=1)
+def known_label_values() -> Mapping[str, frozenset[str]]:
+    """Every value each of :data:`CATEGORICAL_LABELS` takes anywhere in the bundled catalog: over all instance
+    types Karpenter would consider (:func:`is_supported`), all bundled regions and their zones, the capacity types
+    ``spot``/``on-demand``/``reserved`` and the operating systems ``linux``/``windows``. A requirement value outside
+    these sets can match no node anywhere (``m5.larg``, ``spto``).
+    """
+    values: dict[str, set[str]] = {key: set() for key in CATEGORICAL_LABELS}
+    for record in _specs()[1].values():
+        if not is_supported(record):
+            continue
+        for key, value in instance_type_labels(record).items():
+            if key in values:
+                values[key].add(value)
+    values[wk.CAPACITY_TYPE] |= {CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, wk.CAPACITY_TYPE_RESERVED}
+    values[wk.OS] |= {"linux", "windows"}
+    for region in bundled_regions():
+        values[wk.REGION].add(region)
+        values[wk.ZONE].update(z.name for z in _region_offerings(region)[0])
+    return MappingProxyType({key: frozenset(v) for key, v in values.items()})

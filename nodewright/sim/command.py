@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import click
 
@@ -18,6 +19,24 @@ from nodewright.sim.progress import progress_for_terminal
 from nodewright.sim.render import render_table
 from nodewright.sim.runner import run_scenario
 from nodewright.sim.scenario import load_scenario
+
+
+def check_plot_path(plot: str) -> Path:
+    """The ``--plot`` target, checked before a long run: a ``.png`` file in a directory that already exists
+    (nodewright never creates directories), and not a directory itself.
+
+    Raises:
+        NodewrightValidationError: path ``--plot``.
+    """
+    path = Path(plot)
+    if path.suffix.lower() != ".png":
+        raise NodewrightValidationError("--plot", f"must name a .png file, got {plot!r}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise NodewrightValidationError("--plot", f"directory {str(parent)!r} does not exist (nodewright does not create it)")
+    if path.is_dir():
+        raise NodewrightValidationError("--plot", f"{plot!r} is a directory")
+    return path
 
 
 def simulate_scenario(path: str, *, output: str = "table", baseline: str | None = None, plot: str | None = None,
@@ -37,6 +56,8 @@ def simulate_scenario(path: str, *, output: str = "table", baseline: str | None 
     Raises:
         NodewrightValidationError: an invalid scenario file.
     """
+    if plot:
+        check_plot_path(plot)
     scenario = load_scenario(path)
     for problem in document_annotation_problems(scenario.manifests):
         click.echo(f"warning: {path}: spec.manifests {problem}", err=True)

@@ -59,10 +59,9 @@ def write_plot(result: Mapping[str, Any], path: str | Path) -> Path:
     """Draw ``result`` (a :func:`nodewright.sim.runner.run_scenario` document) to ``path`` (PNG); returns it.
 
     Raises:
-        OSError: the file cannot be written (the parent directory is created when missing).
+        OSError: the file cannot be written (the parent directory must exist: none is created).
     """
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
     runs: list[tuple[str, Sequence[Mapping[str, Any]], Mapping[str, Any]]] = [
         ("nodewright", result["timeline"], result["summary"])]
     if result.get("baseline"):

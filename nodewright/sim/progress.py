@@ -33,5 +33,6 @@ class ProgressBar:
 
 
 def progress_for_terminal() -> ProgressBar | None:
-    """A :class:`ProgressBar` when stdout is a TTY, else None (pipes, CI and files get no bar)."""
-    return ProgressBar() if sys.stdout.isatty() else None
+    """A :class:`ProgressBar` when stderr (where it draws) is a terminal, else None (CI logs and files get no bar;
+    ``-o json | jq`` at a terminal still shows it)."""
+    return ProgressBar() if sys.stderr.isatty() else None

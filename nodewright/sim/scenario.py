@@ -32,7 +32,9 @@ list of timed events. Example::
           nodeGroups:
             - {name: service, nodePool: service, instanceType: m7g.2xlarge, minSize: 0, maxSize: 50}
 
-Durations are seconds (numbers) or Go-style strings of ``h``/``m``/``s`` parts (``"1h30m"``, ``"20s"``).
+Durations are seconds (numbers) or Go-style strings of ``h``/``m``/``s`` parts (``"1h30m"``, ``"20s"``);
+``duration`` is at most :data:`MAX_DURATION` (168h). Errors from :func:`load_scenario` name the file
+(``scenario.yaml#spec.duration: ...``).
 Every problem raises :class:`~nodewright.errors.NodewrightValidationError` with the field path.
 """
 
@@ -46,7 +48,7 @@ from typing import Any
 
 from nodewright.api import convert_documents
 from nodewright.api.durations import to_seconds
-from nodewright.api.manifests import load_manifests, parse_documents
+from nodewright.api.manifests import load_manifests, parse_documents, read_text
 from nodewright.cloud.catalog import region_zones
 from nodewright.cloud.simulated.latency import (
     ASG_LAUNCH_LATENCY,
@@ -56,6 +58,8 @@ from nodewright.cloud.simulated.latency import (
 from nodewright.errors import NodewrightValidationError
 
 API_VERSION = "nodewright.io/v1alpha1"
+#: Longest ``spec.duration``: 7 simulated days (168h). A busy day takes ~25 s of CPU; a week, a few minutes.
+MAX_DURATION = 7 * 24 * 3600
 #: Monday 2026-07-20 00:00 UTC: outside business-hours disruption budgets, a fixed day for cron triggers.
 DEFAULT_START = dt.datetime(2026, 7, 20, tzinfo=dt.UTC).timestamp()
 EVENT_KINDS = ("scale", "load", "interruptSpot", "insufficientCapacity")
@@ -371,6 +375,10 @@ def parse_scenario(doc: Any, base_dir: Path | str = ".") -> Scenario:
     duration = parse_duration(spec["duration"], "spec.duration")
     if duration <= 0:
         raise NodewrightValidationError("spec.duration", "must be positive")
+    if duration > MAX_DURATION:
+        raise NodewrightValidationError(
+            "spec.duration", f"at most {MAX_DURATION // 3600:g}h (7 days) of simulated time, got {spec['duration']!r}"
+        )
     region = str(spec.get("region") or "us-east-1")
     available = region_zones(region)
     zones = [str(z) for z in spec.get("zones") or available[:3]]
@@ -402,11 +410,11 @@ def load_scenario(path: str | Path) -> Scenario:
         NodewrightValidationError: unreadable file, invalid YAML or an invalid scenario.
     """
     file = Path(path)
+    text = read_text(str(path))
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as err:
-        raise NodewrightValidationError(str(path), f"cannot read: {err.strerror}") from None
-    docs = load_manifests(text)
-    if len(docs) != 1:
-        raise NodewrightValidationError(str(path), f"expected one Scenario document, found {len(docs)}")
-    return parse_scenario(docs[0], file.resolve().parent)
+        docs = load_manifests(text)
+        if len(docs) != 1:
+            raise NodewrightValidationError("", f"expected one Scenario document, found {len(docs)}")
+        return parse_scenario(docs[0], file.resolve().parent)
+    except NodewrightValidationError as err:
+        raise err.rewrite(lambda where, reason: (f"{path}#{where}" if where else str(path), reason)) from None

@@ -97,7 +97,9 @@ def test_invalid_input_exits_2_with_one_line(tmp_path: Path) -> None:
         cli, ["simulate", "-f", str(FIXTURES / "team1-alternative-provisioner.yaml"), "-f", str(bad)]
     )
     assert out.exit_code == 2
-    assert out.stderr.strip() == "error: Deployment/x.spec.replicas: must be a non-negative integer, got -1"
+    assert out.stderr.strip() == (
+        f"error: {bad}#documents[0].spec.replicas: must be a non-negative integer, got -1 (in Deployment 'x')"
+    )
 
 
 def test_no_nodepool_is_invalid(tmp_path: Path) -> None:

@@ -1,0 +1,317 @@
+"""What the CLI tells a user about input that is valid but probably not what they meant.
+
+:func:`review_documents` looks at decoded manifests (``load_manifest_files``) and their parsed form
+(``parse_documents``) and returns :class:`Review`: one :class:`Finding` per problem (printed as one
+``warning:`` line each; ``--strict`` makes them errors), the kinds ``simulate`` does not need (skipped with
+one summary line), and which documents a decision should use.
+
+Findings (each names ``documents[i]``, the field and the object, so the CLI can name the file):
+
+- a NodePool whose ``nodeClassRef`` is not a ``karpenter.k8s.aws`` ``EC2NodeClass``, or names a class absent
+  from input that defines EC2NodeClasses: Karpenter would hold it not Ready (``NodeClassReady=False``), so it
+  launches nothing here either (left out of the decision);
+- two NodePools (or EC2NodeClasses) with one name: the later one wins, as with ``kubectl apply``;
+- requirement, nodeSelector and required node-affinity values of well-known labels that exist nowhere in the
+  bundled catalog (``m5.larg``, ``spto``), with the closest real value;
+- fields of v1alpha5 ``Provisioner`` / v1alpha1 ``AWSNodeTemplate`` / v1beta1 ``EC2NodeClass`` that conversion
+  does not know (``ttlSecondsAfterEmty``) and would drop;
+- Karpenter v1.14 fields accepted but not yet honoured (``replicas``, ``Balanced``, capacity reservations,
+  ``cpuOptions.nestedVirtualization``), and kinds that change scheduling but are not modelled (LimitRange,
+  PersistentVolumeClaim, ...).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.api import labels as wk
+from nodewright.api.manifests import KarpenterObjects
+
+#: Kinds ``simulate -f`` reads for a provisioning decision (Karpenter kinds of every version, workloads, nodes).
+USED_KINDS = frozenset({
+    "NodePool", "EC2NodeClass", "NodeClaim", "Provisioner", "AWSNodeTemplate",
+    "Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet", "Node",
+})
+#: Kinds that change where or whether pods schedule, which ``simulate -f`` does not model: a warning each.
+NOT_MODELLED_KINDS: Mapping[str, str] = {
+    "LimitRange": "its default requests are not applied: give containers explicit requests",
+    "PersistentVolumeClaim": "volume zones are not modelled: pods using it may land in any zone",
+    "PersistentVolume": "volume zones are not modelled",
+    "StorageClass": "volume binding and zones are not modelled",
+    "ResourceQuota": "quotas are not enforced",
+    "HorizontalPodAutoscaler": "the replica counts in the manifests are used as given",
+    "ScaledObject": "the replica counts in the manifests are used as given",
+    "ReplicationController": "its pods are not read: use a Deployment or ReplicaSet",
+}
+
+# Fields conversion reads from older Karpenter kinds; anything else is dropped on conversion.
+_PROVISIONER_FIELDS = frozenset({
+    "annotations", "labels", "taints", "startupTaints", "requirements", "kubeletConfiguration", "provider",
+    "providerRef", "ttlSecondsAfterEmpty", "ttlSecondsUntilExpired", "limits", "weight", "consolidation",
+})
+_NODE_TEMPLATE_FIELDS = frozenset({
+    "subnetSelector", "securityGroupSelector", "amiSelector", "amiFamily", "instanceProfile", "userData", "tags",
+    "blockDeviceMappings", "metadataOptions", "detailedMonitoring", "context", "instanceStorePolicy",
+    "associatePublicIPAddress", "launchTemplate", "launchTemplateName",
+})
+_V1BETA1_NODECLASS_FIELDS = frozenset({
+    "subnetSelectorTerms", "securityGroupSelectorTerms", "amiSelectorTerms", "amiFamily", "role",
+    "instanceProfile", "userData", "tags", "blockDeviceMappings", "metadataOptions", "detailedMonitoring",
+    "context", "instanceStorePolicy", "associatePublicIPAddress",
+})
+_OLD_SPECS: Mapping[tuple[str, str], frozenset[str]] = {
+    ("karpenter.sh/v1alpha5", "Provisioner"): _PROVISIONER_FIELDS,
+    ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate"): _NODE_TEMPLATE_FIELDS,
+    ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"): _V1BETA1_NODECLASS_FIELDS,
+}
+_AS_V1 = {"Provisioner": "NodePool", "AWSNodeTemplate": "EC2NodeClass"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One warning: ``path`` starts with ``documents[i]`` (input index) when it is about a document."""
+
+    path: str
+    reason: str
+
+    def line(self, prefix: str = "warning") -> str:
+        """``"warning: <path>: <reason>"``."""
+        return f"{prefix}: {self.path}: {self.reason}" if self.path else f"{prefix}: {self.reason}"
+
+
+@dataclass
+class Review:
+    """The result of :func:`review_documents`.
+
+    Attributes:
+        findings: warnings, in input order.
+        skipped: kind -> count of documents ``simulate`` does not need (left out silently but for the summary).
+        keep: input indices of the documents a decision should use (skipped kinds, NodePools that cannot launch
+            and documents replaced by a later one of the same kind and name are left out).
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    keep: list[int] = field(default_factory=list)
+
+    def skipped_line(self) -> str | None:
+        """``"skipped 7 objects simulate does not need: ServiceAccount x2, Ingress x1, ..."`` (most frequent
+        first), or None when nothing was skipped."""
+        if not self.skipped:
+            return None
+        total = sum(self.skipped.values())
+        kinds = ", ".join(f"{kind} x{count}" for kind, count in sorted(self.skipped.items(), key=lambda kv: (-kv[1], kv[0])))
+        return f"skipped {total} object{'s' if total != 1 else ''} simulate does not need: {kinds}"
+
+
+def _name(doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return str(name) if name is not None else "?"
+
+
+def _closest(value: str, known: frozenset[str]) -> str:
+    match = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean {match[0]!r}?" if match else ""
+
+
+def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects | None = None,
+                     *, for_simulate: bool = True) -> Review:
+    """Review decoded manifests (``docs``, input order) and, when given, their parsed form.
+
+    Args:
+        docs: the documents as read (any Karpenter version).
+        objects: ``parse_documents(docs)``; enables the checks on parsed v1 NodePools and EC2NodeClasses.
+        for_simulate: also classify kinds (skipped / not modelled) and check values against the catalog.
+    """
+    review = Review()
+    latest: dict[tuple[str, str], int] = {}
+    for index, doc in enumerate(docs):
+        kind = str(doc.get("kind"))
+        review.findings.extend(_unknown_old_fields(index, doc))
+        if kind in ("NodePool", "Provisioner", "EC2NodeClass", "AWSNodeTemplate"):
+            key = (_AS_V1.get(kind, kind), _name(doc))
+            if key in latest:
+                review.findings.append(Finding(
+                    f"documents[{index}].metadata.name",
+                    f"{key[0]} {key[1]!r} is defined again (first at documents[{latest[key]}]): the later one "
+                    "replaces the earlier, as kubectl apply would",
+                ))
+            latest[key] = index
+        if for_simulate and kind not in USED_KINDS:
+            if kind in NOT_MODELLED_KINDS:
+                review.findings.append(Finding(
+                    f"documents[{index}]", f"{kind} {_name(doc)!r} is not modelled by simulate: {NOT_MODELLED_KINDS[kind]}"
+                ))
+            review.skipped[kind] += 1
+    unusable = _unusable_nodepools(docs, objects, review) if objects is not None else set()
+    if objects is not None:
+        review.findings.extend(_not_yet_honoured(docs, objects))
+    if for_simulate:
+        review.findings.extend(_unknown_values(docs))
+    winners = set(latest.values())
+    for index, doc in enumerate(docs):
+        kind = str(doc.get("kind"))
+        if for_simulate and kind not in USED_KINDS:
+            continue
+        key = (_AS_V1.get(kind, kind), _name(doc))
+        if key in latest and index not in winners:
+            continue
+        if key[0] == "NodePool" and key[1] in unusable:
+            continue
+        review.keep.append(index)
+    return review
+
+
+def _unknown_old_fields(index: int, doc: Mapping[str, Any]) -> Iterator[Finding]:
+    known = _OLD_SPECS.get((str(doc.get("apiVersion")), str(doc.get("kind"))))
+    spec = doc.get("spec")
+    if known is None or not isinstance(spec, dict):
+        return
+    blocks: list[tuple[str, Mapping[str, Any], frozenset[str]]] = [("spec", spec, known)]
+    if doc.get("kind") == "Provisioner" and isinstance(spec.get("provider"), dict):
+        blocks.append(("spec.provider", spec["provider"], _NODE_TEMPLATE_FIELDS))
+    for path, block, fields in blocks:
+        for key in block:
+            if key not in fields:
+                yield Finding(
+                    f"documents[{index}].{path}.{key}",
+                    f"unknown {doc.get('apiVersion')} {doc.get('kind')} field: conversion drops it"
+                    f"{_closest(str(key), fields)} (in {doc.get('kind')} {_name(doc)!r})",
+                )
+
+
+def _index_of(docs: Sequence[Mapping[str, Any]], kind: str, name: str) -> int | None:
+    found = None
+    for index, doc in enumerate(docs):
+        if _AS_V1.get(str(doc.get("kind")), str(doc.get("kind"))) == kind and _name(doc) == name:
+            found = index
+    return found
+
+
+def _where(docs: Sequence[Mapping[str, Any]], kind: str, name: str, path: str) -> str:
+    index = _index_of(docs, kind, name)
+    return f"documents[{index}].{path}" if index is not None else path
+
+
+def _unusable_nodepools(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects, review: Review) -> set[str]:
+    classes = {nc.name for nc in objects.ec2nodeclasses}
+    unusable: set[str] = set()
+    for pool in objects.nodepools:
+        ref = pool.spec.template.spec.node_class_ref
+        path = _where(docs, "NodePool", pool.name, "spec.template.spec.nodeClassRef")
+        if (ref.group, ref.kind) != (wk.AWS_GROUP, "EC2NodeClass"):
+            reason = (f"{ref.group}/{ref.kind} is not a node class nodewright can launch (only "
+                      f"{wk.AWS_GROUP}/EC2NodeClass): this NodePool launches nothing (in NodePool {pool.name!r})")
+        elif classes and ref.name not in classes:
+            reason = (f"EC2NodeClass {ref.name!r} is not in the input (classes: {', '.join(sorted(classes))}): "
+                      f"Karpenter would keep this NodePool not Ready, so it launches nothing (in NodePool {pool.name!r})")
+        else:
+            continue
+        unusable.add(pool.name)
+        review.findings.append(Finding(path, reason))
+    return unusable
+
+
+def _not_yet_honoured(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects) -> Iterator[Finding]:
+    for pool in objects.nodepools:
+        if pool.spec.replicas is not None:
+            yield Finding(
+                _where(docs, "NodePool", pool.name, "spec.replicas"),
+                f"static NodePools (replicas: {pool.spec.replicas}) are accepted but not yet honoured: nodewright "
+                f"neither keeps {pool.spec.replicas} node(s) nor counts them, and provisions this pool for pending "
+                f"pods like a dynamic one (in NodePool {pool.name!r})",
+            )
+        if pool.spec.disruption.consolidation_policy == "Balanced":
+            yield Finding(
+                _where(docs, "NodePool", pool.name, "spec.disruption.consolidationPolicy"),
+                "Balanced is accepted but not yet honoured: its nodes are consolidated only when empty, as with "
+                f"WhenEmpty (in NodePool {pool.name!r})",
+            )
+    for nc in objects.ec2nodeclasses:
+        if nc.spec.capacity_reservation_selector_terms:
+            yield Finding(
+                _where(docs, "EC2NodeClass", nc.name, "spec.capacityReservationSelectorTerms"),
+                "capacity reservations are accepted but not yet honoured: no reserved offerings are resolved, and "
+                f"nodes launch as on-demand or spot (in EC2NodeClass {nc.name!r})",
+            )
+        cpu = nc.spec.cpu_options
+        if cpu is not None and cpu.nested_virtualization == "enabled":
+            yield Finding(
+                _where(docs, "EC2NodeClass", nc.name, "spec.cpuOptions.nestedVirtualization"),
+                "passed to the launch template, but instance types are not yet filtered to those supporting nested "
+                f"virtualization (in EC2NodeClass {nc.name!r})",
+            )
+
+
+def _pod_spec(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    kind = doc.get("kind")
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    if kind == "Pod":
+        return spec
+    if kind == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec") or {})
+    template = spec.get("template") if isinstance(spec, dict) else None
+    pod = template.get("spec") if isinstance(template, dict) else None
+    return pod if isinstance(pod, dict) else None
+
+
+def _requirement_values(doc: Mapping[str, Any]) -> Iterator[tuple[str, str, list[Any]]]:
+    """``(path, key, values)`` of every In/NotIn requirement and nodeSelector entry in ``doc``."""
+    kind = doc.get("kind")
+    spec = doc.get("spec")
+    if kind in ("NodePool", "Provisioner") and isinstance(spec, dict):
+        tspec = ((spec.get("template") or {}).get("spec") or {}) if kind == "NodePool" else spec
+        base = "spec.template.spec" if kind == "NodePool" else "spec"
+        yield from _terms(tspec.get("requirements") if isinstance(tspec, dict) else None, f"{base}.requirements")
+        return
+    pod = _pod_spec(doc)
+    if pod is None:
+        return
+    base = "spec" if kind == "Pod" else ("spec.jobTemplate.spec.template.spec" if kind == "CronJob" else "spec.template.spec")
+    selector = pod.get("nodeSelector")
+    if isinstance(selector, dict):
+        for key, value in selector.items():
+            yield f"{base}.nodeSelector[{key}]", str(key), [value]
+    affinity = ((pod.get("affinity") or {}).get("nodeAffinity") or {}) if isinstance(pod.get("affinity"), dict) else {}
+    required = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}) if isinstance(affinity, dict) else {}
+    terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
+    for t, term in enumerate(terms if isinstance(terms, list) else []):
+        if isinstance(term, dict):
+            path = f"{base}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{t}]"
+            yield from _terms(term.get("matchExpressions"), f"{path}.matchExpressions")
+
+
+def _terms(requirements: Any, path: str) -> Iterator[tuple[str, str, list[Any]]]:
+    for i, req in enumerate(requirements if isinstance(requirements, list) else []):
+        if isinstance(req, dict) and req.get("operator") in ("In", "NotIn") and isinstance(req.get("values"), list):
+            yield f"{path}[{i}].values", str(req.get("key")), list(req["values"])
+
+
+def _unknown_values(docs: Sequence[Mapping[str, Any]]) -> Iterator[Finding]:
+    known: Mapping[str, frozenset[str]] | None = None
+    for index, doc in enumerate(docs):
+        for path, key, values in _requirement_values(doc):
+            key = wk.NORMALIZED_LABELS.get(key, key)
+            if known is None:
+                from nodewright.cloud.catalog import CATEGORICAL_LABELS, known_label_values
+
+                if key not in CATEGORICAL_LABELS:
+                    continue
+                known = known_label_values()
+            domain = known.get(key)
+            if domain is None:
+                continue
+            for value in values:
+                if str(value) not in domain:
+                    yield Finding(
+                        f"documents[{index}].{path}",
+                        f"{str(value)!r} is not a {key} value anywhere in the bundled catalog, so no node can match "
+                        f"it{_closest(str(value), domain)} (in {doc.get('kind')} {_name(doc)!r})",
+                    )
