@@ -1,0 +1,205 @@
+"""``nodewright simulate`` / ``convert`` on the input a new user actually writes: every problem named (file,
+document, object, field, reason), one warning line per silent case, exit codes 2 / 3, no traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner, Result
+
+from nodewright.cli import KARPENTER_VERSION, cli
+
+CLASS = """apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  role: KarpenterNodeRole-demo
+"""
+
+
+def pool(name: str = "default", node_class: str = "default", requirements: str = "[]", extra: str = "",
+         group: str = "karpenter.k8s.aws", kind: str = "EC2NodeClass") -> str:
+    return f"""---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: {name}}}
+spec:{extra}
+  template:
+    spec:
+      requirements: {requirements}
+      nodeClassRef: {{group: {group}, kind: {kind}, name: {node_class}}}
+"""
+
+
+def deployment(name: str = "web", replicas: int = 2, cpu: str = "500m", memory: str = "1Gi", extra: str = "") -> str:
+    return f"""---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  replicas: {replicas}
+  template:
+    spec:{extra}
+      containers: [{{name: c, image: x, resources: {{requests: {{cpu: "{cpu}", memory: "{memory}"}}}}}}]
+"""
+
+
+def run(tmp_path: Path, text: str, *args: str, name: str = "in.yaml") -> tuple[Result, Path]:
+    path = tmp_path / name
+    path.write_text(text)
+    return CliRunner().invoke(cli, ["simulate", "-f", str(path), *args]), path
+
+
+def test_version_names_the_karpenter_release() -> None:
+    out = CliRunner().invoke(cli, ["--version"])
+    assert out.exit_code == 0
+    assert f"(Karpenter {KARPENTER_VERSION} API" in out.output and KARPENTER_VERSION == "v1.14"
+
+
+def test_helm_template_output_is_simulated_with_one_skip_line(tmp_path: Path) -> None:
+    extras = "".join(f"---\napiVersion: v1\nkind: {kind}\nmetadata: {{name: x{i}}}\n"
+                     for i, kind in enumerate(["ServiceAccount", "ServiceAccount", "Service", "ConfigMap"]))
+    extras += "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web}\n"
+    extras += "---\napiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: web}\nspec: {}\n"
+    text = "# Source: chart/templates/all.yaml\n---\n" + CLASS + pool() + extras + deployment()
+    out, path = run(tmp_path, text, "-o", "json")
+    assert out.exit_code == 0, out.stderr
+    lines = out.stderr.splitlines()
+    assert lines[0] == ("skipped 6 objects simulate does not need: ServiceAccount x2, ConfigMap x1, Ingress x1, "
+                        "ScaledObject x1, Service x1")
+    # The leading comment block is not a document: the ScaledObject is document 7, counting from 0.
+    assert lines[1] == (f"warning: {path}#documents[7]: ScaledObject 'web' is not modelled by simulate: the replica "
+                        "counts in the manifests are used as given")
+    decision = json.loads(out.stdout)
+    assert [(n["instance_type"], len(n["pods"])) for n in decision["nodeclaims"]] == [("t4g.medium", 2)]
+
+
+def test_silent_cases_each_get_one_warning_and_strict_fails(tmp_path: Path) -> None:
+    text = (CLASS + pool("default") + pool("default")
+            + pool("gpu", node_class="missing")
+            + pool("other", group="example.com", kind="FooNodeClass")
+            + pool("typo", requirements='[{key: node.kubernetes.io/instance-type, operator: In, values: [m5.larg]},'
+                                        ' {key: karpenter.sh/capacity-type, operator: In, values: [spto]}]')
+            + deployment())
+    out, path = run(tmp_path, text)
+    assert out.exit_code == 0, out.stderr
+    warnings = [line for line in out.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {path}#documents[2].metadata.name: NodePool 'default' is defined again (first at documents[1]): "
+        "the later one replaces the earlier, as kubectl apply would",
+        f"warning: {path}#documents[3].spec.template.spec.nodeClassRef: EC2NodeClass 'missing' is not in the input "
+        "(classes: default): Karpenter would keep this NodePool not Ready, so it launches nothing (in NodePool 'gpu')",
+        f"warning: {path}#documents[4].spec.template.spec.nodeClassRef: example.com/FooNodeClass is not a node class "
+        "nodewright can launch (only karpenter.k8s.aws/EC2NodeClass): this NodePool launches nothing "
+        "(in NodePool 'other')",
+        f"warning: {path}#documents[5].spec.template.spec.requirements[0].values: 'm5.larg' is not a "
+        "node.kubernetes.io/instance-type value anywhere in the bundled catalog, so no node can match it; "
+        "did you mean 'm5.large'? (in NodePool 'typo')",
+        f"warning: {path}#documents[5].spec.template.spec.requirements[1].values: 'spto' is not a "
+        "karpenter.sh/capacity-type value anywhere in the bundled catalog, so no node can match it; "
+        "did you mean 'spot'? (in NodePool 'typo')",
+    ]
+    assert "NODEPOOL" in out.stdout and "gpu " not in out.stdout and "other " not in out.stdout
+    strict, _ = run(tmp_path, text, "--strict")
+    assert strict.exit_code == 2
+    assert [line.split(":", 1)[0] for line in strict.stderr.splitlines()] == ["error"] * 5
+    assert strict.stdout == ""
+
+
+def test_pod_selectors_with_values_that_exist_nowhere(tmp_path: Path) -> None:
+    text = CLASS + pool() + deployment(extra="\n      nodeSelector: {kubernetes.io/arch: amd46}")
+    out, path = run(tmp_path, text)
+    assert (f"warning: {path}#documents[2].spec.template.spec.nodeSelector[kubernetes.io/arch]: 'amd46' is not a "
+            "kubernetes.io/arch value anywhere in the bundled catalog, so no node can match it; did you mean "
+            "'amd64'? (in Deployment 'web')") in out.stderr.splitlines()
+
+
+def test_v114_fields_not_yet_honoured_are_said_so(tmp_path: Path) -> None:
+    cls = CLASS + "  capacityReservationSelectorTerms: [{id: cr-0123456789abcdef0}]\n"
+    static = pool("static", extra="\n  replicas: 3\n  limits: {nodes: '5'}")
+    balanced = pool("balanced", extra="\n  disruption: {consolidationPolicy: Balanced}")
+    out, path = run(tmp_path, cls + static + balanced + deployment())
+    assert out.exit_code == 0, out.stderr
+    assert [line.split(": ", 2)[1] for line in out.stderr.splitlines() if line.startswith("warning")] == [
+        f"{path}#documents[1].spec.replicas",
+        f"{path}#documents[2].spec.disruption.consolidationPolicy",
+        f"{path}#documents[0].spec.capacityReservationSelectorTerms",
+    ]
+
+
+def test_exbibytes_never_crash(tmp_path: Path) -> None:
+    out, _ = run(tmp_path, CLASS + pool(extra="\n  limits: {memory: 1Ei}") + deployment(memory="1Ei"), "-o", "json")
+    assert out.exit_code == 0, out.stderr
+    unschedulable = json.loads(out.stdout)["unschedulable"]
+    assert len(unschedulable) == 2 and "memory: 1Ei" in unschedulable[0]["reason"]
+
+
+def test_binary_stdin_is_one_error_line() -> None:
+    out = CliRunner().invoke(cli, ["simulate", "-f", "-"], input=b"\x00\xff\xfe binary \x80")
+    assert out.exit_code == 2
+    assert out.stderr == "error: -: cannot read <stdin>: not UTF-8 text (byte 0xff at offset 1)\n"
+
+
+def test_every_invalid_field_of_every_file_at_once(tmp_path: Path) -> None:
+    bad = pool(extra="\n  weight: 0\n  limits: {cpu: lots}")
+    out, path = run(tmp_path, CLASS + bad + deployment(replicas=-1))
+    assert out.exit_code == 2
+    assert out.stderr.splitlines() == [
+        f"error: {path}#documents[1].spec.limits.cpu: 'lots' is not a quantity: expected a number with an optional "
+        "suffix like m, Gi, G (in NodePool 'default')",
+        f"error: {path}#documents[1].spec.weight: Input should be greater than or equal to 1, got 0 "
+        "(in NodePool 'default')",
+    ]
+
+
+def test_fail_on_unschedulable_exits_3(tmp_path: Path) -> None:
+    text = CLASS + pool() + deployment(cpu="1000")  # no type has 1,000 vCPUs
+    ok, _ = run(tmp_path, text)
+    assert ok.exit_code == 0
+    out, _ = run(tmp_path, text, "--fail-on-unschedulable")
+    assert out.exit_code == 3
+    assert out.stderr.splitlines()[-1] == "error: 2 pod(s) unschedulable (--fail-on-unschedulable)"
+
+
+def test_misspelt_v1alpha5_field_is_named(tmp_path: Path) -> None:
+    prov = tmp_path / "prov.yaml"
+    prov.write_text("apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: default}\n"
+                    "spec:\n  providerRef: {name: default}\n  ttlSecondsAfterEmty: 30\n")
+    out = CliRunner().invoke(cli, ["convert", "-f", str(prov), "--node-role", "r"])
+    assert out.exit_code == 0
+    assert out.stderr == (f"warning: {prov}#documents[0].spec.ttlSecondsAfterEmty: unknown karpenter.sh/v1alpha5 "
+                          "Provisioner field: conversion drops it; did you mean 'ttlSecondsAfterEmpty'? "
+                          "(in Provisioner 'default')\n")
+    assert CliRunner().invoke(cli, ["convert", "--strict", "-f", str(prov)]).exit_code == 2
+
+
+def test_role_warning_only_for_classes_that_named_no_role(tmp_path: Path) -> None:
+    """Karpenter's getting-started EC2NodeClass sets ``role: KarpenterNodeRole-${CLUSTER_NAME}`` itself."""
+    cls = tmp_path / "cls.yaml"
+    cls.write_text("apiVersion: karpenter.k8s.aws/v1beta1\nkind: EC2NodeClass\nmetadata: {name: default}\n"
+                   "spec:\n  amiFamily: AL2023\n  role: KarpenterNodeRole-${CLUSTER_NAME}\n"
+                   "  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]\n"
+                   "  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]\n")
+    out = CliRunner().invoke(cli, ["convert", "-f", str(cls)])
+    assert out.exit_code == 0 and out.stderr == ""
+    assert yaml.safe_load(out.stdout)["spec"]["role"] == "KarpenterNodeRole-${CLUSTER_NAME}"
+
+
+def test_scenario_limits_and_plot_directory(tmp_path: Path) -> None:
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text("apiVersion: nodewright.io/v1alpha1\nkind: Scenario\nmetadata: {name: long}\n"
+                        "spec: {duration: 100000h, region: us-east-1, manifests: []}\n")
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(scenario)])
+    assert out.exit_code == 2
+    assert out.stderr == (f"error: {scenario}#spec.duration: at most 168h (7 days) of simulated time, "
+                          "got '100000h'\n")
+    missing_dir = tmp_path / "no" / "such" / "plot.png"
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(scenario), "--plot", str(missing_dir)])
+    assert out.exit_code == 2
+    assert out.stderr == f"error: --plot: directory {str(missing_dir.parent)!r} does not exist (nodewright does not create it)\n"
+    assert not (tmp_path / "no").exists()
