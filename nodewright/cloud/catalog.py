@@ -20,6 +20,7 @@ or neither x86_64 nor arm64, e.g. mac) are left out, see :func:`is_supported`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gzip
 import json
@@ -395,3 +396,39 @@ def known_label_values() -> Mapping[str, frozenset[str]]:
         values[wk.REGION].add(region)
         values[wk.ZONE].update(z.name for z in _region_offerings(region)[0])
     return MappingProxyType({key: frozenset(v) for key, v in values.items()})
+
+
+# --- operating system of the node class ---------------------------------------------------------
+
+#: ``node.kubernetes.io/windows-build`` per Windows AMI family (Karpenter AWS provider ``pkg/apis/v1/labels.go``).
+WINDOWS_BUILDS: Mapping[str, str] = MappingProxyType(
+    {"Windows2019": "10.0.17763", "Windows2022": "10.0.20348", "Windows2025": "10.0.26100"}
+)
+#: Modelled Windows Server license, USD per vCPU-hour, added to the Linux on-demand and spot prices. AWS's
+#: us-east-1 on-demand list prices differ from Linux by this much for the general-purpose, compute and memory
+#: families (m5.large $0.096 -> $0.188); burstable types are charged less by AWS, so they are overstated here.
+WINDOWS_LICENSE_PER_VCPU_HOUR = 0.046
+
+
+def instance_types_for_family(instance_types: Sequence[InstanceType], ami_family: str | None) -> list[InstanceType]:
+    """The instance types as nodes of an EC2NodeClass with ``ami_family`` see them.
+
+    Linux families (and ``Custom``, as in Karpenter) get the catalog as is (``kubernetes.io/os: linux``). Windows
+    families (Karpenter ``getOS``): amd64 types only, ``kubernetes.io/os: windows``, the family's
+    ``node.kubernetes.io/windows-build``, and prices plus :data:`WINDOWS_LICENSE_PER_VCPU_HOUR` per vCPU.
+    """
+    build = WINDOWS_BUILDS.get(ami_family or "")
+    if build is None:
+        return list(instance_types)
+    return [_windows(it, build) for it in instance_types if it.labels.get(wk.ARCH) == "amd64"]
+
+
+def _windows(instance_type: InstanceType, build: str) -> InstanceType:
+    license_fee = WINDOWS_LICENSE_PER_VCPU_HOUR * int(instance_type.labels.get(wk.INSTANCE_CPU, "0"))
+    return InstanceType(
+        name=instance_type.name,
+        labels=ReadOnlyDict({**instance_type.labels, wk.OS: "windows", wk.WINDOWS_BUILD: build}),
+        capacity=instance_type.capacity,
+        overhead=instance_type.overhead,
+        offerings=tuple(dataclasses.replace(o, price=round(o.price + license_fee, 6)) for o in instance_type.offerings),
+    )
