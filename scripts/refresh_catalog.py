@@ -19,6 +19,12 @@ Two modes:
 
 Files are written deterministically (sorted keys, gzip mtime 0) so a refresh without changes leaves git clean.
 
+Regions: every commercial region moto has offerings for (30: all of ``aws`` partition's but ap-east-2,
+ap-southeast-6, ap-southeast-7 and mx-central-1, which moto 5.2.5 does not know). ``scripts/catalog_supplement.json``
+adds types the source lacks (moto has no AMD GPU g4ad): its records join the specs and its ``offerings``
+(family -> regions) add every size of the family to every zone of those regions, only where the source has no
+record / offering of its own.
+
 Usage::
 
     .venv/bin/python scripts/refresh_catalog.py --moto
@@ -41,15 +47,13 @@ import boto3
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "nodewright" / "data" / "catalog"
 DEFAULT_REGIONS = (
-    "us-east-1",
-    "us-east-2",
+    "af-south-1", "ap-east-1", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1", "ap-south-2",
+    "ap-southeast-1", "ap-southeast-2", "ap-southeast-3", "ap-southeast-4", "ap-southeast-5", "ca-central-1",
+    "ca-west-1", "eu-central-1", "eu-central-2", "eu-north-1", "eu-south-1", "eu-south-2", "eu-west-1", "eu-west-2",
+    "eu-west-3", "il-central-1", "me-central-1", "me-south-1", "sa-east-1", "us-east-1", "us-east-2", "us-west-1",
     "us-west-2",
-    "eu-west-1",
-    "eu-central-1",
-    "ap-northeast-1",
-    "ap-northeast-2",
-    "ap-southeast-1",
 )
+SUPPLEMENT = Path(__file__).resolve().parent / "catalog_supplement.json"
 # Parts of an InstanceTypeInfo record nodewright never reads: dropped to keep the bundle small.
 _DROPPED_KEYS = ("PlacementGroupInfo", "SupportedBootModes", "NitroTpmInfo", "MediaAcceleratorInfo")
 _DROPPED_NETWORK_KEYS = ("ConnectionTrackingConfiguration",)
@@ -104,11 +108,33 @@ def _write_json_gz(path: Path, payload: Any) -> int:
     return path.stat().st_size
 
 
+def _supplement() -> dict[str, Any]:
+    return dict(json.loads(SUPPLEMENT.read_text())) if SUPPLEMENT.is_file() else {"instance_types": [], "offerings": {}}
+
+
+def supplement_offerings(region: str, zones: list[dict[str, str]], offerings: dict[str, list[str]],
+                         supplement: dict[str, Any]) -> dict[str, list[str]]:
+    """``offerings`` plus the supplement's types of each family listed for ``region``, in every zone; the source's
+    own offerings of a type win."""
+    out = dict(offerings)
+    for family, regions in supplement.get("offerings", {}).items():
+        if region not in regions:
+            continue
+        for record in supplement["instance_types"]:
+            name = record["InstanceType"]
+            if name.split(".")[0] == family and name not in out:
+                out[name] = sorted(z["name"] for z in zones)
+    return dict(sorted(out.items()))
+
+
 def refresh(session: Any, regions: list[str], source: str, out_dir: Path) -> None:
-    """Fetch specs (once, from the first region, merged with the others) and per-region offerings; write files."""
+    """Fetch specs (once, from the first region, merged with the others) and per-region offerings, add the
+    supplement; write files."""
     specs: dict[str, dict[str, Any]] = {}
+    supplement = _supplement()
     for region in regions:
         zones, offerings = fetch_offerings(session, region)
+        offerings = supplement_offerings(region, zones, offerings, supplement)
         size = _write_json_gz(
             out_dir / "offerings" / f"{region}.json.gz",
             {"region": region, "source": source, "zones": zones, "offerings": offerings},
@@ -116,6 +142,10 @@ def refresh(session: Any, regions: list[str], source: str, out_dir: Path) -> Non
         print(f"{region:16s} {len(zones):2d} zones {len(offerings):5d} types offered  {size:8d} bytes")
         for record in fetch_instance_types(session, region):
             specs.setdefault(record["InstanceType"], record)
+    for record in supplement["instance_types"]:
+        specs.setdefault(record["InstanceType"], record)
+    if supplement["instance_types"]:
+        source += f"; plus {SUPPLEMENT.name}: {supplement['source']}"
     size = _write_json_gz(
         out_dir / "instance-types.json.gz",
         {"source": source, "instance_types": [specs[name] for name in sorted(specs)]},

@@ -16,6 +16,13 @@ Refresh policy: a template known to exist is trusted for 10 minutes; a fleet err
 invalidates it. :meth:`LaunchTemplateProvider.delete_unused` removes this cluster's templates that no
 current configuration needs.
 
+Karpenter v1.14's EC2NodeClass launch fields (``launchtemplate.go``): ``networkInterfaces`` become the
+template's interfaces (security groups on each, ``Ipv4PrefixCount``, public IP and connection tracking on all but
+``efa-only`` ones); without them, ``ipPrefixCount``, ``connectionTracking`` or ``associatePublicIPAddress`` put one
+primary interface (device 0) in the template; ``cpuOptions.nestedVirtualization`` -> ``CpuOptions``;
+``placementGroupSelector`` -> ``Placement`` by ``GroupName``/``GroupId`` (EC2 resolves it; Karpenter resolves it
+first and also picks a partition, which is not done here).
+
 Defaults (Karpenter v1): IMDSv2 required with hop limit 1; root volumes gp3, encrypted, 20 GiB on
 ``/dev/xvda`` for AL2023/AL2; Bottlerocket gets a 4 GiB OS volume on ``/dev/xvda`` and a 20 GiB data volume
 on ``/dev/xvdb``.
@@ -37,7 +44,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from nodewright.api import labels
-from nodewright.api.ec2nodeclass import BlockDeviceMapping, MetadataOptions
+from nodewright.api.ec2nodeclass import BlockDeviceMapping, EC2NodeClassSpec, MetadataOptions
 from nodewright.cloud.aws.cache import Clock, TTLCache
 from nodewright.cloud.aws.errors import error_code, is_not_found_error, translate
 from nodewright.cloud.aws.filters import tag_filters, tag_list
@@ -103,6 +110,29 @@ def metadata_options(options: MetadataOptions | None) -> dict[str, Any]:
             "HttpPutResponseHopLimit": options.http_put_response_hop_limit, "HttpTokens": options.http_tokens}
 
 
+def launch_options(spec: EC2NodeClassSpec) -> dict[str, Any]:
+    """The :class:`LaunchTemplateSpec` keyword arguments for an EC2NodeClass's v1.14 launch fields
+    (``network_interfaces``, ``ip_prefix_count``, ``connection_tracking``, ``cpu_options``, ``placement``), in EC2
+    API shapes; unset fields are left out."""
+    out: dict[str, Any] = {}
+    if spec.network_interfaces:
+        out["network_interfaces"] = tuple((n.network_card_index, n.device_index, n.interface_type)
+                                          for n in spec.network_interfaces)
+    if spec.ip_prefix_count is not None:
+        out["ip_prefix_count"] = spec.ip_prefix_count
+    ct = spec.connection_tracking
+    if ct is not None:
+        pairs = {"TcpEstablishedTimeout": ct.tcp_established_timeout, "UdpStreamTimeout": ct.udp_stream_timeout,
+                 "UdpTimeout": ct.udp_timeout}
+        out["connection_tracking"] = {k: v for k, v in pairs.items() if v is not None}
+    if spec.cpu_options is not None and spec.cpu_options.nested_virtualization is not None:
+        out["cpu_options"] = {"NestedVirtualization": spec.cpu_options.nested_virtualization}
+    pg = spec.placement_group_selector
+    if pg is not None:
+        out["placement"] = {"GroupId": pg.id} if pg.id else {"GroupName": pg.name}
+    return out
+
+
 @dataclass(frozen=True)
 class LaunchTemplateSpec:
     """Everything a launch template holds.
@@ -121,6 +151,10 @@ class LaunchTemplateSpec:
         capacity_type: ``spot`` adds the spot-instances-request tag specification; otherwise not used.
         associate_public_ip: None to follow the subnet's setting.
         detailed_monitoring: CloudWatch detailed monitoring.
+        network_interfaces: ``(network card index, device index, "interface" | "efa-only")`` per interface.
+        ip_prefix_count: IPv4 /28 prefixes per (non-EFA-only) interface.
+        connection_tracking: EC2 ``ConnectionTrackingSpecification`` (seconds).
+        cpu_options: EC2 ``CpuOptions``; placement: EC2 ``Placement`` (see :func:`launch_options`).
     """
 
     cluster_name: str
@@ -135,6 +169,24 @@ class LaunchTemplateSpec:
     associate_public_ip: bool | None = None
     detailed_monitoring: bool = False
     capacity_type: str = ""
+    network_interfaces: tuple[tuple[int, int, str], ...] = ()
+    ip_prefix_count: int | None = None
+    connection_tracking: Mapping[str, int] | None = None
+    cpu_options: Mapping[str, str] | None = None
+    placement: Mapping[str, str] | None = None
+
+    def _interface(self, card: int, device: int, kind: str | None) -> dict[str, Any]:
+        nic: dict[str, Any] = {"DeviceIndex": device, "Groups": list(self.security_group_ids)}
+        if kind is not None:
+            nic.update({"NetworkCardIndex": card, "InterfaceType": kind})
+        if kind != "efa-only":  # EC2 refuses prefixes, public IPs and conntrack on EFA-only interfaces
+            if self.associate_public_ip is not None:
+                nic["AssociatePublicIpAddress"] = self.associate_public_ip
+            if self.ip_prefix_count is not None:
+                nic["Ipv4PrefixCount"] = self.ip_prefix_count
+            if self.connection_tracking:
+                nic["ConnectionTrackingSpecification"] = dict(self.connection_tracking)
+        return nic
 
     def data(self) -> dict[str, Any]:
         """The ``LaunchTemplateData`` document sent to ``ec2:CreateLaunchTemplate``."""
@@ -146,11 +198,16 @@ class LaunchTemplateSpec:
             "MetadataOptions": dict(self.metadata_options),
             "Monitoring": {"Enabled": self.detailed_monitoring},
         }
-        if self.associate_public_ip is None:
-            data["SecurityGroupIds"] = list(self.security_group_ids)
+        if self.network_interfaces:
+            data["NetworkInterfaces"] = [self._interface(*nic) for nic in self.network_interfaces]
+        elif self.associate_public_ip is not None or self.ip_prefix_count is not None or self.connection_tracking:
+            data["NetworkInterfaces"] = [self._interface(0, 0, None)]
         else:
-            data["NetworkInterfaces"] = [{"DeviceIndex": 0, "AssociatePublicIpAddress": self.associate_public_ip,
-                                          "Groups": list(self.security_group_ids)}]
+            data["SecurityGroupIds"] = list(self.security_group_ids)
+        if self.cpu_options:
+            data["CpuOptions"] = dict(self.cpu_options)
+        if self.placement:
+            data["Placement"] = dict(self.placement)
         if self.tags:
             kinds = ("network-interface", "spot-instances-request") if self.capacity_type == CAPACITY_TYPE_SPOT \
                 else ("network-interface",)

@@ -34,6 +34,7 @@ from nodewright.cloud.aws.launchtemplates import (
     LaunchTemplateProvider,
     LaunchTemplateSpec,
     block_devices,
+    launch_options,
     metadata_options,
 )
 from nodewright.cloud.aws.nodeclaims import from_instance, launched, registration_labels, registration_taints
@@ -248,7 +249,8 @@ class AWSCloudProvider:
             metadata_options=metadata_options(spec.metadata_options),
             tags=tags.resource_tags(self.settings.cluster_name, nodeclaim.nodepool or "", nodeclass.name, spec.tags),
             associate_public_ip=spec.associate_public_ip_address,
-            detailed_monitoring=bool(spec.detailed_monitoring), capacity_type=capacity_type))
+            detailed_monitoring=bool(spec.detailed_monitoring), capacity_type=capacity_type,
+            **launch_options(spec)))
         return template.name
 
     def delete(self, nodeclaim: NodeClaim) -> None:
