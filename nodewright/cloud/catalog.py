@@ -24,7 +24,7 @@ import dataclasses
 import functools
 import gzip
 import json
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -32,6 +32,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from nodewright.api import labels as wk
+from nodewright.api.ec2nodeclass import EC2NodeClassSpec
 from nodewright.cloud.instancetype import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, InstanceType, Offering
 from nodewright.cloud.labels import instance_type_labels
 from nodewright.cloud.overhead import (
@@ -410,17 +411,35 @@ WINDOWS_BUILDS: Mapping[str, str] = MappingProxyType(
 WINDOWS_LICENSE_PER_VCPU_HOUR = 0.046
 
 
-def instance_types_for_family(instance_types: Sequence[InstanceType], ami_family: str | None) -> list[InstanceType]:
-    """The instance types as nodes of an EC2NodeClass with ``ami_family`` see them.
+def instance_types_for_nodeclass(
+    instance_types: Sequence[InstanceType],
+    spec: EC2NodeClassSpec | None,
+    records: Callable[[str], Mapping[str, Any] | None] | None = None,
+) -> list[InstanceType]:
+    """The instance types as nodes of an EC2NodeClass with ``spec`` see them (``None``: a Linux class).
 
-    Linux families (and ``Custom``, as in Karpenter) get the catalog as is (``kubernetes.io/os: linux``). Windows
-    families (Karpenter ``getOS``): amd64 types only, ``kubernetes.io/os: windows``, the family's
-    ``node.kubernetes.io/windows-build``, and prices plus :data:`WINDOWS_LICENSE_PER_VCPU_HOUR` per vCPU.
+    * ``cpuOptions.nestedVirtualization: enabled`` keeps only types whose ``DescribeInstanceTypes``
+      ``ProcessorInfo.SupportedFeatures`` include ``nested-virtualization`` (Karpenter's compatibility check);
+      ``records`` looks a record up by name (default: the bundled catalog).
+    * Windows families (Karpenter ``getOS``): amd64 types only, ``kubernetes.io/os: windows``, the family's
+      ``node.kubernetes.io/windows-build``, and prices plus :data:`WINDOWS_LICENSE_PER_VCPU_HOUR` per vCPU. Linux
+      families and ``Custom`` (even with a Windows alias, as in Karpenter) keep ``kubernetes.io/os: linux``.
     """
-    build = WINDOWS_BUILDS.get(ami_family or "")
+    out = list(instance_types)
+    if spec is None:
+        return out
+    if spec.cpu_options is not None and spec.cpu_options.nested_virtualization == "enabled":
+        lookup = records or instance_type_records().get
+
+        def nested(name: str) -> bool:
+            record = lookup(name) or {}
+            return "nested-virtualization" in (record.get("ProcessorInfo") or {}).get("SupportedFeatures", ())
+
+        out = [it for it in out if nested(it.name)]
+    build = WINDOWS_BUILDS.get(spec.resolved_ami_family)
     if build is None:
-        return list(instance_types)
-    return [_windows(it, build) for it in instance_types if it.labels.get(wk.ARCH) == "amd64"]
+        return out
+    return [_windows(it, build) for it in out if it.labels.get(wk.ARCH) == "amd64"]
 
 
 def _windows(instance_type: InstanceType, build: str) -> InstanceType:

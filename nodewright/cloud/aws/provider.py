@@ -37,6 +37,7 @@ from nodewright.cloud.aws.launchtemplates import (
     launch_options,
     metadata_options,
 )
+from nodewright.cloud.catalog import instance_types_for_nodeclass
 from nodewright.cloud.aws.nodeclaims import from_instance, launched, registration_labels, registration_taints
 from nodewright.cloud.aws.pricing import PricingProvider
 from nodewright.cloud.aws.securitygroups import SecurityGroup, SecurityGroupProvider
@@ -197,7 +198,7 @@ class AWSCloudProvider:
     def _create(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass) -> NodeClaim:
         resolved = self.resolve_nodeclass(nodeclass)
         self._refresh_prices()
-        types = self.instance_types.instance_types(resolved.zonal_subnets, kubelet_settings(nodeclass))
+        types = self._types_for(nodeclass, resolved.zonal_subnets)
         pairs = allowed_offerings(types, nodeclaim.spec.requirements, resolved.zonal_subnets)
         candidates: list[FleetCandidate] = []
         by_name = {it.name: it for it in types}
@@ -291,8 +292,13 @@ class AWSCloudProvider:
         nodeclass = self._nodeclass(nodepool.spec.template.spec.node_class_ref.name)
         resolved = self.resolve_nodeclass(nodeclass)
         self._refresh_prices()
-        types = self.instance_types.instance_types(resolved.zonal_subnets, kubelet_settings(nodeclass))
+        types = self._types_for(nodeclass, resolved.zonal_subnets)
         return [it for it in types if any(a.fits(it.labels) for a in resolved.amis)]
+
+    def _types_for(self, nodeclass: EC2NodeClass, zones: Any) -> builtins.list[InstanceType]:
+        """The region's types as ``nodeclass``'s nodes see them (kubelet overhead, OS, nested virtualization)."""
+        types = self.instance_types.instance_types(zones, kubelet_settings(nodeclass))
+        return instance_types_for_nodeclass(types, nodeclass.spec, self.instance_types.record)
 
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         """See :meth:`nodewright.cloud.provider.CloudProvider.is_drifted`."""
