@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api import labels
@@ -295,7 +295,7 @@ class AWSCloudProvider:
         types = self._types_for(nodeclass, resolved.zonal_subnets)
         return [it for it in types if any(a.fits(it.labels) for a in resolved.amis)]
 
-    def _types_for(self, nodeclass: EC2NodeClass, zones: Any) -> builtins.list[InstanceType]:
+    def _types_for(self, nodeclass: EC2NodeClass, zones: Iterable[str]) -> builtins.list[InstanceType]:
         """The region's types as ``nodeclass``'s nodes see them (kubelet overhead, OS, nested virtualization)."""
         types = self.instance_types.instance_types(zones, kubelet_settings(nodeclass))
         return instance_types_for_nodeclass(types, nodeclass.spec, self.instance_types.record)

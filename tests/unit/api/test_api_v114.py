@@ -7,6 +7,7 @@ Shapes and rules from aws/karpenter-provider-aws ``pkg/apis/v1/ec2nodeclass.go``
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -178,3 +179,27 @@ def test_limit_quantities_are_checked_in_the_model() -> None:
         with pytest.raises(NodewrightValidationError) as info:
             parse_nodepool(doc)
         assert str(info.value) == f"spec.limits.memory: {reason}"
+
+
+def test_v114_manifests_satisfy_the_generated_crd_schemas() -> None:
+    """The CRDs nodewright installs accept what Karpenter v1.14 accepts: its examples and the new fields."""
+    import jsonschema
+    import yaml
+
+    from tests.unit.api.test_api_crds import _schema
+
+    examples = Path(__file__).resolve().parents[2] / "fixtures" / "karpenter-examples-v1"
+    checked = 0
+    for path in sorted(examples.glob("*.yaml")):
+        if path.name == "windows-custom-userdata.yaml":  # rejected by Karpenter's own CRD (nodeClassRef.group)
+            continue
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc["kind"] in ("NodePool", "EC2NodeClass"):
+                jsonschema.validate(doc, _schema(doc["kind"]))
+                checked += 1
+    assert checked == 43  # 21 files, multiple-arch.yaml has two NodePools
+    jsonschema.validate(_full_nodeclass(), _schema("EC2NodeClass"))
+    static = nodepool()
+    static["spec"].update({"replicas": 3, "limits": {"nodes": "3"}})
+    static["spec"]["disruption"]["consolidationPolicy"] = "Balanced"
+    jsonschema.validate(static, _schema("NodePool"))
