@@ -14,7 +14,6 @@ import click
 
 from nodewright.errors import NodewrightValidationError
 
-
 #: The Karpenter release whose v1 API (NodePool, NodeClaim, EC2NodeClass) nodewright targets.
 KARPENTER_VERSION = "v1.14"
 

@@ -15,7 +15,8 @@ Findings (each names ``documents[i]``, the field and the object, so the CLI can 
   bundled catalog (``m5.larg``, ``spto``), with the closest real value;
 - fields of v1alpha5 ``Provisioner`` / v1alpha1 ``AWSNodeTemplate`` / v1beta1 ``EC2NodeClass`` that conversion
   does not know (``ttlSecondsAfterEmty``) and would drop;
-- Karpenter v1.14 fields accepted but not yet honoured (``replicas``, ``Balanced``, capacity reservations),
+- Karpenter v1.14 fields accepted but not yet honoured (``replicas``, ``Balanced``, capacity reservations,
+  open-map ``kubelet`` fields, Windows families in ``run``),
   and kinds that change scheduling but are not modelled (LimitRange,
   PersistentVolumeClaim, ...).
 """
@@ -240,6 +241,12 @@ def _not_yet_honoured(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjec
                 f"{nc.spec.resolved_ami_family} is modelled by simulate (amd64 types, kubernetes.io/os: windows, "
                 "licensed prices) but nodewright run cannot launch Windows nodes yet: it has no Windows AMI lookup "
                 f"or bootstrap (in EC2NodeClass {nc.name!r})",
+            )
+        for field_name in sorted((nc.spec.kubelet.model_extra or {}) if nc.spec.kubelet else {}):
+            yield Finding(
+                _where(docs, "EC2NodeClass", nc.name, f"spec.kubelet.{field_name}"),
+                "accepted but not yet honoured: Karpenter v1.14 passes kubelet fields beyond its typed ones to the "
+                f"node's kubelet configuration; nodewright does not write them yet (in EC2NodeClass {nc.name!r})",
             )
         if nc.spec.capacity_reservation_selector_terms:
             yield Finding(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from nodewright.api import labels
 from nodewright.api.base import (
@@ -315,11 +315,13 @@ _EVICTION_VALUE_RE = re.compile(r"^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%|[+-]?(
 
 
 class KubeletConfiguration(KubeModel):
-    """Kubelet settings for the nodes (the subset Karpenter exposes). Reserved resources are
-    quantities (``cpu`` in cores/millicores, ``memory`` bytes with suffix); eviction thresholds
-    are quantities or percentages; grace periods are durations."""
+    """Kubelet settings for the nodes. The fields Karpenter v1 typed are typed here: reserved resources are
+    quantities (``cpu`` in cores/millicores, ``memory`` bytes with suffix); eviction thresholds are quantities
+    or percentages; grace periods are durations. Karpenter v1.14 made ``kubelet`` an open map of upstream
+    KubeletConfiguration fields: any other field is kept as given (``model_extra``) except ``registerWithTaints``,
+    which Karpenter owns."""
 
-    model_config = cel(
+    model_config = ConfigDict(extra="allow", **cel(  # type: ignore[typeddict-item]
         ("!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent) || "
          "self.imageGCHighThresholdPercent >= self.imageGCLowThresholdPercent",
          "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"),
@@ -327,7 +329,7 @@ class KubeletConfiguration(KubeModel):
          "(self.evictionSoft.all(e, e in self.evictionSoftGracePeriod) && "
          "self.evictionSoftGracePeriod.all(e, e in self.evictionSoft)))",
          "evictionSoft and evictionSoftGracePeriod must name the same signals"),
-    )
+    ))
 
     cluster_dns: list[str] | None = Field(default=None, alias="clusterDNS")
     max_pods: int | None = Field(default=None, ge=0)
@@ -353,6 +355,10 @@ class KubeletConfiguration(KubeModel):
     @model_validator(mode="after")
     def _consistent(self) -> KubeletConfiguration:
         from nodewright.api import durations
+
+        if "registerWithTaints" in (self.model_extra or {}):
+            raise invalid("registerWithTaints", "can't be set: Karpenter sets it from the NodeClaim's taints so the "
+                                                "node registers unschedulable until it is ready")
 
         for signal, period in (self.eviction_soft_grace_period or {}).items():
             if not durations.is_duration(period):

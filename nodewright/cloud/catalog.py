@@ -296,7 +296,7 @@ def load_instance_types(
     ints); ``root_volume_bytes`` is the root EBS volume (the ``ephemeral-storage`` capacity, default 20 GiB).
 
     Results are cached per argument set (the returned list is a fresh copy; the InstanceTypes are shared
-    and must not be mutated). About 1,340 types for us-east-1; a cold call takes ~0.25 s, a cached one ~5 µs.
+    and must not be mutated). About 1,345 types for us-east-1; a cold call takes ~0.25 s, a cached one ~5 µs.
 
     Raises:
         NodewrightValidationError: unknown region, a zone not in the region, a bad kubelet value or spot file.

@@ -203,3 +203,17 @@ def test_v114_manifests_satisfy_the_generated_crd_schemas() -> None:
     static["spec"].update({"replicas": 3, "limits": {"nodes": "3"}})
     static["spec"]["disruption"]["consolidationPolicy"] = "Balanced"
     jsonschema.validate(static, _schema("NodePool"))
+
+
+def test_kubelet_is_an_open_map_but_registerwithtaints_is_karpenters() -> None:
+    doc = ec2nodeclass()
+    doc["spec"]["kubelet"] = {"maxPods": 58, "shutdownGracePeriod": "30s", "containerLogMaxSize": "50Mi"}
+    kubelet = parse_ec2nodeclass(doc).spec.kubelet
+    assert kubelet is not None and kubelet.max_pods == 58
+    assert kubelet.model_extra == {"shutdownGracePeriod": "30s", "containerLogMaxSize": "50Mi"}
+    assert parse_ec2nodeclass(doc).to_manifest()["spec"]["kubelet"] == doc["spec"]["kubelet"]
+    doc["spec"]["kubelet"]["registerWithTaints"] = []
+    with pytest.raises(NodewrightValidationError) as info:
+        parse_ec2nodeclass(doc)
+    assert str(info.value) == ("spec.kubelet.registerWithTaints: can't be set: Karpenter sets it from the NodeClaim's "
+                               "taints so the node registers unschedulable until it is ready")
