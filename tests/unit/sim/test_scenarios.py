@@ -165,6 +165,7 @@ def test_cli_scenario_table_json_and_plot(tmp_path: Path) -> None:
     scenario.write_text(yaml.safe_dump(four_pods(
         duration="3m", events=[{"at": "1m", "scale": {"deployment": "inflate", "replicas": 4}}])))
     runner = CliRunner()
+    (tmp_path / "out").mkdir()  # --plot writes only into an existing directory
     table = runner.invoke(cli, ["simulate", "--scenario", str(scenario), "--baseline", "cluster-autoscaler",
                                 "--plot", str(tmp_path / "out" / "p.png")])
     assert table.exit_code == 0, table.output
