@@ -113,7 +113,8 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     import json
     import logging
 
-    from nodewright.api.manifests import load_manifest_files, parse_documents
+    from nodewright.admission import apply_limit_ranges
+    from nodewright.api.manifests import ManifestFiles, load_manifest_files, parse_documents
     from nodewright.review import review_documents
     from nodewright.sim.decision import decide, render_table
 
@@ -155,7 +156,8 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     if skipped:
         click.echo(skipped, err=True)
     report_findings(annotation_findings(loaded) + review.findings, loaded.locate_path, strict)
-    used = loaded.subset(review.keep)
+    # LimitRange defaults, as the API server's admission would apply them, before any pod is read.
+    used = ManifestFiles(apply_limit_ranges(loaded.docs), loaded.sources).subset(review.keep)
     # The decision's events are printed below, once; the scheduler's and the provisioner's own logs (simulate -f
     # runs the provisioning controller's batch) would repeat them.
     quiet = [logging.getLogger(name) for name in ("nodewright.scheduling", "nodewright.controllers")]
@@ -227,7 +229,7 @@ def convert_command(files: tuple[str, ...], node_role: str | None, instance_prof
     from nodewright.api import convert_documents
     from nodewright.api.conversion import PLACEHOLDER_NODE_ROLE
     from nodewright.api.manifests import load_manifest_files
-    from nodewright.review import Finding, review_documents
+    from nodewright.review import Finding, object_name, review_documents
 
     loaded = load_manifest_files(list(files))
     try:
@@ -238,12 +240,12 @@ def convert_command(files: tuple[str, ...], node_role: str | None, instance_prof
     # A class whose input named a role (even the placeholder itself, as Karpenter's getting-started guide does)
     # got no placeholder from us.
     named_role = {
-        str((d.get("metadata") or {}).get("name")) for d in loaded.docs
+        object_name(d) for d in loaded.docs
         if d.get("kind") in ("EC2NodeClass", "AWSNodeTemplate") and isinstance(d.get("spec"), dict)
         and (d["spec"].get("role") or d["spec"].get("instanceProfile"))
     }
     for doc in docs:
-        name = str((doc.get("metadata") or {}).get("name"))
+        name = object_name(doc)
         if (doc.get("kind") == "EC2NodeClass" and (doc.get("spec") or {}).get("role") == PLACEHOLDER_NODE_ROLE
                 and name not in named_role):
             findings.append(Finding(

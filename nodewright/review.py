@@ -15,6 +15,7 @@ Findings (each names ``documents[i]``, the field and the object, so the CLI can 
   bundled catalog (``m5.larg``, ``spto``), with the closest real value;
 - fields of v1alpha5 ``Provisioner`` / v1alpha1 ``AWSNodeTemplate`` / v1beta1 ``EC2NodeClass`` that conversion
   does not know (``ttlSecondsAfterEmty``) and would drop;
+- (LimitRange is applied to workloads by :mod:`nodewright.admission`, neither skipped nor warned.)
 - Karpenter v1.14 fields accepted but not yet honoured (``replicas``, ``Balanced``, capacity reservations,
   open-map ``kubelet`` fields, Windows families in ``run``),
   and kinds that change scheduling but are not modelled (LimitRange,
@@ -38,9 +39,10 @@ USED_KINDS = frozenset({
     "NodePool", "EC2NodeClass", "NodeClaim", "Provisioner", "AWSNodeTemplate",
     "Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet", "Node",
 })
+#: Kinds applied to the others before a decision (:mod:`nodewright.admission`), not passed on themselves.
+ADMISSION_KINDS = frozenset({"LimitRange"})
 #: Kinds that change where or whether pods schedule, which ``simulate -f`` does not model: a warning each.
 NOT_MODELLED_KINDS: Mapping[str, str] = {
-    "LimitRange": "its default requests are not applied: give containers explicit requests",
     "PersistentVolumeClaim": "volume zones are not modelled: pods using it may land in any zone",
     "PersistentVolume": "volume zones are not modelled",
     "StorageClass": "volume binding and zones are not modelled",
@@ -110,7 +112,8 @@ class Review:
         return f"skipped {total} object{'s' if total != 1 else ''} simulate does not need: {kinds}"
 
 
-def _name(doc: Mapping[str, Any]) -> str:
+def object_name(doc: Mapping[str, Any]) -> str:
+    """``metadata.name`` as text, ``"?"`` when missing or malformed."""
     meta = doc.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     return str(name) if name is not None else "?"
@@ -136,7 +139,7 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
         kind = str(doc.get("kind"))
         review.findings.extend(_unknown_old_fields(index, doc))
         if kind in ("NodePool", "Provisioner", "EC2NodeClass", "AWSNodeTemplate"):
-            key = (_AS_V1.get(kind, kind), _name(doc))
+            key = (_AS_V1.get(kind, kind), object_name(doc))
             if key in latest:
                 review.findings.append(Finding(
                     f"documents[{index}].metadata.name",
@@ -144,10 +147,10 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
                     "replaces the earlier, as kubectl apply would",
                 ))
             latest[key] = index
-        if for_simulate and kind not in USED_KINDS:
+        if for_simulate and kind not in USED_KINDS and kind not in ADMISSION_KINDS:
             if kind in NOT_MODELLED_KINDS:
                 review.findings.append(Finding(
-                    f"documents[{index}]", f"{kind} {_name(doc)!r} is not modelled by simulate: {NOT_MODELLED_KINDS[kind]}"
+                    f"documents[{index}]", f"{kind} {object_name(doc)!r} is not modelled by simulate: {NOT_MODELLED_KINDS[kind]}"
                 ))
             review.skipped[kind] += 1
     unusable = _unusable_nodepools(docs, objects, review) if objects is not None else set()
@@ -159,8 +162,8 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
     for index, doc in enumerate(docs):
         kind = str(doc.get("kind"))
         if for_simulate and kind not in USED_KINDS:
-            continue
-        key = (_AS_V1.get(kind, kind), _name(doc))
+            continue  # skipped, or (LimitRange) already applied by nodewright.admission
+        key = (_AS_V1.get(kind, kind), object_name(doc))
         if key in latest and index not in winners:
             continue
         if key[0] == "NodePool" and key[1] in unusable:
@@ -183,14 +186,14 @@ def _unknown_old_fields(index: int, doc: Mapping[str, Any]) -> Iterator[Finding]
                 yield Finding(
                     f"documents[{index}].{path}.{key}",
                     f"unknown {doc.get('apiVersion')} {doc.get('kind')} field: conversion drops it"
-                    f"{_closest(str(key), fields)} (in {doc.get('kind')} {_name(doc)!r})",
+                    f"{_closest(str(key), fields)} (in {doc.get('kind')} {object_name(doc)!r})",
                 )
 
 
 def _index_of(docs: Sequence[Mapping[str, Any]], kind: str, name: str) -> int | None:
     found = None
     for index, doc in enumerate(docs):
-        if _AS_V1.get(str(doc.get("kind")), str(doc.get("kind"))) == kind and _name(doc) == name:
+        if _AS_V1.get(str(doc.get("kind")), str(doc.get("kind"))) == kind and object_name(doc) == name:
             found = index
     return found
 
@@ -321,5 +324,5 @@ def _unknown_values(docs: Sequence[Mapping[str, Any]]) -> Iterator[Finding]:
                     yield Finding(
                         f"documents[{index}].{path}",
                         f"{str(value)!r} is not a {key} value anywhere in the bundled catalog, so no node can match "
-                        f"it{_closest(str(value), domain)} (in {doc.get('kind')} {_name(doc)!r})",
+                        f"it{_closest(str(value), domain)} (in {doc.get('kind')} {object_name(doc)!r})",
                     )

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from nodewright.cli import main
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 VALID: list[dict[str, Any]] = [
     {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
@@ -40,6 +40,8 @@ VALID: list[dict[str, Any]] = [
                                         "whenUnsatisfiable": "DoNotSchedule",
                                         "labelSelector": {"matchLabels": {"app": "web"}}}],
          "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]}}}},
+    {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults", "namespace": "shop"},
+     "spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}, "defaultRequest": {"memory": "1Gi"}}]}},
     {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "old"},
      "spec": {"providerRef": {"name": "default"}, "ttlSecondsAfterEmpty": 30,
               "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]}},
@@ -155,3 +157,35 @@ def test_the_unmutated_manifests_simulate() -> None:
         assert "3 pod(s)" in stdout.splitlines()[-1] and "0 unschedulable" in stdout.splitlines()[-1]
     finally:
         os.unlink(path)
+
+
+SCENARIO: dict[str, Any] = {
+    "apiVersion": "nodewright.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "fuzz"},
+    "spec": {"duration": "2m", "region": "us-east-1", "zones": ["us-east-1a"], "seed": 1,
+             "launchLatency": {"p50": "20s", "p90": "40s"}, "manifests": VALID[:3],
+             "events": [{"at": "1m", "scale": {"deployment": "web", "replicas": 5}},
+                        {"at": "1m", "interruptSpot": {"count": 1}},
+                        {"at": "1m", "insufficientCapacity": {"instanceType": "m6g.large", "zone": "us-east-1a",
+                                                              "capacityType": "spot"}}]},
+}
+SCENARIO_PATHS = [p for p in _paths(SCENARIO) if p[:2] != ("spec", "manifests")]
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(SCENARIO_PATHS), yaml_values), min_size=1, max_size=2))
+def test_mutated_scenarios(changes: list[tuple[tuple[Any, ...], Any]]) -> None:
+    doc = copy.deepcopy(SCENARIO)
+    for path, value in changes:
+        with contextlib.suppress(IndexError, KeyError, TypeError):
+            parent: Any = doc
+            for part in path[:-1]:
+                parent = parent[part]
+            parent[path[-1]] = value
+    fd, path_ = tempfile.mkstemp(suffix=".yaml")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            yaml.safe_dump(doc, fh)
+        code, _, stderr = invoke(["simulate", "--scenario", path_, "-o", "json"])
+        assert_honest(code, stderr)
+    finally:
+        os.unlink(path_)

@@ -203,3 +203,25 @@ def test_scenario_limits_and_plot_directory(tmp_path: Path) -> None:
     assert out.exit_code == 2
     assert out.stderr == f"error: --plot: directory {str(missing_dir.parent)!r} does not exist (nodewright does not create it)\n"
     assert not (tmp_path / "no").exists()
+
+
+def test_limit_range_defaults_are_applied_like_the_api_server(tmp_path: Path) -> None:
+    """A namespace LimitRange (default 1 CPU / 2Gi limit, defaultRequest 500m CPU) fills containers' unset
+    requests; an explicit limit still wins over defaultRequest (pod defaulting runs first)."""
+    limit_range = ("---\napiVersion: v1\nkind: LimitRange\nmetadata: {name: defaults, namespace: shop}\nspec:\n"
+                   "  limits:\n  - type: Container\n    default: {cpu: '1', memory: 2Gi}\n"
+                   "    defaultRequest: {cpu: 500m}\n")
+    bare = ("---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bare, namespace: shop}\nspec:\n"
+            "  replicas: 2\n  template:\n    spec:\n      containers: [{name: c, image: x}]\n")
+    limited = ("---\napiVersion: v1\nkind: Pod\nmetadata: {name: limited, namespace: shop}\nspec:\n"
+               "  containers: [{name: c, image: x, resources: {limits: {cpu: '2'}}}]\n")
+    elsewhere = ("---\napiVersion: v1\nkind: Pod\nmetadata: {name: other, namespace: default}\nspec:\n"
+                 "  containers: [{name: c, image: x}]\n")
+    out, _ = run(tmp_path, CLASS + pool() + limit_range + bare + limited + elsewhere, "-o", "json")
+    assert out.exit_code == 0, out.stderr
+    assert out.stderr == ""  # the LimitRange is used, not skipped
+    claims = json.loads(out.stdout)["nodeclaims"]
+    assert len(claims) == 1 and len(claims[0]["pods"]) == 4
+    # 2 x (500m, 2Gi) + (2, 2Gi: its own limit, not defaultRequest) + the pod in another namespace (nothing):
+    # millicores and bytes.
+    assert (claims[0]["requests"]["cpu"], claims[0]["requests"]["memory"]) == (3000, 6 * 2**30)
