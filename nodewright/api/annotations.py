@@ -193,7 +193,8 @@ def document_annotation_problems(documents: Sequence[Mapping[str, Any]]) -> list
         kind = doc.get("kind")
         if kind not in NODEPOOL_KINDS:
             continue
-        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        raw = doc.get("metadata")
+        meta: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
         for problem in nodepool_annotation_problems(meta.get("annotations")):
             where = f"{kind} {meta.get('name', '')}: {problem.path}"
             out.append(NodewrightValidationError(f"documents[{index}]", f"{where}: {problem.reason}; {FALLBACK_NOTE}"))
