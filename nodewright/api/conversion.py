@@ -118,17 +118,22 @@ def convert_documents(
     ctx = _Context(node_role=node_role, instance_profile=instance_profile)
     out: list[dict[str, Any]] = []
     origins: list[tuple[int, str]] = []  # (input index, what it was), per output document
+    errors: list[NodewrightValidationError] = []
     for index, doc in enumerate(docs):
         prefix = f"documents[{index}]"
         if not isinstance(doc, dict):
             raise NodewrightValidationError(prefix, f"expected a mapping, got {type(doc).__name__}")
-        for converted in _convert_one(doc, index, prefix, ctx):
+        try:
+            converted_docs = _convert_one(doc, index, prefix, ctx)
+        except NodewrightValidationError as err:
+            errors.append(err)  # report it with the other documents' problems
+            continue
+        for converted in converted_docs:
             if converted.get("kind") == "EC2NodeClass" and converted is not doc:
                 ctx.converted_classes[converted["metadata"]["name"]] = len(out)
             out.append(converted)
             origins.append((index, _describe(doc)))
     _place_kubelets(out, ctx)
-    errors: list[NodewrightValidationError] = []
     for position, converted in enumerate(out):
         # Pass-through v1 documents are validated too: bad input is reported, never echoed as if fine.
         passed_through = converted is docs[origins[position][0]]

@@ -225,3 +225,16 @@ def test_limit_range_defaults_are_applied_like_the_api_server(tmp_path: Path) ->
     # 2 x (500m, 2Gi) + (2, 2Gi: its own limit, not defaultRequest) + the pod in another namespace (nothing):
     # millicores and bytes.
     assert (claims[0]["requests"]["cpu"], claims[0]["requests"]["memory"]) == (3000, 6 * 2**30)
+
+
+def test_convert_reports_conversion_and_validation_problems_together(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.yaml"
+    path.write_text("apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: a}\nspec: {}\n"
+                    + pool("b", extra="\n  weight: 0"))
+    out = CliRunner().invoke(cli, ["convert", "-f", str(path)])
+    assert out.exit_code == 2
+    assert out.stderr.splitlines() == [
+        f"error: {path}#documents[0].spec.providerRef: a Provisioner needs providerRef (or an inline provider) to "
+        "convert",
+        f"error: {path}#documents[1].spec.weight: Input should be greater than or equal to 1, got 0 (in NodePool 'b')",
+    ]
