@@ -5,12 +5,15 @@ The ``simulate`` subcommand (``nodewright/cli.py``) hands over here when ``--sce
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
+from collections import Counter
 from pathlib import Path
 
 import click
 
+from nodewright.admission import apply_limit_ranges
 from nodewright.api.annotations import document_annotation_problems
 from nodewright.errors import NodewrightValidationError
 from nodewright.pricing import PricingPolicy
@@ -18,7 +21,8 @@ from nodewright.sim.compare import OPTION, compare_target_utilization, parse_tar
 from nodewright.sim.progress import progress_for_terminal
 from nodewright.sim.render import render_table
 from nodewright.sim.runner import run_scenario
-from nodewright.sim.scenario import load_scenario
+from nodewright.sim.scenario import Scenario, load_scenario
+from nodewright.sim.world import APPLIED_KINDS, IGNORED_KINDS
 
 
 def check_plot_path(plot: str) -> Path:
@@ -37,6 +41,19 @@ def check_plot_path(plot: str) -> Path:
     if path.is_dir():
         raise NodewrightValidationError("--plot", f"{plot!r} is a directory")
     return path
+
+
+def _only_simulated_kinds(scenario: Scenario) -> Scenario:
+    """``scenario`` with LimitRange defaults applied (:mod:`nodewright.admission`) and the kinds the simulated
+    world does not play (Ingress, Role, ...) left out, counted in one summary line on stderr."""
+    manifests = apply_limit_ranges(scenario.manifests)
+    skipped = Counter(str(d.get("kind")) for d in manifests
+                      if d.get("kind") not in APPLIED_KINDS | IGNORED_KINDS | {"LimitRange"})
+    if skipped:
+        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])))
+        click.echo(f"skipped {sum(skipped.values())} object(s) the simulation does not play: {kinds}", err=True)
+    kept = [d for d in manifests if d.get("kind") in APPLIED_KINDS | IGNORED_KINDS]
+    return dataclasses.replace(scenario, manifests=kept)
 
 
 def simulate_scenario(path: str, *, output: str = "table", baseline: str | None = None, plot: str | None = None,
@@ -58,7 +75,7 @@ def simulate_scenario(path: str, *, output: str = "table", baseline: str | None 
     """
     if plot:
         check_plot_path(plot)
-    scenario = load_scenario(path)
+    scenario = _only_simulated_kinds(load_scenario(path))
     for problem in document_annotation_problems(scenario.manifests):
         click.echo(f"warning: {path}: spec.manifests {problem}", err=True)
     started = time.perf_counter()
@@ -70,7 +87,11 @@ def simulate_scenario(path: str, *, output: str = "table", baseline: str | None 
         click.echo(f"simulated {len(doc['runs'])} x {scenario.duration / 60:g} min in "
                    f"{time.perf_counter() - started:.1f} s", err=True)
         return doc
-    result = run_scenario(scenario, baseline=baseline, seed=seed, progress=progress_for_terminal(), pricing=pricing)
+    try:
+        result = run_scenario(scenario, baseline=baseline, seed=seed, progress=progress_for_terminal(),
+                              pricing=pricing)
+    except NodewrightValidationError as err:  # manifests are applied as the run starts: name the file
+        raise err.rewrite(lambda where, reason: (f"{path}#{where}" if where else path, reason)) from None
     if output == "json":
         click.echo(json.dumps(result, indent=2))
     else:

@@ -48,7 +48,7 @@ from typing import Any
 
 from nodewright.api import convert_documents
 from nodewright.api.durations import to_seconds
-from nodewright.api.manifests import load_manifests, parse_documents, read_text
+from nodewright.api.manifests import ManifestFiles, load_manifests, parse_documents, read_text
 from nodewright.cloud.catalog import region_zones
 from nodewright.cloud.simulated.latency import (
     ASG_LAUNCH_LATENCY,
@@ -254,17 +254,25 @@ def _manifests(value: Any, base_dir: Path) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         raise NodewrightValidationError("spec.manifests", "expected a list of documents or file paths")
     docs: list[dict[str, Any]] = []
+    origins: list[str] = []  # where each document came from, for errors about it
     for i, entry in enumerate(value):
         path = f"spec.manifests[{i}]"
-        if isinstance(entry, str):
-            docs.extend(_read_manifest_file(entry, base_dir, path))
-        elif isinstance(entry, Mapping) and set(entry) == {"path"} and isinstance(entry["path"], str):
-            docs.extend(_read_manifest_file(entry["path"], base_dir, path))
+        if isinstance(entry, str) or (isinstance(entry, Mapping) and set(entry) == {"path"}
+                                      and isinstance(entry["path"], str)):
+            ref = entry if isinstance(entry, str) else entry["path"]
+            loaded = _read_manifest_file(ref, base_dir, path)
+            docs.extend(loaded)
+            origins.extend(f"{path} ({ref})#documents[{j}]" for j in range(len(loaded)))
         elif isinstance(entry, Mapping) and entry.get("kind"):
             docs.append(dict(entry))
+            origins.append(path)
         else:
             raise NodewrightValidationError(path, "expected a Kubernetes document (with kind) or a file path")
-    converted = convert_documents(docs)
+    where = ManifestFiles(docs, origins)
+    try:
+        converted = convert_documents(docs)
+    except NodewrightValidationError as err:
+        raise where.locate(err) from None
     parse_documents([d for d in converted if d.get("kind") in ("NodePool", "EC2NodeClass")])
     return converted
 

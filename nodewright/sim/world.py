@@ -43,6 +43,9 @@ from nodewright.sim.workloads import (
 from nodewright.state.pods import is_daemonset_pod
 
 IGNORED_KINDS = frozenset({"Namespace", "Service", "ServiceAccount", "ConfigMap", "Secret", "PriorityClass"})
+#: Kinds :meth:`World.apply` plays; ``simulate --scenario`` skips the others with one summary line.
+APPLIED_KINDS = frozenset({"NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob",
+                           "DaemonSet", "Pod", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ScaledObject"})
 OfferingKey = tuple[str, str, str]
 InterruptionHandler = Callable[[SimInstance], None]
 

@@ -238,3 +238,27 @@ def test_convert_reports_conversion_and_validation_problems_together(tmp_path: P
         "convert",
         f"error: {path}#documents[1].spec.weight: Input should be greater than or equal to 1, got 0 (in NodePool 'b')",
     ]
+
+
+def test_scenarios_skip_kinds_they_do_not_play_and_name_the_file(tmp_path: Path) -> None:
+    docs = [yaml.safe_load(CLASS), yaml.safe_load(pool()), yaml.safe_load(deployment()),
+            {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "r"}}]
+    scenario = {"apiVersion": "nodewright.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "s"},
+                "spec": {"duration": "2m", "region": "us-east-1", "manifests": docs}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(path), "-o", "json"])
+    assert out.exit_code == 0, out.stderr
+    assert out.stderr.splitlines()[0] == "skipped 2 object(s) the simulation does not play: Ingress x1, Role x1"
+    assert json.loads(out.stdout)["summary"]["pods_scheduled"] == 2
+    docs[2]["spec"]["replicas"] = -1
+    scenario["spec"]["manifests"] = docs[:3]
+    path.write_text(yaml.safe_dump(scenario))
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(path)])
+    assert out.exit_code == 2
+    assert out.stderr == f"error: {path}#spec.manifests: Deployment web: web.spec.replicas: expected a count, got -1\n"
+    docs[1]["spec"]["limits"] = {"cpu": "-3"}
+    path.write_text(yaml.safe_dump(scenario))
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(path)])
+    assert out.stderr == f"error: {path}#spec.manifests[1].spec.limits.cpu: '-3' is negative (in NodePool 'default')\n"
