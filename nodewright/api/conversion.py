@@ -149,7 +149,7 @@ def convert_documents(
 def _describe(doc: dict[str, Any]) -> str:
     meta = doc.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
-    return f"{doc.get('kind')} {name!r}"
+    return f"{doc.get('kind')} {name!r}" if name is not None else f"an unnamed {doc.get('kind')}"
 
 
 def _convert_one(doc: dict[str, Any], index: int, prefix: str, ctx: _Context) -> list[dict[str, Any]]:
