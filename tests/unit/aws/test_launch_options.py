@@ -11,6 +11,7 @@ import boto3
 from aws.conftest import CLUSTER, REGION, Cluster
 from nodewright.api.manifests import parse_ec2nodeclass
 from nodewright.cloud.aws.launchtemplates import LaunchTemplateProvider, LaunchTemplateSpec, launch_options
+from nodewright.cloud.aws.tags import resource_tags
 
 
 def _nodeclass(**spec: Any) -> Any:
@@ -25,7 +26,8 @@ def _stored(cluster: Cluster, options: dict[str, Any]) -> dict[str, Any]:
     ec2 = boto3.client("ec2", region_name=REGION)
     template = LaunchTemplateProvider(ec2, CLUSTER).ensure(LaunchTemplateSpec(
         cluster_name=CLUSTER, nodeclass="ml", image_id=cluster.ami_amd64, user_data="#!/bin/bash\n",
-        security_group_ids=(cluster.security_group,), instance_profile="p", **options))
+        security_group_ids=(cluster.security_group,), instance_profile="p",
+        tags=resource_tags(CLUSTER, "ml", "ml", None), **options))
     versions = ec2.describe_launch_template_versions(LaunchTemplateName=template.name)["LaunchTemplateVersions"]
     data: dict[str, Any] = versions[0]["LaunchTemplateData"]
     return data
