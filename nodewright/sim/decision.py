@@ -29,11 +29,16 @@ from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.api.manifests import KarpenterObjects, parse_documents
-from nodewright.cloud.catalog import catalog_price_source, price_table, region_zones
+from nodewright.cloud.catalog import (
+    WINDOWS_LICENSE_PER_VCPU_HOUR,
+    catalog_price_source,
+    price_table,
+    region_zones,
+)
 from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
 from nodewright.controllers.common import Context
 from nodewright.controllers.provisioning import Provisioner
-from nodewright.errors import NodewrightValidationError
+from nodewright.errors import NodewrightValidationError, prefixed
 from nodewright.kube import resources as r
 from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import Obj
@@ -101,7 +106,8 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
     finalizer), so it is a leaving node; a NodePool whose EC2NodeClass is missing gets a default one.
 
     Raises:
-        NodewrightValidationError: an invalid or unsupported document (path ``<Kind>/<name>.<field>``).
+        NodewrightValidationError: an invalid or unsupported document (path ``documents[i].<field>``, reason
+            ending ``(in <Kind> '<name>')``).
     """
     classes = {nc.name for nc in objects.ec2nodeclasses}
     for nodeclass in objects.ec2nodeclasses:
@@ -136,11 +142,21 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
             elif kind not in IGNORED_KINDS:
                 raise NodewrightValidationError("kind", f"{kind!r} is not supported by simulate")
         except NodewrightValidationError as err:
-            name = (doc.get("metadata") or {}).get("name", index)
-            prefix = f"{kind}/{name}"
-            raise NodewrightValidationError(f"{prefix}.{err.path}" if err.path else prefix, err.reason) from None
+            raise prefixed(err, f"documents[{objects.other_indices[index]}]", f" (in {kind} {_name(doc, index)!r})") from None
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError) as err:
+            # A field of the wrong type (a list where Kubernetes has a map, ...) that the converters do not check.
+            raise NodewrightValidationError(
+                f"documents[{objects.other_indices[index]}]",
+                f"malformed {kind}: a field has the wrong type ({type(err).__name__}: {err}); kubectl apply "
+                f"--dry-run=server names it (in {kind} {_name(doc, index)!r})",
+            ) from None
     for name in leaving:
         cluster.delete(r.NODES, name)
+
+
+def _name(doc: Mapping[str, Any], default: object) -> object:
+    meta = doc.get("metadata")
+    return meta.get("name", default) if isinstance(meta, dict) else default
 
 
 def _workload_pods(doc: Mapping[str, Any]) -> list[Obj]:
@@ -220,6 +236,8 @@ def decide_in_cluster(documents: Sequence[Mapping[str, Any]], region: str | None
     if any(plan.capacity_type == "spot" for plan in result.new_nodeclaims):
         # Spot prices here are the catalog's model, not quotes: say so wherever a price is shown.
         source += "; spot prices modelled at 60-70% off on-demand per family"
+    if any(plan.labels.get(L.OS) == "windows" for plan in result.new_nodeclaims):
+        source += f"; Windows = Linux price + ${WINDOWS_LICENSE_PER_VCPU_HOUR}/vCPU-h modelled license"
     decision = to_json(result, chosen, source, pools)
     if pricing is not None:
         existing = [u for u in (Usage.from_labels(n.labels) for n in nodes) if u is not None]

@@ -37,11 +37,11 @@ from nodewright.cloud.aws.launchtemplates import (
     launch_options,
     metadata_options,
 )
-from nodewright.cloud.catalog import instance_types_for_nodeclass
 from nodewright.cloud.aws.nodeclaims import from_instance, launched, registration_labels, registration_taints
 from nodewright.cloud.aws.pricing import PricingProvider
 from nodewright.cloud.aws.securitygroups import SecurityGroup, SecurityGroupProvider
 from nodewright.cloud.aws.subnets import Subnet, SubnetProvider
+from nodewright.cloud.catalog import instance_types_for_nodeclass
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.cloud.matching import allowed_offerings
 from nodewright.cloud.overhead import kubelet_settings

@@ -28,7 +28,7 @@ from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeclaim
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.api.requirements import Requirement
-from nodewright.cloud.catalog import load_instance_types
+from nodewright.cloud.catalog import instance_types_for_nodeclass, load_instance_types
 from nodewright.cloud.instancetype import CAPACITY_TYPE_SPOT, InstanceType, Offering
 from nodewright.cloud.matching import allowed_offerings, as_requirements, type_filter
 from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
@@ -113,11 +113,15 @@ class SimulatedCloudProvider:
             NodewrightValidationError: an invalid EC2NodeClass.
         """
         settings = self._kubelet(nodeclass)
-        key = json.dumps([settings.catalog_arguments(), [r.model_dump(mode="json") for r in requirements]],
+        spec = nodeclass.get("spec")
+        # What else shapes the types a class sees (catalog.instance_types_for_nodeclass): OS family, CPU options.
+        shape = [spec.get(k) for k in ("amiFamily", "amiSelectorTerms", "cpuOptions")] if isinstance(spec, dict) else []
+        key = json.dumps([settings.catalog_arguments(), shape, [r.model_dump(mode="json") for r in requirements]],
                          sort_keys=True, default=str)
         types = self._types.get(key)
         if types is None:
             types = load_instance_types(self.region, zones=self.zones, **settings.catalog_arguments())
+            types = instance_types_for_nodeclass(types, parse_ec2nodeclass(dict(nodeclass)).spec)
             if requirements:
                 allowed = type_filter(requirements)
                 types = [it for it in types if allowed(it)]
