@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
@@ -133,38 +132,3 @@ def remove_finalizer(ctx: Context, kind: r.ResourceKind, obj: Obj, finalizer: st
         log.info("retrying finalizer removal on %s %s: %s", kind.kind, name_of(obj), err)
         return False
     return True
-
-
-@dataclass
-class RetryBackoff:
-    """Per-key exponential backoff for retries (seconds), e.g. per pod for 429 evictions.
-
-    Attributes:
-        initial: first delay, seconds.
-        maximum: cap, seconds.
-    """
-
-    initial: float = 1.0
-    maximum: float = 60.0
-    _state: dict[str, tuple[float, float]] = field(default_factory=dict)
-
-    def ready(self, key: str, now: float) -> bool:
-        """True when ``key`` may be tried at ``now``."""
-        entry = self._state.get(key)
-        return entry is None or now >= entry[0]
-
-    def failed(self, key: str, now: float) -> float:
-        """Record a failure; returns the delay until the next attempt."""
-        _, delay = self._state.get(key, (0.0, self.initial / 2))
-        delay = min(self.maximum, delay * 2)
-        self._state[key] = (now + delay, delay)
-        return delay
-
-    def succeeded(self, key: str) -> None:
-        """Forget ``key``."""
-        self._state.pop(key, None)
-
-    def prune(self, keep: Callable[[str], bool]) -> None:
-        """Drop entries whose key ``keep`` rejects (bounded memory)."""
-        for key in [k for k in self._state if not keep(k)]:
-            del self._state[key]

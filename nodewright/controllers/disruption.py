@@ -28,7 +28,9 @@ events with the reason and the saving in $/h
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
@@ -82,6 +84,9 @@ class DisruptionController:
         validation_delay: seconds between deciding and re-validating (Karpenter: 15 s).
         replacement_timeout: seconds replacements get to become Ready before the command is rolled back.
         drift_check_period: seconds between cloud-provider drift checks of one NodeClaim.
+        nominated: names of the Nodes/NodeClaims pending pods are nominated to (the provisioner's
+            :meth:`~nodewright.controllers.provisioning.Provisioner.nominated_targets`); such nodes are never
+            disruption candidates, so a node waiting for its pods is not deleted as empty.
     """
 
     def __init__(
@@ -94,7 +99,9 @@ class DisruptionController:
         validation_delay: float = 15.0,
         replacement_timeout: float = 600.0,
         drift_check_period: float = 300.0,
+        nominated: Callable[[ClusterState], set[str]] | None = None,
     ) -> None:
+        self.nominated = nominated
         self.ctx = ctx
         self.terminator = terminator
         self.options = options or DecisionOptions()
@@ -139,8 +146,15 @@ class DisruptionController:
 
     def view(self, state: ClusterState, now: float) -> ClusterView:
         """The pure decision inputs of ``state`` (instance types from the cloud provider, per NodePool)."""
-        return self.views.build(state, now, self._instance_types(state), self._last_pod_event,
+        view = self.views.build(state, now, self._instance_types(state), self._last_pod_event,
                                 self._drift_reasons(state, now))
+        names = self.nominated(state) if self.nominated is not None else set()
+        if not names or not any(n.name in names or n.nodeclaim in names for n in view.nodes):
+            return view
+        # Copies (the cached view's nodes are shared across passes) held like do-not-disrupt nodes.
+        nodes = [dataclasses.replace(n, do_not_disrupt=True) if n.name in names or n.nodeclaim in names else n
+                 for n in view.nodes]
+        return dataclasses.replace(view, nodes=nodes)
 
     # --- inputs ------------------------------------------------------------------------------
 

@@ -22,10 +22,10 @@ from collections.abc import Callable
 from typing import Any
 
 from nodewright.api import labels as L
+from nodewright.backoff import Backoff
 from nodewright.cloud.provider import AuthorizationError, CloudProviderError, InsufficientCapacityError
 from nodewright.controllers.common import (
     Context,
-    RetryBackoff,
     capacity_type_of,
     log,
     nodepool_of,
@@ -82,7 +82,7 @@ class LifecycleController:
         self.launch_timeout = launch_timeout
         self.registration_timeout = registration_timeout
         self.on_registered = on_registered
-        self.backoff = RetryBackoff(initial=2.0, maximum=60.0)
+        self.backoff = Backoff(initial=2.0, maximum=60.0)
 
     def reconcile(self, state: ClusterState | None = None) -> None:
         """One pass over every NodeClaim that is not being deleted."""

@@ -66,7 +66,7 @@ class ControllerManager:
         )
         self.termination = TerminationController(ctx)
         self.terminator: Terminator = self.termination.terminator
-        self.disruption = DisruptionController(ctx, self.terminator)
+        self.disruption = DisruptionController(ctx, self.terminator, nominated=self.provisioner.nominated_targets)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
         self.status = NodePoolStatusController(ctx, opts.status_period)

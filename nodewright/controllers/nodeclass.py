@@ -33,8 +33,9 @@ from typing import Any, Protocol, runtime_checkable
 from nodewright.api import labels as L
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_ec2nodeclass
+from nodewright.backoff import Backoff
 from nodewright.cloud.provider import CloudProviderError
-from nodewright.controllers.common import Context, RetryBackoff, log
+from nodewright.controllers.common import Context, log
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
@@ -82,7 +83,7 @@ class NodeClassController:
         self.period = period
         cloud = ctx.cloud
         self.source = source if source is not None else (cloud if isinstance(cloud, NodeClassStatusSource) else None)
-        self.backoff = RetryBackoff(initial=5.0, maximum=300.0)
+        self.backoff = Backoff(initial=5.0, maximum=300.0)
         self._seen: dict[str, _Seen] = {}
         self.patched: list[str] = []
 

@@ -9,7 +9,14 @@ planned NodeClaim is created. Pods planned onto a NodeClaim are *nominated* to i
 provision for them again while the node comes up.
 
 Bind mode (``--bind-pods``): pods planned onto a NodeClaim are bound via ``pods/binding`` as soon as its Node
-registers, if they are still pending and still fit.
+registers, if they are still pending and still fit. A bind that fails is retried on later passes with per-pod
+exponential backoff (1 s doubling to 30 s) for as long as the pod stays nominated; a 403 (the ClusterRole lacks
+``create`` on ``pods/binding``: the chart grants it only with ``controller.bindPods: true``) is reported once as
+one error line and a Warning Event ``FailedBinding`` on the pod.
+
+:meth:`Provisioner.nominated_targets` names the Nodes and NodeClaims pending pods are nominated to (by this
+provisioner, or by kube-scheduler's ``status.nominatedNodeName``); the disruption controller never treats
+those as empty (Karpenter: "node is nominated for a pending pod").
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
+from nodewright.backoff import Backoff
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.controllers.common import (
     Context,
@@ -141,6 +149,8 @@ class Provisioner:
         self.solver = solver
         self.nomination_grace = nomination_grace
         self.nominations: dict[str, Nomination] = {}
+        self.bind_backoff = Backoff(initial=1.0, maximum=30.0)
+        self._bind_forbidden_reported = False
         self._unschedulable_reported: dict[str, str] = {}
         self.last_result: SchedulingResult | None = None
 
@@ -185,6 +195,8 @@ class Provisioner:
         state = state or snapshot(self.ctx.cluster)
         now = self.ctx.clock()
         self._prune(state)
+        if self.bind_pods:
+            self._retry_binds(state)
         pending = self.pending_pods(state, now)
         if not self.batcher.ready({pod_key(p) for p in pending}, now):
             return None
@@ -193,6 +205,7 @@ class Provisioner:
     def _prune(self, state: ClusterState) -> None:
         for key in [k for k in self.nominations if k not in state.pods]:
             del self.nominations[key]
+        self.bind_backoff.prune(lambda key: key in self.nominations)
         for key in [k for k in self._unschedulable_reported if k not in state.pods]:
             del self._unschedulable_reported[key]
 
@@ -350,33 +363,76 @@ class Provisioner:
 
     # --- bind mode ---------------------------------------------------------------------------
 
+    def nominated_targets(self, state: ClusterState) -> set[str]:
+        """Names of the Nodes and NodeClaims that unbound pods are validly nominated to right now.
+
+        Sources: this provisioner's nominations (see :meth:`_nominated`) and kube-scheduler's
+        ``status.nominatedNodeName`` on pending pods.
+        """
+        now = self.ctx.clock()
+        out: set[str] = set()
+        for key, nom in self.nominations.items():
+            pod = state.pods.get(key)
+            if pod is not None and not node_name(pod) and self._nominated(key, state, now):
+                out.add(nom.target)
+                claim = state.nodeclaims.get(nom.target)
+                registered = state.node_for(claim) if claim is not None else None
+                if registered is not None:
+                    out.add(name_of(registered))
+        for pod in state.pods.values():
+            nominated = (pod.get("status") or {}).get("nominatedNodeName")
+            if nominated and not node_name(pod) and not is_deleting(pod):
+                out.add(str(nominated))
+        return out
+
     def on_registered(self, claim: Obj, node: Obj) -> list[str]:
         """Bind mode: bind pods nominated to ``claim`` onto ``node``; returns the pod keys bound."""
         if not self.bind_pods:
             return []
+        pods_on_node = [p for p in self.ctx.cluster.list(r.PODS) if node_name(p) == name_of(node)]
+        return self._bind(claim, node, pods_on_node, self.ctx.clock())
+
+    def _retry_binds(self, state: ClusterState) -> None:
+        """Bind mode: retry the binds still owed to registered Nodes (each pod on its own backoff)."""
+        now = self.ctx.clock()
+        targets = {nom.target for key, nom in self.nominations.items()
+                   if nom.on_nodeclaim and self.bind_backoff.failures(key)}
+        for target in sorted(targets):
+            claim = state.nodeclaims.get(target)
+            node = state.node_for(claim) if claim is not None and not is_deleting(claim) else None
+            if claim is not None and node is not None and not is_deleting(node):
+                self._bind(claim, node, state.pods_on(name_of(node)), now)
+
+    def _bind(self, claim: Obj, node: Obj, pods_on_node: Sequence[Obj], now: float) -> list[str]:
         bound_keys: list[str] = []
         name = name_of(claim)
         models = models_for(self.ctx.cluster)
         used: dict[str, int] = {}
-        for pod in self.ctx.cluster.list(r.PODS):
-            if node_name(pod) == name_of(node):
-                used = add(used, models.requests(pod))
+        for pod in pods_on_node:
+            used = add(used, models.requests(pod))
         free = subtract(parse_resource_list((node.get("status") or {}).get("allocatable")), used)
         for key, nom in sorted(self.nominations.items()):
-            if not (nom.on_nodeclaim and nom.target == name):
+            if not (nom.on_nodeclaim and nom.target == name) or not self.bind_backoff.ready(key, now):
                 continue
             namespace, pod_name = key.split("/", 1)
             current = self.ctx.cluster.get(r.PODS, pod_name, namespace)
             if current is None or node_name(current) or is_deleting(current):
+                self.bind_backoff.succeeded(key)
                 continue
             requests = models.requests(current)
             if free and not fits(requests, free):
                 log.info("not binding %s to %s: it no longer fits", key, name_of(node), extra={"pod": key})
+                self.bind_backoff.succeeded(key)
                 continue
             try:
                 self.ctx.cluster.bind_pod(namespace, pod_name, name_of(node))
-            except (ConflictError, NotFoundError):
+            except NotFoundError:
+                self.bind_backoff.succeeded(key)
                 continue
+            except KubeError as err:
+                self._bind_failed(current, key, name_of(node), err, now)
+                continue
+            self.bind_backoff.succeeded(key)
             free = subtract(free, requests)
             bound_keys.append(key)
             self.ctx.event(current, "Scheduled", f"Successfully assigned {key} to {name_of(node)}")
@@ -384,6 +440,22 @@ class Provisioner:
             log.info("bound %d pod(s) to node %s", len(bound_keys), name_of(node),
                      extra={"nodeclaim": name, "node": name_of(node)})
         return bound_keys
+
+    def _bind_failed(self, pod: Obj, key: str, node: str, err: KubeError, now: float) -> None:
+        delay = self.bind_backoff.failed(key, now)
+        if err.status == 403:
+            if not self._bind_forbidden_reported:
+                self._bind_forbidden_reported = True
+                message = (f"binding {key} to {node} is forbidden: the ClusterRole lacks create on pods/binding; "
+                           "install the chart with controller.bindPods=true (it grants that verb) or run without "
+                           "--bind-pods")
+                log.error(message, extra={"pod": key, "node": node, "error": str(err)})
+                self.ctx.event(pod, "FailedBinding", message, warning=True)
+            return
+        if isinstance(err, ConflictError):
+            log.info("binding %s to %s conflicted, retrying in %.0fs: %s", key, node, delay, err, extra={"pod": key})
+            return
+        log.warning("binding %s to %s failed, retrying in %.0fs: %s", key, node, delay, err, extra={"pod": key})
 
 
 # --- helpers -----------------------------------------------------------------------------------

@@ -8,9 +8,15 @@ Node being deleted (finalizer present):
      ``system-node-critical``); DaemonSet pods, mirror pods and finished pods are left; a 429 (a
      PodDisruptionBudget forbids it now) is retried per pod with exponential backoff;
      ``karpenter.sh/do-not-disrupt`` pods are not evicted and block the drain;
-  3. once the NodeClaim's ``terminationGracePeriod`` has elapsed since deletion, remaining pods are
-     deleted directly (budgets and do-not-disrupt no longer hold the node);
-  4. terminate the instance, then release the Node's finalizer.
+  3. with a NodeClaim ``terminationGracePeriod`` (TGP), a pod is deleted directly once the time left before the
+     node's deadline (deletion + TGP) is no longer than the pod's own ``terminationGracePeriodSeconds``, so it
+     still gets its full grace period; budgets and do-not-disrupt no longer hold it then;
+  4. wait until the evicted pods are *gone*, not merely terminating: an evicted pod keeps running through its
+     grace period (``preStop`` hooks, connection draining), and terminating the instance under it loses that
+     work. The Node stays tainted meanwhile. The wait ends early for a pod stuck terminating (more than 60 s
+     past its ``deletionTimestamp``, e.g. its kubelet is gone: Karpenter's ``IsStuckTerminating``) and for
+     every pod once the TGP deadline has passed;
+  5. terminate the instance, then release the Node's finalizer.
 
 NodeClaim being deleted (finalizer present): delete its Node (which drains as above), wait until the Node is
 gone, terminate the instance, wait until the cloud reports it gone, release the finalizer.
@@ -28,10 +34,10 @@ from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.api.durations import to_seconds
+from nodewright.backoff import Backoff
 from nodewright.cloud.provider import CloudProviderError, NodeClaimNotFoundError
 from nodewright.controllers.common import (
     Context,
-    RetryBackoff,
     capacity_type_of,
     has_disrupted_taint,
     log,
@@ -44,10 +50,21 @@ from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError, TooManyRequestsError
 from nodewright.kube.objects import Obj, finalizers_of, is_deleting, meta, name_of, namespace_of, parse_time
 from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
-from nodewright.state.pods import is_do_not_disrupt, needs_eviction, pod_key
+from nodewright.state.pods import (
+    is_daemonset_pod,
+    is_do_not_disrupt,
+    is_mirror_pod,
+    is_terminal,
+    needs_eviction,
+    pod_key,
+)
 
 DISRUPTED_TAINT = {"key": L.DISRUPTED_TAINT_KEY, "effect": L.DISRUPTED_TAINT_EFFECT}
 _CRITICAL = {"system-cluster-critical", "system-node-critical"}
+#: Seconds past its ``deletionTimestamp`` after which a terminating pod no longer holds the drain.
+STUCK_TERMINATING_SECONDS = 60.0
+#: Kubernetes' default ``terminationGracePeriodSeconds``.
+DEFAULT_POD_GRACE_SECONDS = 30.0
 
 
 class Terminator:
@@ -119,8 +136,9 @@ class TerminationController:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.terminator = Terminator(ctx)
-        self.evictions = RetryBackoff(initial=1.0, maximum=30.0)
+        self.evictions = Backoff(initial=1.0, maximum=30.0)
         self._blocked_reported: set[str] = set()
+        self._waiting_reported: set[str] = set()
 
     def reconcile(self, state: ClusterState | None = None) -> None:
         """One pass over deleting Nodes, then deleting NodeClaims."""
@@ -164,10 +182,16 @@ class TerminationController:
         deadline = self._grace_deadline(claim, node)
         now = self.ctx.clock()
         forced = deadline is not None and now >= deadline
-        remaining = [p for p in state.pods_on(name) if needs_eviction(p)]
+        pods = state.pods_on(name)
+        remaining = [p for p in pods if needs_eviction(p)]
         if remaining:
-            self._drain(node, remaining, state, forced, now)
+            self._drain(node, remaining, deadline, now)
             return
+        if not forced:
+            terminating = [p for p in pods if _still_terminating(p, now)]
+            if terminating:
+                self._report_waiting(node, terminating)
+                return
         if claim is not None and not self._instance_terminated(claim):
             return
         if remove_finalizer(self.ctx, r.NODES, node):
@@ -178,12 +202,15 @@ class TerminationController:
                 self.ctx.metrics.termination_duration.labels(nodepool).observe(max(0.0, now - started))
             log.info("deleted node", extra={"node": name, "nodeclaim": name_of(claim) if claim else None})
             self._blocked_reported.discard(name)
+            self._waiting_reported.discard(name)
 
-    def _drain(self, node: Obj, pods: list[Obj], state: ClusterState, forced: bool, now: float) -> None:
-        if forced:
-            for pod in pods:
+    def _drain(self, node: Obj, pods: list[Obj], deadline: float | None, now: float) -> None:
+        if deadline is not None:
+            # Pods whose own grace period no longer fits before the node's deadline are deleted now.
+            due = [p for p in pods if now >= deadline - _pod_grace_seconds(p)]
+            for pod in due:
                 self._delete_pod(pod)
-            return
+            pods = [p for p in pods if p not in due]
         blocking = [p for p in pods if is_do_not_disrupt(p)]
         evictable = [p for p in pods if not is_do_not_disrupt(p)]
         # Critical pods (often the ones serving the rest, e.g. DNS) go last.
@@ -196,6 +223,15 @@ class TerminationController:
             self.ctx.event(node, "DrainBlocked", f"Pods with karpenter.sh/do-not-disrupt block the drain: {keys}",
                            warning=True)
             log.info("drain blocked by do-not-disrupt pods", extra={"node": name_of(node), "pods": keys})
+
+    def _report_waiting(self, node: Obj, terminating: list[Obj]) -> None:
+        name = name_of(node)
+        if name in self._waiting_reported:
+            return
+        self._waiting_reported.add(name)
+        keys = ", ".join(pod_key(p) for p in terminating[:5])
+        log.info("waiting for %d evicted pod(s) to terminate before terminating the instance", len(terminating),
+                 extra={"node": name, "pods": keys})
 
     def _evict(self, pod: Obj, now: float) -> None:
         key = pod_key(pod)
@@ -263,6 +299,21 @@ class TerminationController:
             self.ctx.metrics.nodeclaims_terminated.labels(nodepool_of(claim), capacity_type_of(claim)).inc()
             self.ctx.event(claim, "Terminated", f"Terminated instance {provider_id_of(claim) or '(none)'}")
             log.info("deleted nodeclaim", extra={"nodeclaim": name_of(claim), "provider-id": provider_id_of(claim)})
+
+
+def _pod_grace_seconds(pod: Obj) -> float:
+    """The pod's ``spec.terminationGracePeriodSeconds`` (Kubernetes' default 30 s when unset)."""
+    value = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    return float(value) if isinstance(value, int | float) else DEFAULT_POD_GRACE_SECONDS
+
+
+def _still_terminating(pod: Obj, now: float) -> bool:
+    """A pod the drain deleted or evicted that is still running out its grace period (and not stuck)."""
+    if not is_deleting(pod) or is_daemonset_pod(pod) or is_mirror_pod(pod) or is_terminal(pod):
+        return False
+    # deletionTimestamp is when the kubelet's grace period ends; long past it, nobody is left to finish.
+    ends = parse_time(meta(pod).get("deletionTimestamp"))
+    return ends is None or now - ends <= STUCK_TERMINATING_SECONDS
 
 
 def pods_to_reschedule(state: ClusterState, nodes: Iterable[Obj]) -> list[dict[str, Any]]:

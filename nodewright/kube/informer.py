@@ -11,12 +11,11 @@ DELETED events for objects that vanished meanwhile. Failures back off exponentia
 from __future__ import annotations
 
 import logging
-import random
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from nodewright.backoff import Backoff
 from nodewright.kube.errors import GoneError, KubeError
 from nodewright.kube.objects import Obj, key_of, resource_version_int
 from nodewright.kube.resources import ResourceKind
@@ -28,35 +27,6 @@ log = logging.getLogger(__name__)
 Handler = Callable[[str, Obj], None]
 #: Deletions remembered per informer (see :meth:`Informer._remember_deletion`).
 _TOMBSTONES = 10_000
-
-
-@dataclass
-class Backoff:
-    """Exponential backoff with full jitter range ``[delay*(1-jitter), delay]``.
-
-    Attributes:
-        initial: first delay in seconds.
-        maximum: cap in seconds.
-        factor: growth per failure.
-        jitter: fraction of the delay that is randomised (0..1), so replicas do not retry in lockstep.
-    """
-
-    initial: float = 0.5
-    maximum: float = 30.0
-    factor: float = 2.0
-    jitter: float = 0.5
-    rng: random.Random = field(default_factory=random.Random)
-    _failures: int = 0
-
-    def next_delay(self) -> float:
-        """Delay before the next attempt, in seconds; grows with each call until :meth:`reset`."""
-        delay = min(self.maximum, self.initial * self.factor**self._failures)
-        self._failures += 1
-        return delay * (1 - self.jitter * self.rng.random())
-
-    def reset(self) -> None:
-        """Back to ``initial`` after a success."""
-        self._failures = 0
 
 
 class Informer:
@@ -88,7 +58,7 @@ class Informer:
         self.namespace = namespace
         self.label_selector = label_selector
         self.watch_timeout = watch_timeout
-        self.backoff = backoff or Backoff()
+        self.backoff = backoff or Backoff(initial=0.5, maximum=30.0, jitter=0.5)
         self.synced = threading.Event()
         self.resource_version: str | None = None
         self._cache: dict[str, Obj] = {}

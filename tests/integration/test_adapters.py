@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from nodewright.backoff import Backoff
 from nodewright.kube import resources as r
 from nodewright.kube.client import KubernetesCluster
 from nodewright.kube.errors import AlreadyExistsError, ConflictError, NotFoundError, TooManyRequestsError
-from nodewright.kube.informer import Backoff, Informer
+from nodewright.kube.informer import Informer
 from nodewright.kube.leaderelection import LeaderElector, LeaseConfig
 from nodewright.kube.rest import RestClient
 

@@ -23,6 +23,7 @@ from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.hashing import ec2nodeclass_hash, ec2nodeclass_hash_annotations
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
+from nodewright.backoff import Backoff
 from nodewright.cloud.aws import tags, userdata
 from nodewright.cloud.aws.amis import AMI, AMIProvider
 from nodewright.cloud.aws.cache import Clock
@@ -128,7 +129,8 @@ class AWSCloudProvider:
         self.instance_profiles = InstanceProfileProvider(clients.iam, settings.cluster_name, settings.region, clock)
         self.instances = InstanceProvider(clients.ec2, settings.cluster_name, self.unavailable,
                                           self.launch_templates.invalidate)
-        self._denied: dict[str, tuple[float, float, AuthorizationError]] = {}
+        self._denied: dict[str, AuthorizationError] = {}
+        self._auth_backoff = Backoff(initial=AUTH_BACKOFF_START_SECONDS, maximum=AUTH_BACKOFF_MAX_SECONDS)
 
     # --- EC2NodeClass ---------------------------------------------------------------------------------------
 
@@ -174,18 +176,18 @@ class AWSCloudProvider:
     # --- authorization backoff ------------------------------------------------------------------------------
 
     def _guarded(self, key: str, action: Callable[[], NodeClaim]) -> NodeClaim:
-        denied = self._denied.get(key)
         now = self._clock()
-        if denied is not None and now < denied[0]:
-            raise denied[2]
+        denied = self._denied.get(key)
+        if denied is not None and not self._auth_backoff.ready(key, now):
+            raise denied
         try:
             result = action()
         except AuthorizationError as err:
-            backoff = min(AUTH_BACKOFF_MAX_SECONDS, denied[1] * 2) if denied else AUTH_BACKOFF_START_SECONDS
-            self._denied[key] = (now + backoff, backoff, err)
-            log.error(str(err), extra={"nodeclass": key, "retry_in_seconds": backoff})
+            self._denied[key] = err
+            log.error(str(err), extra={"nodeclass": key, "retry_in_seconds": self._auth_backoff.failed(key, now)})
             raise
         self._denied.pop(key, None)
+        self._auth_backoff.succeeded(key)
         return result
 
     # --- CloudProvider --------------------------------------------------------------------------------------

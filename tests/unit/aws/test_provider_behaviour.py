@@ -38,7 +38,7 @@ def test_authorization_error_is_not_retried_until_backoff_expires(cluster: Clust
     with pytest.raises(AuthorizationError):
         provider.create(nodeclaim())
     stubber.assert_no_pending_responses()
-    assert provider._denied["default"][1] == 60.0  # the next window doubles
+    assert provider._auth_backoff.delay("default") == 60.0  # the next window doubles
 
 
 def test_selector_that_matches_nothing_says_which(cluster: Cluster) -> None:

@@ -6,10 +6,11 @@ import threading
 
 import pytest
 
+from nodewright.backoff import Backoff
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, GoneError, KubeError, TooManyRequestsError
-from nodewright.kube.informer import Backoff, Informer
+from nodewright.kube.informer import Informer
 from nodewright.kube.leaderelection import LeaderElector, LeaseConfig
 from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import match_field_selector_string, match_label_selector_string, merge_patch
