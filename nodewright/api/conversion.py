@@ -25,7 +25,8 @@ upgrade guide):
   instance profile -> the ``node_role`` / ``instance_profile`` given to
   :func:`convert_documents`, else the placeholder role :data:`PLACEHOLDER_NODE_ROLE`.
 - v1beta1 NodePool: ``nodeClassRef.apiVersion`` -> ``group``; ``WhenUnderutilized`` ->
-  ``WhenEmptyOrUnderutilized`` with ``consolidateAfter: 0s``; ``disruption.expireAfter`` ->
+  ``WhenEmptyOrUnderutilized`` with ``consolidateAfter: 0s`` (``WhenUnderutilized`` with a ``consolidateAfter`` duration is
+  rejected, as v1beta1 did); ``disruption.expireAfter`` ->
   ``template.spec.expireAfter``; ``template.spec.kubelet`` -> the referenced EC2NodeClass (when it
   is converted in the same call) or the ``compatibility.karpenter.sh/v1beta1-kubelet-conversion``
   annotation (JSON), as Karpenter's webhook does; ``template.spec.resources`` dropped.
@@ -431,7 +432,14 @@ def _v1beta1_nodepool(doc: dict[str, Any], index: int, prefix: str, ctx: _Contex
     if "expireAfter" in disruption:
         tspec["expireAfter"] = disruption.pop("expireAfter")
     if disruption.get("consolidationPolicy") == "WhenUnderutilized":
+        # v1beta1's CRD (CEL) and webhook refused this pair; only "Never" (no duration) passed.
+        if disruption.get("consolidateAfter") not in (None, "Never"):
+            raise NodewrightValidationError(
+                f"{prefix}.spec.disruption.consolidateAfter",
+                "cannot be combined with consolidationPolicy=WhenUnderutilized (v1beta1 rejects it: that policy "
+                "consolidates as soon as it can); remove consolidateAfter, or use consolidationPolicy: WhenEmpty")
         disruption["consolidationPolicy"] = "WhenEmptyOrUnderutilized"
+        disruption["consolidateAfter"] = "0s"
     if disruption:
         disruption.setdefault("consolidateAfter", "0s")
         spec["disruption"] = disruption

@@ -15,6 +15,10 @@ CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("karpenter.sh", "nodepools/status"): {*READ, "patch", "update"},
     ("karpenter.sh", "nodeclaims"): {*READ, "create", "patch", "update", "delete"},
     ("karpenter.sh", "nodeclaims/status"): {*READ, "patch", "update"},
+    # OwnerReferencesPermissionEnforcement: blockOwnerDeletion on NodeClaims (owner NodePool) and Nodes (owner
+    # NodeClaim) needs update on the owner's finalizers.
+    ("karpenter.sh", "nodepools/finalizers"): {"update"},
+    ("karpenter.sh", "nodeclaims/finalizers"): {"update"},
     ("karpenter.k8s.aws", "ec2nodeclasses"): {*READ},
     ("karpenter.k8s.aws", "ec2nodeclasses/status"): {*READ, "patch", "update"},
     ("", "nodes"): {*READ, "patch", "update", "delete"},

@@ -283,3 +283,14 @@ def test_v1beta1_nodeclaim_converts() -> None:
 def test_non_mapping_document_is_an_error() -> None:
     with pytest.raises(NodewrightValidationError, match=r"^documents\[1\]: expected a mapping, got str$"):
         convert_documents([nodepool(), "text"])  # type: ignore[list-item]
+
+
+def test_v1beta1_when_underutilized_with_consolidate_after_is_rejected_as_v1beta1_did() -> None:
+    # Karpenter v1beta1's NodePool webhook and CRD rule: "consolidateAfter cannot be combined with
+    # consolidationPolicy=WhenUnderutilized"; only a nil duration ("Never") passed.
+    with pytest.raises(NodewrightValidationError) as err:
+        convert_documents([v1beta1_pool(consolidationPolicy="WhenUnderutilized", consolidateAfter="30s")])
+    assert err.value.path.endswith("spec.disruption.consolidateAfter")
+    assert "cannot be combined with consolidationPolicy=WhenUnderutilized" in str(err.value)
+    [out] = convert_documents([v1beta1_pool(consolidationPolicy="WhenUnderutilized", consolidateAfter="Never")])
+    assert out["spec"]["disruption"] == {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"}
