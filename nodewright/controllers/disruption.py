@@ -15,7 +15,10 @@ Karpenter's disruption controller, as a synchronous state machine driven by :met
    A replacement that disappears (e.g. no capacity) or is not Ready within ``replacement_timeout`` rolls the
    command back: untaint the candidates and delete the replacements not Ready.
 
-Also: re-stamps the NodePool hash on NodeClaims stamped with another hash version (so upgrades and claims
+Also: keeps each NodeClaim's ``Drifted`` condition current (Karpenter's NodeClaim disruption controller):
+``Drifted=True`` with the drift reason (``NodePoolDrifted``, ``RequirementsDrifted``, ``AMIDrift``, ...) while
+:func:`nodewright.disruption.drift.drift_reason` finds one, and the condition removed once drift goes away;
+re-stamps the NodePool hash on NodeClaims stamped with another hash version (so upgrades and claims
 made by Karpenter never look drifted), tracks each node's last pod event (for ``consolidateAfter``), and
 asks the cloud provider for drift (AMI, subnet, security groups) at most every ``drift_check_period``.
 
@@ -37,9 +40,16 @@ from nodewright.api import labels as L
 from nodewright.api.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.cloud.provider import CloudProviderError
-from nodewright.controllers.common import Context, log, nodeclaim_ready, nodepool_instance_types
+from nodewright.controllers.common import (
+    Context,
+    log,
+    nodeclaim_ready,
+    nodepool_instance_types,
+    set_nodeclaim_condition,
+)
 from nodewright.controllers.termination import Terminator
 from nodewright.disruption import Decision, DecisionOptions, decide, decide_expiration, validate
+from nodewright.disruption.drift import drift_reason
 from nodewright.disruption.model import ClusterView
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
@@ -129,6 +139,7 @@ class DisruptionController:
         self._track_pod_events(state, now)
         self._restamp(state)
         view = self.view(state, now)
+        self._mark_drifted(state, view)
         self._expire(view, now)
         if self.command is not None:
             return self._advance(self.command, state, view, now)
@@ -225,6 +236,27 @@ class DisruptionController:
                 self.ctx.cluster.patch(r.NODECLAIMS, name_of(claim), patch)
             except KubeError as err:
                 log.info("re-stamping nodeclaim %s: %s", name_of(claim), err)
+
+    def _mark_drifted(self, state: ClusterState, view: ClusterView) -> None:
+        """Set ``Drifted=True`` (reason = why) on drifted NodeClaims; remove the condition when drift is gone."""
+        for node in view.nodes:
+            claim = state.nodeclaims.get(node.nodeclaim)
+            if claim is None or is_deleting(claim):
+                continue
+            reason = drift_reason(node, view)
+            conditions = list((claim.get("status") or {}).get("conditions") or [])
+            current = next((c for c in conditions if c.get("type") == L.CONDITION_DRIFTED), None)
+            try:
+                if reason is not None and (current is None or current.get("status") != "True"
+                                           or current.get("reason") != reason):
+                    set_nodeclaim_condition(self.ctx, claim, L.CONDITION_DRIFTED, True, reason,
+                                            f"NodeClaim is drifted: {reason}")
+                elif reason is None and current is not None:
+                    kept = [c for c in conditions if c.get("type") != L.CONDITION_DRIFTED]
+                    self.ctx.cluster.patch_status(r.NODECLAIMS, name_of(claim), {"conditions": kept})
+            except KubeError as err:
+                log.info("updating the Drifted condition of %s: %s", name_of(claim), err,
+                         extra={"nodeclaim": name_of(claim)})
 
     # --- expiration --------------------------------------------------------------------------
 

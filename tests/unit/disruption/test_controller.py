@@ -186,3 +186,44 @@ def test_claims_without_our_hash_version_are_restamped_not_drifted(env: Any) -> 
     clock.now += 10
     controller.reconcile()
     assert controller.command is not None and controller.command.decision.detail == {"legacy": "NodePoolDrifted"}
+
+
+def drifted_condition(cluster: InMemoryCluster, claim: str) -> dict[str, Any] | None:
+    conditions = (cluster.get(r.NODECLAIMS, claim) or {}).get("status", {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == L.CONDITION_DRIFTED), None)
+
+
+def test_drifted_condition_is_set_with_the_reason_and_removed_when_drift_goes_away(env: Any) -> None:
+    cluster, clock, cloud, controller, _ = env
+    add_node(cluster, "n0", "c.medium", [3900])
+    controller.reconcile()
+    assert drifted_condition(cluster, "n0-claim") is None
+    cloud.drift["n0-claim"] = "AMIDrift"
+    controller.drift_check_period = 0.0
+    clock.now += 1
+    controller.reconcile()
+    cond = drifted_condition(cluster, "n0-claim")
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "AMIDrift")
+    # Other conditions are untouched.
+    assert {c["type"] for c in cluster.get(r.NODECLAIMS, "n0-claim")["status"]["conditions"]} == {
+        "Initialized", "Ready", "Drifted"}
+    del cloud.drift["n0-claim"]
+    clock.now += 1
+    controller.reconcile()
+    assert drifted_condition(cluster, "n0-claim") is None
+
+
+def test_a_node_pods_are_nominated_to_is_not_deleted_as_empty(env: Any) -> None:
+    cluster, clock, _, controller, _ = env
+    nominated: set[str] = {"empty"}
+    controller.nominated = lambda state: set(nominated)
+    add_node(cluster, "empty", "c.medium", [])
+    assert controller.reconcile() is None and controller.command is None
+    nominated.clear()
+    clock.now += 10
+    controller.reconcile()
+    assert controller.command is not None and controller.command.decision.method == "emptiness"
+    nominated.add("empty-claim")  # nominated through its NodeClaim (the pod is bound on registration)
+    clock.now += 15
+    assert controller.reconcile() is None and controller.command is None
+    assert not is_deleting(cluster.get(r.NODECLAIMS, "empty-claim"))
