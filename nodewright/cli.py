@@ -195,6 +195,8 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
 @click.option("--log-format", default=None, help="auto|json|text [env NODEWRIGHT_LOG_FORMAT].")
 @click.option("--metrics-port", default=None, type=int, help="Prometheus port [env METRICS_PORT, 8080].")
 @click.option("--health-probe-port", default=None, type=int, help="Health probe port [env HEALTH_PROBE_PORT, 8081].")
+@click.option("--metrics-bind-address", default=None, help="IP the metrics endpoint listens on [env METRICS_BIND_ADDRESS, 0.0.0.0].")
+@click.option("--health-probe-bind-address", default=None, help="IP the health endpoint listens on [env HEALTH_PROBE_BIND_ADDRESS, 0.0.0.0].")
 @click.option("--leader-election/--disable-leader-election", default=None, help="Elect a leader on a Lease [on].")
 @click.option("--bind-pods/--no-bind-pods", default=None, help="Bind planned pods to new nodes on registration [env BIND_PODS, off].")
 @click.option("--kubeconfig", default=None, help="Kubeconfig path [env KUBECONFIG]; default in-cluster.")

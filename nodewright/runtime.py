@@ -49,7 +49,8 @@ class Runtime:
         clock: epoch seconds (``time.time``).
         interruption: interruption messages source, or None.
         identity: leader election identity.
-        host: bind address of the metrics and health endpoints.
+        host: bind address of both the metrics and health endpoints, overriding the settings'
+            ``metrics_bind_address`` / ``health_probe_bind_address`` (None: use those).
     """
 
     cluster: Cluster
@@ -58,7 +59,7 @@ class Runtime:
     clock: Clock = time.time
     interruption: InterruptionSource | None = None
     identity: str = field(default_factory=default_identity)
-    host: str = "0.0.0.0"
+    host: str | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     sleep: Callable[[float], Any] | None = None
 
@@ -100,8 +101,10 @@ class Runtime:
     def start_endpoints(self) -> None:
         """Serve ``/metrics`` and ``/healthz`` + ``/readyz`` (ports from settings; 0 picks free ports)."""
         self.endpoints = [
-            metrics_endpoint(self.metrics, self.host, self.settings.metrics_port).start(),
-            health_endpoint(self.live, self.ready, self.host, self.settings.health_probe_port).start(),
+            metrics_endpoint(self.metrics, self.host or self.settings.metrics_bind_address,
+                             self.settings.metrics_port).start(),
+            health_endpoint(self.live, self.ready, self.host or self.settings.health_probe_bind_address,
+                            self.settings.health_probe_port).start(),
         ]
 
     def run(self) -> None:
@@ -147,7 +150,7 @@ def build_runtime(
     stop: threading.Event | None = None,
     aws_endpoint_url: str | None = None,
     aws_clients: Any = None,
-    host: str = "0.0.0.0",
+    host: str | None = None,
     identity: str | None = None,
 ) -> Runtime:
     """Production wiring without blocking: the official Kubernetes client (informers not started yet), the AWS
@@ -158,7 +161,7 @@ def build_runtime(
         stop: the shutdown event (a new one when None).
         aws_endpoint_url: endpoint override for every AWS service (a local emulator), else AWS itself.
         aws_clients: ready :class:`~nodewright.cloud.aws.clients.AWSClients` (tests), else built from settings.
-        host: bind address of the metrics and health endpoints.
+        host: bind address of both endpoints, overriding the settings' bind addresses (None: use those).
         identity: leader election identity (default :func:`default_identity`).
 
     Raises:

@@ -4,12 +4,14 @@ Names follow Karpenter's where they exist (its ``--flag`` / ``ENV_VAR`` pairs in
 documentation): ``CLUSTER_NAME``, ``CLUSTER_ENDPOINT``, ``INTERRUPTION_QUEUE``, ``BATCH_IDLE_DURATION``
 (default 1s), ``BATCH_MAX_DURATION`` (default 10s), ``LOG_LEVEL``, ``METRICS_PORT`` (8080),
 ``HEALTH_PROBE_PORT`` (8081), ``DISABLE_LEADER_ELECTION``, ``AWS_REGION``. nodewright's own additions use
-the ``NODEWRIGHT_`` prefix or have no Karpenter counterpart (``BIND_PODS``). A flag wins over its
+the ``NODEWRIGHT_`` prefix or have no Karpenter counterpart (``BIND_PODS``; ``METRICS_BIND_ADDRESS`` and
+``HEALTH_PROBE_BIND_ADDRESS``, controller-runtime's names: Karpenter itself always listens on every interface). A flag wins over its
 environment variable; a missing required value is one clear :class:`NodewrightValidationError`.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -69,6 +71,9 @@ class Settings:
         log_format: ``auto``/``json``/``text``.
         metrics_port: Prometheus ``/metrics`` port.
         health_probe_port: ``/healthz`` and ``/readyz`` port.
+        metrics_bind_address: IP address the metrics endpoint listens on (``0.0.0.0``: every interface,
+            as Karpenter's ``:METRICS_PORT``); names as controller-runtime's ``--metrics-bind-address``.
+        health_probe_bind_address: IP address the health endpoint listens on (``0.0.0.0``).
         leader_election: whether to elect a leader on a Lease (off runs a single active replica).
         leader_election_namespace: namespace of the Lease.
         leader_election_name: name of the Lease (Karpenter's is ``karpenter-leader-election``).
@@ -94,6 +99,8 @@ class Settings:
     log_format: str = "auto"
     metrics_port: int = 8080
     health_probe_port: int = 8081
+    metrics_bind_address: str = "0.0.0.0"
+    health_probe_bind_address: str = "0.0.0.0"
     leader_election: bool = True
     leader_election_namespace: str = "kube-system"
     leader_election_name: str = "karpenter-leader-election"
@@ -120,6 +127,8 @@ ENV_NAMES: dict[str, tuple[str, str]] = {
     "log_format": ("NODEWRIGHT_LOG_FORMAT", "str"),
     "metrics_port": ("METRICS_PORT", "int"),
     "health_probe_port": ("HEALTH_PROBE_PORT", "int"),
+    "metrics_bind_address": ("METRICS_BIND_ADDRESS", "str"),
+    "health_probe_bind_address": ("HEALTH_PROBE_BIND_ADDRESS", "str"),
     "leader_election": ("NODEWRIGHT_LEADER_ELECTION", "bool"),
     "leader_election_namespace": ("SYSTEM_NAMESPACE", "str"),
     "leader_election_name": ("NODEWRIGHT_LEADER_ELECTION_NAME", "str"),
@@ -197,6 +206,15 @@ def _check(s: Settings) -> None:
         port = getattr(s, port_field)
         if not 0 <= port <= 65535:
             raise NodewrightValidationError(ENV_NAMES[port_field][0], f"port {port} is out of range")
+    for address_field in ("metrics_bind_address", "health_probe_bind_address"):
+        address = getattr(s, address_field)
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            env_name = ENV_NAMES[address_field][0]
+            raise NodewrightValidationError(
+                env_name, f"{address!r} is not an IP address (e.g. 0.0.0.0, 127.0.0.1 or ::); the port is "
+                f"{env_name.replace('BIND_ADDRESS', 'PORT')}") from None
 
 
 def setting_names() -> list[str]:

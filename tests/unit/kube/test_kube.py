@@ -176,3 +176,31 @@ def test_settings_names_defaults_and_errors() -> None:
         load_settings({"AWS_REGION": "us-east-1"})
     with pytest.raises(NodewrightValidationError, match="BATCH_IDLE_DURATION"):
         load_settings({"CLUSTER_NAME": "d", "AWS_REGION": "r", "BATCH_IDLE_DURATION": "20s"})
+
+
+def test_bind_addresses_from_flags_and_env_and_their_errors() -> None:
+    base = {"CLUSTER_NAME": "demo", "AWS_REGION": "us-east-1"}
+    defaults = load_settings(base)
+    assert (defaults.metrics_bind_address, defaults.health_probe_bind_address) == ("0.0.0.0", "0.0.0.0")
+    s = load_settings({**base, "METRICS_BIND_ADDRESS": "127.0.0.1", "HEALTH_PROBE_BIND_ADDRESS": "::1"},
+                      {"metrics_bind_address": "10.0.0.7"})
+    assert (s.metrics_bind_address, s.health_probe_bind_address) == ("10.0.0.7", "::1")
+    with pytest.raises(NodewrightValidationError) as err:
+        load_settings({**base, "HEALTH_PROBE_BIND_ADDRESS": "127.0.0.1:8081"})
+    assert str(err.value) == ("HEALTH_PROBE_BIND_ADDRESS: '127.0.0.1:8081' is not an IP address (e.g. 0.0.0.0, "
+                              "127.0.0.1 or ::); the port is HEALTH_PROBE_PORT")
+
+
+def test_runtime_endpoints_listen_on_the_configured_bind_addresses() -> None:
+    from nodewright.runtime import Runtime
+
+    settings = load_settings({"CLUSTER_NAME": "demo", "AWS_REGION": "us-east-1", "METRICS_PORT": "0",
+                              "HEALTH_PROBE_PORT": "0", "METRICS_BIND_ADDRESS": "127.0.0.1",
+                              "HEALTH_PROBE_BIND_ADDRESS": "127.0.0.2"})
+    runtime = Runtime(InMemoryCluster(lambda: 0.0), object(), settings)  # type: ignore[arg-type]
+    runtime.start_endpoints()
+    try:
+        assert [e.server.server_address[0] for e in runtime.endpoints] == ["127.0.0.1", "127.0.0.2"]
+    finally:
+        for endpoint in runtime.endpoints:
+            endpoint.stop()
