@@ -126,6 +126,17 @@ def cel(*rules: tuple[str, str]) -> ConfigDict:
     )
 
 
+def cel_field(*rules: tuple[str, str], **schema: Any) -> dict[str, Any]:
+    """``json_schema_extra`` for one field: its CEL rules (``(rule, message)``, ``self`` is the field's value)
+    plus extra schema keywords (``maxProperties``, ...), as Karpenter's CRDs put them on the field."""
+    return {**schema, "x-kubernetes-validations": [{"message": m, "rule": r} for r, m in rules]}
+
+
+#: Selector-term tag maps (Karpenter's EC2NodeClass CRD): at most 20 tags, no empty key or value.
+SELECTOR_TAGS_SCHEMA = cel_field(("self.all(k, k != '' && self[k] != '')", "empty tag keys or values aren't supported"),
+                                 maxProperties=20)  # ec2nodeclass.MAX_SELECTOR_TAGS
+
+
 # --- base model ---------------------------------------------------------------------------------
 
 
@@ -236,6 +247,11 @@ QUALIFIED_NAME_SCHEMA = {
     "maxLength": 316,
     "pattern": r"^(([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/)?"
     r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$",
+    # The segment limits the pattern cannot express: name <= 63 characters, prefix (a DNS subdomain) <= 253.
+    "x-kubernetes-validations": [
+        {"message": "the name part must be no more than 63 characters", "rule": "!self.matches('[^/]{64,}$')"},
+        {"message": "the prefix part must be no more than 253 characters", "rule": "!self.matches('^[^/]{254,}/')"},
+    ],
 }
 LABEL_VALUE_SCHEMA = {"type": "string", "maxLength": 63, "pattern": _LABEL_VALUE_RE.pattern}
 QUANTITY_SCHEMA = {

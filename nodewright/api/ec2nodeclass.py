@@ -25,6 +25,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from nodewright.api import labels
 from nodewright.api.base import (
+    SELECTOR_TAGS_SCHEMA,
     Condition,
     KubeModel,
     LenientModel,
@@ -32,6 +33,7 @@ from nodewright.api.base import (
     Quantity,
     StringMap,
     cel,
+    cel_field,
     invalid,
 )
 
@@ -49,12 +51,16 @@ ALIAS_FAMILIES: dict[str, str] = {
 WINDOWS_FAMILIES = frozenset({"Windows2019", "Windows2022", "Windows2025"})
 MAX_ALIAS_LENGTH = 30
 MAX_NETWORK_INTERFACES = 150
+WINDOWS_ALIAS_FAMILIES = tuple(f for f in ALIAS_FAMILIES if f.startswith("windows"))
 MAX_SELECTOR_TERMS = 30
+MAX_SELECTOR_TAGS = 20
 _ALIAS_RE = re.compile(r"^[a-zA-Z0-9]+@.+$")
 _EBS_SIZE_RE = re.compile(r"^[0-9]+(Gi|G|Ti|T)$")
 
 
 def _check_tags(tags: dict[str, str] | None, what: str) -> dict[str, str] | None:
+    if tags is not None and len(tags) > MAX_SELECTOR_TAGS:
+        raise ValueError(f"{what} may hold at most {MAX_SELECTOR_TAGS} entries, got {len(tags)}")
     for key, value in (tags or {}).items():
         if not key:
             raise ValueError(f"{what} keys must not be empty")
@@ -71,7 +77,7 @@ class SubnetSelectorTerm(KubeModel):
         ("!has(self.id) || !has(self.tags)", "'id' is mutually exclusive, cannot be set with a combination of other fields"),
     )
 
-    tags: StringMap | None = None
+    tags: StringMap | None = Field(default=None, json_schema_extra=SELECTOR_TAGS_SCHEMA)
     id: str | None = Field(default=None, pattern=r"^subnet-[0-9a-z]+$")
 
     @field_validator("tags")
@@ -99,7 +105,7 @@ class SecurityGroupSelectorTerm(KubeModel):
          "'name' is mutually exclusive, cannot be set with a combination of other fields"),
     )
 
-    tags: StringMap | None = None
+    tags: StringMap | None = Field(default=None, json_schema_extra=SELECTOR_TAGS_SCHEMA)
     id: str | None = Field(default=None, pattern=r"^sg-[0-9a-z]+$")
     name: str | None = None
 
@@ -137,8 +143,15 @@ class AMISelectorTerm(KubeModel):
          "'ssmParameter' is mutually exclusive, cannot be set with a combination of other fields"),
     )
 
-    alias: str | None = Field(default=None, max_length=MAX_ALIAS_LENGTH)
-    tags: StringMap | None = None
+    alias: str | None = Field(default=None, max_length=MAX_ALIAS_LENGTH, json_schema_extra=cel_field(
+        ("self.matches('^[a-zA-Z0-9]+@.+$')", "'alias' is improperly formatted, must match the format 'family@version'"),
+        (f"self.split('@')[0] in [{', '.join(repr(f) for f in ALIAS_FAMILIES)}]",
+         f"family is not supported, must be one of the following: {', '.join(repr(f) for f in ALIAS_FAMILIES)}"),
+        (f"self.split('@')[0] in [{', '.join(repr(f) for f in WINDOWS_ALIAS_FAMILIES)}] ? "
+         "self.split('@')[1] == 'latest' : true",
+         "windows families may only specify version 'latest'"),
+    ))
+    tags: StringMap | None = Field(default=None, json_schema_extra=SELECTOR_TAGS_SCHEMA)
     id: str | None = Field(default=None, pattern=r"^ami-[0-9a-z]+$")
     name: str | None = None
     owner: str | None = None

@@ -50,6 +50,28 @@ _BUDGET_NODES_RE = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
 _CRON_MACROS = frozenset({"@annually", "@yearly", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
 
 
+def _cron_field(value: str) -> str:
+    """Regex of one cron field: ``*`` or a value or range, optional ``/step`` (step >= 1), comma lists."""
+    item = f"(?:[*]|{value}(?:-{value})?)(?:/[1-9][0-9]*)?"
+    return f"{item}(?:,{item})*"
+
+
+_MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
+_DAYS = "sun|mon|tue|wed|thu|fri|sat"
+#: A budget schedule: a macro, or five space-separated fields with their value ranges (minute 0-59, hour
+#: 0-23, day of month 1-31, month 1-12 or jan..dec, day of week 0-7 or sun..sat; names in any case), as
+#: robfig/cron's standard parser (Karpenter's) takes them. One regex, used by the model and as the CRD's CEL
+#: rule, so the API server and ``nodewright`` give the same verdict. No backslashes: it sits in a CEL string.
+CRON_PATTERN = (
+    "(?i)^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|"
+    + " +".join(_cron_field(v) for v in (
+        "[0-5]?[0-9]", "(?:[01]?[0-9]|2[0-3])", "(?:0?[1-9]|[12][0-9]|3[01])", f"(?:0?[1-9]|1[0-2]|{_MONTHS})",
+        f"(?:[0-7]|{_DAYS})"))
+    + ")$"
+)
+_CRON_RE = re.compile(CRON_PATTERN)
+
+
 def _nodes_to_str(value: Any) -> Any:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
@@ -72,7 +94,11 @@ class Budget(KubeModel):
     schedule: str | None = Field(
         default=None,
         json_schema_extra={
-            "pattern": r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+            "pattern": r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$",
+            "x-kubernetes-validations": [{
+                "message": "schedule must be a 5-field cron expression (minute hour day-of-month month day-of-week) "
+                           "or an @daily-style macro",
+                "rule": f"self.matches('{CRON_PATTERN}')"}],
         },
     )
     duration: str | None = Field(
@@ -94,7 +120,7 @@ class Budget(KubeModel):
             return value
         if value in _CRON_MACROS:
             return value
-        if len(value.split()) != 5 or not croniter.is_valid(value):
+        if not _CRON_RE.match(value) or not croniter.is_valid(value):
             raise ValueError(f"{value!r} is not a 5-field cron expression or @daily-style macro")
         return value
 
