@@ -133,8 +133,9 @@ class KubernetesCluster:
 
     # --- writes ------------------------------------------------------------------------------
 
-    def _guarded(self, kind: ResourceKind, name: str, namespace: str | None, call: Callable[[], T]) -> T:
-        """Run one write of object ``kind/namespace/name`` under its backoff (see the module docstring).
+    def _guarded(self, verb: str, kind: ResourceKind, name: str, namespace: str | None, call: Callable[[], T]) -> T:
+        """Run one ``verb`` write of object ``kind/namespace/name`` under its backoff (see the module docstring;
+        each verb on each object backs off on its own: a refused patch does not hold back a delete).
 
         Raises:
             KubeError: the server's answer; or, while the object is backing off, a copy of the last refusal
@@ -142,13 +143,13 @@ class KubernetesCluster:
         """
         if kind == r.LEASES:
             return call()  # leader election has its own retry period and deadlines
-        key = f"{kind.plural}/{namespace or ''}/{name}"
+        key = f"{verb} {kind.plural}/{namespace or ''}/{name}"
         now = self.clock()
         with self._write_lock:
             last = self._write_errors.get(key)
             if last is not None and not self.write_backoff.ready(key, now):
-                raise type(last)(f"{last} (not retried yet: {kind.kind} {name} is backing off after "
-                                 f"{self.write_backoff.failures(key)} refused write(s))", last.status)
+                raise type(last)(f"{last} (not retried yet: {verb} of {kind.kind} {name} is backing off after "
+                                 f"{self.write_backoff.failures(key)} refusal(s))", last.status)
         try:
             result = call()
         except KubeError as err:
@@ -156,7 +157,7 @@ class KubernetesCluster:
                 with self._write_lock:
                     self._write_errors[key] = err
                     delay = self.write_backoff.failed(key, now)
-                log.info("write to %s %s refused (%s), retrying in %.1fs", kind.kind, name, err, delay,
+                log.info("%s of %s %s refused (%s), retrying in %.1fs", verb, kind.kind, name, err, delay,
                          extra={"kind": kind.kind, "name": name, "status": err.status})
             raise
         with self._write_lock:
@@ -177,32 +178,32 @@ class KubernetesCluster:
         body = {**obj, "apiVersion": kind.api_version, "kind": kind.kind}
         namespace = namespace_of(obj) or ("default" if kind.namespaced else None)
         name = name_of(obj) or str((obj.get("metadata") or {}).get("generateName") or "")
-        created = self._guarded(kind, name, namespace, lambda: self.rest.request(
+        created = self._guarded("create", kind, name, namespace, lambda: self.rest.request(
             "POST", kind.collection_path(namespace), body=body, creating=True))
         return self._reflect(kind, "ADDED", created)
 
     def patch(self, kind: ResourceKind, name: str, patch: Obj, namespace: str | None = None) -> Obj:
         """PATCH with ``application/merge-patch+json``."""
-        patched = self._guarded(kind, name, namespace, lambda: self.rest.request(
+        patched = self._guarded("patch", kind, name, namespace, lambda: self.rest.request(
             "PATCH", kind.object_path(name, namespace), body=patch, content_type=MERGE_PATCH))
         return self._reflect(kind, "MODIFIED", patched)
 
     def patch_status(self, kind: ResourceKind, name: str, status: Obj, namespace: str | None = None) -> Obj:
         """PATCH the ``status`` subresource."""
-        patched = self._guarded(kind, f"{name}/status", namespace, lambda: self.rest.request(
+        patched = self._guarded("patch", kind, f"{name}/status", namespace, lambda: self.rest.request(
             "PATCH", kind.object_path(name, namespace, "status"), body={"status": status}, content_type=MERGE_PATCH))
         return self._reflect(kind, "MODIFIED", patched)
 
     def replace(self, kind: ResourceKind, obj: Obj) -> Obj:
         """PUT the object (``metadata.resourceVersion`` is the precondition)."""
         body = {**obj, "apiVersion": kind.api_version, "kind": kind.kind}
-        replaced = self._guarded(kind, name_of(obj), namespace_of(obj), lambda: self.rest.request(
+        replaced = self._guarded("update", kind, name_of(obj), namespace_of(obj), lambda: self.rest.request(
             "PUT", kind.object_path(name_of(obj), namespace_of(obj)), body=body))
         return self._reflect(kind, "MODIFIED", replaced)
 
     def delete(self, kind: ResourceKind, name: str, namespace: str | None = None) -> None:
         """DELETE; the answer is the object (marked deleting) or a Status when it is gone."""
-        doc = self._guarded(kind, name, namespace, lambda: self.rest.request("DELETE", kind.object_path(name, namespace)))
+        doc = self._guarded("delete", kind, name, namespace, lambda: self.rest.request("DELETE", kind.object_path(name, namespace)))
         if doc.get("kind") == kind.kind and doc.get("metadata", {}).get("deletionTimestamp"):
             self._reflect(kind, "MODIFIED", doc)
             return
@@ -220,7 +221,7 @@ class KubernetesCluster:
             "metadata": {"name": name, "namespace": namespace},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
-        self._guarded(r.PODS, f"{name}/binding", namespace, lambda: self.rest.request(
+        self._guarded("create", r.PODS, f"{name}/binding", namespace, lambda: self.rest.request(
             "POST", r.PODS.object_path(name, namespace, "binding"), body=body))
 
     def evict_pod(self, namespace: str, name: str) -> None:

@@ -30,7 +30,19 @@ on, taken from the Kubernetes API concepts documentation and the apiserver's reg
   it) for a version older than the compacted history, and fault injection: :meth:`break_watches` drops live
   connections mid-stream, :meth:`compact` forgets the history.
 
-Approximations (documented, not hidden): no kubelet (a deleted Pod disappears at once), strategic merge patch
+* **graceful pod deletion**: deleting or evicting a Pod bound to a Node sets ``deletionTimestamp`` to now + its
+  grace period (DeleteOptions ``gracePeriodSeconds``, else ``spec.terminationGracePeriodSeconds``, else 30 s) and
+  the Pod stays, terminating, until its "kubelet" removes it when the grace period ends (scaled by
+  :attr:`~NodewrightKubeEmulator.pod_grace_scale`; ``None`` waits for the test) or when a test calls
+  :meth:`~NodewrightKubeEmulator.finish_pod`; an unbound Pod, or grace 0, goes at once.
+* **RBAC** (opt-in, :attr:`~NodewrightKubeEmulator.rbac_rules`): a request no rule grants gets the apiserver's
+  ``403 Forbidden`` naming user, verb, resource (with subresource) and API group; rules are ClusterRole/Role
+  ``rules`` (``resourceNames`` honoured, namespaces not distinguished).
+* **OwnerReferencesPermissionEnforcement** (opt-in, :attr:`~NodewrightKubeEmulator.owner_references_enforcement`,
+  the admission plugin OpenShift enables): changing an object's ``ownerReferences`` needs ``delete`` on it, and
+  setting ``blockOwnerDeletion: true`` on a reference needs ``update`` on the owner's ``<plural>/finalizers``.
+
+Approximations (documented, not hidden): no kubelet beyond finishing graceful Pod deletions, strategic merge patch
 is a JSON merge patch except that ``status.conditions`` merge by ``type``, list ``limit``/``continue`` are
 ignored (everything in one page), JSON patch (a list body) is refused with 415.
 
@@ -300,6 +312,14 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
     bookmark_interval: float = 0.25
     history_limit: int = 5000
     server_version: tuple[str, str] = ("1", "31")
+    #: Seconds the "kubelet" takes per second of a Pod's grace period; None: only :meth:`finish_pod` ends it.
+    pod_grace_scale: float | None = 1.0
+    #: ClusterRole/Role rules the caller holds; None grants everything (no authorization).
+    rbac_rules: list[Obj] | None = None
+    #: The user named in 403 messages.
+    user: str = "system:serviceaccount:kube-system:nodewright"
+    #: The OwnerReferencesPermissionEnforcement admission plugin.
+    owner_references_enforcement: bool = False
     _store: dict[tuple[Kind, str | None, str], Obj] = attrs.field(factory=dict, init=False)
     _revision: int = attrs.field(default=0, init=False)
     _compacted: int = attrs.field(default=0, init=False)
@@ -313,6 +333,8 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
     bindings: list[tuple[str, str, str]] = attrs.field(factory=list, init=False)
     evictions: list[tuple[str, str]] = attrs.field(factory=list, init=False)
     refused_evictions: list[tuple[str, str]] = attrs.field(factory=list, init=False)
+    #: ``(verb, resource, group)`` of every request refused with 403.
+    forbidden: list[tuple[str, str, str]] = attrs.field(factory=list, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -356,6 +378,7 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
         namespace, name, sub = request.namespace, request.name, request.subresource or ""
         if kind.namespaced and name is not None and namespace is None:
             raise _status_error(404, "NotFound", f"{kind.plural} must be addressed within a namespace")
+        self._authorize(request, kind, method, namespace, name, sub)
         if name is None:
             if method == "GET" and request.params.get("watch") in ("true", "1"):
                 self._count("watch", kind)
@@ -391,8 +414,69 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
             return self._patch(kind, namespace, name, request.data, content_type, sub == "status")
         if method == "DELETE":
             self._count("delete", kind)
-            return self._delete(kind, namespace, name)
+            body = request.data if isinstance(request.data, dict) else {}
+            grace = request.params.get("gracePeriodSeconds", body.get("gracePeriodSeconds"))
+            return self._delete(kind, namespace, name, None if grace is None else int(grace))
         raise _status_error(405, "MethodNotAllowed", f"{method} is not supported")
+
+    # --- authorization and admission -------------------------------------------------------------------------
+
+    @staticmethod
+    def _verb(method: str, name: str | None, sub: str, watch: bool) -> str:
+        if method == "GET":
+            return "get" if name is not None else ("watch" if watch else "list")
+        return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, method.lower())
+
+    def _allowed(self, verb: str, group: str, resource: str, name: str | None) -> bool:
+        if self.rbac_rules is None:
+            return True
+        for rule in self.rbac_rules:
+            if (group in rule.get("apiGroups", ()) and resource in rule.get("resources", ())
+                    and verb in rule.get("verbs", ())
+                    and (not rule.get("resourceNames") or name in rule["resourceNames"])):
+                return True
+        return False
+
+    def _forbid(self, kind: Kind, name: str | None, namespace: str | None, verb: str, group: str, resource: str,
+                why: str = "") -> ApiError:
+        self.forbidden.append((verb, resource, group))
+        scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+        target = f'{kind.resource} "{name}"' if name else kind.resource
+        return _status_error(403, "Forbidden", f'{target} is forbidden: {why}User "{self.user}" cannot {verb} '
+                             f'resource "{resource}" in API group "{group}" {scope}',
+                             {"name": name or "", "group": kind.group, "kind": kind.plural})
+
+    def _authorize(self, request: rendering.Request, kind: Kind, method: str, namespace: str | None,
+                   name: str | None, sub: str) -> None:
+        """RBAC, then OwnerReferencesPermissionEnforcement (see the module docstring)."""
+        watch = request.params.get("watch") in ("true", "1")
+        verb = self._verb(method, name, sub, watch)
+        resource = f"{kind.plural}/{sub}" if sub else kind.plural
+        if not self._allowed(verb, kind.group, resource, name):
+            raise self._forbid(kind, name, namespace, verb, kind.group, resource)
+        if not (self.owner_references_enforcement and method in ("POST", "PUT", "PATCH") and not sub
+                and isinstance(request.data, dict)):
+            return
+        refs = (request.data.get("metadata") or {}).get("ownerReferences")
+        if refs is None:
+            return
+        current = self._store.get((kind, namespace if kind.namespaced else None, name or "")) if name else None
+        old = ((current or {}).get("metadata") or {}).get("ownerReferences") or []
+        if current is not None and refs != old and not self._allowed("delete", kind.group, kind.plural, name):
+            raise self._forbid(kind, name, namespace, "delete", kind.group, kind.plural,
+                               "cannot set an ownerRef on a resource you can't delete: ")
+        blocking_before = {o.get("uid") for o in old if o.get("blockOwnerDeletion")}
+        for ref in refs:
+            if not ref.get("blockOwnerDeletion") or ref.get("uid") in blocking_before:
+                continue
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            owner = next((k for k in KINDS if k.kind == ref.get("kind") and k.group == group), None)
+            plural = owner.plural if owner else f"{str(ref.get('kind', '')).lower()}s"
+            if not self._allowed("update", group, f"{plural}/finalizers", ref.get("name")):
+                raise self._forbid(kind, name or (request.data.get("metadata") or {}).get("name"), namespace,
+                                   "update", group, f"{plural}/finalizers",
+                                   "cannot set blockOwnerDeletion if an ownerReference refers to a resource you "
+                                   "can't set finalizers on: ")
 
     @staticmethod
     def _body(request: rendering.Request) -> Obj:
@@ -446,7 +530,7 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
         pods = _BY_PATH[("", "v1", "pods")]
         for (kind, ns, name), pod in list(self._store.items()):
             if kind == pods and (pod.get("spec") or {}).get("nodeName") == node:
-                self._delete(pods, ns, name)
+                self._delete(pods, ns, name, grace=0)  # no kubelet left to run out a grace period
 
     # --- verbs ---------------------------------------------------------------------------------------------
 
@@ -566,9 +650,16 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
         merged.setdefault("metadata", {})["resourceVersion"] = current["metadata"]["resourceVersion"]
         return self._write(kind, current, merged, status_only)
 
-    def _delete(self, kind: Kind, namespace: str | None, name: str) -> Obj:
+    def _delete(self, kind: Kind, namespace: str | None, name: str, grace: int | None = None) -> Obj:
         current = self._lookup(kind, namespace, name)
         meta = current["metadata"]
+        if kind.plural == "pods" and meta.get("deletionTimestamp") and grace == 0:
+            return self.finish_pod(namespace or "default", name) or self._served(kind, current)
+        if kind.plural == "pods" and (current.get("spec") or {}).get("nodeName"):
+            if grace is None:
+                grace = int((current.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+            if grace > 0 or meta.get("deletionTimestamp"):
+                return self._delete_gracefully(kind, current, grace)
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return self._served(kind, current)
@@ -577,6 +668,23 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
             return self._served(kind, self._put(kind, "MODIFIED", marked, current))
         gone = {**current, "metadata": {**meta, "resourceVersion": self._next_revision()}}
         return self._served(kind, self._put(kind, "DELETED", gone, current))
+
+    def _delete_gracefully(self, kind: Kind, current: Obj, grace: int) -> Obj:
+        """A bound Pod: mark it terminating for ``grace`` seconds; its kubelet removes it afterwards."""
+        meta = current["metadata"]
+        if meta.get("deletionTimestamp"):
+            if grace == 0:  # a second delete with grace 0 forces it (kubectl delete --force)
+                return self.finish_pod(meta.get("namespace") or "default", meta["name"]) or self._served(kind, current)
+            return self._served(kind, current)
+        ends = dt.datetime.now(tz=dt.UTC) + dt.timedelta(seconds=grace)
+        marked = {**current, "metadata": {**meta, "deletionTimestamp": ends.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                          "deletionGracePeriodSeconds": grace,
+                                          "resourceVersion": self._next_revision()}}
+        stored = self._put(kind, "MODIFIED", marked, current)
+        if self.pod_grace_scale is not None:
+            asyncio.get_running_loop().call_later(grace * self.pod_grace_scale, self.finish_pod,
+                                                  meta.get("namespace") or "default", meta["name"], meta.get("uid"))
+        return self._served(kind, stored)
 
     def _success(self, code: int = 201) -> rendering.Response:
         return rendering.Response(status=code, payload={"apiVersion": "v1", "kind": "Status", "metadata": {},
@@ -706,6 +814,26 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
         kind = next(k for k in KINDS if k.plural == plural)
         return self._delete(kind, namespace, name)
 
+    def finish_pod(self, namespace: str, name: str, uid: str | None = None) -> Obj | None:
+        """The kubelet's last step for a terminating Pod: remove it (its finalizers permitting). Loop thread only.
+
+        Returns the removed Pod (None when it is gone, not terminating, or another Pod of that name by ``uid``).
+        """
+        pods = _BY_PATH[("", "v1", "pods")]
+        current = self._store.get((pods, namespace, name))
+        if current is None or not current["metadata"].get("deletionTimestamp"):
+            return None
+        if (uid is not None and current["metadata"].get("uid") != uid) or current["metadata"].get("finalizers"):
+            return None
+        gone = {**current, "metadata": {**current["metadata"], "resourceVersion": self._next_revision()}}
+        return self._served(pods, self._put(pods, "DELETED", gone, current))
+
+    def terminating_pods(self) -> list[tuple[str, str]]:
+        """``(namespace, name)`` of Pods marked for deletion and not yet removed; thread-safe."""
+        with self._state_lock:
+            return sorted((ns or "", n) for (k, ns, n), o in self._store.items()
+                          if k.plural == "pods" and o["metadata"].get("deletionTimestamp"))
+
     def live_watches(self, plural: str | None = None) -> int:
         """Number of open watch streams (of ``plural`` or all)."""
         return sum(1 for w in self._watches if plural is None or w.kind.plural == plural)
@@ -792,6 +920,10 @@ class EmulatorThread:
     def compact(self) -> int:
         """Forget the watch history (see :meth:`NodewrightKubeEmulator.compact`)."""
         return int(self.call(self.emulator.compact))
+
+    def finish_pod(self, namespace: str, name: str) -> bool:
+        """End a terminating Pod's grace period now (see :meth:`NodewrightKubeEmulator.finish_pod`)."""
+        return self.call(self.emulator.finish_pod, namespace, name) is not None
 
     def kubeconfig(self) -> str:
         """A kubeconfig document (YAML-compatible JSON) pointing at this emulator, without credentials."""

@@ -12,10 +12,11 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from nodewright.kube import resources as r
-from nodewright.kube.errors import ConflictError, TooManyRequestsError
+from nodewright.kube.errors import ConflictError, KubeError, TooManyRequestsError
 from nodewright.kube.rest import RestClient
 
 from .emulator import EmulatorThread
+from .harness import wait_for
 
 
 def pod(name: str, labels: dict[str, str] | None = None, node: str | None = None) -> dict[str, Any]:
@@ -154,6 +155,7 @@ def _ready(core: k8s.CoreV1Api, name: str) -> None:
 
 def test_eviction_honours_pod_disruption_budgets(core: k8s.CoreV1Api, rest: RestClient,
                                                  kube: EmulatorThread) -> None:
+    kube.emulator.pod_grace_scale = None  # terminating pods stay until the test finishes them
     for name in ("web-1", "web-2"):
         core.create_namespaced_pod("default", pod(name, {"app": "web"}, node="n1"))
         _ready(core, name)
@@ -165,6 +167,10 @@ def test_eviction_honours_pod_disruption_budgets(core: k8s.CoreV1Api, rest: Rest
     with pytest.raises(TooManyRequestsError):
         rest.request("POST", r.PODS.object_path("web-2", "default", "eviction"),
                      body={"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "web-2"}})
+    # The evicted pod is terminating (its 30 s grace period), not gone, and no longer counts as healthy.
+    evicted = core.read_namespaced_pod("web-1", "default")
+    assert evicted.metadata.deletion_grace_period_seconds == 30 and evicted.metadata.deletion_timestamp is not None
+    assert kube.finish_pod("default", "web-1")
     assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == ["web-2"]
     assert kube.emulator.evictions == [("default", "web-1")]
     assert kube.emulator.refused_evictions == [("default", "web-2")]
@@ -251,3 +257,60 @@ def test_break_watches_drops_the_connection_mid_stream(core: k8s.CoreV1Api, rest
     assert not thread.is_alive()
     assert len(errors) == 1 and "watch" in str(errors[0])  # a transport error, not a clean end
     assert [e["type"] for e in events] == ["ADDED"]
+
+
+def test_graceful_pod_deletion_runs_out_the_grace_period(core: k8s.CoreV1Api, kube: EmulatorThread) -> None:
+    kube.emulator.pod_grace_scale = 0.01  # 100 s of grace pass in 1 s
+    core.create_namespaced_pod("default", {**pod("slow", {"app": "web"}, node="n1"),
+                                           "spec": {**pod("slow", {}, node="n1")["spec"],
+                                                    "terminationGracePeriodSeconds": 100}})
+    core.create_namespaced_pod("default", pod("pending", {"app": "web"}))
+    core.delete_namespaced_pod("slow", "default")
+    core.delete_namespaced_pod("pending", "default")  # never scheduled: no kubelet, gone at once
+    terminating = core.read_namespaced_pod("slow", "default")
+    assert terminating.metadata.deletion_grace_period_seconds == 100
+    assert kube.emulator.terminating_pods() == [("default", "slow")]
+    assert kube.emulator.peek("pods", "pending") is None
+    wait_for(lambda: kube.emulator.peek("pods", "slow") is None, 10, "the grace period to end")
+    # A forced delete (grace 0) of a terminating pod removes it at once.
+    kube.emulator.pod_grace_scale = None
+    core.create_namespaced_pod("default", pod("stuck", {"app": "web"}, node="n1"))
+    core.delete_namespaced_pod("stuck", "default")
+    assert kube.emulator.terminating_pods() == [("default", "stuck")]
+    core.delete_namespaced_pod("stuck", "default", grace_period_seconds=0)
+    assert kube.emulator.peek("pods", "stuck") is None
+
+
+def test_rbac_rules_refuse_what_they_leave_out_with_the_apiservers_message(core: k8s.CoreV1Api, rest: RestClient,
+                                                                           kube: EmulatorThread) -> None:
+    kube.emulator.rbac_rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "create"]}]
+    core.create_namespaced_pod("default", pod("a", {"app": "web"}))
+    with pytest.raises(KubeError) as err:
+        rest.request("POST", r.PODS.object_path("a", "default", "binding"),
+                     body={"metadata": {"name": "a"}, "target": {"name": "n1"}})
+    assert err.value.status == 403
+    assert str(err.value) == ('HTTP 403 Forbidden: pods "a" is forbidden: User '
+                              '"system:serviceaccount:kube-system:nodewright" cannot create resource "pods/binding" '
+                              'in API group "" in the namespace "default"')
+    assert kube.emulator.forbidden == [("create", "pods/binding", "")]
+
+
+def test_owner_references_enforcement_needs_finalizers_update_on_the_owner(custom: k8s.CustomObjectsApi,
+                                                                          kube: EmulatorThread) -> None:
+    kube.emulator.owner_references_enforcement = True
+    kube.emulator.rbac_rules = [{"apiGroups": ["karpenter.sh"], "resources": ["nodepools", "nodeclaims"],
+                                 "verbs": ["get", "list", "create", "delete", "patch"]}]
+    owner = custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "general"}, "spec": {}})
+    ref = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "general",
+           "uid": owner["metadata"]["uid"], "blockOwnerDeletion": True}
+    claim = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "c", "ownerReferences": [ref]},
+             "spec": {}}
+    with pytest.raises(ApiException) as err:
+        custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim)
+    assert err.value.status == 403
+    assert "cannot set blockOwnerDeletion" in json.loads(err.value.body)["message"]
+    assert kube.emulator.forbidden == [("update", "nodepools/finalizers", "karpenter.sh")]
+    kube.emulator.rbac_rules.append({"apiGroups": ["karpenter.sh"], "resources": ["nodepools/finalizers"],
+                                     "verbs": ["update"]})
+    custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim)
