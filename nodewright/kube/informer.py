@@ -102,9 +102,11 @@ class Informer:
     def _apply(self, event: str, obj: Obj) -> None:
         key = key_of(obj)
         meta = obj.get("metadata") or {}
-        if event != "DELETED" and meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        if (event != "DELETED" and meta.get("deletionTimestamp") and not meta.get("finalizers")
+                and not meta.get("deletionGracePeriodSeconds")):
             # The API server answers the write that removes the last finalizer with the object's final state;
-            # it is gone, whichever of that answer and the watch's DELETED arrives first.
+            # it is gone, whichever of that answer and the watch's DELETED arrives first. Not so a Pod in graceful
+            # deletion (deletionGracePeriodSeconds > 0): it runs until its kubelet removes it.
             event = "DELETED"
         new_rv = resource_version_int(obj)
         with self._lock:

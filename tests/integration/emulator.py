@@ -316,6 +316,9 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
     pod_grace_scale: float | None = 1.0
     #: ClusterRole/Role rules the caller holds; None grants everything (no authorization).
     rbac_rules: list[Obj] | None = None
+    #: When set, the rules bind only requests bearing this token (the controller); the others (a test playing
+    #: kube-scheduler or the kubelet) act as cluster-admin.
+    rbac_token: str | None = None
     #: The user named in 403 messages.
     user: str = "system:serviceaccount:kube-system:nodewright"
     #: The OwnerReferencesPermissionEnforcement admission plugin.
@@ -449,6 +452,8 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
     def _authorize(self, request: rendering.Request, kind: Kind, method: str, namespace: str | None,
                    name: str | None, sub: str) -> None:
         """RBAC, then OwnerReferencesPermissionEnforcement (see the module docstring)."""
+        if self.rbac_token is not None and request.headers.get("Authorization") != f"Bearer {self.rbac_token}":
+            return
         watch = request.params.get("watch") in ("true", "1")
         verb = self._verb(method, name, sub, watch)
         resource = f"{kind.plural}/{sub}" if sub else kind.plural
@@ -925,11 +930,12 @@ class EmulatorThread:
         """End a terminating Pod's grace period now (see :meth:`NodewrightKubeEmulator.finish_pod`)."""
         return self.call(self.emulator.finish_pod, namespace, name) is not None
 
-    def kubeconfig(self) -> str:
-        """A kubeconfig document (YAML-compatible JSON) pointing at this emulator, without credentials."""
+    def kubeconfig(self, token: str | None = None) -> str:
+        """A kubeconfig document (YAML-compatible JSON) pointing at this emulator; with ``token`` the client sends
+        it as a bearer token (see :attr:`NodewrightKubeEmulator.rbac_token`)."""
         return json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
             "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
-            "users": [{"name": "emulator", "user": {}}],
+            "users": [{"name": "emulator", "user": {"token": token} if token else {}}],
             "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "emulator"}}],
         })

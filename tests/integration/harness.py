@@ -4,6 +4,8 @@ plus the manifests and the "kubelet" steps the tests play (pods pending, a Node 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import sys
 import tempfile
 import threading
 import time
@@ -11,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from kubernetes import client as k8s
 
 from nodewright.api import labels as L
@@ -22,6 +25,8 @@ from .emulator import EmulatorThread
 
 T = TypeVar("T")
 ENDPOINT = "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"
+#: The controller's bearer token (what the emulator's RBAC binds, when a test sets rules).
+CONTROLLER_TOKEN = "nodewright-controller"
 #: Cluster CA (base64 PEM) and service CIDR given as settings, so no eks:DescribeCluster call is needed.
 CA_BUNDLE = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJJVEVTVAotLS0tLUVORCBDRVJUSUZJQ0FURS0tLS0tCg=="
 SERVICE_CIDR = "10.100.0.0/16"
@@ -54,7 +59,7 @@ class Replica:
     def __init__(self, kube: EmulatorThread, account: Account, identity: str, **settings: Any) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="nodewright-it-")
         kubeconfig = Path(self._dir.name) / "kubeconfig"
-        kubeconfig.write_text(kube.kubeconfig(), encoding="utf-8")
+        kubeconfig.write_text(kube.kubeconfig(CONTROLLER_TOKEN), encoding="utf-8")
         self.settings = fast_settings(str(kubeconfig), **settings)
         self.runtime: Runtime = build_runtime(self.settings, aws_clients=account.controller_clients(),
                                               host="127.0.0.1", identity=identity)
@@ -112,13 +117,18 @@ def apply_pool(custom: k8s.CustomObjectsApi, **nodepool_args: Any) -> None:
 
 
 def pending_pod(core: k8s.CoreV1Api, name: str, cpu: str = "500m", memory: str = "512Mi",
-                labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None) -> None:
-    """Create a pod and mark it unschedulable, as kube-scheduler does when no node fits."""
+                labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
+                grace: int | None = None) -> None:
+    """Create a pod (``grace``: its terminationGracePeriodSeconds) and mark it unschedulable, as kube-scheduler
+    does when no node fits."""
+    spec: dict[str, Any] = {"containers": [{"name": "app", "image": "nginx",
+                                            "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
     core.create_namespaced_pod("default", {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "labels": labels or {"app": "web"}, "annotations": annotations or {}},
-        "spec": {"containers": [{"name": "app", "image": "nginx",
-                                 "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}})
+        "spec": spec})
     core.patch_namespaced_pod_status(name, "default", {"status": {"conditions": [
         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
          "message": "0/0 nodes are available"}]}})
@@ -157,3 +167,31 @@ def condition(obj: dict[str, Any] | None, type_: str) -> str | None:
         if cond.get("type") == type_:
             return str(cond.get("status"))
     return None
+
+
+def chart_rbac_rules(*without: tuple[str, str]) -> list[dict[str, Any]]:
+    """The rules of the chart's ClusterRole and Role (the minimal variant, ``controller.bindPods: true``) as
+    ``helm template`` renders them, minus the ``(apiGroup, resource)`` pairs in ``without``.
+
+    Skips the test when helm is not installed (``make setup``)."""
+    chart_tests = Path(__file__).resolve().parents[1] / "chart" / "chart_helpers.py"
+    spec = importlib.util.spec_from_file_location("chart_helpers", chart_tests)
+    assert spec and spec.loader
+    helpers = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("chart_helpers", helpers)
+    spec.loader.exec_module(helpers)
+    render = helpers.render_chart
+    try:
+        render.helm_binary()
+    except FileNotFoundError as err:
+        pytest.skip(str(err))
+    docs = render.documents(render.render(render.variants()["minimal"], include_crds=False,
+                                          set_values=["controller.bindPods=true"]))
+    rules = [rule for doc in docs if doc["kind"] in ("ClusterRole", "Role") for rule in doc["rules"]]
+    out = []
+    for rule in rules:
+        resources = [res for res in rule["resources"]
+                     if not any((group, res) in without for group in rule["apiGroups"])]
+        if resources:
+            out.append({**rule, "resources": resources})
+    return out

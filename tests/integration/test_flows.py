@@ -24,8 +24,10 @@ from nodewright.kube.client import KubernetesCluster
 from .awsmoto import QUEUE, Account
 from .emulator import EmulatorThread
 from .harness import (
+    CONTROLLER_TOKEN,
     Replica,
     apply_pool,
+    chart_rbac_rules,
     condition,
     ec2nodeclass,
     nodepool,
@@ -236,7 +238,8 @@ def test_do_not_disrupt_blocks_the_drain_until_the_grace_period_forces_it(kube, 
                                                                           custom) -> None:
     start(replicas, kube, account, bind_pods=True)
     apply_pool(custom, terminationGracePeriod="2s")
-    pending_pod(core, "batch", annotations={"karpenter.sh/do-not-disrupt": "true"})
+    # grace 0: its own grace period fits in the node's at any time, so only the deadline deletes it
+    pending_pod(core, "batch", annotations={"karpenter.sh/do-not-disrupt": "true"}, grace=0)
     claim = launched_claim(kube)
     assert claim["spec"]["terminationGracePeriod"] == "2s"
     node_name = register_node(core, claim)
@@ -421,3 +424,131 @@ def test_410_gone_relists_and_forgets_what_was_deleted_meanwhile(kube, account, 
     assert claim["spec"]["resources"]["requests"]["pods"] == "2"
     with pytest.raises(ApiException):
         core.read_namespaced_pod("doomed", "default")
+
+
+# --- what a real API server showed (issue 16) -------------------------------------------------------------------
+
+
+def steps_pass(replica: Replica, count: int, what: str) -> None:
+    """Wait until the leader ran ``count`` more controller passes (no wall-clock assumption)."""
+    target = replica.runtime.steps + count
+    wait_for(lambda: replica.runtime.steps >= target, 20, what)
+
+
+def test_drain_waits_for_evicted_pods_to_terminate_before_terminating_the_instance(kube, account, replicas, core,
+                                                                                   custom) -> None:
+    kube.emulator.pod_grace_scale = None  # pods run out their grace period only when the test says
+    replica = start(replicas, kube, account, bind_pods=True)
+    apply_pool(custom)
+    pending_pod(core, "web-0", grace=120)
+    claim = launched_claim(kube)
+    name = claim["metadata"]["name"]
+    node_name = register_node(core, claim)
+    wait_for(lambda: kube.emulator.bindings, 10, "the binding")
+    run_pod(core, "web-0", node_name)
+    custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", name)
+    wait_for(lambda: kube.emulator.evictions, 10, "the eviction")
+    assert kube.emulator.terminating_pods() == [("default", "web-0")]
+    steps_pass(replica, 20, "twenty passes while the pod terminates")
+    # Still inside its 120 s grace period: the instance runs, the Node stays, cordoned.
+    assert instance_of(account, claim)["State"]["Name"] == "running"
+    node = kube.emulator.peek("nodes", node_name)
+    assert node is not None and {"key": L.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"} in node["spec"]["taints"]
+    assert kube.emulator.peek("nodeclaims", name) is not None
+    assert kube.finish_pod("default", "web-0")  # the kubelet saw the containers exit
+    wait_for(lambda: kube.emulator.peek("nodeclaims", name) is None, 15, "the NodeClaim to be gone")
+    assert kube.emulator.peek("nodes", node_name) is None
+    assert instance_of(account, claim)["State"]["Name"] in ("shutting-down", "terminated")
+
+
+def test_drain_stops_waiting_at_the_nodeclaims_termination_grace_period(kube, account, replicas, core,
+                                                                        custom) -> None:
+    kube.emulator.pod_grace_scale = None  # the pod would terminate forever
+    start(replicas, kube, account, bind_pods=True)
+    apply_pool(custom, terminationGracePeriod="2s")
+    pending_pod(core, "web-0", grace=1)
+    claim = launched_claim(kube)
+    node_name = register_node(core, claim)
+    wait_for(lambda: kube.emulator.bindings, 10, "the binding")
+    run_pod(core, "web-0", node_name)
+    custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim["metadata"]["name"])
+    wait_for(lambda: kube.emulator.peek("nodes", node_name) is None, 15, "the node to be released")
+    assert instance_of(account, claim)["State"]["Name"] in ("shutting-down", "terminated")
+
+
+@pytest.mark.timeout(60)
+def test_bind_403_names_controller_bind_pods_then_binds_on_a_retry_and_the_node_is_not_empty(
+        kube, account, replicas, core, custom, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="nodewright.controllers")
+    kube.emulator.rbac_token = CONTROLLER_TOKEN
+    kube.emulator.rbac_rules = chart_rbac_rules(("", "pods/binding"))  # installed without controller.bindPods
+    replica = start(replicas, kube, account, bind_pods=True)
+    disruption = replica.runtime.manager.disruption
+    disruption.poll_period, disruption.validation_delay = 0.1, 0.2  # decide emptiness within a few passes
+    claim = launch(kube, core, custom, pods=1)  # WhenEmptyOrUnderutilized after 0s: empty nodes go at once
+    name = claim["metadata"]["name"]
+    register_node(core, claim)
+    event = wait_for(lambda: next((e for e in kube.emulator.snapshot("events", "default")
+                                   if e["reason"] == "FailedBinding"), None), 10, "a FailedBinding event")
+    assert event["type"] == "Warning" and event["involvedObject"]["name"] == "web-0"
+    assert "controller.bindPods=true" in event["message"] and "pods/binding" in event["message"]
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR and "pods/binding" in r.getMessage()]
+    assert len(errors) == 1 and "controller.bindPods=true" in errors[0]
+    ready_claim(kube, name)
+    steps_pass(replica, 30, "thirty passes with the pod nominated, unbound")
+    # The bind kept failing, with backoff, and the node waiting for its pod was not deleted as empty.
+    refused = kube.emulator.forbidden.count(("create", "pods/binding", ""))
+    assert 1 <= refused <= 5
+    assert not kube.emulator.peek("nodeclaims", name)["metadata"].get("deletionTimestamp")
+    assert len(claims(kube)) == 1
+    kube.emulator.rbac_rules = chart_rbac_rules()  # the chart upgraded with controller.bindPods=true
+    wait_for(lambda: kube.emulator.bindings, 40, "the retried binding")
+    assert [e["reason"] for e in kube.emulator.snapshot("events", "default")].count("FailedBinding") == 1
+
+
+def test_owner_references_enforcement_passes_with_the_charts_rbac(kube, account, replicas, core, custom) -> None:
+    kube.emulator.owner_references_enforcement = True
+    kube.emulator.rbac_token = CONTROLLER_TOKEN
+    kube.emulator.rbac_rules = chart_rbac_rules()
+    start(replicas, kube, account)
+    claim = launch(kube, core, custom)
+    node_name = register_node(core, claim)
+    ready_claim(kube, claim["metadata"]["name"])
+    node = kube.emulator.peek("nodes", node_name)
+    assert [(o["kind"], o["blockOwnerDeletion"]) for o in node["metadata"]["ownerReferences"]] == [("NodeClaim", True)]
+    assert [(o["kind"], o["blockOwnerDeletion"]) for o in claim["metadata"]["ownerReferences"]] == [("NodePool", True)]
+    assert kube.emulator.forbidden == []
+
+
+def test_owner_references_enforcement_refuses_without_finalizers_update(kube, account, replicas, core,
+                                                                        custom) -> None:
+    kube.emulator.owner_references_enforcement = True
+    kube.emulator.rbac_token = CONTROLLER_TOKEN
+    kube.emulator.rbac_rules = chart_rbac_rules(("karpenter.sh", "nodepools/finalizers"),
+                                                ("karpenter.sh", "nodeclaims/finalizers"))
+    start(replicas, kube, account)
+    apply_pool(custom)
+    pending_pod(core, "web-0")
+    wait_for(lambda: kube.emulator.forbidden, 10, "a refused NodeClaim create")
+    assert kube.emulator.forbidden[0] == ("update", "nodepools/finalizers", "karpenter.sh")
+    assert claims(kube) == []
+
+
+def test_drifted_condition_is_set_when_the_nodepool_changes_and_cleared_when_it_changes_back(
+        kube, account, replicas, core, custom) -> None:
+    start(replicas, kube, account)
+    claim = launch(kube, core, custom)
+    name = claim["metadata"]["name"]
+    register_node(core, claim)
+    ready_claim(kube, name)
+    assert condition(kube.emulator.peek("nodeclaims", name), L.CONDITION_DRIFTED) is None
+    patch = {"spec": {"template": {"metadata": {"labels": {"team": "data"}}}}}
+    custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodepools", "general", patch)
+    drifted = wait_for(lambda: (c := kube.emulator.peek("nodeclaims", name))
+                       and condition(c, L.CONDITION_DRIFTED) == "True" and c, 10, "Drifted=True")
+    cond = next(c for c in drifted["status"]["conditions"] if c["type"] == L.CONDITION_DRIFTED)
+    assert cond["reason"] == "NodePoolDrifted"
+    patch = {"spec": {"template": {"metadata": {"labels": {"team": "web"}}}}}
+    custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodepools", "general", patch)
+    wait_for(lambda: condition(kube.emulator.peek("nodeclaims", name), L.CONDITION_DRIFTED) is None, 10,
+             "the Drifted condition to be removed")
