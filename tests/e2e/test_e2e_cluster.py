@@ -31,13 +31,20 @@ def rest() -> RestClient:
 
 def test_informers_sync_and_list_nodes(rest: RestClient) -> None:
     stop = threading.Event()
-    cluster = KubernetesCluster(rest, time.time, kinds=(r.NODES, r.NODEPOOLS), watch_timeout=30)
+    cluster = KubernetesCluster(rest, time.time, kinds=(r.NODES,), watch_timeout=30)
+    name = f"nodewright-e2e-{uuid.uuid4().hex[:6]}"
     cluster.start(stop)
     try:
         assert cluster.wait_for_sync(60)
-        assert len(cluster.list(r.NODES)) >= 1
+        rest.request("POST", r.NODES.collection_path(None), body={"apiVersion": "v1", "kind": "Node",
+                                                                 "metadata": {"name": name}}, creating=True)
+        deadline = time.monotonic() + 30
+        while cluster.get(r.NODES, name) is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # the watch delivers another writer's Node
+        assert cluster.get(r.NODES, name) is not None
     finally:
         stop.set()
+        rest.request("DELETE", r.NODES.object_path(name))
 
 
 def test_leader_election_on_a_real_lease(rest: RestClient) -> None:

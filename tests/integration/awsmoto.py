@@ -201,9 +201,10 @@ def _price_entry(instance_type: str, usd: float) -> str:
     })
 
 
-def seed(server: MotoServer) -> Account:
+def seed(server: MotoServer, kubernetes_version: str = K8S_VERSION) -> Account:
     """A VPC with discovery-tagged subnets in three zones, a tagged security group, AL2023 alias parameters for
-    Kubernetes 1.31, the node role, the interruption queue and the EKS cluster."""
+    ``kubernetes_version`` (the API server's ``major.minor``), the node role, the interruption queue and the EKS
+    cluster."""
     url = server.url
     ec2 = _client("ec2", url)
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
@@ -223,7 +224,7 @@ def seed(server: MotoServer) -> Account:
         }
     amis = dict(server.amis)
     for arch, parameter in AL2023_PARAMETERS.items():
-        _put_public_parameter(parameter, amis[arch])
+        _put_public_parameter(parameter.replace(f"/{K8S_VERSION}/", f"/{kubernetes_version}/"), amis[arch])
     _client("iam", url).create_role(
         RoleName="KarpenterNodeRole-demo", AssumeRolePolicyDocument="{}")
     queue_url = _client("sqs", url).create_queue(QueueName=QUEUE)["QueueUrl"]

@@ -872,7 +872,8 @@ class EmulatorThread:
     """
 
     def __init__(self, emulator: NodewrightKubeEmulator | None = None, start_timeout: float = 10.0) -> None:
-        self.emulator = emulator or NodewrightKubeEmulator()
+        # "is not None": kmock handlers define __len__ (their request log), so a fresh emulator is falsy.
+        self.emulator = emulator if emulator is not None else NodewrightKubeEmulator()
         self._start_timeout = start_timeout
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -56,10 +56,14 @@ def fast_settings(kubeconfig: str, **overrides: Any) -> Settings:
 class Replica:
     """One controller replica in a thread, built by the production wiring against the emulator and moto."""
 
-    def __init__(self, kube: EmulatorThread, account: Account, identity: str, **settings: Any) -> None:
+    def __init__(self, kube: EmulatorThread | str, account: Account, identity: str, **settings: Any) -> None:
+        """``kube``: the emulator, or the path of a kubeconfig for a real API server (the e2e suite)."""
         self._dir = tempfile.TemporaryDirectory(prefix="nodewright-it-")
-        kubeconfig = Path(self._dir.name) / "kubeconfig"
-        kubeconfig.write_text(kube.kubeconfig(CONTROLLER_TOKEN), encoding="utf-8")
+        if isinstance(kube, str):
+            kubeconfig = Path(kube)
+        else:
+            kubeconfig = Path(self._dir.name) / "kubeconfig"
+            kubeconfig.write_text(kube.kubeconfig(CONTROLLER_TOKEN), encoding="utf-8")
         self.settings = fast_settings(str(kubeconfig), **settings)
         self.runtime: Runtime = build_runtime(self.settings, aws_clients=account.controller_clients(),
                                               host="127.0.0.1", identity=identity)
