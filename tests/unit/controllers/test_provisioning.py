@@ -10,6 +10,7 @@ from nodewright.api import labels as L
 from nodewright.controllers.provisioning import Batcher, Provisioner
 from nodewright.kube import resources as r
 from nodewright.kube.objects import name_of
+from nodewright.state.cluster import snapshot
 
 from .conftest import node_for, pending_pod
 from .fakes import first_fit_solver
@@ -133,3 +134,42 @@ def test_real_scheduler_plans_the_nodeclaim(ctx, cluster, clock) -> None:
     assert len(claims) == 1
     itypes = next(q for q in claims[0]["spec"]["requirements"] if q["key"] == L.INSTANCE_TYPE)
     assert itypes["values"][0] == "m5.xlarge"
+
+
+def test_bind_mode_retries_a_failed_bind_with_backoff_and_names_the_rbac_on_403(ctx, cluster, clock,
+                                                                               caplog) -> None:
+    from nodewright.controllers.lifecycle import LifecycleController
+    from nodewright.kube.errors import KubeError
+
+    caplog.set_level(logging.INFO, logger="nodewright.controllers")
+    cluster.create(r.PODS, pending_pod("web-0"))
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), bind_pods=True, solver=first_fit_solver)
+    life = LifecycleController(ctx, on_registered=prov.on_registered)
+    real_bind, attempts = cluster.bind_pod, []
+
+    def forbidden(namespace: str, name: str, node: str) -> None:
+        attempts.append(clock())
+        raise KubeError('pods "web-0" is forbidden: cannot create resource "pods/binding"', 403)
+
+    cluster.bind_pod = forbidden
+    prov.reconcile()
+    clock.advance(1.0)
+    prov.reconcile()
+    life.reconcile()
+    claim = cluster.list(r.NODECLAIMS)[0]
+    cluster.create(r.NODES, node_for(claim))
+    life.reconcile()  # registration: the first bind, refused
+    assert prov.nominated_targets(snapshot(cluster)) == {name_of(claim), "ip-10-0-0-1.ec2.internal"}
+    for _ in range(75):  # 7.5 s of 0.1 s passes
+        clock.advance(0.1)
+        prov.reconcile()
+    gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    assert len(gaps) == 3 and all(abs(g - want) <= 0.15 for g, want in zip(gaps, (1.0, 2.0, 4.0), strict=True))
+    events = [e for e in cluster.events if e["reason"] == "FailedBinding"]
+    assert len(events) == 1 and "controller.bindPods=true" in events[0]["message"]
+    errors = [rec.getMessage() for rec in caplog.records if rec.levelno == logging.ERROR]
+    assert len(errors) == 1 and "create on pods/binding" in errors[0]
+    cluster.bind_pod = real_bind  # the chart upgraded with controller.bindPods=true
+    clock.advance(8.0)
+    prov.reconcile()
+    assert cluster.bindings == [("default", "web-0", "ip-10-0-0-1.ec2.internal")]
