@@ -22,13 +22,8 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
-from kubernetes.client.exceptions import ApiException
-
-from nodewright.api import labels as L
-from tests.integration.awsmoto import CREDENTIALS, Account, MotoServer, offering_only, seed
-from tests.integration.harness import (
+from integration.awsmoto import CREDENTIALS, Account, MotoServer, offering_only, seed
+from integration.harness import (
     Replica,
     condition,
     ec2nodeclass,
@@ -38,6 +33,11 @@ from tests.integration.harness import (
     run_pod,
     wait_for,
 )
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from nodewright.api import labels as L
 
 KUBECONFIG = os.environ.get("NODEWRIGHT_E2E_KUBECONFIG")
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180),
