@@ -70,6 +70,7 @@ CRON_PATTERN = (
     + ")$"
 )
 _CRON_RE = re.compile(CRON_PATTERN)
+MAX_SCHEDULE_LENGTH = 128
 
 
 def _nodes_to_str(value: Any) -> Any:
@@ -91,8 +92,10 @@ class Budget(KubeModel):
     nodes: Annotated[str, BeforeValidator(_nodes_to_str)] = Field(
         default=DEFAULT_BUDGET_NODES, json_schema_extra={"pattern": _BUDGET_NODES_RE.pattern}
     )
+    # maxLength bounds the API server's cost estimate of the CEL rule (unbounded, v1.36 refuses the CRD).
     schedule: str | None = Field(
         default=None,
+        max_length=MAX_SCHEDULE_LENGTH,
         json_schema_extra={
             "pattern": r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$",
             "x-kubernetes-validations": [{

@@ -8,6 +8,10 @@ the way a kubelet would (providerID, labels, the ``karpenter.sh/unregistered`` t
 bound by the test as kube-scheduler would; a deleted pod stays ``Terminating`` until the test, as its kubelet,
 removes it.
 
+The controller uses ``NODEWRIGHT_E2E_CONTROLLER_KUBECONFIG`` when set: a user bound to the chart's ClusterRole
+and Role (rendered with ``controller.bindPods=true``) instead of the administrator, so the server's RBAC and
+admission plugins (e.g. OwnerReferencesPermissionEnforcement) judge the controller's own requests.
+
 Every object a test creates carries this run's suffix and is removed afterwards (finalizers stripped), so the
 suite can run again against the same server.
 """
@@ -40,6 +44,7 @@ from kubernetes.client.exceptions import ApiException
 from nodewright.api import labels as L
 
 KUBECONFIG = os.environ.get("NODEWRIGHT_E2E_KUBECONFIG")
+CONTROLLER_KUBECONFIG = os.environ.get("NODEWRIGHT_E2E_CONTROLLER_KUBECONFIG") or KUBECONFIG
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180),
               pytest.mark.skipif(not KUBECONFIG, reason="set NODEWRIGHT_E2E_KUBECONFIG to run")]
 CRD_DIR = Path(__file__).resolve().parents[2] / "helm" / "nodewright" / "crds"
@@ -167,7 +172,7 @@ def _cleanup(core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, names: dict[str,
                           lambda body, c=claim_name: custom.patch_cluster_custom_object(*KARPENTER, "nodeclaims", c,
                                                                                         body),
                           lambda c=claim_name: custom.delete_cluster_custom_object(*KARPENTER, "nodeclaims", c))
-    for group, plural, name in ((*KARPENTER, "nodepools", names["pool"]), (*AWS, "ec2nodeclasses", names["class"])):
+    for group, plural, name in ((KARPENTER[0], "nodepools", names["pool"]), (AWS[0], "ec2nodeclasses", names["class"])):
         _strip_and_delete(lambda g=group, p=plural, n=name: custom.get_cluster_custom_object(g, "v1", p, n),
                           lambda body, g=group, p=plural, n=name: custom.patch_cluster_custom_object(g, "v1", p, n,
                                                                                                      body),
@@ -185,8 +190,8 @@ def controller(account: Account, world: dict[str, str]) -> Iterator[Any]:
     started: list[Replica] = []
 
     def start(**settings: Any) -> Replica:
-        assert KUBECONFIG
-        replica = Replica(KUBECONFIG, account, f"e2e-{RUN}", leader_election_name=world["lease"], **settings)
+        assert CONTROLLER_KUBECONFIG
+        replica = Replica(CONTROLLER_KUBECONFIG, account, f"e2e-{RUN}", leader_election_name=world["lease"], **settings)
         started.append(replica.start())
         return replica
 
@@ -223,6 +228,21 @@ def claim_named(custom: k8s.CustomObjectsApi, name: str) -> dict[str, Any] | Non
         if err.status == 404:
             return None
         raise
+
+
+def join(core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, claim: dict[str, Any]) -> str:
+    """Register a Node for ``claim`` as its kubelet would, then, once nodewright registered it, do what
+    kube-controller-manager's node lifecycle controller does for a Ready node: remove the
+    ``node.kubernetes.io/not-ready`` taint the API server's TaintNodesByCondition admission added at creation
+    (nodewright, like Karpenter, waits for it to go before it initializes the node)."""
+    node_name = register_node(core, claim)
+    name = claim["metadata"]["name"]
+    wait_for(lambda: condition(claim_named(custom, name), L.CONDITION_REGISTERED) == "True", 30, "registration",
+             interval=0.2)
+    taints = [t for t in core.read_node(node_name).spec.taints or [] if t.key != "node.kubernetes.io/not-ready"]
+    core.patch_node(node_name, {"spec": {"taints": [{"key": t.key, "value": t.value, "effect": t.effect}
+                                                    for t in taints]}})
+    return node_name
 
 
 def instance_state(account: Account, claim: dict[str, Any]) -> str:
@@ -263,7 +283,7 @@ def test_launch_register_ready_then_drain_waits_for_the_evicted_pod(controller: 
     claim = launched(custom, world)
     name = claim["metadata"]["name"]
     assert instance_state(account, claim) in ("pending", "running")
-    node_name = register_node(core, claim)
+    node_name = join(core, custom, claim)
     ready = wait_for(lambda: (c := claim_named(custom, name)) and condition(c, L.CONDITION_READY) == "True" and c,
                      30, "the NodeClaim Ready", interval=0.2)
     assert [condition(ready, t) for t in ("Launched", "Registered", "Initialized")] == ["True"] * 3
@@ -305,7 +325,7 @@ def test_drifted_condition_follows_the_nodepool(controller: Any, core: k8s.CoreV
     pending_pod(core, f"{world['pod']}-drift")
     claim = launched(custom, world)
     name = claim["metadata"]["name"]
-    register_node(core, claim)
+    join(core, custom, claim)
     wait_for(lambda: condition(claim_named(custom, name), L.CONDITION_READY) == "True", 30, "Ready", interval=0.2)
     change = {"spec": {"template": {"metadata": {"labels": {"team": "data"}}}}}
     custom.patch_cluster_custom_object(*KARPENTER, "nodepools", world["pool"], change)
