@@ -163,6 +163,18 @@ def test_informer_resumes_relists_on_410_and_tracks_bookmarks() -> None:
     assert deleted == ["b", "x", "c"]
 
 
+def test_informer_keeps_a_pod_in_graceful_deletion_and_drops_a_released_object() -> None:
+    informer = Informer(FakeRest(lists=[], watches=[]), r.PODS)  # type: ignore[arg-type]
+    terminating = {"metadata": {"name": "web", "namespace": "default", "resourceVersion": "7",
+                                "deletionTimestamp": "2026-12-01T10:00:30Z", "deletionGracePeriodSeconds": 30}}
+    informer.apply_local("MODIFIED", terminating)
+    assert informer.get("default/web") == terminating  # still running out its grace period on the node
+    released = {"metadata": {"name": "n", "resourceVersion": "8", "deletionTimestamp": "2026-12-01T10:00:00Z",
+                             "deletionGracePeriodSeconds": 0, "finalizers": []}}
+    informer.apply_local("MODIFIED", released)  # the answer to the write that removed the last finalizer
+    assert informer.get("n") is None
+
+
 def test_gone_error_is_a_kube_error() -> None:
     assert issubclass(GoneError, KubeError) and GoneError("x").status == 410
 
