@@ -42,6 +42,11 @@ on, taken from the Kubernetes API concepts documentation and the apiserver's reg
   the admission plugin OpenShift enables): changing an object's ``ownerReferences`` needs ``delete`` on it, and
   setting ``blockOwnerDeletion: true`` on a reference needs ``update`` on the owner's ``<plural>/finalizers``.
 
+* **new Nodes are not-ready** (:attr:`~NodewrightKubeEmulator.node_lifecycle`): the TaintNodesByCondition
+  admission taints a created Node ``node.kubernetes.io/not-ready:NoSchedule``, and, standing in for
+  kube-controller-manager's node lifecycle controller, the taint is removed right after any write that leaves
+  the Node ``Ready=True`` (again after a client wrote it back).
+
 Approximations (documented, not hidden): no kubelet beyond finishing graceful Pod deletions, strategic merge patch
 is a JSON merge patch except that ``status.conditions`` merge by ``type``, list ``limit``/``continue`` are
 ignored (everything in one page), JSON patch (a list body) is refused with 415.
@@ -267,6 +272,15 @@ def _budget(pdb: Mapping[str, Any], pods: list[Obj]) -> tuple[int, int]:
     return healthy, 0
 
 
+_NOT_READY = "node.kubernetes.io/not-ready"
+
+
+def _node_ready_but_tainted(node: Mapping[str, Any]) -> bool:
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                for c in (node.get("status") or {}).get("conditions") or [])
+    return ready and any(t.get("key") == _NOT_READY for t in (node.get("spec") or {}).get("taints") or [])
+
+
 # --- the emulator --------------------------------------------------------------------------------------------
 
 
@@ -323,6 +337,8 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
     user: str = "system:serviceaccount:kube-system:nodewright"
     #: The OwnerReferencesPermissionEnforcement admission plugin.
     owner_references_enforcement: bool = False
+    #: TaintNodesByCondition on create and the node lifecycle controller's removal of the not-ready taint.
+    node_lifecycle: bool = True
     _store: dict[tuple[Kind, str | None, str], Obj] = attrs.field(factory=dict, init=False)
     _revision: int = attrs.field(default=0, init=False)
     _compacted: int = attrs.field(default=0, init=False)
@@ -528,7 +544,20 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
         self._record(kind, event, obj, old)
         if event == "DELETED" and kind.plural == "nodes":
             self._collect_pods_of(meta["name"])
+        elif kind.plural == "nodes" and self.node_lifecycle and _node_ready_but_tainted(obj):
+            asyncio.get_running_loop().call_soon(self._untaint_ready_node, meta["name"])
         return obj
+
+    def _untaint_ready_node(self, name: str) -> None:
+        """The node lifecycle controller: a Ready Node loses its ``node.kubernetes.io/not-ready`` taint."""
+        nodes = _BY_PATH[("", "v1", "nodes")]
+        current = self._store.get((nodes, None, name))
+        if current is None or not _node_ready_but_tainted(current):
+            return
+        taints = [t for t in current["spec"]["taints"] if t.get("key") != _NOT_READY]
+        new = {**current, "spec": {**current["spec"], "taints": taints},
+               "metadata": {**current["metadata"], "resourceVersion": self._next_revision()}}
+        self._put(nodes, "MODIFIED", new, current)
 
     def _collect_pods_of(self, node: str) -> None:
         """kube-controller-manager's pod GC: pods bound to a Node that no longer exists are deleted."""
@@ -584,6 +613,11 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
         obj["metadata"] = meta
         if kind.plural == "pods":
             obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        if kind.plural == "nodes" and self.node_lifecycle:
+            taints = list((obj.get("spec") or {}).get("taints") or [])
+            if not any(t.get("key") == _NOT_READY for t in taints):
+                obj["spec"] = {**(obj.get("spec") or {}), "taints": [*taints, {"key": _NOT_READY,
+                                                                              "effect": "NoSchedule"}]}
         elif kind.custom:
             obj.pop("status", None)
         return self._served(kind, self._put(kind, "ADDED", obj, None))

@@ -314,3 +314,17 @@ def test_owner_references_enforcement_needs_finalizers_update_on_the_owner(custo
     kube.emulator.rbac_rules.append({"apiGroups": ["karpenter.sh"], "resources": ["nodepools/finalizers"],
                                      "verbs": ["update"]})
     custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim)
+
+
+def test_a_new_node_is_not_ready_until_the_node_lifecycle_controller_sees_it_ready(core: k8s.CoreV1Api,
+                                                                                   kube: EmulatorThread) -> None:
+    core.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                      "spec": {"taints": [{"key": "example.com/agent", "effect": "NoSchedule"}]}})
+    taints = [(t.key, t.effect) for t in core.read_node("n1").spec.taints]
+    assert taints == [("example.com/agent", "NoSchedule"), ("node.kubernetes.io/not-ready", "NoSchedule")]
+    core.patch_node_status("n1", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    wait_for(lambda: [t.key for t in core.read_node("n1").spec.taints] == ["example.com/agent"], 5,
+             "the not-ready taint to go")
+    # A client writing the taint back (from a stale read) loses it again.
+    core.patch_node("n1", {"spec": {"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}})
+    wait_for(lambda: not core.read_node("n1").spec.taints, 5, "the not-ready taint to go again")
