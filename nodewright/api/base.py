@@ -267,6 +267,12 @@ ObjectName = Annotated[str, AfterValidator(check_dns_subdomain)]
 Quantity = Annotated[
     str, BeforeValidator(_to_quantity), AfterValidator(check_quantity), WithJsonSchema(QUANTITY_SCHEMA)
 ]
+#: A quantity that may not be negative (kubelet reserved resources): the sign is left out of the pattern, the
+#: cheap way for the API server (a CEL rule over the map's values exceeds its cost budget).
+NonNegativeQuantity = Annotated[
+    str, BeforeValidator(_to_quantity), AfterValidator(check_quantity),
+    WithJsonSchema({**QUANTITY_SCHEMA, "pattern": QUANTITY_SCHEMA["pattern"].replace("^[+-]?", "^[+]?", 1)}),
+]
 Duration = Annotated[str, AfterValidator(_check_duration), WithJsonSchema(DURATION_SCHEMA)]
 """A Go duration made of ``<int>s|m|h`` parts, e.g. ``"1h30m"``."""
 NillableDuration = Annotated[str, AfterValidator(_check_nillable_duration), WithJsonSchema(NILLABLE_DURATION_SCHEMA)]
@@ -275,8 +281,14 @@ ResourceList = dict[str, Quantity]
 """Resource name -> quantity, e.g. ``{"cpu": "1000", "memory": "1000Gi", "nodes": "10"}``."""
 
 
+MAX_LABELS = 100
+
+
 def check_labels(labels: dict[str, str]) -> dict[str, str]:
-    """Validate every key (qualified name) and value (label value) of a label map."""
+    """Validate every key (qualified name) and value (label value) of a label map (at most 100 labels, the
+    ``maxProperties`` of Karpenter's CRDs)."""
+    if len(labels) > MAX_LABELS:
+        raise ValueError(f"at most {MAX_LABELS} labels, got {len(labels)}")
     for key, value in labels.items():
         try:
             check_qualified_name(key)
@@ -304,7 +316,7 @@ Labels = Annotated[
     dict[str, str],
     BeforeValidator(_coerce_label_map),
     AfterValidator(check_labels),
-    WithJsonSchema({"type": "object", "additionalProperties": LABEL_VALUE_SCHEMA, "maxProperties": 100}),
+    WithJsonSchema({"type": "object", "additionalProperties": LABEL_VALUE_SCHEMA, "maxProperties": MAX_LABELS}),
 ]
 StringMap = dict[str, str]
 

@@ -29,8 +29,8 @@ from nodewright.api.base import (
     Condition,
     KubeModel,
     LenientModel,
+    NonNegativeQuantity,
     ObjectMeta,
-    Quantity,
     StringMap,
     cel,
     cel_field,
@@ -347,8 +347,8 @@ class KubeletConfiguration(KubeModel):
     cluster_dns: list[str] | None = Field(default=None, alias="clusterDNS")
     max_pods: int | None = Field(default=None, ge=0)
     pods_per_core: int | None = Field(default=None, ge=0)
-    system_reserved: dict[ReservedResource, Quantity] | None = None
-    kube_reserved: dict[ReservedResource, Quantity] | None = None
+    system_reserved: dict[ReservedResource, NonNegativeQuantity] | None = None
+    kube_reserved: dict[ReservedResource, NonNegativeQuantity] | None = None
     eviction_hard: dict[EvictionSignal, str] | None = None
     eviction_soft: dict[EvictionSignal, str] | None = None
     eviction_soft_grace_period: dict[EvictionSignal, str] | None = None
@@ -356,6 +356,14 @@ class KubeletConfiguration(KubeModel):
     image_gc_high_threshold_percent: int | None = Field(default=None, ge=0, le=100, alias="imageGCHighThresholdPercent")
     image_gc_low_threshold_percent: int | None = Field(default=None, ge=0, le=100, alias="imageGCLowThresholdPercent")
     cpu_cfs_quota: bool | None = Field(default=None, alias="cpuCFSQuota")
+
+    @field_validator("system_reserved", "kube_reserved")
+    @classmethod
+    def _not_negative(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for resource, quantity in (value or {}).items():
+            if str(quantity).startswith("-"):
+                raise ValueError(f"{resource}: reserved resources must not be negative, got {quantity!r}")
+        return value
 
     @field_validator("eviction_hard", "eviction_soft")
     @classmethod
@@ -397,7 +405,9 @@ VolumeType = Literal["standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"]
 
 class BlockDevice(KubeModel):
     """An EBS volume. ``volume_size`` is a quantity (``"20Gi"``); ``iops``/``throughput``
-    (MiB/s) apply to gp3/io1/io2."""
+    (MiB/s) apply to gp3/io1/io2. A snapshot or a size is required (Karpenter's CRD rule)."""
+
+    model_config = cel(("has(self.snapshotID) || has(self.volumeSize)", "snapshotID or volumeSize must be defined"))
 
     delete_on_termination: bool | None = None
     encrypted: bool | None = None
@@ -408,6 +418,12 @@ class BlockDevice(KubeModel):
     volume_initialization_rate: int | None = Field(default=None, ge=100, le=300)
     volume_size: str | None = None
     volume_type: VolumeType | None = None
+
+    @model_validator(mode="after")
+    def _size_or_snapshot(self) -> BlockDevice:
+        if self.snapshot_id is None and self.volume_size is None:
+            raise invalid("", "snapshotID or volumeSize must be defined")
+        return self
 
     @field_validator("volume_size")
     @classmethod
@@ -492,7 +508,7 @@ class EC2NodeClassSpec(KubeModel):
     ami_family: AMIFamily | None = None
     associate_public_ip_address: bool | None = Field(default=None, alias="associatePublicIPAddress")
     ip_prefix_count: int | None = Field(default=None, ge=0, alias="ipPrefixCount")
-    role: str | None = None
+    role: str | None = Field(default=None, json_schema_extra=cel_field(("self != ''", "role cannot be empty")))
     instance_profile: str | None = None
     user_data: str | None = None
     tags: StringMap | None = None

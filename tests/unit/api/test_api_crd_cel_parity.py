@@ -1,4 +1,4 @@
-"""The generated CRDs reject what the models reject: 42 documents, each judged by the model (``parse_*``) and by
+"""The generated CRDs reject what the models reject: 55 documents, each judged by the model (``parse_*``) and by
 the CRD as the API server would (defaults, OpenAPI schema, CEL rules; see ``crd_verdict``), with the
 expected verdict stated. Rules and limits are Karpenter v1.14's CRDs' (kubernetes-sigs/karpenter
 ``pkg/apis/crds``, aws/karpenter-provider-aws ``pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml``)."""
@@ -99,6 +99,7 @@ CASES: list[tuple[str, Doc, bool]] = [
     ("requirement key too long", pool(template__spec__requirements=[requirement("a" * 64)]), False),
     ("restricted template label", pool(template__metadata={"labels": {"karpenter.sh/nodepool": "x"}}), False),
     ("template label value too long", pool(template__metadata={"labels": {"team": "x" * 64}}), False),
+    ("101 template labels", pool(template__metadata={"labels": {f"k{i}": "v" for i in range(101)}}), False),
     # --- EC2NodeClass -----------------------------------------------------------------------------------------
     ("nodeclass as given", nc(), True),
     ("bottlerocket alias", nc(amiSelectorTerms=[{"alias": "bottlerocket@v1.20.0"}]), True),
@@ -119,6 +120,13 @@ CASES: list[tuple[str, Doc, bool]] = [
         {"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {"volumeSize": "20Gi"}},
         {"deviceName": "/dev/xvdb", "rootVolume": True, "ebs": {"volumeSize": "20Gi"}}]), False),
     ("no subnet terms", nc(subnetSelectorTerms=[]), False),
+    ("empty role", nc(role=""), False),
+    ("negative kubeReserved", nc(kubelet={"kubeReserved": {"cpu": "-1"}}), False),
+    ("kubeReserved as given", nc(kubelet={"kubeReserved": {"cpu": "250m", "memory": 1073741824}}), True),
+    ("ebs without size or snapshot", nc(blockDeviceMappings=[{"deviceName": "/dev/xvda", "ebs": {"volumeType": "gp3"}}]),
+     False),
+    ("ebs from a snapshot", nc(blockDeviceMappings=[{"deviceName": "/dev/xvda", "ebs": {"snapshotID": "snap-0123"}}]),
+     True),
     ("subnet id and tags", nc(subnetSelectorTerms=[{"id": "subnet-0123", **SUBNETS[0]}]), False),
     # --- NodeClaim --------------------------------------------------------------------------------------------
     ("nodeclaim as given", claim(), True),
