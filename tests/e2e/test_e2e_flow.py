@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
-from integration.awsmoto import CREDENTIALS, Account, MotoServer, offering_only, seed
+from integration.awsmoto import Account, MotoServer, fresh_account
 from integration.harness import (
     Replica,
     condition,
@@ -118,11 +118,8 @@ def moto_server() -> Iterator[MotoServer]:
 @pytest.fixture
 def account(moto_server: MotoServer, server_version: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
     """A seeded moto account, its AMI alias parameters for the server's Kubernetes version."""
-    for key, value in CREDENTIALS.items():
-        monkeypatch.setenv(key, value)
-    moto_server.reset()
-    with offering_only():
-        yield seed(moto_server, server_version)
+    with fresh_account(moto_server, monkeypatch.setenv, server_version) as account:
+        yield account
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import datetime as dt
 import json
 import logging
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,3 +234,15 @@ def seed(server: MotoServer, kubernetes_version: str = K8S_VERSION) -> Account:
         resourcesVpcConfig={"subnetIds": sorted(subnets.values())},
         kubernetesNetworkConfig={"serviceIpv4Cidr": SERVICE_CIDR})
     return Account(url, subnets, group, amis, queue_url)
+
+
+@contextlib.contextmanager
+def fresh_account(server: MotoServer, setenv: Callable[[str, str], object],
+                  kubernetes_version: str = K8S_VERSION) -> Iterator[Account]:
+    """A reset and seeded moto account offering :data:`OFFERED_TYPES`, with fake credentials set through
+    ``setenv`` (e.g. ``monkeypatch.setenv``) so nothing can reach real AWS."""
+    for key, value in CREDENTIALS.items():
+        setenv(key, value)
+    server.reset()
+    with offering_only():
+        yield seed(server, kubernetes_version)

@@ -13,7 +13,7 @@ from kubernetes import client as k8s
 
 from nodewright.kube.rest import RestClient
 
-from .awsmoto import CREDENTIALS, Account, MotoServer, offering_only, seed
+from .awsmoto import Account, MotoServer, fresh_account
 from .emulator import EmulatorThread, NodewrightKubeEmulator
 
 INTEGRATION_DIR = Path(__file__).parent
@@ -72,9 +72,6 @@ def moto_server() -> Iterator[MotoServer]:
 def account(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
     """A freshly reset and seeded moto account offering a few instance types; fake credentials so nothing can
     reach real AWS."""
-    for key, value in CREDENTIALS.items():
-        monkeypatch.setenv(key, value)
-    moto_server.reset()
-    with offering_only():
-        yield seed(moto_server)
+    with fresh_account(moto_server, monkeypatch.setenv) as account:
+        yield account
 
