@@ -158,7 +158,7 @@ def test_the_crd_and_the_model_give_the_same_verdict(doc: Doc, valid: bool) -> N
 def test_rejections_carry_karpenters_messages() -> None:
     assert crd_errors(nc(amiSelectorTerms=[{"alias": "ubuntu@latest"}])) == [
         ".spec.amiSelectorTerms[0].alias: family is not supported, must be one of the following: 'al2', 'al2023', "
-        "'bottlerocket', 'windows2019', 'windows2022'"]
+        "'bottlerocket', 'windows2019', 'windows2022', 'windows2025'"]
     assert crd_errors(pool(disruption=budgets({"nodes": "0", "schedule": "61 * * * *", "duration": "1h"}))) == [
         ".spec.disruption.budgets[0].schedule: schedule must be a 5-field cron expression (minute hour day-of-month "
         "month day-of-week) or an @daily-style macro"]
