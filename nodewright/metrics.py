@@ -87,6 +87,10 @@ class Metrics:
         self.nodepool_cost = Gauge(
             "nodewright_nodepool_cost_per_hour_usd", "Price of a NodePool's running NodeClaims, USD per hour.",
             ["nodepool"], registry=reg)
+        self.pricing_fallback = Gauge(
+            "nodewright_pricing_fallback",
+            "1 while EC2 prices of this kind come from the bundled table or model instead of the live AWS API.",
+            ["kind"], registry=reg)
         self.leader = Gauge("nodewright_leader", "1 while this replica holds the leader Lease.", registry=reg)
         # Disruption (nodewright/controllers/disruption.py); names and labels as Karpenter's disruption metrics.
         self.disruption_decisions = Counter(
@@ -113,6 +117,13 @@ class Metrics:
             "operator_nodeclaim_status_condition_transition_seconds",
             "Seconds a NodeClaim condition spent in a status (status) before transitioning (to_status).",
             ["type", "status", "to_status"], buckets=_LATENCY_BUCKETS, registry=reg)
+
+    def observe_pricing(self, pricing: Any) -> None:
+        """Export ``nodewright_pricing_fallback{kind="on-demand"|"spot"}`` = 1 while ``pricing`` (a
+        :class:`~nodewright.cloud.aws.pricing.PricingProvider`: ``on_demand_fallback``/``spot_fallback``) uses
+        bundled or modelled prices; read at scrape time, in this registry (not the process-global one)."""
+        self.pricing_fallback.labels(kind="on-demand").set_function(lambda: float(pricing.on_demand_fallback))
+        self.pricing_fallback.labels(kind="spot").set_function(lambda: float(pricing.spot_fallback))
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

@@ -1,10 +1,12 @@
 """``nodewright run``: wire settings, adapters and controllers, elect a leader, loop until SIGTERM.
 
-Threads: one per informer (list+watch), one for the metrics endpoint, one for the health endpoint, and the
-main loop. The main loop alternates leader election (every ``retry_period``) with
-:meth:`~nodewright.controllers.manager.ControllerManager.step` (every ``reconcile_period``) while leading.
-SIGTERM/SIGINT set the stop event: the loop finishes its step, releases the Lease (so the standby takes over
-at once) and stops the endpoints.
+Threads: one per informer (list+watch), one for the metrics endpoint, one for the health endpoint, one for
+leader election (:meth:`~nodewright.kube.leaderelection.LeaderElector.run`: acquire/renew every
+``retry_period``, whatever the controllers are doing), and the main loop, which runs
+:meth:`~nodewright.controllers.manager.ControllerManager.step` every ``reconcile_period`` while leading. A
+pass checks leadership between controllers, so a replica whose renewals fail for ``renew_deadline`` stops
+acting within one controller of it. SIGTERM/SIGINT set the stop event: the loop finishes its controller,
+stops the election thread, releases the Lease (so the standby takes over at once) and stops the endpoints.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class Runtime:
         interruption: interruption messages source, or None.
         identity: leader election identity.
         host: bind address of the metrics and health endpoints.
+        sleep: the main loop's pause between passes (default ``stop.wait``).
+        election_wait: the election thread's pause between attempts, ``wait(seconds) -> stop requested``
+            (default: the election stop event's ``wait``; tests inject a stepped one).
     """
 
     cluster: Cluster
@@ -61,13 +66,19 @@ class Runtime:
     host: str = "0.0.0.0"
     stop: threading.Event = field(default_factory=threading.Event)
     sleep: Callable[[float], Any] | None = None
+    election_wait: Callable[[float], bool] | None = None
 
     def __post_init__(self) -> None:
         s = self.settings
         self.metrics = Metrics()
+        pricing = getattr(self.cloud, "pricing", None)
+        if pricing is not None and hasattr(pricing, "on_demand_fallback"):
+            self.metrics.observe_pricing(pricing)
         self.ctx = Context(self.cluster, self.cloud, self.clock, self.metrics, s.cluster_name)
         options = ControllerOptions(batch_idle_duration=s.batch_idle_duration,
-                                    batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods)
+                                    batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
+                                    spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
+                                    preference_policy=s.preference_policy, min_values_policy=s.min_values_policy)
         self.manager = ControllerManager(self.ctx, options, self.interruption)
         self.elector = LeaderElector(
             self.cluster, self.identity,
@@ -105,24 +116,27 @@ class Runtime:
         ]
 
     def run(self) -> None:
-        """Loop until :attr:`stop` is set, then release the Lease and stop the endpoints."""
+        """Loop until :attr:`stop` is set, then stop the election thread, release the Lease, stop the endpoints."""
         wait = self.sleep or self.stop.wait
-        next_election = 0.0
+        election_stop = threading.Event()
+        election = None
+        if self.elector is not None:
+            wait_election = self.election_wait or (lambda seconds: self.stop.wait(seconds) or election_stop.is_set())
+            election = self.elector.start(election_stop, wait_election)
         try:
             while not self.stop.is_set():
                 self._last_loop = time.monotonic()
-                now = time.monotonic()
-                if self.elector is not None and now >= next_election:
-                    self.elector.step()
-                    next_election = now + self.settings.retry_period
                 self.metrics.leader.set(1 if self.is_leader else 0)
                 synced = getattr(self.cluster, "has_synced", None)
                 self.metrics.cluster_state_synced.set(1 if (not callable(synced) or synced()) else 0)
                 if self.is_leader and self.ready():
-                    self.manager.step()
+                    self.manager.step(keep_going=lambda: self.is_leader and not self.stop.is_set())
                     self.steps += 1
                 wait(self.settings.reconcile_period)
         finally:
+            election_stop.set()
+            if election is not None:
+                election.join(max(self.settings.retry_period, 1.0) * 5)
             if self.elector is not None:
                 self.elector.release()
             self.metrics.leader.set(0)
@@ -169,7 +183,7 @@ def build_runtime(
     """
     from nodewright.api.manifests import parse_ec2nodeclass
     from nodewright.cloud.aws.clients import AWSClients, ClientSettings
-    from nodewright.cloud.aws.cluster import configured_facts, resolve_cluster_facts
+    from nodewright.cloud.aws.cluster import configured_facts, eks_kubernetes_version, resolve_cluster_facts
     from nodewright.cloud.aws.interruption import InterruptionQueue
     from nodewright.cloud.aws.provider import AWSCloudProvider, AWSProviderSettings
     from nodewright.kube import resources as r
@@ -182,15 +196,19 @@ def build_runtime(
         doc = cluster.get(r.EC2NODECLASSES, name)
         return parse_ec2nodeclass(doc) if doc else None
 
-    version = rest.request("GET", "/version")
+    version = rest.request("GET", "/version")  # also proves the API server is reachable and accepts us
     k8s_version = f"{version.get('major', '1')}.{str(version.get('minor', '31')).rstrip('+')}"
     clients = aws_clients or AWSClients(ClientSettings(region=settings.aws_region, endpoint_url=aws_endpoint_url))
+    if settings.eks_control_plane:
+        k8s_version = eks_kubernetes_version(clients.eks, settings.cluster_name, settings.aws_region)
     # Node bootstrap facts: configured values win, eks:DescribeCluster fills the rest (fails fast, one sentence).
     facts = resolve_cluster_facts(clients, settings.cluster_name, configured_facts(
         settings.cluster_endpoint, settings.cluster_ca_bundle, settings.cluster_cidr))
     cloud = AWSCloudProvider(
         AWSProviderSettings(settings.cluster_name, facts.endpoint, settings.aws_region, k8s_version,
-                            ca_bundle=facts.ca_bundle, cluster_cidr=facts.service_cidr),
+                            ca_bundle=facts.ca_bundle, cluster_cidr=facts.service_cidr,
+                            vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
+                            reserved_enis=settings.reserved_enis, isolated_vpc=settings.isolated_vpc),
         clients, nodeclass)
     # Short polls: the run loop receives between controller passes and must not block for 20 s.
     interruption = (InterruptionQueue.from_name(clients.sqs, settings.interruption_queue, wait_seconds=0)
