@@ -176,20 +176,32 @@ def build_runtime(
         identity: leader election identity (default :func:`default_identity`).
 
     Raises:
-        KubeError: the Kubernetes configuration cannot be loaded or ``GET /version`` fails.
+        StartupError: the region is not a region name, the Kubernetes configuration cannot be loaded, or no AWS
+            credentials are found (:mod:`nodewright.startup` classes ``aws-region``, ``kubeconfig``,
+            ``aws-credentials``).
+        KubeError: ``GET /version`` fails (unreachable API server, credentials refused).
         NodewrightValidationError: ``CLUSTER_ENDPOINT``, ``CLUSTER_CA_BUNDLE`` or ``CLUSTER_CIDR`` is malformed.
         AuthorizationError, ClusterDiscoveryError: one of them is unset and ``eks:DescribeCluster`` was denied or
             failed (:mod:`nodewright.cloud.aws.cluster`).
+        :func:`nodewright.startup.classify` maps each of these to its exit code.
     """
+    import boto3
     from nodewright.api.manifests import parse_ec2nodeclass
     from nodewright.cloud.aws.clients import AWSClients, ClientSettings
     from nodewright.cloud.aws.cluster import configured_facts, eks_kubernetes_version, resolve_cluster_facts
     from nodewright.cloud.aws.interruption import InterruptionQueue
     from nodewright.cloud.aws.provider import AWSCloudProvider, AWSProviderSettings
     from nodewright.kube import resources as r
+    from nodewright.kube.errors import KubeError
     from nodewright.kube.rest import RestClient, load_api_client
+    from nodewright.startup import check_credentials, check_region, kubeconfig_error
 
-    rest = RestClient(load_api_client(settings.kubeconfig or None))
+    check_region(settings.aws_region)
+    try:
+        api_client = load_api_client(settings.kubeconfig or None)
+    except KubeError as err:
+        raise kubeconfig_error(err, settings.kubeconfig) from err
+    rest = RestClient(api_client)
     cluster = KubernetesCluster(rest, time.time)
 
     def nodeclass(name: str) -> Any:
@@ -198,7 +210,11 @@ def build_runtime(
 
     version = rest.request("GET", "/version")  # also proves the API server is reachable and accepts us
     k8s_version = f"{version.get('major', '1')}.{str(version.get('minor', '31')).rstrip('+')}"
-    clients = aws_clients or AWSClients(ClientSettings(region=settings.aws_region, endpoint_url=aws_endpoint_url))
+    if aws_clients is None:
+        session = boto3.session.Session()
+        check_credentials(session)
+        aws_clients = AWSClients(ClientSettings(region=settings.aws_region, endpoint_url=aws_endpoint_url), session)
+    clients = aws_clients
     if settings.eks_control_plane:
         k8s_version = eks_kubernetes_version(clients.eks, settings.cluster_name, settings.aws_region)
     # Node bootstrap facts: configured values win, eks:DescribeCluster fills the rest (fails fast, one sentence).
@@ -234,8 +250,14 @@ def build_and_run(settings: Settings, aws_endpoint_url: str | None = None) -> No
     """``nodewright run``: :func:`build_runtime`, SIGTERM/SIGINT handlers, :func:`serve`; blocks until a signal.
 
     Raises:
-        KubeError: the Kubernetes configuration cannot be loaded.
+        StartupError: building the runtime failed (every cause classified by :func:`nodewright.startup.classify`).
     """
+    from nodewright.startup import classify
+
     stop = threading.Event()
     install_signal_handlers(stop)
-    serve(build_runtime(settings, stop, aws_endpoint_url))
+    try:
+        runtime = build_runtime(settings, stop, aws_endpoint_url)
+    except Exception as err:
+        raise classify(err) from err
+    serve(runtime)
