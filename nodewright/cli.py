@@ -203,6 +203,7 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
 @click.option("--feature-gates", default=None, help="Gate=bool,... [env FEATURE_GATES]: SpotToSpotConsolidation, ReservedCapacity, ...")
 @click.option("--leader-election-name", default=None, help="Lease name [env LEADER_ELECTION_NAME, nodewright-leader-election].")
 @click.option("--leader-election-namespace", default=None, help="Lease namespace [env LEADER_ELECTION_NAMESPACE, else the pod's].")
+@click.version_option(package_name="nodewright", message="nodewright %(version)s")
 def run_command(aws_endpoint_url: str | None, **flags: Any) -> None:
     """Run the controller: watch the cluster, provision and terminate nodes (until SIGTERM).
 

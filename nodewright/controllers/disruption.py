@@ -38,7 +38,7 @@ from nodewright.cloud.provider import CloudProviderError
 from nodewright.controllers.common import Context, log, nodeclaim_ready, nodepool_instance_types
 from nodewright.controllers.termination import Terminator
 from nodewright.disruption import Decision, DecisionOptions, decide, decide_expiration, validate
-from nodewright.disruption.model import ClusterView
+from nodewright.disruption.model import EMPTINESS, MULTI_NODE, SINGLE_NODE, ClusterView
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
@@ -130,7 +130,7 @@ class DisruptionController:
         self.last_decision_at = now
         started = time.perf_counter()
         decision = decide(view, now, self.options)
-        self.ctx.metrics.disruption_evaluation_duration.labels("all").observe(time.perf_counter() - started)
+        self.ctx.metrics.disruption_evaluation_duration.labels("all", "").observe(time.perf_counter() - started)
         if decision is not None:
             log.info("disruption decided: %s", decision.message(),
                      extra={"method": decision.method, "nodes": [c.name for c in decision.candidates]})
@@ -233,6 +233,8 @@ class DisruptionController:
                 return None
             fresh = validate(command.decision, view, now, self.options)
             if fresh is None:
+                self.ctx.metrics.disruption_failed_validations.labels(
+                    consolidation_type(command.decision.method)).inc()
                 log.info("disruption decision no longer valid, dropped: %s", command.decision.message(),
                          extra={"method": command.decision.method})
                 self.command = None
@@ -252,8 +254,7 @@ class DisruptionController:
                 doc = nodeclaim_from_plan(plan, state.nodepools.get(plan.nodepool) or {})
                 created = self.ctx.cluster.create(r.NODECLAIMS, doc)
                 command.replacements.append(name_of(created))
-                self.ctx.metrics.nodeclaims_created.labels(decision.reason.lower(), plan.nodepool,
-                                                           plan.capacity_type).inc()
+                self.ctx.metrics.nodeclaims_created.labels(decision.reason.lower(), plan.nodepool, "false").inc()
         except KubeError as err:
             log.error("launching replacements failed, rolling back: %s", err)
             self._roll_back(command, state)
@@ -308,4 +309,14 @@ class DisruptionController:
         self.command = None
 
     def _count(self, decision: Decision) -> None:
-        self.ctx.metrics.disruption_decisions.labels(decision.decision, decision.reason.lower()).inc()
+        self.ctx.metrics.disruption_decisions.labels(decision.decision, decision.reason.lower(),
+                                                     consolidation_type(decision.method)).inc()
+
+
+#: Karpenter's ``consolidation_type`` label per decision method ("" for drift and expiration).
+_CONSOLIDATION_TYPES = {EMPTINESS: "empty", SINGLE_NODE: "single", MULTI_NODE: "multi"}
+
+
+def consolidation_type(method: str) -> str:
+    """Karpenter's ``consolidation_type`` metric label of a decision ``method``."""
+    return _CONSOLIDATION_TYPES.get(method, "")

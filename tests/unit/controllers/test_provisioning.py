@@ -73,7 +73,8 @@ def test_provisioner_creates_one_nodeclaim_for_the_batch(ctx, cluster, clock, ca
     assert "Computed 1 new node(s) will fit 3 pod(s)" in messages
     assert any(m.startswith("Launching node with 3 pods requesting") for m in messages)
     assert ctx.metrics.value("karpenter_nodeclaims_created_total",
-                             {"reason": "provisioning", "nodepool": "general", "capacity_type": "on-demand"}) == 1.0
+                             {"reason": "provisioned", "nodepool": "general", "min_values_relaxed": "false"}) == 1.0
+    assert ctx.metrics.value("karpenter_scheduler_unschedulable_pods_count", {"controller": "provisioner"}) == 0.0
     # Nominated pods do not trigger another NodeClaim in later batches.
     clock.advance(11.0)
     prov.reconcile()
