@@ -149,6 +149,10 @@ class Metrics:
         self.interruption_received = Counter(
             "karpenter_interruption_received_messages_total", "Interruption messages received, by type.",
             ["message_type"], registry=reg)
+        self.interruption_queue_duration = Histogram(
+            "karpenter_interruption_message_queue_duration_seconds",
+            "Seconds from an interruption event's time until the controller handled it.",
+            buckets=_LATENCY_BUCKETS, registry=reg)
         self.interruption_deleted = Counter(
             "karpenter_interruption_deleted_messages_total", "Interruption messages deleted from the queue.",
             registry=reg)
@@ -186,6 +190,28 @@ class Metrics:
             "karpenter_nodes_allocatable",
             "Node allocatable resources (cpu cores, memory/ephemeral_storage bytes, pods count), per node.",
             [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
+        per_node = "per node (cpu cores, memory/ephemeral_storage bytes, pods count)"
+        self.nodes_total_pod_requests = Gauge(
+            "karpenter_nodes_total_pod_requests", f"Requests of the node's non-daemon pods, {per_node}.",
+            [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
+        self.nodes_total_pod_limits = Gauge(
+            "karpenter_nodes_total_pod_limits", f"Limits of the node's non-daemon pods, {per_node}.",
+            [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
+        self.nodes_total_daemon_requests = Gauge(
+            "karpenter_nodes_total_daemon_requests", f"Requests of the node's DaemonSet pods, {per_node}.",
+            [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
+        self.nodes_total_daemon_limits = Gauge(
+            "karpenter_nodes_total_daemon_limits", f"Limits of the node's DaemonSet pods, {per_node}.",
+            [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
+        self.nodes_system_overhead = Gauge(
+            "karpenter_nodes_system_overhead", f"Capacity minus allocatable (kubelet and system reserved, "
+            f"eviction threshold), {per_node}.", [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
+        self.nodes_current_lifetime = Gauge(
+            "karpenter_nodes_current_lifetime_seconds", "Seconds since the node was created.",
+            list(NODE_LABEL_NAMES), registry=reg)
+        self.cluster_utilization = Gauge(
+            "karpenter_cluster_utilization_percent", "Pod requests as a percentage of allocatable over all nodes.",
+            ["resource_type"], registry=reg)
         self.nodeclaim_condition_transition = Histogram(
             "operator_nodeclaim_status_condition_transition_seconds",
             "Seconds a NodeClaim condition spent in a status (status) before transitioning (to_status).",

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.cloud.provider import CloudProvider
+from nodewright.controllers.cloud_metrics import MeteredCloudProvider
 from nodewright.controllers.common import Context
 from nodewright.controllers.interruption import InterruptionSource
 from nodewright.controllers.manager import ControllerManager, ControllerOptions
@@ -74,7 +75,8 @@ class Runtime:
         pricing = getattr(self.cloud, "pricing", None)
         if pricing is not None and hasattr(pricing, "on_demand_fallback"):
             self.metrics.observe_pricing(pricing)
-        self.ctx = Context(self.cluster, self.cloud, self.clock, self.metrics, s.cluster_name)
+        cloud = MeteredCloudProvider(self.cloud, self.metrics, lambda: self.manager.current)
+        self.ctx = Context(self.cluster, cloud, self.clock, self.metrics, s.cluster_name)
         options = ControllerOptions(batch_idle_duration=s.batch_idle_duration,
                                     batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
                                     spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
@@ -89,6 +91,7 @@ class Runtime:
         self.endpoints: list[HttpEndpoint] = []
         self.steps = 0
         self._last_loop = time.monotonic()
+        self._unsynced_since: float | None = None
 
     # --- probes ------------------------------------------------------------------------------
 
@@ -107,6 +110,18 @@ class Runtime:
         return self.elector.is_leader if self.elector else True
 
     # --- loop --------------------------------------------------------------------------------
+
+    def _observe_sync(self) -> None:
+        """``karpenter_cluster_state_synced`` and ``_unsynced_time_seconds`` (0 while synced)."""
+        synced = getattr(self.cluster, "has_synced", None)
+        is_synced = not callable(synced) or bool(synced())
+        self.metrics.cluster_state_synced.set(1 if is_synced else 0)
+        if is_synced:
+            self._unsynced_since = None
+        elif self._unsynced_since is None:
+            self._unsynced_since = self.clock()
+        self.metrics.cluster_state_unsynced_time.set(
+            0.0 if self._unsynced_since is None else max(0.0, self.clock() - self._unsynced_since))
 
     def start_endpoints(self) -> None:
         """Serve ``/metrics`` and ``/healthz`` + ``/readyz`` (ports from settings; 0 picks free ports)."""
@@ -127,8 +142,7 @@ class Runtime:
             while not self.stop.is_set():
                 self._last_loop = time.monotonic()
                 self.metrics.leader.set(1 if self.is_leader else 0)
-                synced = getattr(self.cluster, "has_synced", None)
-                self.metrics.cluster_state_synced.set(1 if (not callable(synced) or synced()) else 0)
+                self._observe_sync()
                 if self.is_leader and self.ready():
                     self.manager.step(keep_going=lambda: self.is_leader and not self.stop.is_set())
                     self.steps += 1

@@ -67,6 +67,8 @@ class ControllerManager:
         opts = options or ControllerOptions()
         self.ctx = ctx
         self.options = opts
+        #: The controller running now ("" between passes): the ``controller`` label of cloud-provider metrics.
+        self.current = ""
         # The simulator passes a snapshotter that reuses one snapshot while the cluster is unchanged.
         self.snapshotter = snapshotter
         self.provisioner = Provisioner(
@@ -108,7 +110,10 @@ class ControllerManager:
             if keep_going is not None and not keep_going():
                 log.warning("controller pass ended before %s: leadership lost or shutting down", name)
                 return
+            self.current = name
             try:
                 run(self.snapshotter(self.ctx.cluster))
             except Exception:  # one broken controller must not stall the rest of the step
                 log.exception("controller %s failed", name)
+            finally:
+                self.current = ""
