@@ -119,9 +119,6 @@ class Metrics:
         self.scheduling_duration = Histogram(
             "karpenter_scheduler_scheduling_duration_seconds", "Duration of one scheduling simulation.",
             ["controller"], buckets=_DURATION_BUCKETS, registry=reg)
-        self.scheduler_queue_depth = Gauge(
-            "karpenter_scheduler_queue_depth", "Pods handed to the scheduling simulation now running.",
-            ["controller", "scheduling_id"], registry=reg)
         self.scheduler_unschedulable_pods = Gauge(
             "karpenter_scheduler_unschedulable_pods_count", "Pods the last scheduling simulation could not place.",
             ["controller"], registry=reg)
