@@ -88,6 +88,8 @@ class Runtime:
                         s.renew_deadline, s.retry_period),
             self.clock,
         ) if s.leader_election else None
+        # Read at scrape time: leadership changes on the election thread, between the loop's passes.
+        self.metrics.leader.set_function(lambda: 1.0 if self.is_leader else 0.0)
         self.endpoints: list[HttpEndpoint] = []
         self.steps = 0
         self._last_loop = time.monotonic()
@@ -141,7 +143,6 @@ class Runtime:
         try:
             while not self.stop.is_set():
                 self._last_loop = time.monotonic()
-                self.metrics.leader.set(1 if self.is_leader else 0)
                 self._observe_sync()
                 if self.is_leader and self.ready():
                     self.manager.step(keep_going=lambda: self.is_leader and not self.stop.is_set())
@@ -153,7 +154,6 @@ class Runtime:
                 election.join(max(self.settings.retry_period, 1.0) * 5)
             if self.elector is not None:
                 self.elector.release()
-            self.metrics.leader.set(0)
             for endpoint in self.endpoints:
                 endpoint.stop()
             log.info("stopped", extra={"identity": self.identity})
@@ -200,6 +200,7 @@ def build_runtime(
         :func:`nodewright.startup.classify` maps each of these to its exit code.
     """
     import boto3
+
     from nodewright.api.manifests import parse_ec2nodeclass
     from nodewright.cloud.aws.clients import AWSClients, ClientSettings
     from nodewright.cloud.aws.cluster import configured_facts, eks_kubernetes_version, resolve_cluster_facts
