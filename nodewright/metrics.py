@@ -183,26 +183,23 @@ class Metrics:
             "Decisions that failed re-validation after the validation delay, by consolidation type.",
             ["consolidation_type"], registry=reg)
         # --- cluster state (controllers/state_metrics.py) -----------------------------------------------------
-        self.nodes_allocatable = Gauge(
-            "karpenter_nodes_allocatable",
-            "Node allocatable resources (cpu cores, memory/ephemeral_storage bytes, pods count), per node.",
-            [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
         per_node = "per node (cpu cores, memory/ephemeral_storage bytes, pods count)"
-        self.nodes_total_pod_requests = Gauge(
-            "karpenter_nodes_total_pod_requests", f"Requests of the node's non-daemon pods, {per_node}.",
-            [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
-        self.nodes_total_pod_limits = Gauge(
-            "karpenter_nodes_total_pod_limits", f"Limits of the node's non-daemon pods, {per_node}.",
-            [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
-        self.nodes_total_daemon_requests = Gauge(
-            "karpenter_nodes_total_daemon_requests", f"Requests of the node's DaemonSet pods, {per_node}.",
-            [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
-        self.nodes_total_daemon_limits = Gauge(
-            "karpenter_nodes_total_daemon_limits", f"Limits of the node's DaemonSet pods, {per_node}.",
-            [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
-        self.nodes_system_overhead = Gauge(
-            "karpenter_nodes_system_overhead", f"Capacity minus allocatable (kubelet and system reserved, "
-            f"eviction threshold), {per_node}.", [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
+
+        def node_gauge(name: str, what: str) -> Gauge:
+            return Gauge(name, f"{what}, {per_node}.", [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
+
+        self.nodes_allocatable = node_gauge("karpenter_nodes_allocatable", "Node allocatable resources")
+        self.nodes_total_pod_requests = node_gauge("karpenter_nodes_total_pod_requests",
+                                                   "Requests of the node's non-daemon pods")
+        self.nodes_total_pod_limits = node_gauge("karpenter_nodes_total_pod_limits",
+                                                 "Limits of the node's non-daemon pods")
+        self.nodes_total_daemon_requests = node_gauge("karpenter_nodes_total_daemon_requests",
+                                                      "Requests of the node's DaemonSet pods")
+        self.nodes_total_daemon_limits = node_gauge("karpenter_nodes_total_daemon_limits",
+                                                    "Limits of the node's DaemonSet pods")
+        self.nodes_system_overhead = node_gauge(
+            "karpenter_nodes_system_overhead",
+            "Capacity minus allocatable (kubelet and system reserved, eviction threshold)")
         self.nodes_current_lifetime = Gauge(
             "karpenter_nodes_current_lifetime_seconds", "Seconds since the node was created.",
             list(NODE_LABEL_NAMES), registry=reg)

@@ -15,8 +15,8 @@ Karpenter's ``metrics.node`` and ``metrics.pod`` controllers, over one :class:`C
   allocatable), ``karpenter_nodes_current_lifetime_seconds``, with the node labels above; and
   ``karpenter_cluster_utilization_percent{resource_type}`` (requests of pods on nodes / allocatable of all
   nodes x 100). Pod requests are the kube-scheduler's effective requests
-  (:func:`nodewright.state.pods.pod_requests`); limits are summed over containers, the larger of that and
-  any init container (Karpenter's ``resources.PodLimits``); terminal pods are left out. Per-pod values are
+  (:func:`nodewright.scheduling.pods.effective_requests`), limits Karpenter's ``resources.PodLimits``
+  (:func:`nodewright.scheduling.pods.effective_limits`); terminal pods are left out. Per-pod values are
   cached by object identity, so an unchanged pod is not parsed again.
 
 The simulator's snapshotter hands back the same :class:`ClusterState` while nothing changed; such a pass
@@ -34,9 +34,10 @@ from nodewright.errors import NodewrightValidationError
 from nodewright.kube.objects import Obj, labels_of, meta, parse_time
 from nodewright.metrics import NODE_METRIC_LABELS
 from nodewright.quantities import CPU, parse_quantity
-from nodewright.scheduling.quantities import Resources, add, maximum, parse_resource_list
+from nodewright.scheduling.quantities import Resources, add, parse_resource_list
 from nodewright.state.cluster import ClusterState, snapshot
-from nodewright.state.pods import is_daemonset_pod, is_terminal, pod_key, pod_requests
+from nodewright.scheduling.pods import effective_limits, effective_requests
+from nodewright.state.pods import is_daemonset_pod, is_terminal, pod_key
 
 LabelValues = tuple[str, ...]
 
@@ -70,22 +71,6 @@ def node_label_values(node: Obj) -> LabelValues:
     labels = labels_of(node)
     return (*(str(labels.get(key, "")) for key in NODE_METRIC_LABELS), str(meta(node).get("name") or ""),
             str((node.get("status") or {}).get("phase") or ""), "true" if L.NODEPOOL in labels else "false")
-
-
-def pod_limits(pod: Obj) -> Resources:
-    """A pod's limits: the containers' summed, or any init container's if larger, per resource (Karpenter's
-    ``resources.PodLimits``); cpu in millicores, bytes, counts.
-
-    Raises:
-        NodewrightValidationError: an invalid quantity.
-    """
-    spec = pod.get("spec") or {}
-    total: Resources = {}
-    for container in spec.get("containers") or []:
-        total = add(total, parse_resource_list((container.get("resources") or {}).get("limits")))
-    for container in spec.get("initContainers") or []:
-        total = maximum(total, parse_resource_list((container.get("resources") or {}).get("limits")))
-    return total
 
 
 def _resources(resource_list: Any) -> Resources:
@@ -181,7 +166,8 @@ class StateMetricsController:
         if cached is not None and cached[0] is pod:
             return cached[1], cached[2], cached[3]
         try:
-            requests, limits = pod_requests(pod), pod_limits(pod)
+            spec = pod.get("spec") or {}
+            requests, limits = effective_requests(spec), effective_limits(spec)
         except NodewrightValidationError as err:
             log.warning("pod %s: %s", key, err)
             requests, limits = {}, {}
