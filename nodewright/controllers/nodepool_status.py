@@ -62,7 +62,7 @@ class NodePoolStatusController:
         # Label sets of the karpenter_pods_state series currently exported: a pass adds and removes only the
         # difference instead of clearing and re-creating one child per pod (most of this controller's time).
         self._pod_series: set[tuple[str, ...]] = set()
-        # Pod key -> (manifest, name, namespace, node, phase) of the manifest seen last pass (objects are immutable).
+        # Pod key -> (manifest, its own label values) of the manifest seen last pass (objects are immutable).
         self._pod_rows: dict[str, tuple[Obj, tuple[str, ...]]] = {}
         # NodePool name -> annotation problems last reported by an Event (one Event per change, not per pass).
         self._annotation_events: dict[str, str] = {}
