@@ -2,7 +2,8 @@
 
 Runs read-only as UID 65532 (the chart's securityContext): ``--help``, ``--version``, the startup-error path
 (no cluster: one JSON line, exit 3), the real package (not a placeholder ``__init__.py``) and no installer
-left in the image. ``NODEWRIGHT_IMAGE_BASE`` replaces the digest-pinned base (e.g. a local stand-in where
+left in the image. Skipped without a daemon, or when the base image is neither local nor pullable.
+``NODEWRIGHT_IMAGE_BASE`` replaces the digest-pinned base (e.g. a local stand-in where
 Docker Hub is unreachable); ``NODEWRIGHT_IMAGE_BUILD_NETWORK`` sets ``docker build --network``.
 """
 
@@ -32,14 +33,33 @@ def _docker_ready() -> bool:
         return False
 
 
+def _default_base() -> str:
+    """The ``PYTHON_IMAGE`` ARG default of the Dockerfile (the digest-pinned base)."""
+    for line in (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines():
+        if line.startswith("ARG PYTHON_IMAGE="):
+            return line.split("=", 1)[1].strip()
+    raise AssertionError("Dockerfile has no ARG PYTHON_IMAGE default")
+
+
+def _available(image: str) -> bool:
+    def ok(*args: str, timeout: float) -> bool:
+        try:
+            return subprocess.run(["docker", *args], capture_output=True, timeout=timeout).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
+    return ok("image", "inspect", image, timeout=30) or ok("pull", image, timeout=300)
+
+
 @pytest.fixture(scope="module")
 def image() -> Iterator[str]:
     if not _docker_ready():
         pytest.skip("no Docker daemon")
+    base = os.environ.get("NODEWRIGHT_IMAGE_BASE") or _default_base()
+    if not _available(base):
+        pytest.skip(f"base image {base} is neither local nor pullable (set NODEWRIGHT_IMAGE_BASE)")
     tag = f"nodewright-test:{uuid.uuid4().hex[:8]}"
-    command = ["docker", "build", "-t", tag]
-    if os.environ.get("NODEWRIGHT_IMAGE_BASE"):
-        command += ["--build-arg", f"PYTHON_IMAGE={os.environ['NODEWRIGHT_IMAGE_BASE']}"]
+    command = ["docker", "build", "-t", tag, "--build-arg", f"PYTHON_IMAGE={base}"]
     if os.environ.get("NODEWRIGHT_IMAGE_BUILD_NETWORK"):
         command += ["--network", os.environ["NODEWRIGHT_IMAGE_BUILD_NETWORK"]]
     build = subprocess.run([*command, str(ROOT)], capture_output=True, text=True, timeout=1100)
