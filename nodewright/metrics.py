@@ -15,11 +15,12 @@ from __future__ import annotations
 import os
 import platform
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -57,6 +58,43 @@ NODE_LABEL_NAMES = (*NODE_METRIC_LABELS.values(), "node_name", "phase", "managed
 #: ``karpenter_pods_state`` labels (``labelNames`` in Karpenter's ``pkg/controllers/metrics/pod``).
 POD_STATE_LABELS = ("name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type",
                     "instance_type", "phase", "ready", "managed")
+
+
+class InstanceTypeCollector:
+    """``karpenter_cloudprovider_instance_type_{cpu_cores,memory_bytes}{instance_type}`` and
+    ``..._offering_{price_estimate,available}{instance_type, capacity_type, zone}``, computed when scraped from
+    the last instance types the provisioner saw (``InstanceType``: ``capacity`` cpu millicores / memory bytes,
+    ``offerings`` with zone, capacity type, USD/h price, available). Source: aws/karpenter-provider-aws
+    ``pkg/providers/instancetype/metrics.go`` and ``pkg/controllers/metrics``."""
+
+    FAMILIES = (("karpenter_cloudprovider_instance_type_cpu_cores", "vCPUs of an instance type.", ("instance_type",)),
+                ("karpenter_cloudprovider_instance_type_memory_bytes", "Memory of an instance type, bytes.",
+                 ("instance_type",)),
+                ("karpenter_cloudprovider_instance_type_offering_price_estimate",
+                 "Price of an offering, USD per hour.", ("instance_type", "capacity_type", "zone")),
+                ("karpenter_cloudprovider_instance_type_offering_available",
+                 "1 when the offering can be launched now (0: recently out of capacity).",
+                 ("instance_type", "capacity_type", "zone")))
+
+    def __init__(self) -> None:
+        self.types: list[Any] = []
+
+    def _families(self) -> list[GaugeMetricFamily]:
+        return [GaugeMetricFamily(name, doc, labels=list(labels)) for name, doc, labels in self.FAMILIES]
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return self._families()
+
+    def collect(self) -> list[GaugeMetricFamily]:
+        cpu, memory, price, available = families = self._families()
+        for it in self.types:
+            cpu.add_metric([it.name], it.capacity.get("cpu", 0) / 1000.0)
+            memory.add_metric([it.name], float(it.capacity.get("memory", 0)))
+            for o in it.offerings:
+                labels = [it.name, o.capacity_type, o.zone]
+                price.add_metric(labels, float(o.price))
+                available.add_metric(labels, 1.0 if o.available else 0.0)
+        return families
 
 
 class Metrics:
@@ -146,6 +184,8 @@ class Metrics:
         self.interruption_received = Counter(
             "karpenter_interruption_received_messages_total", "Interruption messages received, by type.",
             ["message_type"], registry=reg)
+        self.instance_types = InstanceTypeCollector()
+        reg.register(self.instance_types)
         self.interruption_queue_duration = Histogram(
             "karpenter_interruption_message_queue_duration_seconds",
             "Seconds from an interruption event's time until the controller handled it.",
@@ -171,6 +211,10 @@ class Metrics:
             "Disruption decisions executed, by decision (delete|replace), reason (empty|drifted|underutilized|"
             "expired) and consolidation type (single|multi|empty, '' outside consolidation).",
             ["decision", "reason", "consolidation_type"], registry=reg)
+        self.disruption_decisions_by_nodepool = Counter(
+            "karpenter_voluntary_disruption_decisions_by_nodepool_total",
+            "Disruption decisions executed, per NodePool of the disrupted nodes.",
+            ["nodepool", "decision", "reason", "consolidation_type"], registry=reg)
         self.disruption_replacements = Counter(
             "nodewright_disruption_replacements_total", "Replacement NodeClaims launched by disruption, by reason.",
             ["reason"], registry=reg)
@@ -210,6 +254,11 @@ class Metrics:
             "operator_nodeclaim_status_condition_transition_seconds",
             "Seconds a NodeClaim condition spent in a status (status) before transitioning (to_status).",
             ["type", "status", "to_status"], buckets=_LATENCY_BUCKETS, registry=reg)
+
+    def observe_instance_types(self, instance_types: Iterable[Any]) -> None:
+        """Remember the instance types the NodePools may launch; exported at scrape time (see
+        :class:`InstanceTypeCollector`), so a provisioning pass pays nothing for them."""
+        self.instance_types.types = list(instance_types)
 
     def observe_pricing(self, pricing: Any) -> None:
         """Export ``nodewright_pricing_fallback{kind="on-demand"|"spot"}`` = 1 while ``pricing`` (a

@@ -311,6 +311,9 @@ class DisruptionController:
     def _count(self, decision: Decision) -> None:
         self.ctx.metrics.disruption_decisions.labels(decision.decision, decision.reason.lower(),
                                                      consolidation_type(decision.method)).inc()
+        for nodepool in sorted({node.nodepool for node in decision.candidates}):
+            self.ctx.metrics.disruption_decisions_by_nodepool.labels(
+                nodepool, decision.decision, decision.reason.lower(), consolidation_type(decision.method)).inc()
 
 
 #: Karpenter's ``consolidation_type`` label per decision method ("" for drift and expiration).

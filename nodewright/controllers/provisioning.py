@@ -209,6 +209,8 @@ class Provisioner:
             return None
         log.info("Found %d provisionable pod(s)", len(pods), extra={"pods": len(pods)})
         pools, instance_types = self._nodepools(state)
+        self.ctx.metrics.observe_instance_types(  # exported when scraped: free here
+            {it.name: it for types in instance_types.values() for it in types}.values())
         nodes, inflight = self._capacity(state, instance_types)
         daemonsets = state.models.daemonset_pods(state.daemonsets)
         started = time.perf_counter()

@@ -163,6 +163,8 @@ def test_emptiness_deletes_after_validation(env: Any) -> None:
     assert is_deleting(cluster.get(r.NODECLAIMS, "empty-claim"))
     assert metrics.value("karpenter_voluntary_disruption_decisions_total", {"decision": "delete", "reason": "empty",
                                                                        "consolidation_type": "empty"}) == 1
+    assert metrics.value("karpenter_voluntary_disruption_decisions_by_nodepool_total", {
+        "nodepool": "default", "decision": "delete", "reason": "empty", "consolidation_type": "empty"}) == 1
 
 
 def test_expiration_is_immediate_and_ignores_do_not_disrupt(env: Any) -> None:

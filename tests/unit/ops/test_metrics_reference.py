@@ -22,6 +22,9 @@ def exported() -> dict[str, list[str]]:
         if isinstance(value, MetricWrapperBase):
             name = value._name + ("_total" if value._type == "counter" else "")
             out[name] = sorted(value._labelnames)
+        elif hasattr(value, "describe"):  # a collector computing its families at scrape time
+            for family in value.describe():
+                out[family.name] = sorted(family._labelnames)
     return out
 
 
