@@ -154,6 +154,15 @@ class Metrics:
             "karpenter_pods_startup_duration_seconds",
             "Seconds from pod creation until the pod is running (Ready), for pods seen pending.",
             buckets=_LATENCY_BUCKETS, registry=reg)
+        self.pods_bound_duration = Histogram(
+            "karpenter_pods_bound_duration_seconds", "Seconds from pod creation until the pod was bound to a node.",
+            buckets=_LATENCY_BUCKETS, registry=reg)
+        self.pods_unbound_time = Gauge(
+            "karpenter_pods_unbound_time_seconds", "Seconds a pending pod has been without a node.",
+            ["name", "namespace"], registry=reg)
+        self.pods_unstarted_time = Gauge(
+            "karpenter_pods_unstarted_time_seconds", "Seconds a pod has been Pending (not yet running).",
+            ["name", "namespace"], registry=reg)
         self.scheduling_duration = Histogram(
             "karpenter_scheduler_scheduling_duration_seconds", "Duration of one scheduling simulation.",
             ["controller"], buckets=_DURATION_BUCKETS, registry=reg)

@@ -37,7 +37,7 @@ from nodewright.quantities import CPU, parse_quantity
 from nodewright.scheduling.quantities import Resources, add, parse_resource_list
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.scheduling.pods import effective_limits, effective_requests
-from nodewright.state.pods import is_daemonset_pod, is_terminal, pod_key
+from nodewright.state.pods import is_daemonset_pod, is_terminal, node_name, pod_key
 
 LabelValues = tuple[str, ...]
 
@@ -98,6 +98,19 @@ class _NodeTotals:
     allocatable: Resources
 
 
+def bound_seconds(pod: Obj, now: float) -> float | None:
+    """Seconds from ``creationTimestamp`` until the pod was bound (its ``PodScheduled`` condition turned True,
+    else ``now``); None without a creation time."""
+    created = parse_time(meta(pod).get("creationTimestamp"))
+    if created is None:
+        return None
+    scheduled = None
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            scheduled = parse_time(cond.get("lastTransitionTime"))
+    return max(0.0, (scheduled if scheduled is not None else now) - created)
+
+
 def startup_seconds(pod: Obj, now: float) -> float | None:
     """Seconds from ``creationTimestamp`` until the pod ran (``Ready`` became True, else ``startTime``,
     else ``now``); None without a creation time."""
@@ -128,6 +141,8 @@ class StateMetricsController:
         self._known: set[str] | None = None  # pod keys of the last pass; None before the first one
         self._pod_totals: dict[str, tuple[Obj, bool, Resources, Resources]] = {}  # key -> (pod, daemon, req, lim)
         self._node_totals: dict[str, _NodeTotals] = {}  # node -> its exported totals
+        self._unstarted: dict[str, LabelValues] = {}  # pod key -> labels of its unstarted-time series
+        self._unbound: dict[str, LabelValues] = {}  # pod key -> labels of its unbound-time series
 
     def reconcile(self, state: ClusterState | None = None) -> None:
         """Update the node gauges and observe pod startups from one snapshot (no-op on the same snapshot)."""
@@ -256,6 +271,7 @@ class StateMetricsController:
         for key in self._pending | new:
             pod = state.pods.get(key)
             phase = (pod.get("status") or {}).get("phase") if pod is not None else None
+            self._observe_waiting(key, pod, phase == "Pending", counted=not first)
             if phase == "Pending":
                 still_pending.add(key)
             elif phase == "Running" and pod is not None and not first:
@@ -264,3 +280,28 @@ class StateMetricsController:
                     histogram.observe(seconds)
         self._pending = still_pending
         self._known = set(keys)
+
+    def _observe_waiting(self, key: str, pod: Obj | None, pending: bool, counted: bool) -> None:
+        """``karpenter_pods_unstarted_time_seconds`` / ``_unbound_time_seconds`` ({name, namespace}, now minus
+        creation, evaluated at scrape time) while a pod is Pending / has no node; ``_bound_duration_seconds``
+        once when a pod this controller saw (``counted``: not on its first pass) gets its node."""
+        metrics = self.ctx.metrics
+        created = parse_time(meta(pod).get("creationTimestamp")) if pod is not None else None
+        bound = pod is not None and bool(node_name(pod))
+        if pending and created is not None:
+            labels = (str(meta(pod).get("name") or ""), str(meta(pod).get("namespace") or "default"))
+            clock = self.ctx.clock
+            if key not in self._unstarted:
+                self._unstarted[key] = labels
+                metrics.pods_unstarted_time.labels(*labels).set_function(lambda: max(0.0, clock() - created))
+            if not bound and key not in self._unbound:
+                self._unbound[key] = labels
+                metrics.pods_unbound_time.labels(*labels).set_function(lambda: max(0.0, clock() - created))
+        elif key in self._unstarted:
+            metrics.pods_unstarted_time.remove(*self._unstarted.pop(key))
+        if (bound or pod is None) and key in self._unbound:
+            metrics.pods_unbound_time.remove(*self._unbound.pop(key))
+            if pod is not None and counted:
+                seconds = bound_seconds(pod, self.ctx.clock())
+                if seconds is not None:
+                    metrics.pods_bound_duration.observe(seconds)

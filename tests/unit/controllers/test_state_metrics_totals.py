@@ -56,3 +56,30 @@ def test_node_totals_overhead_lifetime_and_utilization(ctx, cluster, clock) -> N
     controller.reconcile()
     assert m.value("karpenter_nodes_system_overhead", _labels("cpu")) is None
     assert m.value("karpenter_nodes_current_lifetime_seconds", _labels()) is None
+
+
+def test_pod_unbound_unstarted_and_bound_times(ctx, cluster, clock) -> None:
+    from nodewright.kube.objects import format_time
+
+    controller = StateMetricsController(ctx)
+    controller.reconcile()  # first pass: pods already there are not counted
+    created = float(int(clock.now))
+    cluster.create(r.PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"},
+                            "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Pending"}})
+    clock.advance(10)
+    controller.reconcile()
+    m, pod = ctx.metrics, {"name": "web", "namespace": "default"}
+    clock.advance(20)  # the gauges are computed when scraped
+    assert m.value("karpenter_pods_unbound_time_seconds", pod) == clock.now - created
+    assert m.value("karpenter_pods_unstarted_time_seconds", pod) == clock.now - created
+    cluster.patch(r.PODS, "web", {"spec": {"nodeName": "n1"}}, "default")
+    cluster.patch_status(r.PODS, "web", {"conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": format_time(created + 25)}]}, "default")
+    controller.reconcile()
+    assert m.value("karpenter_pods_unbound_time_seconds", pod) is None
+    assert m.value("karpenter_pods_bound_duration_seconds_count") == 1.0
+    assert m.value("karpenter_pods_bound_duration_seconds_sum") == 25.0
+    assert m.value("karpenter_pods_unstarted_time_seconds", pod) == clock.now - created
+    cluster.patch_status(r.PODS, "web", {"phase": "Running"}, "default")
+    controller.reconcile()
+    assert m.value("karpenter_pods_unstarted_time_seconds", pod) is None
