@@ -288,7 +288,7 @@ class StateMetricsController:
         metrics = self.ctx.metrics
         created = parse_time(meta(pod).get("creationTimestamp")) if pod is not None else None
         bound = pod is not None and bool(node_name(pod))
-        if pending and created is not None:
+        if pending and pod is not None and created is not None:
             labels = (str(meta(pod).get("name") or ""), str(meta(pod).get("namespace") or "default"))
             clock = self.ctx.clock
             if key not in self._unstarted:
