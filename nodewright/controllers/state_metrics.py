@@ -33,10 +33,9 @@ from nodewright.controllers.common import Context, log
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube.objects import Obj, labels_of, meta, parse_time
 from nodewright.metrics import NODE_METRIC_LABELS
-from nodewright.quantities import CPU, parse_quantity
-from nodewright.scheduling.quantities import Resources, add, parse_resource_list
-from nodewright.state.cluster import ClusterState, snapshot
+from nodewright.quantities import CPU, Resources, add, parse_quantity, parse_resource_list
 from nodewright.scheduling.pods import effective_limits, effective_requests
+from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.pods import is_daemonset_pod, is_terminal, node_name, pod_key
 
 LabelValues = tuple[str, ...]

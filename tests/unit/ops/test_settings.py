@@ -82,16 +82,21 @@ def test_leader_election_names_karpenters_variables_win_over_aliases() -> None:
 
 def test_overhead_settings_reach_the_aws_providers_allocatable_maths() -> None:
     from nodewright.api.manifests import parse_ec2nodeclass
-    from nodewright.cloud.aws.provider import AWSProviderSettings, kubelet_settings
+    from nodewright.cloud.aws.clients import AWSClients, ClientSettings
+    from nodewright.cloud.aws.provider import AWSCloudProvider, AWSProviderSettings
 
     nodeclass = parse_ec2nodeclass({
         "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
         "spec": {"role": "r", "amiSelectorTerms": [{"alias": "al2023@latest"}],
                  "subnetSelectorTerms": [{"tags": {"k": "v"}}], "securityGroupSelectorTerms": [{"tags": {"k": "v"}}],
                  "kubelet": {"maxPods": 50}}})
-    provider = AWSProviderSettings("demo", "https://x", "us-east-1", "1.31", vm_memory_overhead_percent=0.1,
-                                   reserved_enis=1)
-    kubelet = kubelet_settings(nodeclass, provider)
-    assert (kubelet.max_pods, kubelet.vm_memory_overhead_percent, kubelet.reserved_enis) == (50, 0.1, 1)
-    default = kubelet_settings(nodeclass)
-    assert (default.vm_memory_overhead_percent, default.reserved_enis) == (0.075, 0)
+    clients = AWSClients(ClientSettings(region="us-east-1"))  # clients are created lazily: no AWS call here
+
+    def kubelet(**overrides: object):
+        settings = AWSProviderSettings("demo", "https://x", "us-east-1", "1.31", **overrides)  # type: ignore[arg-type]
+        return AWSCloudProvider(settings, clients, lambda _name: None)._kubelet(nodeclass)
+
+    custom = kubelet(vm_memory_overhead_percent=0.1, reserved_enis=1)
+    assert (custom.max_pods, custom.vm_memory_overhead_percent, custom.reserved_enis) == (50, 0.1, 1)
+    default = kubelet()
+    assert (default.max_pods, default.vm_memory_overhead_percent, default.reserved_enis) == (50, 0.075, 0)
