@@ -19,9 +19,10 @@ Also: re-stamps the NodePool hash on NodeClaims stamped with another hash versio
 made by Karpenter never look drifted), tracks each node's last pod event (for ``consolidateAfter``), and
 asks the cloud provider for drift (AMI, subnet, security groups) at most every ``drift_check_period``.
 
-Metrics: ``karpenter_voluntary_disruption_decisions_total{decision,reason}``,
+Metrics: ``karpenter_voluntary_disruption_decisions_total{decision,reason,consolidation_type}`` and
+``..._decisions_by_nodepool_total``, ``karpenter_voluntary_disruption_failed_validations_total``,
 ``nodewright_disruption_replacements_total{reason}``,
-``karpenter_voluntary_disruption_decision_evaluation_duration_seconds{method}``;
+``karpenter_voluntary_disruption_decision_evaluation_duration_seconds{reason="all",consolidation_type=""}``;
 events with the reason and the saving in $/h
 ("Consolidating 3 nodes into 1 t4g.large, saving $0.21/h").
 """
