@@ -202,18 +202,34 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
 @click.option("--kubeconfig", default=None, help="Kubeconfig path [env KUBECONFIG]; default in-cluster.")
 @click.option("--pricing-policy", default=None, help="PricingPolicy file (Savings Plans, RIs, discounts) [env NODEWRIGHT_PRICING_POLICY].")
 @click.option("--aws-endpoint-url", default=None, help="Override the AWS endpoint (testing against a local EC2 emulator).")
-@exit_on_invalid_input
+@click.option("--feature-gates", default=None, help="Gate=bool,... [env FEATURE_GATES]: SpotToSpotConsolidation, ReservedCapacity, ...")
+@click.option("--leader-election-name", default=None, help="Lease name [env LEADER_ELECTION_NAME, nodewright-leader-election].")
+@click.option("--leader-election-namespace", default=None, help="Lease namespace [env LEADER_ELECTION_NAMESPACE, else the pod's].")
+@click.version_option(package_name="nodewright", message="nodewright %(version)s")
 def run_command(aws_endpoint_url: str | None, **flags: Any) -> None:
-    """Run the controller: watch the cluster, provision and terminate nodes (until SIGTERM)."""
+    """Run the controller: watch the cluster, provision and terminate nodes (until SIGTERM).
+
+    A startup failure is one structured log line (what to fix) and a distinct exit code per class: 2 settings,
+    3 kubeconfig, 4 API server, 5 AWS credentials, 6 AWS region, 7 EKS cluster discovery, 1 anything else."""
     import os
 
     from nodewright.logging import setup_logging
     from nodewright.runtime import build_and_run
     from nodewright.settings import load_settings
+    from nodewright.startup import StartupError, classify, from_validation, report
 
-    settings = load_settings(os.environ, flags)
-    setup_logging(settings.log_level, settings.log_format)
-    build_and_run(settings, aws_endpoint_url)
+    try:
+        settings = load_settings(os.environ, flags)
+        setup_logging(settings.log_level, settings.log_format, output_paths=settings.log_output_paths)
+    except NodewrightValidationError as err:
+        setup_logging("info", "auto", output_paths=("stdout",))
+        sys.exit(report(from_validation(err)))
+    try:
+        build_and_run(settings, aws_endpoint_url)
+    except StartupError as err:
+        sys.exit(report(err, err.__cause__))
+    except NodewrightValidationError as err:
+        sys.exit(report(classify(err)))
 
 
 @cli.command("convert", short_help="Convert v1alpha5/v1beta1 Karpenter manifests to v1 YAML.")

@@ -56,13 +56,32 @@ class TextFormatter(logging.Formatter):
         return line
 
 
-def setup_logging(level: str = "info", fmt: str = "auto", stream: TextIO | None = None) -> None:
+def _open_outputs(paths: tuple[str, ...] | list[str]) -> list[TextIO]:
+    """Karpenter's ``LOG_OUTPUT_PATHS`` entries: ``stdout``, ``stderr`` or a file path (appended to)."""
+    from nodewright.errors import NodewrightValidationError
+
+    streams: list[TextIO] = []
+    for path in paths:
+        if path in ("stdout", "stderr"):
+            streams.append(sys.stdout if path == "stdout" else sys.stderr)
+            continue
+        try:
+            streams.append(open(path, "a", encoding="utf-8", buffering=1))  # noqa: SIM115 - lives with the process
+        except OSError as err:
+            raise NodewrightValidationError("LOG_OUTPUT_PATHS", f"cannot open {path!r} for logging: "
+                                                                f"{err.strerror}") from None
+    return streams
+
+
+def setup_logging(level: str = "info", fmt: str = "auto", stream: TextIO | None = None,
+                  output_paths: tuple[str, ...] | list[str] | None = None) -> None:
     """Configure the root logger once for the process.
 
     Args:
         level: ``debug``, ``info``, ``warn``/``warning`` or ``error`` (Karpenter's ``LOG_LEVEL`` values).
         fmt: ``json``, ``text`` or ``auto`` (text when ``stream`` is a TTY, JSON otherwise, e.g. in a pod).
         stream: where to write (default ``sys.stderr``).
+        output_paths: Karpenter's ``LOG_OUTPUT_PATHS`` (``stdout``, ``stderr``, file paths); replaces ``stream``.
 
     Raises:
         NodewrightValidationError: unknown ``level`` or ``fmt``.
@@ -73,16 +92,20 @@ def setup_logging(level: str = "info", fmt: str = "auto", stream: TextIO | None 
         raise NodewrightValidationError("LOG_LEVEL", f"unknown level {level!r}; use one of {', '.join(LEVELS)}")
     if fmt not in ("auto", "json", "text"):
         raise NodewrightValidationError("LOG_FORMAT", f"unknown format {fmt!r}; use auto, json or text")
-    out = stream or sys.stderr
+    outs = _open_outputs(output_paths) if output_paths else [stream or sys.stderr]
     if fmt == "auto":
+        out = outs[0]
         fmt = "text" if (hasattr(out, "isatty") and out.isatty()) or os.environ.get("NODEWRIGHT_LOG_TEXT") else "json"
-    handler = logging.StreamHandler(out)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
-    root.addHandler(handler)
+    for out in outs:
+        handler = logging.StreamHandler(out)
+        handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+        root.addHandler(handler)
     root.setLevel(LEVELS[level.lower()])
     # The kubernetes client and botocore are chatty at debug; keep them at warning unless asked.
     for noisy in ("urllib3", "botocore", "kubernetes"):
         logging.getLogger(noisy).setLevel(logging.WARNING if level.lower() != "debug" else logging.INFO)
+    # urllib3 warns on every connection retry; the failure itself is reported once by the caller.
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR if level.lower() != "debug" else logging.INFO)

@@ -1,118 +1,280 @@
 """Prometheus metrics with Karpenter's names, and the HTTP endpoints for metrics and health probes.
 
-Metric names and labels follow Karpenter v1's reference ("Metrics" page of the Karpenter docs), so its
-Grafana dashboards keep working: ``karpenter_nodeclaims_created_total``, ``karpenter_nodeclaims_terminated_total``,
-``karpenter_nodes_created_total``, ``karpenter_pods_state``, ``karpenter_provisioner_scheduling_duration_seconds``,
-``karpenter_nodepools_usage``, ``karpenter_nodepools_limit``, ``karpenter_cloudprovider_errors_total``, ...
-nodewright's additions live under ``nodewright_`` (``nodewright_nodepool_cost_per_hour_usd``).
+Metric names and labels follow Karpenter v1.14's reference ("Metrics" page of the Karpenter docs; the facts are
+kept in ``tests/fixtures/karpenter_metrics_v1.14.1.json``), so its Grafana dashboards keep working:
+``karpenter_nodeclaims_created_total``, ``karpenter_nodes_allocatable``, ``karpenter_pods_state``,
+``karpenter_scheduler_scheduling_duration_seconds``, ``karpenter_nodepools_cost_total``, ...
+nodewright's additions live under ``nodewright_`` (``nodewright_nodepool_cost_per_hour_usd``,
+``nodewright_pricing_fallback``, ``nodewright_leader``).
 
 Each :class:`Metrics` owns its own ``CollectorRegistry`` so tests and simulations can create many.
 """
 
 from __future__ import annotations
 
+import os
+import platform
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 #: Node launch and pod startup latencies, seconds (EC2 boot + kubelet join is typically 30-90 s).
 _LATENCY_BUCKETS = (1, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900, 1200, 1800, 3600)
-#: Node label -> metric label of Karpenter's node metrics (its well-known labels, ``/``-suffix snake_cased;
-#: ``pkg/controllers/metrics/node`` in kubernetes-sigs/karpenter).
-NODE_METRIC_LABELS: dict[str, str] = {
-    "karpenter.sh/nodepool": "nodepool",
-    "node.kubernetes.io/instance-type": "instance_type",
-    "karpenter.sh/capacity-type": "capacity_type",
-    "topology.kubernetes.io/zone": "zone",
-    "topology.kubernetes.io/region": "region",
-    "kubernetes.io/arch": "arch",
-    "kubernetes.io/os": "os",
-}
+#: Node lifetimes, seconds (minutes to a month).
+_LIFETIME_BUCKETS = (60, 300, 900, 1800, 3600, 7200, 21600, 43200, 86400, 172800, 604800, 1209600, 2592000)
+#: The well-known node labels of Karpenter's AWS provider (kubernetes-sigs/karpenter ``v1.WellKnownLabels`` plus
+#: the ones aws/karpenter-provider-aws adds in ``pkg/apis/v1/labels.go``), in a fixed order.
+_WELL_KNOWN_NODE_LABELS = (
+    "karpenter.sh/nodepool", "node.kubernetes.io/instance-type", "karpenter.sh/capacity-type",
+    "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "kubernetes.io/arch", "kubernetes.io/os",
+    "node.kubernetes.io/windows-build", "topology.k8s.aws/zone-id",
+    "karpenter.k8s.aws/capacity-reservation-id", "karpenter.k8s.aws/capacity-reservation-type",
+    "karpenter.k8s.aws/capacity-reservation-interruptible", "karpenter.k8s.aws/instance-hypervisor",
+    "karpenter.k8s.aws/instance-encryption-in-transit-supported", "karpenter.k8s.aws/instance-category",
+    "karpenter.k8s.aws/instance-capability-flex", "karpenter.k8s.aws/instance-family",
+    "karpenter.k8s.aws/instance-generation", "karpenter.k8s.aws/instance-size",
+    "karpenter.k8s.aws/instance-local-nvme", "karpenter.k8s.aws/instance-cpu",
+    "karpenter.k8s.aws/instance-cpu-manufacturer", "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+    "karpenter.k8s.aws/instance-memory", "karpenter.k8s.aws/instance-ebs-bandwidth",
+    "karpenter.k8s.aws/instance-network-bandwidth", "karpenter.k8s.aws/instance-gpu-name",
+    "karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-count",
+    "karpenter.k8s.aws/instance-gpu-memory", "karpenter.k8s.aws/instance-accelerator-name",
+    "karpenter.k8s.aws/instance-accelerator-manufacturer", "karpenter.k8s.aws/instance-accelerator-count",
+    "karpenter.k8s.aws/instance-tenancy", "karpenter.k8s.aws/placement-group-id",
+    "karpenter.k8s.aws/placement-group-partition",
+)
+#: Node label -> metric label of Karpenter's node metrics: the part after ``/``, lower case, ``-`` -> ``_``
+#: (``getWellKnownLabels`` in kubernetes-sigs/karpenter ``pkg/controllers/metrics/node``).
+NODE_METRIC_LABELS: dict[str, str] = {key: key.split("/", 1)[1].lower().replace("-", "_")
+                                      for key in _WELL_KNOWN_NODE_LABELS}
+#: Label names of ``karpenter_nodes_*`` per-node gauges (Karpenter's order does not matter to Prometheus).
+NODE_LABEL_NAMES = (*NODE_METRIC_LABELS.values(), "node_name", "phase", "managed")
+#: ``karpenter_pods_state`` labels (``labelNames`` in Karpenter's ``pkg/controllers/metrics/pod``).
+POD_STATE_LABELS = ("name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type",
+                    "instance_type", "phase", "ready", "managed")
+
+
+class InstanceTypeCollector:
+    """``karpenter_cloudprovider_instance_type_{cpu_cores,memory_bytes}{instance_type}`` and
+    ``..._offering_{price_estimate,available}{instance_type, capacity_type, zone}``, computed when scraped from
+    the last instance types the provisioner saw (``InstanceType``: ``capacity`` cpu millicores / memory bytes,
+    ``offerings`` with zone, capacity type, USD/h price, available). Source: aws/karpenter-provider-aws
+    ``pkg/providers/instancetype/metrics.go`` and ``pkg/controllers/metrics``."""
+
+    FAMILIES = (("karpenter_cloudprovider_instance_type_cpu_cores", "vCPUs of an instance type.", ("instance_type",)),
+                ("karpenter_cloudprovider_instance_type_memory_bytes", "Memory of an instance type, bytes.",
+                 ("instance_type",)),
+                ("karpenter_cloudprovider_instance_type_offering_price_estimate",
+                 "Price of an offering, USD per hour.", ("instance_type", "capacity_type", "zone")),
+                ("karpenter_cloudprovider_instance_type_offering_available",
+                 "1 when the offering can be launched now (0: recently out of capacity).",
+                 ("instance_type", "capacity_type", "zone")))
+
+    def __init__(self) -> None:
+        self.types: list[Any] = []
+
+    def _families(self) -> list[GaugeMetricFamily]:
+        return [GaugeMetricFamily(name, doc, labels=list(labels)) for name, doc, labels in self.FAMILIES]
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return self._families()
+
+    def collect(self) -> list[GaugeMetricFamily]:
+        cpu, memory, price, available = families = self._families()
+        for it in self.types:
+            cpu.add_metric([it.name], it.capacity.get("cpu", 0) / 1000.0)
+            memory.add_metric([it.name], float(it.capacity.get("memory", 0)))
+            for o in it.offerings:
+                labels = [it.name, o.capacity_type, o.zone]
+                price.add_metric(labels, float(o.price))
+                available.add_metric(labels, 1.0 if o.available else 0.0)
+        return families
 
 
 class Metrics:
-    """Every metric the controllers record (units in the metric names: seconds, USD per hour)."""
+    """Every metric the controllers record (units in the metric names: seconds, USD per hour).
+
+    ``karpenter_*`` families carry Karpenter v1.14's names and label names (compared with its metrics
+    reference in ``tests/unit/ops/test_metrics_reference.py``); Karpenter's Summaries are Histograms here
+    (the same ``_sum``/``_count`` series). A family is registered only where nodewright has the data.
+    """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         reg = self.registry
+        self.build_info = Gauge(
+            "karpenter_build_info", "A constant 1 labeled by the nodewright version it was built from "
+            "(goversion/goarch hold the Python version and machine).", ["version", "goversion", "goarch", "commit"],
+            registry=reg)
+        self.build_info.labels(version=_version(), goversion=f"python{platform.python_version()}",
+                               goarch=platform.machine(), commit=os.environ.get("NODEWRIGHT_COMMIT", "")).set(1)
+        # --- NodeClaims and nodes (provisioning, lifecycle, termination) ---------------------------------------
         self.nodeclaims_created = Counter(
             "karpenter_nodeclaims_created_total", "NodeClaims created, by reason and NodePool.",
-            ["reason", "nodepool", "capacity_type"], registry=reg)
+            ["reason", "nodepool", "min_values_relaxed"], registry=reg)
         self.nodeclaims_terminated = Counter(
-            "karpenter_nodeclaims_terminated_total", "NodeClaims terminated, by NodePool.",
-            ["nodepool", "capacity_type"], registry=reg)
+            "karpenter_nodeclaims_terminated_total", "NodeClaims terminated, by NodePool, capacity type and zone.",
+            ["nodepool", "capacity_type", "zone"], registry=reg)
         self.nodeclaims_disrupted = Counter(
             "karpenter_nodeclaims_disrupted_total", "NodeClaims disrupted, by reason and NodePool.",
             ["reason", "nodepool", "capacity_type"], registry=reg)
+        self.nodeclaims_termination_duration = Histogram(
+            "karpenter_nodeclaims_termination_duration_seconds",
+            "Seconds from a NodeClaim's deletion request until its finalizer was released.",
+            ["nodepool"], buckets=_LATENCY_BUCKETS, registry=reg)
         self.nodes_created = Counter(
-            "karpenter_nodes_created_total", "Nodes registered for NodeClaims, by NodePool.",
-            ["nodepool"], registry=reg)
+            "karpenter_nodes_created_total", "Nodes registered for NodeClaims, by NodePool and zone.",
+            ["nodepool", "zone"], registry=reg)
         self.nodes_terminated = Counter(
-            "karpenter_nodes_terminated_total", "Nodes whose termination finalizer was released, by NodePool.",
+            "karpenter_nodes_terminated_total", "Nodes whose termination finalizer was released, by NodePool and zone.",
+            ["nodepool", "zone"], registry=reg)
+        self.termination_duration = Histogram(
+            "karpenter_nodes_termination_duration_seconds", "Seconds from deletion request to finalizer release.",
+            ["nodepool"], buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1800), registry=reg)
+        self.nodes_lifetime = Histogram(
+            "karpenter_nodes_lifetime_duration_seconds", "Seconds from a Node's creation until it was terminated.",
+            ["nodepool"], buckets=_LIFETIME_BUCKETS, registry=reg)
+        self.nodes_drained = Counter(
+            "karpenter_nodes_drained_total", "Nodes drained (every evictable pod gone) before termination.",
             ["nodepool"], registry=reg)
+        self.pods_eviction_requests = Counter(
+            "karpenter_pods_eviction_requests_total", "Eviction requests sent while draining, by HTTP code.",
+            ["code"], registry=reg)
+        # --- pods and the scheduler (provisioning) ----------------------------------------------------------
         self.pods_state = Gauge(
-            "karpenter_pods_state", "Pod state (1 per pod) with its node and NodePool.",
-            ["name", "namespace", "node", "nodepool", "phase"], registry=reg)
+            "karpenter_pods_state", "Pod state (1 per pod) with its node and the node's NodePool, zone and type.",
+            list(POD_STATE_LABELS), registry=reg)
+        self.pods_startup_duration = Histogram(
+            "karpenter_pods_startup_duration_seconds",
+            "Seconds from pod creation until the pod is running (Ready), for pods seen pending.",
+            buckets=_LATENCY_BUCKETS, registry=reg)
+        self.pods_bound_duration = Histogram(
+            "karpenter_pods_bound_duration_seconds", "Seconds from pod creation until the pod was bound to a node.",
+            buckets=_LATENCY_BUCKETS, registry=reg)
+        self.pods_unbound_time = Gauge(
+            "karpenter_pods_unbound_time_seconds", "Seconds a pending pod has been without a node.",
+            ["name", "namespace"], registry=reg)
+        self.pods_unstarted_time = Gauge(
+            "karpenter_pods_unstarted_time_seconds", "Seconds a pod has been Pending (not yet running).",
+            ["name", "namespace"], registry=reg)
         self.scheduling_duration = Histogram(
-            "karpenter_provisioner_scheduling_duration_seconds", "Duration of one scheduling simulation.",
+            "karpenter_scheduler_scheduling_duration_seconds", "Duration of one scheduling simulation.",
             ["controller"], buckets=_DURATION_BUCKETS, registry=reg)
+        self.scheduler_unschedulable_pods = Gauge(
+            "karpenter_scheduler_unschedulable_pods_count", "Pods the last scheduling simulation could not place.",
+            ["controller"], registry=reg)
+        # --- NodePools ---------------------------------------------------------------------------------------
         self.nodepools_usage = Gauge(
             "karpenter_nodepools_usage", "Resources in use by a NodePool's nodes (cpu cores, memory bytes, pods).",
             ["nodepool", "resource_type"], registry=reg)
         self.nodepools_limit = Gauge(
             "karpenter_nodepools_limit", "A NodePool's limits (cpu cores, memory bytes).",
             ["nodepool", "resource_type"], registry=reg)
+        self.nodepools_cost_total = Gauge(
+            "karpenter_nodepools_cost_total", "Price of a NodePool's running NodeClaims, USD per hour (the cloud "
+            "provider's unit, as Karpenter); the same value as nodewright_nodepool_cost_per_hour_usd.",
+            ["nodepool"], registry=reg)
+        self.nodepool_cost = Gauge(
+            "nodewright_nodepool_cost_per_hour_usd", "Price of a NodePool's running NodeClaims, USD per hour.",
+            ["nodepool"], registry=reg)
+        # --- cloud provider, interruption, cluster state ------------------------------------------------------
         self.cloudprovider_errors = Counter(
             "karpenter_cloudprovider_errors_total", "Cloud provider calls that failed.",
             ["controller", "method", "provider", "error"], registry=reg)
+        self.cloudprovider_duration = Histogram(
+            "karpenter_cloudprovider_duration_seconds", "Duration of cloud provider calls, seconds.",
+            ["controller", "method", "provider"], buckets=_DURATION_BUCKETS, registry=reg)
         self.interruption_received = Counter(
             "karpenter_interruption_received_messages_total", "Interruption messages received, by type.",
             ["message_type"], registry=reg)
+        self.instance_types = InstanceTypeCollector()
+        reg.register(self.instance_types)
+        self.interruption_queue_duration = Histogram(
+            "karpenter_interruption_message_queue_duration_seconds",
+            "Seconds from an interruption event's time until the controller handled it.",
+            buckets=_LATENCY_BUCKETS, registry=reg)
         self.interruption_deleted = Counter(
             "karpenter_interruption_deleted_messages_total", "Interruption messages deleted from the queue.",
             registry=reg)
-        self.termination_duration = Histogram(
-            "karpenter_nodes_termination_duration_seconds", "Seconds from deletion request to finalizer release.",
-            ["nodepool"], buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1800), registry=reg)
         self.cluster_state_node_count = Gauge(
             "karpenter_cluster_state_node_count", "Nodes the controller tracks.", registry=reg)
         self.cluster_state_synced = Gauge(
             "karpenter_cluster_state_synced", "1 when every informer has synced.", registry=reg)
-        self.nodepool_cost = Gauge(
-            "nodewright_nodepool_cost_per_hour_usd", "Price of a NodePool's running NodeClaims, USD per hour.",
-            ["nodepool"], registry=reg)
+        self.cluster_state_unsynced_time = Gauge(
+            "karpenter_cluster_state_unsynced_time_seconds", "Seconds the cluster state has been unsynced (0 when "
+            "synced).", registry=reg)
+        self.pricing_fallback = Gauge(
+            "nodewright_pricing_fallback",
+            "1 while EC2 prices of this kind come from the bundled table or model instead of the live AWS API.",
+            ["kind"], registry=reg)
         self.leader = Gauge("nodewright_leader", "1 while this replica holds the leader Lease.", registry=reg)
-        # Disruption (nodewright/controllers/disruption.py); names and labels as Karpenter's disruption metrics.
+        # --- disruption (nodewright/controllers/disruption.py) ------------------------------------------------
         self.disruption_decisions = Counter(
             "karpenter_voluntary_disruption_decisions_total",
-            "Disruption decisions executed, by decision (delete|replace) and reason (empty|drifted|underutilized|expired).",
-            ["decision", "reason"], registry=reg)
+            "Disruption decisions executed, by decision (delete|replace), reason (empty|drifted|underutilized|"
+            "expired) and consolidation type (single|multi|empty, '' outside consolidation).",
+            ["decision", "reason", "consolidation_type"], registry=reg)
+        self.disruption_decisions_by_nodepool = Counter(
+            "karpenter_voluntary_disruption_decisions_by_nodepool_total",
+            "Disruption decisions executed, per NodePool of the disrupted nodes.",
+            ["nodepool", "decision", "reason", "consolidation_type"], registry=reg)
         self.disruption_replacements = Counter(
             "nodewright_disruption_replacements_total", "Replacement NodeClaims launched by disruption, by reason.",
             ["reason"], registry=reg)
         self.disruption_evaluation_duration = Histogram(
             "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
-            "Seconds one pass of disruption decisions took.", ["method"], buckets=_DURATION_BUCKETS, registry=reg)
-        # What the capacity dashboard reads (helm/nodewright/dashboards/): node gauges and pod startups from the
-        # cluster state (controllers/state_metrics.py), NodeClaim condition transitions from the lifecycle.
-        self.nodes_allocatable = Gauge(
-            "karpenter_nodes_allocatable",
-            "Node allocatable resources (cpu cores, memory/ephemeral_storage bytes, pods count), per node.",
-            [*NODE_METRIC_LABELS.values(), "node_name", "phase", "managed", "resource_type"], registry=reg)
-        self.pods_startup_duration = Histogram(
-            "karpenter_pods_startup_duration_seconds",
-            "Seconds from pod creation until the pod is running (Ready), for pods seen pending.",
-            buckets=_LATENCY_BUCKETS, registry=reg)
+            "Seconds one pass of disruption decisions took (reason 'all': nodewright evaluates every method in "
+            "one pass).", ["reason", "consolidation_type"], buckets=_DURATION_BUCKETS, registry=reg)
+        self.disruption_failed_validations = Counter(
+            "karpenter_voluntary_disruption_failed_validations_total",
+            "Decisions that failed re-validation after the validation delay, by consolidation type.",
+            ["consolidation_type"], registry=reg)
+        # --- cluster state (controllers/state_metrics.py) -----------------------------------------------------
+        per_node = "per node (cpu cores, memory/ephemeral_storage bytes, pods count)"
+
+        def node_gauge(name: str, what: str) -> Gauge:
+            return Gauge(name, f"{what}, {per_node}.", [*NODE_LABEL_NAMES, "resource_type"], registry=reg)
+
+        self.nodes_allocatable = node_gauge("karpenter_nodes_allocatable", "Node allocatable resources")
+        self.nodes_total_pod_requests = node_gauge("karpenter_nodes_total_pod_requests",
+                                                   "Requests of the node's non-daemon pods")
+        self.nodes_total_pod_limits = node_gauge("karpenter_nodes_total_pod_limits",
+                                                 "Limits of the node's non-daemon pods")
+        self.nodes_total_daemon_requests = node_gauge("karpenter_nodes_total_daemon_requests",
+                                                      "Requests of the node's DaemonSet pods")
+        self.nodes_total_daemon_limits = node_gauge("karpenter_nodes_total_daemon_limits",
+                                                    "Limits of the node's DaemonSet pods")
+        self.nodes_system_overhead = node_gauge(
+            "karpenter_nodes_system_overhead",
+            "Capacity minus allocatable (kubelet and system reserved, eviction threshold)")
+        self.nodes_current_lifetime = Gauge(
+            "karpenter_nodes_current_lifetime_seconds", "Seconds since the node was created.",
+            list(NODE_LABEL_NAMES), registry=reg)
+        self.cluster_utilization = Gauge(
+            "karpenter_cluster_utilization_percent", "Pod requests as a percentage of allocatable over all nodes.",
+            ["resource_type"], registry=reg)
         self.nodeclaim_condition_transition = Histogram(
             "operator_nodeclaim_status_condition_transition_seconds",
             "Seconds a NodeClaim condition spent in a status (status) before transitioning (to_status).",
             ["type", "status", "to_status"], buckets=_LATENCY_BUCKETS, registry=reg)
+
+    def observe_instance_types(self, instance_types: Iterable[Any]) -> None:
+        """Remember the instance types the NodePools may launch; exported at scrape time (see
+        :class:`InstanceTypeCollector`), so a provisioning pass pays nothing for them."""
+        self.instance_types.types = list(instance_types)
+
+    def observe_pricing(self, pricing: Any) -> None:
+        """Export ``nodewright_pricing_fallback{kind="on-demand"|"spot"}`` = 1 while ``pricing`` (a
+        :class:`~nodewright.cloud.aws.pricing.PricingProvider`: ``on_demand_fallback``/``spot_fallback``) uses
+        bundled or modelled prices; read at scrape time, in this registry (not the process-global one)."""
+        self.pricing_fallback.labels(kind="on-demand").set_function(lambda: float(pricing.on_demand_fallback))
+        self.pricing_fallback.labels(kind="spot").set_function(lambda: float(pricing.spot_fallback))
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
@@ -121,6 +283,17 @@ class Metrics:
     def value(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """Current value of one sample (``name`` including ``_total`` for counters); None when absent."""
         return self.registry.get_sample_value(name, labels or {})
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("nodewright")
+    except Exception:  # running from a source tree that was never installed
+        from nodewright import __version__
+
+        return __version__
 
 
 def _handler(routes: dict[str, Callable[[], tuple[int, str, bytes]]]) -> type[BaseHTTPRequestHandler]:

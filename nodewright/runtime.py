@@ -1,10 +1,12 @@
 """``nodewright run``: wire settings, adapters and controllers, elect a leader, loop until SIGTERM.
 
-Threads: one per informer (list+watch), one for the metrics endpoint, one for the health endpoint, and the
-main loop. The main loop alternates leader election (every ``retry_period``) with
-:meth:`~nodewright.controllers.manager.ControllerManager.step` (every ``reconcile_period``) while leading.
-SIGTERM/SIGINT set the stop event: the loop finishes its step, releases the Lease (so the standby takes over
-at once) and stops the endpoints.
+Threads: one per informer (list+watch), one for the metrics endpoint, one for the health endpoint, one for
+leader election (:meth:`~nodewright.kube.leaderelection.LeaderElector.run`: acquire/renew every
+``retry_period``, whatever the controllers are doing), and the main loop, which runs
+:meth:`~nodewright.controllers.manager.ControllerManager.step` every ``reconcile_period`` while leading. A
+pass checks leadership between controllers, so a replica whose renewals fail for ``renew_deadline`` stops
+acting within one controller of it. SIGTERM/SIGINT set the stop event: the loop finishes its controller,
+stops the election thread, releases the Lease (so the standby takes over at once) and stops the endpoints.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.cloud.provider import CloudProvider
+from nodewright.controllers.cloud_metrics import MeteredCloudProvider
 from nodewright.controllers.common import Context
 from nodewright.controllers.interruption import InterruptionSource
 from nodewright.controllers.manager import ControllerManager, ControllerOptions
@@ -51,6 +54,9 @@ class Runtime:
         identity: leader election identity.
         host: bind address of both the metrics and health endpoints, overriding the settings'
             ``metrics_bind_address`` / ``health_probe_bind_address`` (None: use those).
+        sleep: the main loop's pause between passes (default ``stop.wait``).
+        election_wait: the election thread's pause between attempts, ``wait(seconds) -> stop requested``
+            (default: the election stop event's ``wait``; tests inject a stepped one).
     """
 
     cluster: Cluster
@@ -62,13 +68,20 @@ class Runtime:
     host: str | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     sleep: Callable[[float], Any] | None = None
+    election_wait: Callable[[float], bool] | None = None
 
     def __post_init__(self) -> None:
         s = self.settings
         self.metrics = Metrics()
-        self.ctx = Context(self.cluster, self.cloud, self.clock, self.metrics, s.cluster_name)
+        pricing = getattr(self.cloud, "pricing", None)
+        if pricing is not None and hasattr(pricing, "on_demand_fallback"):
+            self.metrics.observe_pricing(pricing)
+        cloud = MeteredCloudProvider(self.cloud, self.metrics, lambda: self.manager.current)
+        self.ctx = Context(self.cluster, cloud, self.clock, self.metrics, s.cluster_name)
         options = ControllerOptions(batch_idle_duration=s.batch_idle_duration,
-                                    batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods)
+                                    batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
+                                    spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
+                                    preference_policy=s.preference_policy, min_values_policy=s.min_values_policy)
         self.manager = ControllerManager(self.ctx, options, self.interruption)
         self.elector = LeaderElector(
             self.cluster, self.identity,
@@ -76,9 +89,12 @@ class Runtime:
                         s.renew_deadline, s.retry_period),
             self.clock,
         ) if s.leader_election else None
+        # Read at scrape time: leadership changes on the election thread, between the loop's passes.
+        self.metrics.leader.set_function(lambda: 1.0 if self.is_leader else 0.0)
         self.endpoints: list[HttpEndpoint] = []
         self.steps = 0
         self._last_loop = time.monotonic()
+        self._unsynced_since: float | None = None
 
     # --- probes ------------------------------------------------------------------------------
 
@@ -98,6 +114,18 @@ class Runtime:
 
     # --- loop --------------------------------------------------------------------------------
 
+    def _observe_sync(self) -> None:
+        """``karpenter_cluster_state_synced`` and ``_unsynced_time_seconds`` (0 while synced)."""
+        synced = getattr(self.cluster, "has_synced", None)
+        is_synced = not callable(synced) or bool(synced())
+        self.metrics.cluster_state_synced.set(1 if is_synced else 0)
+        if is_synced:
+            self._unsynced_since = None
+        elif self._unsynced_since is None:
+            self._unsynced_since = self.clock()
+        self.metrics.cluster_state_unsynced_time.set(
+            0.0 if self._unsynced_since is None else max(0.0, self.clock() - self._unsynced_since))
+
     def start_endpoints(self) -> None:
         """Serve ``/metrics`` and ``/healthz`` + ``/readyz`` (ports from settings; 0 picks free ports)."""
         self.endpoints = [
@@ -108,27 +136,27 @@ class Runtime:
         ]
 
     def run(self) -> None:
-        """Loop until :attr:`stop` is set, then release the Lease and stop the endpoints."""
+        """Loop until :attr:`stop` is set, then stop the election thread, release the Lease, stop the endpoints."""
         wait = self.sleep or self.stop.wait
-        next_election = 0.0
+        election_stop = threading.Event()
+        election = None
+        if self.elector is not None:
+            wait_election = self.election_wait or (lambda seconds: self.stop.wait(seconds) or election_stop.is_set())
+            election = self.elector.start(election_stop, wait_election)
         try:
             while not self.stop.is_set():
                 self._last_loop = time.monotonic()
-                now = time.monotonic()
-                if self.elector is not None and now >= next_election:
-                    self.elector.step()
-                    next_election = now + self.settings.retry_period
-                self.metrics.leader.set(1 if self.is_leader else 0)
-                synced = getattr(self.cluster, "has_synced", None)
-                self.metrics.cluster_state_synced.set(1 if (not callable(synced) or synced()) else 0)
+                self._observe_sync()
                 if self.is_leader and self.ready():
-                    self.manager.step()
+                    self.manager.step(keep_going=lambda: self.is_leader and not self.stop.is_set())
                     self.steps += 1
                 wait(self.settings.reconcile_period)
         finally:
+            election_stop.set()
+            if election is not None:
+                election.join(max(self.settings.retry_period, 1.0) * 5)
             if self.elector is not None:
                 self.elector.release()
-            self.metrics.leader.set(0)
             for endpoint in self.endpoints:
                 endpoint.stop()
             log.info("stopped", extra={"identity": self.identity})
@@ -165,35 +193,56 @@ def build_runtime(
         identity: leader election identity (default :func:`default_identity`).
 
     Raises:
-        KubeError: the Kubernetes configuration cannot be loaded or ``GET /version`` fails.
+        StartupError: the region is not a region name, the Kubernetes configuration cannot be loaded, or no AWS
+            credentials are found (:mod:`nodewright.startup` classes ``aws-region``, ``kubeconfig``,
+            ``aws-credentials``).
+        KubeError: ``GET /version`` fails (unreachable API server, credentials refused).
         NodewrightValidationError: ``CLUSTER_ENDPOINT``, ``CLUSTER_CA_BUNDLE`` or ``CLUSTER_CIDR`` is malformed.
         AuthorizationError, ClusterDiscoveryError: one of them is unset and ``eks:DescribeCluster`` was denied or
             failed (:mod:`nodewright.cloud.aws.cluster`).
+        :func:`nodewright.startup.classify` maps each of these to its exit code.
     """
+    import boto3
+
     from nodewright.api.manifests import parse_ec2nodeclass
     from nodewright.cloud.aws.clients import AWSClients, ClientSettings
-    from nodewright.cloud.aws.cluster import configured_facts, resolve_cluster_facts
+    from nodewright.cloud.aws.cluster import configured_facts, eks_kubernetes_version, resolve_cluster_facts
     from nodewright.cloud.aws.interruption import InterruptionQueue
     from nodewright.cloud.aws.provider import AWSCloudProvider, AWSProviderSettings
     from nodewright.kube import resources as r
+    from nodewright.kube.errors import KubeError
     from nodewright.kube.rest import RestClient, load_api_client
+    from nodewright.startup import check_credentials, check_region, kubeconfig_error
 
-    rest = RestClient(load_api_client(settings.kubeconfig or None))
+    check_region(settings.aws_region)
+    try:
+        api_client = load_api_client(settings.kubeconfig or None)
+    except KubeError as err:
+        raise kubeconfig_error(err, settings.kubeconfig) from err
+    rest = RestClient(api_client)
     cluster = KubernetesCluster(rest, time.time)
 
     def nodeclass(name: str) -> Any:
         doc = cluster.get(r.EC2NODECLASSES, name)
         return parse_ec2nodeclass(doc) if doc else None
 
-    version = rest.request("GET", "/version")
+    version = rest.request("GET", "/version")  # also proves the API server is reachable and accepts us
     k8s_version = f"{version.get('major', '1')}.{str(version.get('minor', '31')).rstrip('+')}"
-    clients = aws_clients or AWSClients(ClientSettings(region=settings.aws_region, endpoint_url=aws_endpoint_url))
+    if aws_clients is None:
+        session = boto3.session.Session()
+        check_credentials(session)
+        aws_clients = AWSClients(ClientSettings(region=settings.aws_region, endpoint_url=aws_endpoint_url), session)
+    clients = aws_clients
+    if settings.eks_control_plane:
+        k8s_version = eks_kubernetes_version(clients.eks, settings.cluster_name, settings.aws_region)
     # Node bootstrap facts: configured values win, eks:DescribeCluster fills the rest (fails fast, one sentence).
     facts = resolve_cluster_facts(clients, settings.cluster_name, configured_facts(
         settings.cluster_endpoint, settings.cluster_ca_bundle, settings.cluster_cidr))
     cloud = AWSCloudProvider(
         AWSProviderSettings(settings.cluster_name, facts.endpoint, settings.aws_region, k8s_version,
-                            ca_bundle=facts.ca_bundle, cluster_cidr=facts.service_cidr),
+                            ca_bundle=facts.ca_bundle, cluster_cidr=facts.service_cidr,
+                            vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
+                            reserved_enis=settings.reserved_enis, isolated_vpc=settings.isolated_vpc),
         clients, nodeclass)
     # Short polls: the run loop receives between controller passes and must not block for 20 s.
     interruption = (InterruptionQueue.from_name(clients.sqs, settings.interruption_queue, wait_seconds=0)
@@ -219,8 +268,14 @@ def build_and_run(settings: Settings, aws_endpoint_url: str | None = None) -> No
     """``nodewright run``: :func:`build_runtime`, SIGTERM/SIGINT handlers, :func:`serve`; blocks until a signal.
 
     Raises:
-        KubeError: the Kubernetes configuration cannot be loaded.
+        StartupError: building the runtime failed (every cause classified by :func:`nodewright.startup.classify`).
     """
+    from nodewright.startup import classify
+
     stop = threading.Event()
     install_signal_handlers(stop)
-    serve(build_runtime(settings, stop, aws_endpoint_url))
+    try:
+        runtime = build_runtime(settings, stop, aws_endpoint_url)
+    except Exception as err:
+        raise classify(err) from err
+    serve(runtime)

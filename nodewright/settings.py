@@ -2,11 +2,29 @@
 
 Names follow Karpenter's where they exist (its ``--flag`` / ``ENV_VAR`` pairs in the Karpenter settings
 documentation): ``CLUSTER_NAME``, ``CLUSTER_ENDPOINT``, ``INTERRUPTION_QUEUE``, ``BATCH_IDLE_DURATION``
-(default 1s), ``BATCH_MAX_DURATION`` (default 10s), ``LOG_LEVEL``, ``METRICS_PORT`` (8080),
-``HEALTH_PROBE_PORT`` (8081), ``DISABLE_LEADER_ELECTION``, ``AWS_REGION``. nodewright's own additions use
-the ``NODEWRIGHT_`` prefix or have no Karpenter counterpart (``BIND_PODS``; ``METRICS_BIND_ADDRESS`` and
-``HEALTH_PROBE_BIND_ADDRESS``, controller-runtime's names: Karpenter itself always listens on every interface). A flag wins over its
-environment variable; a missing required value is one clear :class:`NodewrightValidationError`.
+(default 1s), ``BATCH_MAX_DURATION`` (default 10s), ``LOG_LEVEL``, ``LOG_OUTPUT_PATHS``, ``METRICS_PORT``
+(8080), ``HEALTH_PROBE_PORT`` (8081), ``DISABLE_LEADER_ELECTION``, ``LEADER_ELECTION_NAME``,
+``LEADER_ELECTION_NAMESPACE``, ``FEATURE_GATES``, ``VM_MEMORY_OVERHEAD_PERCENT``, ``RESERVED_ENIS``,
+``ISOLATED_VPC``, ``EKS_CONTROL_PLANE``, ``PREFERENCE_POLICY``, ``MIN_VALUES_POLICY``, ``AWS_REGION``
+(Karpenter v1.14 settings reference). nodewright's own additions use the ``NODEWRIGHT_`` prefix or have no
+Karpenter counterpart (``BIND_PODS``; ``METRICS_BIND_ADDRESS`` and
+``HEALTH_PROBE_BIND_ADDRESS``, controller-runtime's names: Karpenter itself always listens on every interface). A flag wins over its environment variable; a missing or malformed
+value is one clear :class:`NodewrightValidationError` naming the variable.
+
+How each Karpenter setting is honoured:
+
+* ``VM_MEMORY_OVERHEAD_PERCENT`` (0.075) and ``RESERVED_ENIS`` (0): the AWS provider's allocatable maths
+  (:class:`nodewright.cloud.overhead.KubeletSettings`).
+* ``ISOLATED_VPC``: no ``pricing:GetProducts`` call (the AWS Pricing API has no VPC endpoint); on-demand
+  prices come from the bundled table.
+* ``EKS_CONTROL_PLANE``: the Kubernetes version (for AMI aliases) comes from ``eks:DescribeCluster``
+  instead of the API server's ``/version``.
+* ``PREFERENCE_POLICY`` (``Respect``) and ``MIN_VALUES_POLICY`` (``Strict``): the values Karpenter defaults
+  to are what the scheduler does. They are carried to the provisioner's boundary
+  (``ControllerOptions.preference_policy`` / ``min_values_policy``); ``Ignore`` and ``BestEffort`` are
+  rejected at startup until the scheduler implements them.
+* ``LOG_OUTPUT_PATHS`` (``stdout``): comma-separated ``stdout``, ``stderr`` or file paths.
+* ``FEATURE_GATES``: see :class:`FeatureGates`.
 """
 
 from __future__ import annotations
@@ -56,6 +74,85 @@ def _parse_int(name: str, text: str) -> int:
         raise NodewrightValidationError(name, f"{text!r} is not an integer") from None
 
 
+def _parse_float(name: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise NodewrightValidationError(name, f"{text!r} is not a number") from None
+
+
+#: Go's ``strconv.ParseBool`` spellings, which Karpenter's ``--feature-gates`` parser accepts.
+_GO_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+_GO_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+
+
+@dataclass(frozen=True)
+class FeatureGates:
+    """Karpenter v1.14's feature gates (``FEATURE_GATES``, ``Gate=bool,...``) with its defaults.
+
+    ``SpotToSpotConsolidation`` (off) allows consolidation to replace a spot node with a cheaper spot node.
+    ``ReservedCapacity`` (on) is accepted either way: nodewright has no capacity-reservation support (the
+    EC2NodeClass field it would enable, ``capacityReservationSelectorTerms``, is not accepted), so both values
+    launch the same nodes. ``NodeRepair``, ``NodeOverlay``, ``StaticCapacity`` and ``CapacityBuffer`` (all
+    off) enable features nodewright does not have; turning one on is an error rather than a silent no-op.
+    Source: ``pkg/operator/options/options.go`` in kubernetes-sigs/karpenter and the v1.14 settings page.
+    """
+
+    node_repair: bool = False
+    reserved_capacity: bool = True
+    spot_to_spot_consolidation: bool = False
+    node_overlay: bool = False
+    static_capacity: bool = False
+    capacity_buffer: bool = False
+
+
+#: Karpenter gate name -> (FeatureGates field, why turning it on is refused, or "" when it is honoured).
+FEATURE_GATE_NAMES: dict[str, tuple[str, str]] = {
+    "NodeRepair": ("node_repair", "nodewright does not repair unhealthy nodes"),
+    "ReservedCapacity": ("reserved_capacity", ""),
+    "SpotToSpotConsolidation": ("spot_to_spot_consolidation", ""),
+    "NodeOverlay": ("node_overlay", "nodewright has no NodeOverlay resource"),
+    "StaticCapacity": ("static_capacity", "nodewright has no static-capacity NodePools"),
+    "CapacityBuffer": ("capacity_buffer", "nodewright has no CapacityBuffer resource"),
+}
+#: Gates Karpenter removed, with what replaced them.
+_REMOVED_GATES = {"Drift": "drift is always on since Karpenter v1; limit it with a NodePool disruption budget "
+                           "for reason Drifted"}
+
+
+def parse_feature_gates(text: str, name: str = "FEATURE_GATES") -> FeatureGates:
+    """:class:`FeatureGates` from ``"SpotToSpotConsolidation=true,NodeRepair=false"`` (unset gates keep
+    Karpenter's defaults).
+
+    Raises:
+        NodewrightValidationError: naming ``name`` for an entry that is not ``Gate=bool``, an unknown or removed
+            gate, or a gate nodewright cannot honour set to true.
+    """
+    values: dict[str, bool] = {}
+    for entry in (part.strip() for part in text.split(",")):
+        if not entry:
+            continue
+        gate, sep, raw = (part.strip() for part in entry.partition("="))
+        if not sep or raw not in _GO_TRUE | _GO_FALSE:
+            raise NodewrightValidationError(name, f"{entry!r} is not Gate=true or Gate=false")
+        if gate in _REMOVED_GATES:
+            raise NodewrightValidationError(name, f"feature gate {gate!r} was removed: {_REMOVED_GATES[gate]}")
+        if gate not in FEATURE_GATE_NAMES:
+            raise NodewrightValidationError(
+                name, f"unknown feature gate {gate!r}; known gates: {', '.join(sorted(FEATURE_GATE_NAMES))}")
+        field_name, refusal = FEATURE_GATE_NAMES[gate]
+        enabled = raw in _GO_TRUE
+        if enabled and refusal:
+            raise NodewrightValidationError(name, f"{gate}=true is not supported: {refusal}; remove it or set false")
+        values[field_name] = enabled
+    return FeatureGates(**values)
+
+
+#: Accepted values of the scheduling policies, first = Karpenter's default; only the default is implemented.
+PREFERENCE_POLICIES = ("Respect", "Ignore")
+MIN_VALUES_POLICIES = ("Strict", "BestEffort")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything ``nodewright run`` needs (durations in seconds).
@@ -76,7 +173,8 @@ class Settings:
         health_probe_bind_address: IP address the health endpoint listens on (``0.0.0.0``).
         leader_election: whether to elect a leader on a Lease (off runs a single active replica).
         leader_election_namespace: namespace of the Lease.
-        leader_election_name: name of the Lease (Karpenter's is ``karpenter-leader-election``).
+        leader_election_name: name of the Lease; our own default so nodewright and Karpenter installed side by
+            side do not compete for Karpenter's ``karpenter-leader-election``.
         lease_duration: seconds a standby waits after the last renewal before taking over.
         renew_deadline: seconds the leader keeps acting without a successful renewal.
         retry_period: seconds between acquire/renew attempts.
@@ -87,6 +185,14 @@ class Settings:
         cluster_cidr: Kubernetes service CIDR for node bootstrap; empty means ``eks:DescribeCluster``.
         pricing_policy: path of a PricingPolicy file (the chart mounts ``settings.pricingPolicy`` there); empty:
             list prices. Validated at start; see :class:`nodewright.pricing.policy.PolicyFile`.
+        feature_gates: Karpenter's feature gates (``FEATURE_GATES``).
+        vm_memory_overhead_percent: fraction of an instance's memory the hypervisor keeps (0.075).
+        reserved_enis: ENIs kept out of the max-pods calculation (VPC CNI custom networking).
+        isolated_vpc: no calls to AWS APIs without a VPC endpoint (the Pricing API).
+        eks_control_plane: take the Kubernetes version from ``eks:DescribeCluster``.
+        preference_policy: ``Respect`` (only value implemented; ``Ignore`` is rejected).
+        min_values_policy: ``Strict`` (only value implemented; ``BestEffort`` is rejected).
+        log_output_paths: where logs go: ``stdout``, ``stderr`` or file paths.
     """
 
     cluster_name: str
@@ -103,7 +209,7 @@ class Settings:
     health_probe_bind_address: str = "0.0.0.0"
     leader_election: bool = True
     leader_election_namespace: str = "kube-system"
-    leader_election_name: str = "karpenter-leader-election"
+    leader_election_name: str = "nodewright-leader-election"
     lease_duration: float = 10.0
     renew_deadline: float = 7.0
     retry_period: float = 2.0
@@ -113,6 +219,14 @@ class Settings:
     cluster_ca_bundle: str = ""
     cluster_cidr: str = ""
     pricing_policy: str = ""
+    feature_gates: FeatureGates = FeatureGates()
+    vm_memory_overhead_percent: float = 0.075
+    reserved_enis: int = 0
+    isolated_vpc: bool = False
+    eks_control_plane: bool = False
+    preference_policy: str = "Respect"
+    min_values_policy: str = "Strict"
+    log_output_paths: tuple[str, ...] = ("stdout",)
 
 
 #: field -> (environment variable, parser kind). Flags use the field name with dashes.
@@ -130,8 +244,8 @@ ENV_NAMES: dict[str, tuple[str, str]] = {
     "metrics_bind_address": ("METRICS_BIND_ADDRESS", "str"),
     "health_probe_bind_address": ("HEALTH_PROBE_BIND_ADDRESS", "str"),
     "leader_election": ("NODEWRIGHT_LEADER_ELECTION", "bool"),
-    "leader_election_namespace": ("SYSTEM_NAMESPACE", "str"),
-    "leader_election_name": ("NODEWRIGHT_LEADER_ELECTION_NAME", "str"),
+    "leader_election_namespace": ("LEADER_ELECTION_NAMESPACE", "str"),
+    "leader_election_name": ("LEADER_ELECTION_NAME", "str"),
     "lease_duration": ("NODEWRIGHT_LEASE_DURATION", "duration"),
     "renew_deadline": ("NODEWRIGHT_RENEW_DEADLINE", "duration"),
     "retry_period": ("NODEWRIGHT_RETRY_PERIOD", "duration"),
@@ -141,6 +255,20 @@ ENV_NAMES: dict[str, tuple[str, str]] = {
     "cluster_ca_bundle": ("CLUSTER_CA_BUNDLE", "str"),
     "cluster_cidr": ("CLUSTER_CIDR", "str"),
     "pricing_policy": ("NODEWRIGHT_PRICING_POLICY", "str"),
+    "feature_gates": ("FEATURE_GATES", "gates"),
+    "vm_memory_overhead_percent": ("VM_MEMORY_OVERHEAD_PERCENT", "float"),
+    "reserved_enis": ("RESERVED_ENIS", "int"),
+    "isolated_vpc": ("ISOLATED_VPC", "bool"),
+    "eks_control_plane": ("EKS_CONTROL_PLANE", "bool"),
+    "preference_policy": ("PREFERENCE_POLICY", "str"),
+    "min_values_policy": ("MIN_VALUES_POLICY", "str"),
+    "log_output_paths": ("LOG_OUTPUT_PATHS", "list"),
+}
+#: Fallback environment variables read when the primary one is unset (older or nodewright-specific names).
+ENV_ALIASES: dict[str, tuple[str, ...]] = {
+    "aws_region": ("AWS_DEFAULT_REGION",),
+    "leader_election_namespace": ("SYSTEM_NAMESPACE",),  # the pod's namespace, set by the chart
+    "leader_election_name": ("NODEWRIGHT_LEADER_ELECTION_NAME",),
 }
 
 
@@ -153,6 +281,12 @@ def _convert(field: str, env: str, kind: str, value: Any) -> Any:
         return _parse_int(env, value)
     if kind == "bool":
         return _parse_bool(env, value)
+    if kind == "float":
+        return _parse_float(env, value)
+    if kind == "gates":
+        return parse_feature_gates(value, env)
+    if kind == "list":
+        return tuple(part.strip() for part in value.split(",") if part.strip())
     return value
 
 
@@ -170,10 +304,11 @@ def load_settings(env: Mapping[str, str], flags: Mapping[str, Any] | None = None
     for field, (env_name, kind) in ENV_NAMES.items():
         if field in flags:
             values[field] = _convert(field, env_name, kind, flags[field])
-        elif env.get(env_name, "") != "":
-            values[field] = _convert(field, env_name, kind, env[env_name])
-    if "aws_region" not in values and env.get("AWS_DEFAULT_REGION"):
-        values["aws_region"] = env["AWS_DEFAULT_REGION"]
+            continue
+        for name in (env_name, *ENV_ALIASES.get(field, ())):
+            if env.get(name, "") != "":
+                values[field] = _convert(field, name, kind, env[name])
+                break
     if "leader_election" not in values and env.get("DISABLE_LEADER_ELECTION"):
         values["leader_election"] = not _parse_bool("DISABLE_LEADER_ELECTION", env["DISABLE_LEADER_ELECTION"])
     for required in ("cluster_name", "aws_region"):
@@ -202,6 +337,21 @@ def _check(s: Settings) -> None:
         from nodewright.pricing import load_pricing_policy
 
         load_pricing_policy(s.pricing_policy)  # a bad file stops the controller at start, one line, exit 2
+    if not 0 <= s.vm_memory_overhead_percent < 1:
+        raise NodewrightValidationError("VM_MEMORY_OVERHEAD_PERCENT",
+                                        f"{s.vm_memory_overhead_percent} is not a fraction in [0, 1) (default 0.075)")
+    if s.reserved_enis < 0:
+        raise NodewrightValidationError("RESERVED_ENIS", f"{s.reserved_enis} is negative")
+    for env_name, value, choices in (("PREFERENCE_POLICY", s.preference_policy, PREFERENCE_POLICIES),
+                                     ("MIN_VALUES_POLICY", s.min_values_policy, MIN_VALUES_POLICIES)):
+        if value not in choices:
+            raise NodewrightValidationError(env_name, f"{value!r} is not one of {', '.join(choices)}")
+        if value != choices[0]:
+            raise NodewrightValidationError(
+                env_name, f"{value} is not supported yet: nodewright's scheduler implements {choices[0]} "
+                          f"(Karpenter's default) only; unset it")
+    if not s.log_output_paths:
+        raise NodewrightValidationError("LOG_OUTPUT_PATHS", "give stdout, stderr or a file path")
     for port_field in ("metrics_port", "health_probe_port"):
         port = getattr(s, port_field)
         if not 0 <= port <= 65535:

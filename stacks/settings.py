@@ -5,8 +5,9 @@ Sources, lowest to highest precedence:
 1. the defaults below, which synthesize without any AWS access;
 2. ``cdktf.json`` → ``context.nodewright`` (a JSON object with the field names below);
 3. environment variables ``NODEWRIGHT_INFRA_<FIELD>``, nested fields joined with ``__``
-   (``NODEWRIGHT_INFRA_IMAGE__TAG=0.2.0``); list fields take a JSON array or a comma-separated
-   string (``NODEWRIGHT_INFRA_PUBLIC_ACCESS_CIDRS=203.0.113.0/24,198.51.100.7/32``).
+   (``NODEWRIGHT_INFRA_IMAGE__TAG=0.2.0``), read by pydantic-settings' environment source; list fields
+   take a JSON array or a comma-separated string
+   (``NODEWRIGHT_INFRA_PUBLIC_ACCESS_CIDRS=203.0.113.0/24,198.51.100.7/32``).
 
 Invalid settings raise :class:`nodewright.errors.NodewrightValidationError` naming the field path
 (``workload.cron_start: ...``), which ``main.py`` prints as one line before exiting 2.
@@ -23,7 +24,18 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource
+from pydantic_settings.exceptions import SettingsError
 
 from nodewright.errors import NodewrightValidationError
 
@@ -329,56 +341,75 @@ def load_settings(context: Mapping[str, Any] | None = None,
 
     Args:
         context: the object under ``context.nodewright`` in ``cdktf.json`` (or None).
-        environ: environment variables (``os.environ``); only ``NODEWRIGHT_INFRA_*`` are read.
+        environ: environment variables (``os.environ``); only ``NODEWRIGHT_INFRA_*`` are read, by
+            pydantic-settings' environment source (nested fields split at ``__``, complex values JSON, and
+            list fields also as comma-separated text).
 
     Returns:
         The validated, frozen settings.
 
     Raises:
-        NodewrightValidationError: a setting is malformed; ``path`` is the dotted field path.
+        NodewrightValidationError: a setting is malformed; ``path`` is the dotted field path (or the
+            environment variable for an unknown name or unparseable value).
     """
     if context is not None and not isinstance(context, Mapping):
         raise NodewrightValidationError(CONTEXT_KEY, "cdktf.json context.nodewright must be a JSON object")
-    # A deep copy: environment overrides are written into nested mappings.
+    # A deep copy: environment overrides are merged into nested mappings.
     data: dict[str, Any] = json.loads(json.dumps(dict(context or {})))
-    for key, raw in sorted((environ or {}).items()):
-        if key.startswith(ENV_PREFIX):
-            path = key[len(ENV_PREFIX):].lower().split("__")
-            _set_path(data, path, _parse_env(InfraSettings, path, raw, key))
+    _deep_merge(data, _environment_values(environ or {}))
     try:
         return InfraSettings.model_validate(data)
     except ValidationError as err:
         raise _first_error(err) from None
 
 
-def _parse_env(model: type[BaseModel], path: list[str], raw: str, key: str) -> Any:
-    """Interpret one environment value by the type of the field it sets."""
-    field = model.model_fields.get(path[0])
-    if field is None:
-        raise NodewrightValidationError(key, f"unknown setting {'.'.join(path)!r}")
-    annotation = field.annotation
-    if len(path) > 1:
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            raise NodewrightValidationError(key, f"{path[0]!r} has no nested settings")
-        return _parse_env(annotation, path[1:], raw, key)
-    text = raw.strip()
-    if text[:1] in "[{":
+def _environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The ``NODEWRIGHT_INFRA_*`` overrides as a nested dict (not validated yet)."""
+    for key in sorted(environ):
+        if key.upper().startswith(ENV_PREFIX):
+            name = key[len(ENV_PREFIX):].lower().split("__")[0]
+            if name not in InfraSettings.model_fields:
+                raise NodewrightValidationError(key, f"unknown setting {key[len(ENV_PREFIX):].lower()!r}")
+    source = _InfraEnvironment(environ)
+    try:
+        return dict(source())
+    except SettingsError as err:
+        cause = err.__cause__
+        if isinstance(cause, NodewrightValidationError):
+            raise cause from None
+        raise NodewrightValidationError(ENV_PREFIX + "*", str(err)) from None
+
+
+#: The fields of :class:`InfraSettings` as a ``BaseSettings``, the shape pydantic-settings reads the environment
+#: by (values are only decoded there; :class:`InfraSettings` validates them).
+_InfraEnvShape: type[BaseSettings] = create_model(  # type: ignore[call-overload]
+    "_InfraEnvShape", __base__=BaseSettings,
+    **{name: (field.annotation, None) for name, field in InfraSettings.model_fields.items()})
+
+
+class _InfraEnvironment(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping, accepting comma-separated lists."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        super().__init__(_InfraEnvShape, case_sensitive=False, env_prefix=ENV_PREFIX, env_nested_delimiter="__")
+        self.env_vars = {key.lower(): value for key, value in environ.items()}
+
+    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as err:
-            raise NodewrightValidationError(key, f"invalid JSON: {err.msg}") from None
-    if getattr(annotation, "__origin__", None) is list:
-        return [item.strip() for item in text.split(",") if item.strip()]
-    return text
+            return super().decode_complex_value(field_name, field, value)
+        except ValueError as err:
+            if getattr(field.annotation, "__origin__", None) is list and isinstance(value, str):
+                return [item.strip() for item in value.split(",") if item.strip()]
+            key = ENV_PREFIX + field_name.upper()
+            raise NodewrightValidationError(key, f"invalid JSON: {getattr(err, 'msg', err)}") from None
 
 
-def _set_path(data: dict[str, Any], path: list[str], value: Any) -> None:
-    for part in path[:-1]:
-        node = data.setdefault(part, {})
-        if not isinstance(node, dict):
-            node = data[part] = {}
-        data = node
-    data[path[-1]] = value
+def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> None:
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _deep_merge(base[key], value)
+        else:
+            base[key] = value
 
 
 def _first_error(err: ValidationError) -> NodewrightValidationError:

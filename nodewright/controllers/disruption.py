@@ -22,9 +22,10 @@ re-stamps the NodePool hash on NodeClaims stamped with another hash version (so 
 made by Karpenter never look drifted), tracks each node's last pod event (for ``consolidateAfter``), and
 asks the cloud provider for drift (AMI, subnet, security groups) at most every ``drift_check_period``.
 
-Metrics: ``karpenter_voluntary_disruption_decisions_total{decision,reason}``,
+Metrics: ``karpenter_voluntary_disruption_decisions_total{decision,reason,consolidation_type}`` and
+``..._decisions_by_nodepool_total``, ``karpenter_voluntary_disruption_failed_validations_total``,
 ``nodewright_disruption_replacements_total{reason}``,
-``karpenter_voluntary_disruption_decision_evaluation_duration_seconds{method}``;
+``karpenter_voluntary_disruption_decision_evaluation_duration_seconds{reason="all",consolidation_type=""}``;
 events with the reason and the saving in $/h
 ("Consolidating 3 nodes into 1 t4g.large, saving $0.21/h").
 """
@@ -50,7 +51,7 @@ from nodewright.controllers.common import (
 from nodewright.controllers.termination import Terminator
 from nodewright.disruption import Decision, DecisionOptions, decide, decide_expiration, validate
 from nodewright.disruption.drift import drift_reason
-from nodewright.disruption.model import ClusterView
+from nodewright.disruption.model import EMPTINESS, MULTI_NODE, SINGLE_NODE, ClusterView
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
@@ -148,7 +149,7 @@ class DisruptionController:
         self.last_decision_at = now
         started = time.perf_counter()
         decision = decide(view, now, self.options)
-        self.ctx.metrics.disruption_evaluation_duration.labels("all").observe(time.perf_counter() - started)
+        self.ctx.metrics.disruption_evaluation_duration.labels("all", "").observe(time.perf_counter() - started)
         if decision is not None:
             log.info("disruption decided: %s", decision.message(),
                      extra={"method": decision.method, "nodes": [c.name for c in decision.candidates]})
@@ -279,6 +280,8 @@ class DisruptionController:
                 return None
             fresh = validate(command.decision, view, now, self.options)
             if fresh is None:
+                self.ctx.metrics.disruption_failed_validations.labels(
+                    consolidation_type(command.decision.method)).inc()
                 log.info("disruption decision no longer valid, dropped: %s", command.decision.message(),
                          extra={"method": command.decision.method})
                 self.command = None
@@ -298,8 +301,7 @@ class DisruptionController:
                 doc = nodeclaim_from_plan(plan, state.nodepools.get(plan.nodepool) or {})
                 created = self.ctx.cluster.create(r.NODECLAIMS, doc)
                 command.replacements.append(name_of(created))
-                self.ctx.metrics.nodeclaims_created.labels(decision.reason.lower(), plan.nodepool,
-                                                           plan.capacity_type).inc()
+                self.ctx.metrics.nodeclaims_created.labels(decision.reason.lower(), plan.nodepool, "false").inc()
         except KubeError as err:
             log.error("launching replacements failed, rolling back: %s", err)
             self._roll_back(command, state)
@@ -354,4 +356,17 @@ class DisruptionController:
         self.command = None
 
     def _count(self, decision: Decision) -> None:
-        self.ctx.metrics.disruption_decisions.labels(decision.decision, decision.reason.lower()).inc()
+        self.ctx.metrics.disruption_decisions.labels(decision.decision, decision.reason.lower(),
+                                                     consolidation_type(decision.method)).inc()
+        for nodepool in sorted({node.nodepool for node in decision.candidates}):
+            self.ctx.metrics.disruption_decisions_by_nodepool.labels(
+                nodepool, decision.decision, decision.reason.lower(), consolidation_type(decision.method)).inc()
+
+
+#: Karpenter's ``consolidation_type`` label per decision method ("" for drift and expiration).
+_CONSOLIDATION_TYPES = {EMPTINESS: "empty", SINGLE_NODE: "single", MULTI_NODE: "multi"}
+
+
+def consolidation_type(method: str) -> str:
+    """Karpenter's ``consolidation_type`` metric label of a decision ``method``."""
+    return _CONSOLIDATION_TYPES.get(method, "")

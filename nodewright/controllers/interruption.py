@@ -30,7 +30,7 @@ from nodewright.cloud.aws.interruption import (
 from nodewright.controllers.common import Context, log
 from nodewright.controllers.termination import Terminator
 from nodewright.kube.errors import KubeError
-from nodewright.kube.objects import labels_of, name_of
+from nodewright.kube.objects import labels_of, name_of, parse_time
 from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
 
 __all__ = [
@@ -80,6 +80,9 @@ class InterruptionController:
         disrupted = 0
         for message in messages:
             self.ctx.metrics.interruption_received.labels(message.kind).inc()
+            sent = parse_time(message.time)
+            if sent is not None:  # Karpenter: from the event's time until it is handled
+                self.ctx.metrics.interruption_queue_duration.observe(max(0.0, self.ctx.clock() - sent))
             for instance_id in message.instance_ids:
                 claim = by_instance.get(instance_id)
                 if claim is None:

@@ -193,7 +193,7 @@ class LifecycleController:
                                                 {"nodeName": name_of(node), "conditions": conditions})
         observe_condition_transitions(self.ctx.metrics, claim, conditions)
         nodepool = nodepool_of(claim)
-        self.ctx.metrics.nodes_created.labels(nodepool).inc()
+        self.ctx.metrics.nodes_created.labels(nodepool, node_labels.get(L.ZONE, "")).inc()
         log.info("registered nodeclaim", extra={"nodeclaim": name_of(claim), "node": name_of(node)})
         self.ctx.event(claim, "Registered", f"Status condition transitioned, Type: Registered, Node: {name_of(node)}")
         return updated

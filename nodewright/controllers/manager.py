@@ -21,13 +21,20 @@ from nodewright.controllers.nodepool_status import NodePoolStatusController
 from nodewright.controllers.provisioning import Batcher, Provisioner
 from nodewright.controllers.state_metrics import StateMetricsController
 from nodewright.controllers.termination import TerminationController, Terminator
+from nodewright.disruption import ConsolidationOptions, DecisionOptions
 from nodewright.kube.cluster import Cluster
 from nodewright.state.cluster import ClusterState, snapshot
 
 
 @dataclass(frozen=True)
 class ControllerOptions:
-    """Tunables (seconds) with Karpenter's defaults."""
+    """Tunables (seconds) with Karpenter's defaults.
+
+    ``spot_to_spot_consolidation`` is Karpenter's ``SpotToSpotConsolidation`` feature gate (off by default).
+    ``preference_policy`` / ``min_values_policy`` carry Karpenter's ``PREFERENCE_POLICY`` / ``MIN_VALUES_POLICY``
+    to the provisioner's boundary (``ControllerManager.options``); the scheduler implements the defaults
+    ``Respect`` / ``Strict`` and settings reject the other values until it implements them.
+    """
 
     batch_idle_duration: float = 1.0
     batch_max_duration: float = 10.0
@@ -38,6 +45,9 @@ class ControllerOptions:
     gc_period: float = 30.0
     status_period: float = 10.0
     nodeclass_period: float = 60.0
+    spot_to_spot_consolidation: bool = False
+    preference_policy: str = "Respect"
+    min_values_policy: str = "Strict"
 
 
 class ControllerManager:
@@ -56,6 +66,9 @@ class ControllerManager:
     ) -> None:
         opts = options or ControllerOptions()
         self.ctx = ctx
+        self.options = opts
+        #: The controller running now ("" between passes): the ``controller`` label of cloud-provider metrics.
+        self.current = ""
         # The simulator passes a snapshotter that reuses one snapshot while the cluster is unchanged.
         self.snapshotter = snapshotter
         self.provisioner = Provisioner(
@@ -66,15 +79,22 @@ class ControllerManager:
         )
         self.termination = TerminationController(ctx)
         self.terminator: Terminator = self.termination.terminator
-        self.disruption = DisruptionController(ctx, self.terminator, nominated=self.provisioner.nominated_targets)
+        self.disruption = DisruptionController(ctx, self.terminator, DecisionOptions(
+            consolidation=ConsolidationOptions(spot_to_spot=opts.spot_to_spot_consolidation)),
+            nominated=self.provisioner.nominated_targets)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
         self.status = NodePoolStatusController(ctx, opts.status_period)
         self.nodeclass = NodeClassController(ctx, opts.nodeclass_period)
         self.state_metrics = StateMetricsController(ctx)
 
-    def step(self) -> None:
-        """One pass of every controller. A controller's failure is logged and does not stop the others."""
+    def step(self, keep_going: Callable[[], bool] | None = None) -> None:
+        """One pass of every controller. A controller's failure is logged and does not stop the others.
+
+        Args:
+            keep_going: checked before each controller; the pass ends early when it returns False (the run
+                loop passes "still the leader", so a replica that lost its Lease stops acting mid-pass).
+        """
         for name, run in (
             ("nodeclass", self.nodeclass.reconcile),  # EC2NodeClass status (and instance profile) first
             ("provisioner", self.provisioner.reconcile),
@@ -88,7 +108,13 @@ class ControllerManager:
         ):
             if run is None:
                 continue
+            if keep_going is not None and not keep_going():
+                log.warning("controller pass ended before %s: leadership lost or shutting down", name)
+                return
+            self.current = name
             try:
                 run(self.snapshotter(self.ctx.cluster))
             except Exception:  # one broken controller must not stall the rest of the step
                 log.exception("controller %s failed", name)
+            finally:
+                self.current = ""

@@ -61,9 +61,9 @@ class NodePoolStatusController:
         self.costs: dict[str, float] = {}
         # Label sets of the karpenter_pods_state series currently exported: a pass adds and removes only the
         # difference instead of clearing and re-creating one child per pod (most of this controller's time).
-        self._pod_series: set[tuple[str, str, str, str, str]] = set()
-        # Pod key -> (manifest, name, namespace, node, phase) of the manifest seen last pass (objects are immutable).
-        self._pod_rows: dict[str, tuple[Obj, str, str, str, str]] = {}
+        self._pod_series: set[tuple[str, ...]] = set()
+        # Pod key -> (manifest, its own label values) of the manifest seen last pass (objects are immutable).
+        self._pod_rows: dict[str, tuple[Obj, tuple[str, ...]]] = {}
         # NodePool name -> annotation problems last reported by an Event (one Event per change, not per pass).
         self._annotation_events: dict[str, str] = {}
 
@@ -85,6 +85,7 @@ class NodePoolStatusController:
             claims = by_pool.get(name, [])
             costs[name] = self._cost(pool, claims, state)
             self.ctx.metrics.nodepool_cost.labels(name).set(costs[name])
+            self.ctx.metrics.nodepools_cost_total.labels(name).set(costs[name])
             usage = self._usage(claims)
             self._metrics(name, pool, usage)
             try:
@@ -93,6 +94,7 @@ class NodePoolStatusController:
                 log.warning("nodepool %s status: %s", name, err, extra={"nodepool": name})
         for gone in set(self.costs) - set(costs):
             self.ctx.metrics.nodepool_cost.remove(gone)
+            self.ctx.metrics.nodepools_cost_total.remove(gone)
             self._annotation_events.pop(gone, None)
         self.costs = costs
         self._pod_metrics(state)
@@ -183,17 +185,22 @@ class NodePoolStatusController:
             self.ctx.event(pool, "InvalidAnnotation", message, warning=True)
 
     def _pod_metrics(self, state: ClusterState) -> None:
+        """``karpenter_pods_state`` with Karpenter's labels (:data:`nodewright.metrics.POD_STATE_LABELS`): the
+        pod's name, namespace, owner (``Kind/name`` of its first owner), node, scheduled, phase, ready, and its
+        node's nodepool, zone, arch, capacity type, instance type and managed (has a NodePool)."""
         gauge = self.ctx.metrics.pods_state
-        pools = {name: str(nodepool_of(doc)) for name, doc in state.nodes.items()}  # once per node, not per pod
-        series: set[tuple[str, str, str, str, str]] = set()
-        rows: dict[str, tuple[Obj, str, str, str, str]] = {}
+        hosts = {name: _host_labels(doc) for name, doc in state.nodes.items()}  # once per node, not per pod
+        series: set[tuple[str, ...]] = set()
+        rows: dict[str, tuple[Obj, tuple[str, ...]]] = {}
         for key, pod in state.pods.items():
             row = self._pod_rows.get(key)
             if row is None or row[0] is not pod:
-                namespace, name = pod_key(pod).split("/", 1)
-                row = (pod, name, namespace, node_name(pod), str((pod.get("status") or {}).get("phase") or "Pending"))
+                row = (pod, _pod_labels(pod))
             rows[key] = row
-            series.add((row[1], row[2], row[3], pools.get(row[3], ""), row[4]))
+            name, namespace, owner, node, scheduled, phase, ready = row[1]
+            nodepool, zone, arch, capacity_type, instance_type = hosts.get(node, ("", "", "", "", ""))
+            series.add((name, namespace, owner, node, scheduled, nodepool, zone, arch, capacity_type, instance_type,
+                        phase, ready, "true" if nodepool else "false"))
         self._pod_rows = rows
         for gone in self._pod_series - series:
             with contextlib.suppress(KeyError):
@@ -201,6 +208,23 @@ class NodePoolStatusController:
         for new in series - self._pod_series:
             gauge.labels(*new).set(1)
         self._pod_series = series
+
+
+def _host_labels(node: Obj) -> tuple[str, str, str, str, str]:
+    labels = labels_of(node)
+    return (str(labels.get(L.NODEPOOL, "")), str(labels.get(L.ZONE, "")), str(labels.get(L.ARCH, "")),
+            str(labels.get(L.CAPACITY_TYPE, "")), str(labels.get(L.INSTANCE_TYPE, "")))
+
+
+def _pod_labels(pod: Obj) -> tuple[str, str, str, str, str, str, str]:
+    namespace, name = pod_key(pod).split("/", 1)
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+    owner = f"{owners[0].get('kind', '')}/{owners[0].get('name', '')}" if owners else ""
+    node = node_name(pod)
+    status = pod.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return (name, namespace, owner, node, "true" if node else "false", str(status.get("phase") or "Pending"),
+            "true" if ready else "false")
 
 
 def _not_ready(name: Any, nodeclass: Obj) -> str:

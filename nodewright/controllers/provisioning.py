@@ -222,11 +222,14 @@ class Provisioner:
             return None
         log.info("Found %d provisionable pod(s)", len(pods), extra={"pods": len(pods)})
         pools, instance_types = self._nodepools(state)
+        self.ctx.metrics.observe_instance_types(  # exported when scraped: free here
+            {it.name: it for types in instance_types.values() for it in types}.values())
         nodes, inflight = self._capacity(state, instance_types)
         daemonsets = state.models.daemonset_pods(state.daemonsets)
         started = time.perf_counter()
         result = self.solver(pods, nodes, pools, instance_types, daemonsets=daemonsets, inflight=inflight)
         self.ctx.metrics.scheduling_duration.labels("provisioner").observe(time.perf_counter() - started)
+        self.ctx.metrics.scheduler_unschedulable_pods.labels("provisioner").set(len(result.unschedulable))
         self.last_result = result
         new_pods = sum(len(plan.pods) for plan in result.new_nodeclaims)
         log.info("Computed %d new node(s) will fit %d pod(s)", len(result.new_nodeclaims), new_pods,
@@ -344,7 +347,8 @@ class Provisioner:
         log.info("Launching node with %d pods requesting %s from types %s%s", len(plan.pods),
                  format_resources(plan.requests), types, more,
                  extra={"nodeclaim": name, "nodepool": plan.nodepool})
-        self.ctx.metrics.nodeclaims_created.labels("provisioning", plan.nodepool, plan.capacity_type).inc()
+        # Karpenter: reason "provisioned"; min values are never relaxed (MIN_VALUES_POLICY=Strict).
+        self.ctx.metrics.nodeclaims_created.labels("provisioned", plan.nodepool, "false").inc()
         for pod in plan.pods:
             self.nominations[pod.key] = Nomination(name, True, now)
             manifest = state.pods.get(pod.key)

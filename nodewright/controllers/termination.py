@@ -48,7 +48,16 @@ from nodewright.controllers.common import (
 )
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError, TooManyRequestsError
-from nodewright.kube.objects import Obj, finalizers_of, is_deleting, meta, name_of, namespace_of, parse_time
+from nodewright.kube.objects import (
+    Obj,
+    finalizers_of,
+    is_deleting,
+    labels_of,
+    meta,
+    name_of,
+    namespace_of,
+    parse_time,
+)
 from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
 from nodewright.state.pods import (
     is_daemonset_pod,
@@ -139,6 +148,7 @@ class TerminationController:
         self.evictions = Backoff(initial=1.0, maximum=30.0)
         self._blocked_reported: set[str] = set()
         self._waiting_reported: set[str] = set()
+        self._drained: set[str] = set()  # nodes counted in karpenter_nodes_drained_total
 
     def reconcile(self, state: ClusterState | None = None) -> None:
         """One pass over deleting Nodes, then deleting NodeClaims."""
@@ -192,14 +202,21 @@ class TerminationController:
             if terminating:
                 self._report_waiting(node, terminating)
                 return
+        if name not in self._drained:
+            self._drained.add(name)
+            self.ctx.metrics.nodes_drained.labels(nodepool_of(node)).inc()
         if claim is not None and not self._instance_terminated(claim):
             return
         if remove_finalizer(self.ctx, r.NODES, node):
             nodepool = nodepool_of(node)
-            self.ctx.metrics.nodes_terminated.labels(nodepool).inc()
+            self._drained.discard(name)
+            self.ctx.metrics.nodes_terminated.labels(nodepool, labels_of(node).get(L.ZONE, "")).inc()
             started = parse_time(meta(node).get("deletionTimestamp"))
             if started is not None:
                 self.ctx.metrics.termination_duration.labels(nodepool).observe(max(0.0, now - started))
+            created = parse_time(meta(node).get("creationTimestamp"))
+            if created is not None:
+                self.ctx.metrics.nodes_lifetime.labels(nodepool).observe(max(0.0, now - created))
             log.info("deleted node", extra={"node": name, "nodeclaim": name_of(claim) if claim else None})
             self._blocked_reported.discard(name)
             self._waiting_reported.discard(name)
@@ -240,13 +257,16 @@ class TerminationController:
         try:
             self.ctx.cluster.evict_pod(namespace_of(pod) or "default", name_of(pod))
         except NotFoundError:
+            self.ctx.metrics.pods_eviction_requests.labels("404").inc()
             self.evictions.succeeded(key)
             return
         except TooManyRequestsError as err:
+            self.ctx.metrics.pods_eviction_requests.labels("429").inc()
             delay = self.evictions.failed(key, now)
             log.info("eviction of %s refused by a disruption budget, retrying in %.0fs", key, delay,
                      extra={"pod": key, "error": str(err)})
             return
+        self.ctx.metrics.pods_eviction_requests.labels("200").inc()
         self.evictions.succeeded(key)
         self.ctx.event(pod, "Evicted", "Evicted pod: node is being terminated")
 
@@ -296,7 +316,13 @@ class TerminationController:
         if not self._instance_terminated(claim):
             return
         if remove_finalizer(self.ctx, r.NODECLAIMS, claim):
-            self.ctx.metrics.nodeclaims_terminated.labels(nodepool_of(claim), capacity_type_of(claim)).inc()
+            nodepool = nodepool_of(claim)
+            self.ctx.metrics.nodeclaims_terminated.labels(nodepool, capacity_type_of(claim),
+                                                          labels_of(claim).get(L.ZONE, "")).inc()
+            started = parse_time(meta(claim).get("deletionTimestamp"))
+            if started is not None:
+                self.ctx.metrics.nodeclaims_termination_duration.labels(nodepool).observe(
+                    max(0.0, self.ctx.clock() - started))
             self.ctx.event(claim, "Terminated", f"Terminated instance {provider_id_of(claim) or '(none)'}")
             log.info("deleted nodeclaim", extra={"nodeclaim": name_of(claim), "provider-id": provider_id_of(claim)})
 

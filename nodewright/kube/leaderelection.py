@@ -6,13 +6,17 @@ holder's timestamps with its clock, so clock skew between replicas does not matt
 ``resourceVersion`` so two candidates cannot both win. Releasing (graceful shutdown) clears
 ``holderIdentity`` so a standby takes over on its next attempt instead of waiting out the lease.
 
-:meth:`LeaderElector.step` is synchronous and clock-driven (testable without threads); the run loop in
-:mod:`nodewright.runtime` calls it every ``retry_period``.
+:meth:`LeaderElector.step` is synchronous and clock-driven (testable without threads).
+:meth:`LeaderElector.run` calls it every ``retry_period`` on its own thread (:meth:`LeaderElector.start`), so
+the Lease is renewed however long a controller pass takes: a 15 s pass must not let a standby take over
+while the old leader is still acting (client-go's ``renew`` loop runs beside the controllers, too).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +34,7 @@ class LeaseConfig:
     within 15 s of a crashed leader: ``lease_duration + retry_period`` = 12 s)."""
 
     namespace: str = "kube-system"
-    name: str = "karpenter-leader-election"
+    name: str = "nodewright-leader-election"
     lease_duration: float = 10.0
     renew_deadline: float = 7.0
     retry_period: float = 2.0
@@ -55,6 +59,7 @@ class LeaderElector:
         self._observed_at = 0.0
         self._last_renew = float("-inf")
         self._leading = False
+        self._thread: threading.Thread | None = None
 
     @property
     def is_leader(self) -> bool:
@@ -90,6 +95,25 @@ class LeaderElector:
         elif not self._leading:
             self._leading = False
         return self.is_leader
+
+    def run(self, stop: threading.Event, wait: Callable[[float], bool] | None = None) -> None:
+        """:meth:`step` every ``retry_period`` until ``stop`` is set (blocking).
+
+        Args:
+            stop: ends the loop; the Lease is not released here (the owner releases it once it stopped acting).
+            wait: ``wait(seconds) -> stop requested``; default ``stop.wait`` (tests inject a stepped one).
+        """
+        wait = wait or stop.wait
+        while not stop.is_set():
+            self.step()
+            if wait(self.config.retry_period):
+                return
+
+    def start(self, stop: threading.Event, wait: Callable[[float], bool] | None = None) -> threading.Thread:
+        """:meth:`run` in a daemon thread named ``leader-election``; returns the thread."""
+        self._thread = threading.Thread(target=self.run, args=(stop, wait), name="leader-election", daemon=True)
+        self._thread.start()
+        return self._thread
 
     def _try_acquire_or_renew(self, now: float) -> bool:
         lease = self.cluster.get(r.LEASES, self.config.name, self.config.namespace)

@@ -276,6 +276,24 @@ def effective_requests(spec: Mapping[str, Any], path: str = "spec") -> Resources
     return {k: v for k, v in total.items() if v > 0 or k == PODS}
 
 
+def effective_limits(spec: Mapping[str, Any], path: str = "spec") -> Resources:
+    """A pod spec's limits as Karpenter's ``resources.PodLimits`` computes them (its
+    ``karpenter_nodes_total_*_limits`` metrics): containers summed, the larger of that and any init
+    container per resource; cpu in millicores, bytes, counts.
+
+    Raises:
+        NodewrightValidationError: an invalid quantity (path names the container).
+    """
+    total: Resources = {}
+    for i, container in enumerate(spec.get("containers") or []):
+        _accumulate(total, parse_resource_list((container.get("resources") or {}).get("limits"),
+                                               f"{path}.containers[{i}].resources.limits"))
+    for i, container in enumerate(spec.get("initContainers") or []):
+        _maximize(total, parse_resource_list((container.get("resources") or {}).get("limits"),
+                                             f"{path}.initContainers[{i}].resources.limits"))
+    return total
+
+
 #: Resources a pod-level ``spec.resources`` may set (Kubernetes ``IsSupportedPodLevelResource``).
 _POD_LEVEL_RESOURCES = frozenset({CPU, MEMORY})
 

@@ -88,7 +88,14 @@ def test_settings_become_karpenter_env_vars(rendered):
         "BATCH_IDLE_DURATION": "1s",
         "BATCH_MAX_DURATION": "10s",
         "LOG_LEVEL": "info",
-        "FEATURE_GATES": "SpotToSpotConsolidation=false",
+        "LOG_OUTPUT_PATHS": "stdout",
+        "PREFERENCE_POLICY": "Respect",
+        "MIN_VALUES_POLICY": "Strict",
+        "VM_MEMORY_OVERHEAD_PERCENT": "0.075",
+        "RESERVED_ENIS": "0",
+        # Karpenter 1.14's gates and defaults, sorted by name.
+        "FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,"
+                         "SpotToSpotConsolidation=false,StaticCapacity=false",
         "METRICS_PORT": "8080",
         "HEALTH_PROBE_PORT": "8081",
         "SYSTEM_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
@@ -101,7 +108,8 @@ def test_settings_become_karpenter_env_vars(rendered):
     assert env["BATCH_MAX_DURATION"] == "15s"
     assert env["LOG_LEVEL"] == "warn"
     # Gates sorted by name, camelCase keys turned into Karpenter's CamelCase gate names.
-    assert env["FEATURE_GATES"] == "NodeRepair=false,SpotToSpotConsolidation=true"
+    assert env["FEATURE_GATES"] == ("CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,"
+                                    "SpotToSpotConsolidation=true,StaticCapacity=false")
     assert env["AWS_REGION"] == "ap-northeast-2"
 
 

@@ -199,11 +199,11 @@ def test_parser_reads_selectors_groupings_and_functions() -> None:
 
 def test_checker_reports_unknown_metrics_and_labels() -> None:
     series = registered_series()
-    refs = metric_refs('count by (instance_family) (karpenter_nodes_allocatable{resource_type="cpu"})'
+    refs = metric_refs('count by (instance_colour) (karpenter_nodeclaims_terminated_total{nodepool="a"})'
                        ' + sum(rate(karpenter_pods_startup_seconds_bucket[5m]))')
     assert problems(refs, series) == [
-        "karpenter_nodes_allocatable: no label(s) ['instance_family'] (has ['arch', 'capacity_type', "
-        "'instance_type', 'managed', 'node_name', 'nodepool', 'os', 'phase', 'region', 'resource_type', 'zone'])",
+        "karpenter_nodeclaims_terminated_total: no label(s) ['instance_colour'] (has ['capacity_type', 'nodepool', "
+        "'zone'])",
         "karpenter_pods_startup_seconds_bucket: metric karpenter_pods_startup_seconds is not registered by "
         "nodewright.metrics",
     ]

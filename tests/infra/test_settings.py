@@ -58,6 +58,16 @@ def test_environment_overrides_context_including_nested_and_list_fields():
     assert s.workload.desired_replicas == 8
 
 
+def test_nested_environment_list_as_commas_and_nested_typo():
+    s = load_settings({}, {"NODEWRIGHT_INFRA_SYSTEM_NODES__INSTANCE_TYPES": "m7g.large, m6g.large",
+                           "nodewright_infra_workload__min_replicas": "3"})
+    assert s.system_nodes.instance_types == ["m7g.large", "m6g.large"]
+    assert s.workload.min_replicas == 3  # pydantic-settings reads the names case-insensitively
+    with pytest.raises(NodewrightValidationError) as info:
+        load_settings({}, {"NODEWRIGHT_INFRA_IMAGE__TAGG": "1.0"})
+    assert info.value.path == "image.tagg"
+
+
 @pytest.mark.parametrize(("context", "environ", "path", "reason_part"), [
     ({"cluster_name": "9lives"}, {}, "cluster_name", "start with a letter"),
     ({"cluster_name": "a" * 39}, {}, "cluster_name", "1-38"),

@@ -67,7 +67,7 @@ def test_probes_follow_cache_sync_and_loop_liveness(kube: EmulatorThread, accoun
         if loop.is_alive():
             loop.join(5)
     assert not loop.is_alive()
-    lease = kube.emulator.peek("leases", "karpenter-leader-election", "kube-system")
+    lease = kube.emulator.peek("leases", "nodewright-leader-election", "kube-system")
     assert lease is not None and lease["spec"]["holderIdentity"] == ""  # released on the way out
 
 
@@ -97,7 +97,7 @@ def test_nodewright_run_serves_probes_and_releases_the_lease_on_sigterm(kube: Em
         assert process.poll() is None, log_path.read_text(encoding="utf-8")
 
         def holder() -> str:
-            lease = kube.emulator.peek("leases", "karpenter-leader-election", "kube-system") or {}
+            lease = kube.emulator.peek("leases", "nodewright-leader-election", "kube-system") or {}
             return str((lease.get("spec") or {}).get("holderIdentity") or "")
 
         wait_for(lambda: holder().startswith("karpenter-0_"), 10, "the lease")

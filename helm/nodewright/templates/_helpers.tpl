@@ -59,13 +59,107 @@ app.kubernetes.io/part-of: nodewright
 {{- end -}}
 {{- end -}}
 
+{{/*
+Karpenter chart keys and nodewright's aliases. Karpenter's key carries the default; an alias (our older
+spelling, default empty) wins when set. The image is the other way round: Karpenter's
+controller.image.* (default empty) wins over our image.* when set.
+*/}}
+{{- define "nodewright.imageRepository" -}}
+{{- default .Values.image.repository .Values.controller.image.repository -}}
+{{- end -}}
+
 {{/* repository:tag, or repository@digest when a digest pins the image (the tag is then ignored). */}}
 {{- define "nodewright.image" -}}
-{{- if .Values.image.digest -}}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- $digest := default .Values.image.digest .Values.controller.image.digest -}}
+{{- if $digest -}}
+{{- printf "%s@%s" (include "nodewright.imageRepository" .) $digest -}}
 {{- else -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- printf "%s:%s" (include "nodewright.imageRepository" .) (default .Chart.AppVersion (default .Values.image.tag .Values.controller.image.tag)) -}}
 {{- end -}}
+{{- end -}}
+
+{{- define "nodewright.pullPolicy" -}}
+{{- default .Values.imagePullPolicy .Values.image.pullPolicy -}}
+{{- end -}}
+
+{{- define "nodewright.metricsPort" -}}
+{{- default .Values.controller.metrics.port .Values.controller.metricsPort -}}
+{{- end -}}
+
+{{- define "nodewright.healthProbePort" -}}
+{{- default .Values.controller.healthProbe.port .Values.controller.healthProbePort -}}
+{{- end -}}
+
+{{- define "nodewright.logLevel" -}}
+{{- default .Values.logLevel .Values.settings.logLevel -}}
+{{- end -}}
+
+{{/* Karpenter's additionalAnnotations, on every object of the controller (metadata.annotations). */}}
+{{- define "nodewright.annotations" -}}
+{{- with .Values.additionalAnnotations -}}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A copy of a pod (anti-)affinity or spread-constraint term with labelSelector defaulted to the controller's
+selector labels when the term gives none (Karpenter's chart does the same).
+Call with (dict "term" $term "root" $).
+*/}}
+{{- define "nodewright.withSelector" -}}
+{{- $term := deepCopy .term -}}
+{{- if not (hasKey $term "labelSelector") -}}
+{{- $_ := set $term "labelSelector" (dict "matchLabels" (include "nodewright.selectorLabels" .root | fromYaml)) -}}
+{{- end -}}
+{{- toYaml $term -}}
+{{- end -}}
+
+{{/*
+affinity with Karpenter's meaning (labelSelector defaulted in pod (anti-)affinity terms), plus one rule
+nodewright always keeps: the controller never runs on a node it manages (karpenter.sh/nodepool DoesNotExist
+in every required node selector term), or it could consolidate its own node away.
+*/}}
+{{- define "nodewright.affinity" -}}
+{{- $affinity := deepCopy (default dict .Values.affinity) -}}
+{{- $guard := dict "key" "karpenter.sh/nodepool" "operator" "DoesNotExist" -}}
+{{- $node := default dict $affinity.nodeAffinity -}}
+{{- $required := default dict (get $node "requiredDuringSchedulingIgnoredDuringExecution") -}}
+{{- $terms := list -}}
+{{- range $term := default list $required.nodeSelectorTerms -}}
+{{- $expressions := default list $term.matchExpressions -}}
+{{- if not (has $guard $expressions) -}}
+{{- $expressions = append $expressions $guard -}}
+{{- end -}}
+{{- $terms = append $terms (merge (dict "matchExpressions" $expressions) $term) -}}
+{{- end -}}
+{{- if not $terms -}}
+{{- $terms = list (dict "matchExpressions" (list $guard)) -}}
+{{- end -}}
+{{- $_ := set $required "nodeSelectorTerms" $terms -}}
+{{- $_ = set $node "requiredDuringSchedulingIgnoredDuringExecution" $required -}}
+{{- $_ = set $affinity "nodeAffinity" $node -}}
+{{- range $kind := list "podAffinity" "podAntiAffinity" -}}
+{{- with get $affinity $kind -}}
+{{- $pod := . -}}
+{{- $req := list -}}
+{{- range $term := default list (get $pod "requiredDuringSchedulingIgnoredDuringExecution") -}}
+{{- $req = append $req (include "nodewright.withSelector" (dict "term" $term "root" $) | fromYaml) -}}
+{{- end -}}
+{{- if $req -}}
+{{- $_ := set $pod "requiredDuringSchedulingIgnoredDuringExecution" $req -}}
+{{- end -}}
+{{- $pref := list -}}
+{{- range $weighted := default list (get $pod "preferredDuringSchedulingIgnoredDuringExecution") -}}
+{{- $term := include "nodewright.withSelector" (dict "term" $weighted.podAffinityTerm "root" $) | fromYaml -}}
+{{- $pref = append $pref (dict "weight" $weighted.weight "podAffinityTerm" $term) -}}
+{{- end -}}
+{{- if $pref -}}
+{{- $_ := set $pod "preferredDuringSchedulingIgnoredDuringExecution" $pref -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $affinity -}}
 {{- end -}}
 
 {{/*

@@ -151,6 +151,23 @@ def describe_cluster(eks: Any, cluster_name: str, region: str) -> ClusterFacts:
                         service_cidr=service_cidr_of(cluster.get("kubernetesNetworkConfig") or {}))
 
 
+def eks_kubernetes_version(eks: Any, cluster_name: str, region: str) -> str:
+    """The cluster's Kubernetes version (``"1.31"``) from ``eks:DescribeCluster`` (Karpenter's
+    ``EKS_CONTROL_PLANE=true`` source of the version; otherwise the API server's ``/version``).
+
+    Raises:
+        AuthorizationError, ClusterDiscoveryError: as :func:`describe_cluster`, or the answer has no version.
+    """
+    try:
+        version = str(eks.describe_cluster(name=cluster_name)["cluster"].get("version") or "")
+    except ClientError as err:
+        raise _discovery_error(err, cluster_name, region) from err
+    if not version:
+        raise ClusterDiscoveryError(f"eks:DescribeCluster {cluster_name!r} in {region} returned no version; "
+                                    "unset EKS_CONTROL_PLANE to read it from the API server")
+    return version
+
+
 def _discovery_error(err: ClientError, cluster_name: str, region: str) -> CloudProviderError:
     code = error_code(err)
     if is_authorization_error(code):

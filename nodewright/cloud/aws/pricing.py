@@ -10,7 +10,10 @@
 Refresh policy: on-demand every 12 hours, spot every 5 minutes (:meth:`PricingProvider.refresh` is called
 by the provider when the data is older than that). When a call fails, or returns nothing, the bundled table
 (:func:`nodewright.cloud.prices.on_demand_prices`) and the catalog's spot model stand in; that is said once
-in a warning log line and by the gauge ``nodewright_pricing_fallback{kind="on-demand"|"spot"}`` = 1.
+in a warning log line and by :attr:`PricingProvider.on_demand_fallback` / :attr:`~PricingProvider.spot_fallback`,
+which :meth:`nodewright.metrics.Metrics.observe_pricing` exports as ``nodewright_pricing_fallback{kind}``.
+With ``isolated_vpc`` (Karpenter's ``ISOLATED_VPC``) the Pricing API, which has no VPC endpoint, is never
+called: on-demand prices are the bundled table's.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from prometheus_client import Gauge
 
 from nodewright.cloud.aws.cache import Clock
 from nodewright.cloud.prices import PriceTable, modelled_spot_price, on_demand_prices
@@ -32,13 +34,6 @@ log = logging.getLogger(__name__)
 
 ON_DEMAND_REFRESH_SECONDS = 12 * 3600.0
 SPOT_REFRESH_SECONDS = 300.0
-
-PRICING_FALLBACK = Gauge(
-    "nodewright_pricing_fallback",
-    "1 while EC2 prices of this kind come from the bundled table or model instead of the live AWS API",
-    ["kind"],
-)
-
 
 def on_demand_filters(region: str) -> list[dict[str, str]]:
     """The ``GetProducts`` filters for Linux, shared-tenancy, no-preinstalled-software on-demand in ``region``."""
@@ -87,9 +82,10 @@ class PricingProvider:
     """Current EC2 prices for one region; a :class:`nodewright.cloud.catalog.PriceLookup`."""
 
     def __init__(self, pricing: Any, ec2: Any, region: str, clock: Clock = time.monotonic,
-                 now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
+                 now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC), isolated_vpc: bool = False) -> None:
         self._pricing = pricing
         self._ec2 = ec2
+        self.isolated_vpc = isolated_vpc
         self.region = region
         self._clock = clock
         self._now = now
@@ -135,6 +131,11 @@ class PricingProvider:
             self._spot_at = now
 
     def _refresh_on_demand(self) -> None:
+        if self.isolated_vpc:
+            if self._on_demand_at is None:
+                log.info(f"ISOLATED_VPC: on-demand prices from {self._bundled.source}; the AWS Pricing API is "
+                         "not called", extra={"region": self.region})
+            return
         try:
             entries: list[str] = []
             paginator = self._pricing.get_paginator("get_products")
@@ -150,7 +151,6 @@ class PricingProvider:
         self._on_demand = prices
         self.version += 1
         self.on_demand_fallback = False
-        PRICING_FALLBACK.labels(kind="on-demand").set(0)
         log.info("refreshed on-demand prices", extra={"count": len(prices), "region": self.region})
 
     def _refresh_spot(self, instance_types: Iterable[str] | None) -> None:
@@ -171,7 +171,6 @@ class PricingProvider:
         self._spot = prices
         self.version += 1
         self.spot_fallback = False
-        PRICING_FALLBACK.labels(kind="spot").set(0)
 
     def _fall_back(self, kind: str, reason: str) -> None:
         if self._on_demand if kind == "on-demand" else self._spot:
@@ -182,7 +181,6 @@ class PricingProvider:
         source = self._bundled.source if kind == "on-demand" else "the catalog's spot model (60-70% off on-demand)"
         log.warning(f"using fallback {kind} prices from {source}: {reason}",
                     extra={"kind": kind, "region": self.region})
-        PRICING_FALLBACK.labels(kind=kind).set(1)
         if kind == "on-demand":
             self.on_demand_fallback = True
         else:

@@ -13,6 +13,7 @@ rather than a storm; the controllers surface the sentence on the NodeClaim, the 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -45,7 +46,7 @@ from nodewright.cloud.aws.subnets import Subnet, SubnetProvider
 from nodewright.cloud.catalog import instance_types_for_nodeclass
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.cloud.matching import allowed_offerings
-from nodewright.cloud.overhead import kubelet_settings
+from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
 from nodewright.cloud.provider import (
     DRIFT_AMI,
     DRIFT_NODECLASS,
@@ -78,6 +79,9 @@ class AWSProviderSettings:
         cluster_dns: kubelet clusterDNS override, empty for the AMI default.
         instance_type_patterns: restrict the catalog to these ``instance-type`` filter patterns (``"m5.*"``);
             empty = every type (Karpenter's default).
+        vm_memory_overhead_percent: Karpenter's ``VM_MEMORY_OVERHEAD_PERCENT`` (fraction, default 0.075).
+        reserved_enis: Karpenter's ``RESERVED_ENIS``: ENIs left out of the max-pods count (default 0).
+        isolated_vpc: Karpenter's ``ISOLATED_VPC``: never call the Pricing API (no VPC endpoint).
     """
 
     cluster_name: str
@@ -88,6 +92,9 @@ class AWSProviderSettings:
     cluster_cidr: str = ""
     cluster_dns: tuple[str, ...] = ()
     instance_type_patterns: tuple[str, ...] = ()
+    vm_memory_overhead_percent: float = 0.075
+    reserved_enis: int = 0
+    isolated_vpc: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,7 +129,8 @@ class AWSCloudProvider:
         self.subnets = SubnetProvider(clients.ec2, clock)
         self.security_groups = SecurityGroupProvider(clients.ec2, clock)
         self.amis = AMIProvider(clients.ec2, clients.ssm, settings.kubernetes_version, clock)
-        self.pricing = PricingProvider(clients.pricing, clients.ec2, settings.region, clock)
+        self.pricing = PricingProvider(clients.pricing, clients.ec2, settings.region, clock,
+                                       isolated_vpc=settings.isolated_vpc)
         self.instance_types = InstanceTypeProvider(clients.ec2, settings.region, self.pricing, self.unavailable, clock,
                                                     settings.instance_type_patterns)
         self.launch_templates = LaunchTemplateProvider(clients.ec2, settings.cluster_name, clock)
@@ -133,6 +141,13 @@ class AWSCloudProvider:
         self._auth_backoff = Backoff(initial=AUTH_BACKOFF_START_SECONDS, maximum=AUTH_BACKOFF_MAX_SECONDS)
 
     # --- EC2NodeClass ---------------------------------------------------------------------------------------
+
+    def _kubelet(self, nodeclass: EC2NodeClass) -> KubeletSettings:
+        """The node class's kubelet settings with the controller-wide ``VM_MEMORY_OVERHEAD_PERCENT`` and
+        ``RESERVED_ENIS`` (Karpenter settings) for the allocatable maths."""
+        return dataclasses.replace(kubelet_settings(nodeclass),
+                                   vm_memory_overhead_percent=self.settings.vm_memory_overhead_percent,
+                                   reserved_enis=self.settings.reserved_enis)
 
     def _nodeclass(self, name: str) -> EC2NodeClass:
         nodeclass = self._nodeclasses(name)
@@ -299,7 +314,7 @@ class AWSCloudProvider:
 
     def _types_for(self, nodeclass: EC2NodeClass, zones: Iterable[str]) -> builtins.list[InstanceType]:
         """The region's types as ``nodeclass``'s nodes see them (kubelet overhead, OS, nested virtualization)."""
-        types = self.instance_types.instance_types(zones, kubelet_settings(nodeclass))
+        types = self.instance_types.instance_types(zones, self._kubelet(nodeclass))
         return instance_types_for_nodeclass(types, nodeclass.spec, self.instance_types.record)
 
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:

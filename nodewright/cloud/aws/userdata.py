@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import tomli_w
 import yaml
 
-from nodewright.cloud.aws import tomlwriter
 from nodewright.errors import NodewrightValidationError
 
 MIME_BOUNDARY = "//"
@@ -202,7 +202,7 @@ def bottlerocket_user_data(options: BootstrapOptions) -> str:
             taints.setdefault(taint.key, []).append(f"{taint.value}:{taint.effect}")
         kubernetes["node-taints"] = taints
     _deep_merge(document, {"settings": {"kubernetes": kubernetes}})
-    return tomlwriter.dumps(document)
+    return tomli_w.dumps(document)
 
 
 # --- AL2 ----------------------------------------------------------------------------------------------------

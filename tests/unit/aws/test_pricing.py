@@ -8,7 +8,6 @@ import logging
 import boto3
 import pytest
 from botocore.stub import Stubber
-from prometheus_client import REGISTRY
 
 from aws.conftest import LIVE_PRICES, REGION, price_list_entry, stubbed_pricing
 from nodewright.cloud.aws.pricing import (
@@ -18,6 +17,7 @@ from nodewright.cloud.aws.pricing import (
     parse_price_list,
 )
 from nodewright.cloud.prices import modelled_spot_price
+from nodewright.metrics import Metrics
 
 NOW = dt.datetime(2026, 7, 20, 12, 0, tzinfo=dt.UTC)
 
@@ -31,8 +31,12 @@ def _ec2_with_spot(history: list[dict]) -> tuple[object, Stubber]:
     return ec2, stubber
 
 
-def _gauge(kind: str) -> float | None:
-    return REGISTRY.get_sample_value("nodewright_pricing_fallback", {"kind": kind})
+def _gauge(provider: PricingProvider, kind: str) -> float | None:
+    """``nodewright_pricing_fallback{kind}`` as a controller's own registry exports it (not the global one)."""
+    metrics = Metrics()
+    metrics.observe_pricing(provider)
+    assert b"nodewright_pricing_fallback" in metrics.render()
+    return metrics.value("nodewright_pricing_fallback", {"kind": kind})
 
 
 def test_get_products_filters_and_parsing() -> None:
@@ -63,7 +67,7 @@ def test_live_prices_win_and_clear_the_fallback_gauge(aws_env: None) -> None:
     assert provider.on_demand_price("c5.large") == LIVE_PRICES["c5.large"]
     assert provider.spot_price("m5.large", "us-east-1a") == 0.0351
     assert provider.spot_price("m5.large", "us-east-1b") == modelled_spot_price("m5.large", 0.096)
-    assert not provider.on_demand_fallback and _gauge("on-demand") == 0.0 and _gauge("spot") == 0.0
+    assert not provider.on_demand_fallback and _gauge(provider, "on-demand") == 0.0 and _gauge(provider, "spot") == 0.0
 
 
 def test_pricing_failure_falls_back_to_bundled_table_with_log_and_metric(
@@ -76,11 +80,27 @@ def test_pricing_failure_falls_back_to_bundled_table_with_log_and_metric(
     # Bundled "AWS Price List API, us-east-1 Linux on-demand, 2026-07-20" table.
     assert provider.on_demand_price("m5.large") == 0.096
     assert provider.on_demand_fallback and provider.spot_fallback
-    assert _gauge("on-demand") == 1.0 and _gauge("spot") == 1.0
+    assert _gauge(provider, "on-demand") == 1.0 and _gauge(provider, "spot") == 1.0
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("using fallback on-demand prices from bundled us-east-1 on-demand prices")
                and "ThrottlingException" in m for m in messages)
     assert any(m.startswith("using fallback spot prices") for m in messages)
+
+
+def test_isolated_vpc_never_calls_the_pricing_api(aws_env: None) -> None:
+    # Karpenter's ISOLATED_VPC: the Pricing API has no VPC endpoint; the stub has no responses queued, so
+    # any GetProducts call would fail the refresh with a StubResponseError instead of returning.
+    pricing = boto3.client("pricing", region_name="us-east-1")
+    stub = Stubber(pricing)
+    stub.activate()
+    ec2, _ = _ec2_with_spot([{"InstanceType": "m5.large", "AvailabilityZone": "us-east-1a",
+                              "SpotPrice": "0.0351", "Timestamp": NOW}])
+    provider = PricingProvider(pricing, ec2, REGION, now=lambda: NOW, isolated_vpc=True)
+    provider.refresh()
+    stub.assert_no_pending_responses()
+    assert provider.on_demand_price("m5.large") == 0.096  # the bundled us-east-1 table
+    assert provider.spot_price("m5.large", "us-east-1a") == 0.0351  # EC2 has a VPC endpoint: still live
+    assert _gauge(provider, "on-demand") == 1.0 and _gauge(provider, "spot") == 0.0
 
 
 def test_refresh_respects_periods(aws_env: None) -> None:

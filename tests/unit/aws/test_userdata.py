@@ -6,7 +6,6 @@ import tomllib
 
 import pytest
 
-from nodewright.cloud.aws import tomlwriter
 from nodewright.cloud.aws.userdata import BootstrapOptions, Taint, parse_mime_parts, user_data
 from nodewright.errors import NodewrightValidationError
 
@@ -116,7 +115,9 @@ intent = "apps"
 "karpenter.sh/nodepool" = "team1"
 
 [settings.kubernetes.node-taints]
-team1 = [":NoSchedule"]
+team1 = [
+    ":NoSchedule",
+]
 """
     assert tomllib.loads(got)["settings"]["kubernetes"]["kube-api-qps"] == 30
 
@@ -153,6 +154,13 @@ def test_unknown_family_is_rejected() -> None:
         user_data("Ubuntu", BootstrapOptions(**BASE))
 
 
-def test_toml_writer_round_trips_nested_tables_and_quoted_keys() -> None:
-    doc = {"a": 1, "s": 'q"uote', "t": {"k.with.dots": ["x", "y"], "flag": False, "deep": {"n": 1.5}}}
-    assert tomllib.loads(tomlwriter.dumps(doc)) == doc
+def test_bottlerocket_keeps_user_datetimes_and_control_characters() -> None:
+    # Found with the hand-written writer: a TOML datetime in the user's document raised TypeError, and
+    # U+007F (DEL) was written unescaped, which TOML forbids in basic strings.
+    custom = ('[settings.updates]\nscheduled = 2026-07-01T04:00:00Z\n'
+              '[settings.kubernetes]\nprovider-id = "a\\u007fb"\n')
+    got = user_data("Bottlerocket", BootstrapOptions(**BASE, custom_user_data=custom))
+    doc = tomllib.loads(got)
+    assert doc["settings"]["updates"]["scheduled"] == tomllib.loads(custom)["settings"]["updates"]["scheduled"]
+    assert doc["settings"]["kubernetes"]["provider-id"] == "a\x7fb"
+    assert "\x7f" not in got

@@ -21,6 +21,7 @@ from .conftest import node_for, pending_pod
 from .fakes import first_fit_solver
 
 NODE = "ip-10-0-0-1.ec2.internal"
+ZONE = "us-east-1a"  # the fake cloud launches in the cheapest offering's zone, listed first
 
 
 def launched_claim(ctx, cluster, clock, pods: int = 2):
@@ -66,7 +67,7 @@ def test_registration_and_initialization(ctx, cluster, clock) -> None:
     assert claim["status"]["nodeName"] == NODE
     for cond in (L.CONDITION_REGISTERED, L.CONDITION_INITIALIZED, L.CONDITION_READY):
         assert condition_true(claim, cond), cond
-    assert ctx.metrics.value("karpenter_nodes_created_total", {"nodepool": "general"}) == 1.0
+    assert ctx.metrics.value("karpenter_nodes_created_total", {"nodepool": "general", "zone": ZONE}) == 1.0
 
 
 def test_not_ready_node_is_registered_but_not_initialized(ctx, cluster, clock) -> None:
@@ -150,7 +151,13 @@ def test_termination_drains_respects_pdb_and_releases_finalizers(ctx, cluster, c
     assert cluster.list(r.NODECLAIMS) == []
     assert cloud.instances == {}
     assert ctx.metrics.value("karpenter_nodeclaims_terminated_total",
-                             {"nodepool": "general", "capacity_type": "on-demand"}) == 1.0
+                             {"nodepool": "general", "capacity_type": "on-demand", "zone": ZONE}) == 1.0
+    assert ctx.metrics.value("karpenter_nodes_terminated_total", {"nodepool": "general", "zone": ZONE}) == 1.0
+    assert ctx.metrics.value("karpenter_nodes_drained_total", {"nodepool": "general"}) == 1.0
+    assert ctx.metrics.value("karpenter_pods_eviction_requests_total", {"code": "200"}) == 2.0
+    assert ctx.metrics.value("karpenter_nodes_lifetime_duration_seconds_count", {"nodepool": "general"}) == 1.0
+    assert ctx.metrics.value("karpenter_nodeclaims_termination_duration_seconds_count",
+                             {"nodepool": "general"}) == 1.0
 
 
 def test_do_not_disrupt_blocks_until_termination_grace_period(ctx, cluster, clock, cloud) -> None:

@@ -42,8 +42,10 @@ def test_pods_state_series_follow_pods_and_phases(ctx, cluster, clock) -> None:
     status.reconcile(force=True)
     assert _series(ctx) == {("b", "n1", "general", "Succeeded"): 1.0, ("c", "byo", "", "Running"): 1.0,
                             ("d", "n1", "general", "Pending"): 1.0}
-    assert ctx.metrics.value("karpenter_pods_state", {"name": "a", "namespace": "default", "node": "n1",
-                                                      "nodepool": "general", "phase": "Running"}) is None
+    assert ctx.metrics.value("karpenter_pods_state", {
+        "name": "d", "namespace": "default", "owner": "", "node": "n1", "scheduled": "true", "nodepool": "general",
+        "zone": "", "arch": "", "capacity_type": "", "instance_type": "", "phase": "Pending", "ready": "false",
+        "managed": "true"}) == 1.0
 
 
 def test_usage_sums_only_the_pools_own_live_nodeclaims(ctx, cluster, clock) -> None:

@@ -74,7 +74,15 @@ def test_provisioner_creates_one_nodeclaim_for_the_batch(ctx, cluster, clock, ca
     assert "Computed 1 new node(s) will fit 3 pod(s)" in messages
     assert any(m.startswith("Launching node with 3 pods requesting") for m in messages)
     assert ctx.metrics.value("karpenter_nodeclaims_created_total",
-                             {"reason": "provisioning", "nodepool": "general", "capacity_type": "on-demand"}) == 1.0
+                             {"reason": "provisioned", "nodepool": "general", "min_values_relaxed": "false"}) == 1.0
+    assert ctx.metrics.value("karpenter_scheduler_unschedulable_pods_count", {"controller": "provisioner"}) == 0.0
+    # The instance types the NodePool may launch (the fake catalog: m5.xlarge 4 vCPU / 16 GiB, $0.192 / $0.080 spot).
+    assert ctx.metrics.value("karpenter_cloudprovider_instance_type_cpu_cores", {"instance_type": "m5.xlarge"}) == 4.0
+    assert ctx.metrics.value("karpenter_cloudprovider_instance_type_memory_bytes",
+                             {"instance_type": "m5.xlarge"}) == 16 * 2.0**30
+    offering = {"instance_type": "m5.xlarge", "capacity_type": "spot", "zone": "us-east-1b"}
+    assert ctx.metrics.value("karpenter_cloudprovider_instance_type_offering_price_estimate", offering) == 0.080
+    assert ctx.metrics.value("karpenter_cloudprovider_instance_type_offering_available", offering) == 1.0
     # Nominated pods do not trigger another NodeClaim in later batches.
     clock.advance(11.0)
     prov.reconcile()

@@ -14,7 +14,7 @@ from nodewright.controllers.provisioning import Batcher, Provisioner
 from nodewright.controllers.state_metrics import StateMetricsController
 from nodewright.kube import resources as r
 from nodewright.kube.objects import format_time, name_of
-from nodewright.metrics import Metrics
+from nodewright.metrics import NODE_METRIC_LABELS, Metrics
 from nodewright.state.cluster import snapshot
 
 from .conftest import node_for, pending_pod
@@ -110,7 +110,8 @@ MANAGED_LABELS = {L.NODEPOOL: "general", L.INSTANCE_TYPE: "m6g.xlarge", L.CAPACI
 
 
 def allocatable_labels(node_name: str, resource: str, **overrides: str) -> dict[str, str]:
-    labels = {"nodepool": "general", "instance_type": "m6g.xlarge", "capacity_type": "spot",
+    # Every well-known label of Karpenter's AWS provider is a metric label; those the node lacks are "".
+    labels = {**dict.fromkeys(NODE_METRIC_LABELS.values(), ""), "nodepool": "general", "instance_type": "m6g.xlarge", "capacity_type": "spot",
               "zone": "us-east-1a", "region": "us-east-1", "arch": "arm64", "os": "linux",
               "node_name": node_name, "phase": "", "managed": "true", "resource_type": resource}
     return {**labels, **overrides}
@@ -215,7 +216,8 @@ def test_manager_step_exports_dashboard_metrics(ctx, cluster, clock) -> None:
     manager.step()
     allocatable = claim["status"]["allocatable"]
     labels = {**allocatable_labels("ip-10-0-0-1.ec2.internal", "cpu"), "instance_type": "c5.large",
-              "capacity_type": "on-demand", "arch": "amd64"}  # labels the NodeClaim gave the Node at registration
+              "capacity_type": "on-demand", "arch": "amd64",
+              "instance_family": "c5"}  # labels the NodeClaim gave the Node at registration
     assert allocatable["cpu"] == "1900m"
     assert ctx.metrics.value(ALLOCATABLE, labels) == 1.9
     assert ctx.metrics.value(ALLOCATABLE, {**labels, "resource_type": "memory"}) == 4026531840.0

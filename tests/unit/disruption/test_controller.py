@@ -113,7 +113,8 @@ def test_consolidation_waits_15s_launches_a_replacement_waits_ready_then_deletes
     assert done is not None and done.message() == "Consolidating 3 nodes into 1 c.small, saving $0.50/h"
     assert all(is_deleting(cluster.get(r.NODECLAIMS, f"n{i}-claim")) for i in range(3))
     assert metrics.value("karpenter_voluntary_disruption_decisions_total",
-                         {"decision": "replace", "reason": "underutilized"}) == 1
+                         {"decision": "replace", "reason": "underutilized",
+                          "consolidation_type": "multi"}) == 1
     messages = [e["message"] for e in cluster.events if e["reason"] == "DisruptionTerminating"]
     assert messages[0] == "Disrupting NodeClaim: Underutilized Consolidating 3 nodes into 1 c.small, saving $0.50/h"
 
@@ -133,7 +134,8 @@ def test_failed_replacement_rolls_back_the_taints(env: Any) -> None:
     assert not has_disrupted_taint(cluster.get(r.NODES, "big"))
     assert not is_deleting(cluster.get(r.NODECLAIMS, "big-claim"))
     assert metrics.value("karpenter_voluntary_disruption_decisions_total",
-                         {"decision": "replace", "reason": "underutilized"}) is None
+                         {"decision": "replace", "reason": "underutilized",
+                          "consolidation_type": "single"}) is None
     assert any(e["reason"] == "DisruptionFailed" for e in cluster.events)
 
 
@@ -159,7 +161,10 @@ def test_emptiness_deletes_after_validation(env: Any) -> None:
     done = controller.reconcile()
     assert done is not None and done.message() == "Deleting 1 empty node, saving $0.20/h"
     assert is_deleting(cluster.get(r.NODECLAIMS, "empty-claim"))
-    assert metrics.value("karpenter_voluntary_disruption_decisions_total", {"decision": "delete", "reason": "empty"}) == 1
+    assert metrics.value("karpenter_voluntary_disruption_decisions_total", {"decision": "delete", "reason": "empty",
+                                                                       "consolidation_type": "empty"}) == 1
+    assert metrics.value("karpenter_voluntary_disruption_decisions_by_nodepool_total", {
+        "nodepool": "default", "decision": "delete", "reason": "empty", "consolidation_type": "empty"}) == 1
 
 
 def test_expiration_is_immediate_and_ignores_do_not_disrupt(env: Any) -> None:
@@ -171,7 +176,8 @@ def test_expiration_is_immediate_and_ignores_do_not_disrupt(env: Any) -> None:
     assert is_deleting(claim)
     reason = next(c for c in claim["status"]["conditions"] if c["type"] == L.CONDITION_DISRUPTION_REASON)
     assert reason["reason"] == "Expired"
-    assert metrics.value("karpenter_voluntary_disruption_decisions_total", {"decision": "delete", "reason": "expired"}) == 1
+    assert metrics.value("karpenter_voluntary_disruption_decisions_total", {"decision": "delete", "reason": "expired",
+                                                                       "consolidation_type": ""}) == 1
 
 
 def test_claims_without_our_hash_version_are_restamped_not_drifted(env: Any) -> None:

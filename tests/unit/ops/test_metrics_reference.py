@@ -1,0 +1,74 @@
+"""Our ``karpenter_*`` metrics against Karpenter v1.14.1's metrics reference, kept as a fixture of facts
+(``tests/fixtures/karpenter_metrics_v1.14.1.json``: names from its docs page, label names from its source)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from prometheus_client import REGISTRY
+from prometheus_client.metrics import MetricWrapperBase
+
+from nodewright.metrics import Metrics
+
+FIXTURE = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "karpenter_metrics_v1.14.1.json")
+                     .read_text(encoding="utf-8"))
+
+
+def exported() -> dict[str, list[str]]:
+    """Exported family name (counters with ``_total``) -> label names, for every metric of :class:`Metrics`."""
+    out: dict[str, list[str]] = {}
+    for value in vars(Metrics()).values():
+        if isinstance(value, MetricWrapperBase):
+            name = value._name + ("_total" if value._type == "counter" else "")
+            out[name] = sorted(value._labelnames)
+        elif hasattr(value, "describe"):  # a collector computing its families at scrape time
+            for family in value.describe():
+                out[family.name] = sorted(family._labelnames)
+    return out
+
+
+def test_fixture_is_karpenters_reference() -> None:
+    names = FIXTURE["names"]
+    assert len(names) == 122 and len(set(names)) == 122
+    assert sum(n.startswith("karpenter_") for n in names) == 67
+    assert set(FIXTURE["labels"]) == {n for n in names if n.startswith("karpenter_")}
+    assert "karpenter_provisioner_scheduling_duration_seconds" not in names  # dropped in v1
+
+
+def test_every_karpenter_family_we_export_has_karpenters_name_and_labels() -> None:
+    ours = {name: labels for name, labels in exported().items() if name.startswith("karpenter_")}
+    unknown = sorted(set(ours) - set(FIXTURE["names"]))
+    assert unknown == [], f"not in Karpenter v1.14's reference: {unknown}"
+    wrong = {name: (labels, FIXTURE["labels"][name]) for name, labels in ours.items()
+             if labels != FIXTURE["labels"][name]}
+    assert wrong == {}, "label names differ from Karpenter's (ours, theirs)"
+
+
+def test_the_families_the_issue_asked_for_are_exported() -> None:
+    ours = exported()
+    for name in ("karpenter_scheduler_scheduling_duration_seconds", "karpenter_scheduler_unschedulable_pods_count",
+                 "karpenter_nodepools_cost_total", "karpenter_build_info", "karpenter_cluster_state_unsynced_time_seconds",
+                 "karpenter_interruption_message_queue_duration_seconds", "karpenter_cloudprovider_duration_seconds",
+                 "karpenter_nodeclaims_termination_duration_seconds", "karpenter_nodes_lifetime_duration_seconds",
+                 "karpenter_nodes_drained_total", "karpenter_voluntary_disruption_failed_validations_total"):
+        assert name in ours, name
+    assert "karpenter_provisioner_scheduling_duration_seconds" not in ours
+    count = sum(name in ours for name in FIXTURE["names"] if name.startswith("karpenter_"))
+    assert count >= 34, count  # was 19 of Karpenter's names before issue 18
+
+
+def test_pricing_fallback_lives_in_the_controllers_registry() -> None:
+    class Pricing:
+        on_demand_fallback, spot_fallback = True, False
+
+    metrics = Metrics()
+    metrics.observe_pricing(Pricing())
+    assert b'nodewright_pricing_fallback{kind="on-demand"} 1.0' in metrics.render()
+    assert REGISTRY.get_sample_value("nodewright_pricing_fallback", {"kind": "on-demand"}) is None
+
+
+def test_build_info_is_one_constant_series() -> None:
+    samples = [s for f in Metrics().registry.collect() if f.name == "karpenter_build_info" for s in f.samples]
+    assert len(samples) == 1 and samples[0].value == 1.0
+    assert samples[0].labels["version"] == "0.1.0" and samples[0].labels["goversion"].startswith("python3.")

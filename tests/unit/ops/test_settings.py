@@ -1,0 +1,102 @@
+"""Karpenter v1.14 settings: feature gates with Karpenter's names and defaults, the settings Karpenter users
+set (honoured or refused with a reason), the leader-election Lease name."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodewright.errors import NodewrightValidationError
+from nodewright.settings import FeatureGates, load_settings, parse_feature_gates
+
+BASE = {"CLUSTER_NAME": "demo", "AWS_REGION": "us-east-1"}
+
+
+def test_defaults_are_karpenters() -> None:
+    s = load_settings(BASE)
+    # Karpenter v1.14: NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,
+    # StaticCapacity=false,CapacityBuffer=false (pkg/operator/options/options.go).
+    assert s.feature_gates == FeatureGates(node_repair=False, reserved_capacity=True,
+                                           spot_to_spot_consolidation=False, node_overlay=False,
+                                           static_capacity=False, capacity_buffer=False)
+    assert (s.vm_memory_overhead_percent, s.reserved_enis, s.isolated_vpc, s.eks_control_plane) == (0.075, 0, False,
+                                                                                                  False)
+    assert (s.preference_policy, s.min_values_policy, s.log_output_paths) == ("Respect", "Strict", ("stdout",))
+    # Our own Lease, so nodewright and Karpenter side by side do not compete for karpenter-leader-election.
+    assert (s.leader_election_name, s.leader_election_namespace) == ("nodewright-leader-election", "kube-system")
+
+
+def test_feature_gates_parse_like_karpenter() -> None:
+    assert parse_feature_gates("SpotToSpotConsolidation=true").spot_to_spot_consolidation is True
+    gates = parse_feature_gates(" SpotToSpotConsolidation=True , ReservedCapacity=0,NodeRepair=false ")
+    assert (gates.spot_to_spot_consolidation, gates.reserved_capacity, gates.node_repair) == (True, False, False)
+    assert load_settings({**BASE, "FEATURE_GATES": "SpotToSpotConsolidation=true"}).feature_gates \
+        .spot_to_spot_consolidation is True
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("SpotToSpot=true", "FEATURE_GATES: unknown feature gate 'SpotToSpot'; known gates: CapacityBuffer, NodeOverlay, "
+                        "NodeRepair, ReservedCapacity, SpotToSpotConsolidation, StaticCapacity"),
+    ("Drift=true", "FEATURE_GATES: feature gate 'Drift' was removed: drift is always on since Karpenter v1"),
+    ("SpotToSpotConsolidation", "FEATURE_GATES: 'SpotToSpotConsolidation' is not Gate=true or Gate=false"),
+    ("SpotToSpotConsolidation=yes", "FEATURE_GATES: 'SpotToSpotConsolidation=yes' is not Gate=true or Gate=false"),
+    ("NodeRepair=true", "FEATURE_GATES: NodeRepair=true is not supported: nodewright does not repair unhealthy nodes"),
+    ("NodeOverlay=true", "FEATURE_GATES: NodeOverlay=true is not supported: nodewright has no NodeOverlay resource"),
+])
+def test_bad_feature_gates_are_one_line_errors(text: str, reason: str) -> None:
+    with pytest.raises(NodewrightValidationError) as err:
+        load_settings({**BASE, "FEATURE_GATES": text})
+    assert str(err.value).startswith(reason)
+
+
+def test_honoured_settings_parse() -> None:
+    s = load_settings({**BASE, "VM_MEMORY_OVERHEAD_PERCENT": "0.1", "RESERVED_ENIS": "1", "ISOLATED_VPC": "true",
+                       "EKS_CONTROL_PLANE": "true", "LOG_OUTPUT_PATHS": "stdout,/tmp/nodewright.log",
+                       "PREFERENCE_POLICY": "Respect", "MIN_VALUES_POLICY": "Strict"})
+    assert (s.vm_memory_overhead_percent, s.reserved_enis, s.isolated_vpc, s.eks_control_plane) == (0.1, 1, True, True)
+    assert s.log_output_paths == ("stdout", "/tmp/nodewright.log")
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"VM_MEMORY_OVERHEAD_PERCENT": "7.5"}, "VM_MEMORY_OVERHEAD_PERCENT: 7.5 is not a fraction in [0, 1)"),
+    ({"VM_MEMORY_OVERHEAD_PERCENT": "lots"}, "VM_MEMORY_OVERHEAD_PERCENT: 'lots' is not a number"),
+    ({"RESERVED_ENIS": "-1"}, "RESERVED_ENIS: -1 is negative"),
+    ({"PREFERENCE_POLICY": "Ignore"}, "PREFERENCE_POLICY: Ignore is not supported yet: nodewright's scheduler "
+                                      "implements Respect (Karpenter's default) only"),
+    ({"MIN_VALUES_POLICY": "BestEffort"}, "MIN_VALUES_POLICY: BestEffort is not supported yet"),
+    ({"MIN_VALUES_POLICY": "Loose"}, "MIN_VALUES_POLICY: 'Loose' is not one of Strict, BestEffort"),
+])
+def test_refused_settings_say_why(env: dict[str, str], message: str) -> None:
+    with pytest.raises(NodewrightValidationError) as err:
+        load_settings({**BASE, **env})
+    assert str(err.value).startswith(message)
+
+
+def test_leader_election_names_karpenters_variables_win_over_aliases() -> None:
+    s = load_settings({**BASE, "LEADER_ELECTION_NAME": "nw", "LEADER_ELECTION_NAMESPACE": "ops",
+                       "SYSTEM_NAMESPACE": "kube-system", "NODEWRIGHT_LEADER_ELECTION_NAME": "old"})
+    assert (s.leader_election_name, s.leader_election_namespace) == ("nw", "ops")
+    s = load_settings({**BASE, "SYSTEM_NAMESPACE": "karpenter", "NODEWRIGHT_LEADER_ELECTION_NAME": "old"})
+    assert (s.leader_election_name, s.leader_election_namespace) == ("old", "karpenter")
+    assert load_settings(BASE, {"leader_election_name": "flag"}).leader_election_name == "flag"
+
+
+def test_overhead_settings_reach_the_aws_providers_allocatable_maths() -> None:
+    from nodewright.api.manifests import parse_ec2nodeclass
+    from nodewright.cloud.aws.clients import AWSClients, ClientSettings
+    from nodewright.cloud.aws.provider import AWSCloudProvider, AWSProviderSettings
+
+    nodeclass = parse_ec2nodeclass({
+        "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+        "spec": {"role": "r", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                 "subnetSelectorTerms": [{"tags": {"k": "v"}}], "securityGroupSelectorTerms": [{"tags": {"k": "v"}}],
+                 "kubelet": {"maxPods": 50}}})
+    clients = AWSClients(ClientSettings(region="us-east-1"))  # clients are created lazily: no AWS call here
+
+    def kubelet(**overrides: object):
+        settings = AWSProviderSettings("demo", "https://x", "us-east-1", "1.31", **overrides)  # type: ignore[arg-type]
+        return AWSCloudProvider(settings, clients, lambda _name: None)._kubelet(nodeclass)
+
+    custom = kubelet(vm_memory_overhead_percent=0.1, reserved_enis=1)
+    assert (custom.max_pods, custom.vm_memory_overhead_percent, custom.reserved_enis) == (50, 0.1, 1)
+    default = kubelet()
+    assert (default.max_pods, default.vm_memory_overhead_percent, default.reserved_enis) == (50, 0.075, 0)
