@@ -14,7 +14,8 @@ Consolidation (emptiness and under-utilization) additionally requires, per NodeP
 
 * ``consolidateAfter`` is not ``Never`` and has elapsed since the node's last pod event;
 * ``nodewright.io/min-node-lifetime`` has elapsed since the NodeClaim was created (churn guard);
-* for under-utilization: ``consolidationPolicy`` is ``WhenEmptyOrUnderutilized``, and when the pool has a
+* for under-utilization: ``consolidationPolicy`` is ``WhenEmptyOrUnderutilized`` or ``Balanced`` (whose moves
+  are then scored by :mod:`nodewright.disruption.balanced`), and when the pool has a
   ``nodewright.io/target-utilization`` the node's utilization is below ``target - hysteresis``.
 
 Order: ascending disruption cost (Karpenter ``disruptionutils``): each pod costs ``1 + deletion-cost/2^27 +
@@ -100,7 +101,7 @@ def consolidation_problem(node: Node, pool: Pool, now: float, reason: str) -> st
         return f"node is younger than min-node-lifetime ({pool.min_node_lifetime:.0f}s)"
     if reason != REASON_UNDERUTILIZED:
         return None
-    if pool.consolidation_policy != "WhenEmptyOrUnderutilized":
+    if pool.consolidation_policy not in ("WhenEmptyOrUnderutilized", "Balanced"):
         return f"consolidationPolicy is {pool.consolidation_policy}"
     target = pool.target_utilization
     if target is not None:

@@ -19,6 +19,10 @@ elsewhere (delete) or on one strictly cheaper node (replace; spot-to-spot rules 
 :mod:`nodewright.disruption.replacement`) wins. Screened likewise; at most ``max_simulations`` full
 simulations per pass.
 
+Balanced NodePools: an option found for candidates of a ``consolidationPolicy: Balanced`` pool is kept only when
+its savings justify its disruption (:mod:`nodewright.disruption.balanced`, Karpenter v1.14's score); a rejected
+option counts as no option, so the search moves on (shorter prefix, next candidate).
+
 Target utilization: destinations are offered at ``target x allocatable`` (see
 :mod:`nodewright.disruption.simulation`) and a node is a candidate only below ``target - hysteresis`` (see
 :mod:`nodewright.disruption.candidates`), so provisioning packs to the target, consolidation never packs above
@@ -32,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodewright.api import labels as L
+from nodewright.disruption.balanced import balanced_rejection
 from nodewright.disruption.budgets import budget_mapping, within_budget
 from nodewright.disruption.candidates import base_problem, by_disruption_cost, consolidation_problem
 from nodewright.disruption.model import (
@@ -111,6 +116,7 @@ class _Search:
     """Evaluates consolidation options for candidate sets: screen, then simulate."""
 
     def __init__(self, view: ClusterView, simulator: Simulator, options: ConsolidationOptions) -> None:
+        self.view = view
         self.simulator = simulator
         self.options = options
         self.screen = _screen(view, simulator)
@@ -132,6 +138,8 @@ class _Search:
         result = self.simulator.simulate(candidates, max_new=1)
         replacements = consolidation_replacements(result, candidates, self.options.spot_to_spot)
         if replacements is None:
+            return None
+        if balanced_rejection(self.view, candidates, sum(p.price for p in replacements)) is not None:
             return None
         return Decision(method, REASON_UNDERUTILIZED, list(candidates), replacements=replacements, result=result)
 
@@ -260,6 +268,8 @@ def validate_consolidation(decision: Decision, nodes: list[Node], view: ClusterV
     result = Simulator(view).simulate(nodes, max_new=1)
     replacements = consolidation_replacements(result, nodes, options.spot_to_spot)
     if replacements is None:
+        return None
+    if balanced_rejection(view, nodes, sum(p.price for p in replacements)) is not None:
         return None
     fresh = Decision(decision.method, decision.reason, nodes, replacements=replacements, result=result,
                      evaluated=decision.evaluated)

@@ -73,7 +73,7 @@ class Pool:
         name: NodePool name.
         spec: the scheduler's view (requirements, taints, daemonset overhead, target utilization).
         instance_types: what the pool may launch now (replacements come from here).
-        consolidation_policy: ``WhenEmpty`` or ``WhenEmptyOrUnderutilized``.
+        consolidation_policy: ``WhenEmpty``, ``WhenEmptyOrUnderutilized`` or ``Balanced``.
         consolidate_after: seconds a node must have had no pod event before consolidation; None = ``Never``.
         budgets: ``spec.disruption.budgets``.
         hash: the current NodePool template hash (:func:`nodewright.api.hashing.nodepool_hash`).
