@@ -2,7 +2,7 @@
 
 The run loop (:mod:`nodewright.runtime`) calls :meth:`step` every ``reconcile_period`` while this replica
 leads; the simulator calls it on its own clock. Each step takes one snapshot of the cluster and runs the
-controllers in dependency order: EC2NodeClass status, provisioning, lifecycle, termination, interruption,
+controllers in dependency order: EC2NodeClass status, static NodePools (``spec.replicas``), provisioning, lifecycle, termination, interruption,
 garbage collection, NodePool status, state metrics. Nothing here sleeps or starts threads.
 """
 
@@ -20,6 +20,7 @@ from nodewright.controllers.nodeclass import NodeClassController
 from nodewright.controllers.nodepool_status import NodePoolStatusController
 from nodewright.controllers.provisioning import Batcher, Provisioner
 from nodewright.controllers.state_metrics import StateMetricsController
+from nodewright.controllers.static import StaticCapacityController
 from nodewright.controllers.termination import TerminationController, Terminator
 from nodewright.disruption import ConsolidationOptions, DecisionOptions
 from nodewright.kube.cluster import Cluster
@@ -87,6 +88,7 @@ class ControllerManager:
         self.status = NodePoolStatusController(ctx, opts.status_period)
         self.nodeclass = NodeClassController(ctx, opts.nodeclass_period)
         self.state_metrics = StateMetricsController(ctx)
+        self.static = StaticCapacityController(ctx)
 
     def step(self, keep_going: Callable[[], bool] | None = None) -> None:
         """One pass of every controller. A controller's failure is logged and does not stop the others.
@@ -97,6 +99,7 @@ class ControllerManager:
         """
         for name, run in (
             ("nodeclass", self.nodeclass.reconcile),  # EC2NodeClass status (and instance profile) first
+            ("static", self.static.reconcile),  # static NodePools' NodeClaims, before pods are provisioned
             ("provisioner", self.provisioner.reconcile),
             ("lifecycle", self.lifecycle.reconcile),
             ("termination", self.termination.reconcile),

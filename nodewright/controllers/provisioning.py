@@ -5,7 +5,8 @@ Karpenter's provisioner: pods that are pending and unschedulable (see
 replacements launch *while* they drain) are collected by a :class:`Batcher` until no new pod arrived for
 ``idle`` seconds (1 s) or the batch has been open ``max`` seconds (10 s). Then one scheduling simulation runs
 over existing Nodes, in-flight NodeClaims (launched, no Node yet) and every ready NodePool, and each
-planned NodeClaim is created. Pods planned onto a NodeClaim are *nominated* to it, so later batches do not
+planned NodeClaim is created (static NodePools, ``spec.replicas``, are capacity only: they are never offered
+to the scheduler for new NodeClaims; :mod:`nodewright.controllers.static` keeps their count). Pods planned onto a NodeClaim are *nominated* to it, so later batches do not
 provision for them again while the node comes up.
 
 Bind mode (``--bind-pods``): pods planned onto a NodeClaim are bound via ``pods/binding`` as soon as its Node
@@ -35,6 +36,7 @@ from nodewright.controllers.common import (
     nodepool_instance_types,
     nodepool_of,
 )
+from nodewright.controllers.static import replicas_of
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
@@ -227,7 +229,10 @@ class Provisioner:
         nodes, inflight = self._capacity(state, instance_types)
         daemonsets = state.models.daemonset_pods(state.daemonsets)
         started = time.perf_counter()
-        result = self.solver(pods, nodes, pools, instance_types, daemonsets=daemonsets, inflight=inflight)
+        # Static NodePools (spec.replicas) never launch for pods: their nodes are only existing capacity
+        # (nodewright.controllers.static keeps their count); in-flight static NodeClaims still need their types.
+        dynamic = {spec.name: instance_types[spec.name] for spec in pools}
+        result = self.solver(pods, nodes, pools, dynamic, daemonsets=daemonsets, inflight=inflight)
         self.ctx.metrics.scheduling_duration.labels("provisioner").observe(time.perf_counter() - started)
         self.ctx.metrics.scheduler_unschedulable_pods.labels("provisioner").set(len(result.unschedulable))
         self.last_result = result
@@ -252,6 +257,8 @@ class Provisioner:
         types, problems = nodepool_instance_types(self.ctx, state, "provisioner")
         pools: list[NodePoolSpec] = []
         for name in list(types):
+            if replicas_of(state.nodepools[name]) is not None:
+                continue  # static: kept in `types` for its in-flight NodeClaims, never offered to the solver
             try:
                 pools.append(state.models.nodepool_spec(state.nodepools[name], daemonsets, usage.get(name, {})))
             except NodewrightValidationError as invalid:

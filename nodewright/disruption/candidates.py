@@ -12,6 +12,8 @@ Candidate rules (Karpenter v1 ``disruption.NewCandidate`` / ``StateNode.Validate
 
 Consolidation (emptiness and under-utilization) additionally requires, per NodePool:
 
+* the pool is not static (``spec.replicas``; Karpenter's consolidation skips static NodePools);
+
 * ``consolidateAfter`` is not ``Never`` and has elapsed since the node's last pod event;
 * ``nodewright.io/min-node-lifetime`` has elapsed since the NodeClaim was created (churn guard);
 * for under-utilization: ``consolidationPolicy`` is ``WhenEmptyOrUnderutilized`` or ``Balanced`` (whose moves
@@ -92,6 +94,8 @@ def utilization(node: Node) -> float:
 
 def consolidation_problem(node: Node, pool: Pool, now: float, reason: str) -> str | None:
     """Why consolidation (emptiness for ``Empty``, under-utilization for ``Underutilized``) must leave ``node``."""
+    if pool.static:
+        return "static NodePool (spec.replicas): its node count is fixed, consolidation does not apply"
     if pool.consolidate_after is None:
         return "consolidateAfter is Never"
     quiet_since = node.last_pod_event if node.last_pod_event is not None else node.created

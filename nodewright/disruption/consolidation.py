@@ -105,10 +105,10 @@ def _candidates(view: ClusterView, now: float, simulator: Simulator) -> list[Nod
 
 def _screen(view: ClusterView, simulator: Simulator) -> Screen:
     if simulator.view is not view:
-        return Screen(simulator.destinations, view.pools.values())
+        return Screen(simulator.destinations, simulator.pools)
     screen = _SCREENS.get(simulator)
     if screen is None:
-        screen = _SCREENS[simulator] = Screen(simulator.destinations, view.pools.values())
+        screen = _SCREENS[simulator] = Screen(simulator.destinations, simulator.pools)
     return screen
 
 

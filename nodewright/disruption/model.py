@@ -79,6 +79,8 @@ class Pool:
         hash: the current NodePool template hash (:func:`nodewright.api.hashing.nodepool_hash`).
         min_node_lifetime: seconds (``nodewright.io/min-node-lifetime``); consolidation leaves younger nodes.
         hysteresis: fraction below ``spec.target_utilization`` a node must be to be underutilized.
+        static: ``spec.replicas`` is set (a static NodePool): never consolidated, its size is the static
+            controller's (:mod:`nodewright.controllers.static`).
     """
 
     name: str
@@ -90,6 +92,7 @@ class Pool:
     hash: str = ""
     min_node_lifetime: float = 0.0
     hysteresis: float = DEFAULT_HYSTERESIS
+    static: bool = False
     _prices: PriceIndex | None = field(default=None, repr=False, compare=False)
 
     def price_of(self, labels: Mapping[str, str]) -> float:

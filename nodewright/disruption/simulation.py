@@ -71,7 +71,9 @@ class Simulator:
     def __init__(self, view: ClusterView) -> None:
         self.view = view
         self.destinations = destination_views(view)
-        self.pools: list[Pool] = list(view.pools.values())
+        # Static NodePools (spec.replicas) never get new NodeClaims from a disruption decision: their size is
+        # the static controller's, which launches the successor of a static node that drift removed.
+        self.pools: list[Pool] = [p for p in view.pools.values() if not p.static]
         self.instance_types = {p.name: list(p.instance_types) for p in self.pools}
         self.calls = 0
         # Greedy placement (Karpenter's): consolidation opens at most one NodeClaim, where the scheduler's

@@ -83,6 +83,7 @@ def pool_from_doc(doc: Obj, instance_types: Sequence[InstanceType], daemonsets: 
         # Malformed nodewright.io/* annotations fall back to their defaults (nodepool_status reports them).
         min_node_lifetime=min_node_lifetime(annotations),
         hysteresis=consolidation_hysteresis(annotations),
+        static=model.spec.replicas is not None,
     )
 
 

@@ -73,3 +73,13 @@ def test_emptiness_is_not_scored() -> None:
     nodes = [node("empty", M7I_2XLARGE), *(_full_xlarge(i) for i in range(3))]
     d = decide(cluster(nodes, [pool(types=M7I, policy="Balanced")]), 1_784_548_800.0)
     assert d is not None and d.method == "emptiness" and [c.name for c in d.candidates] == ["empty"]
+
+
+def test_static_pools_are_never_consolidated() -> None:
+    """Karpenter leaves static NodePools (spec.replicas) to the static controller: an empty and an oversized
+    m7i.2xlarge stay, though a dynamic pool would delete one and shrink the other."""
+    nodes = [node("empty", M7I_2XLARGE), node("big", M7I_2XLARGE, [pod("b-0", 500, 2048)])]
+    static = pool(types=M7I)
+    static.static = True
+    assert decide(cluster(nodes, [static]), 1_784_548_800.0) is None
+    assert decide(cluster(nodes, [pool(types=M7I)]), 1_784_548_800.0) is not None

@@ -1,0 +1,156 @@
+"""Static NodePools (``spec.replicas``, Karpenter v1.14 alpha): keep exactly N NodeClaims in the pool.
+
+Behaviour of kubernetes-sigs/karpenter ``pkg/controllers/static/provisioning`` and ``.../deprovisioning`` (read
+for behaviour; our own code):
+
+* **scale up**: when the pool has fewer live (not deleting) NodeClaims than ``replicas``, create the difference,
+  capped by ``limits.nodes`` headroom. Each NodeClaim comes from the pool's template alone (no pods): its
+  requirements plus the pool's compatible instance types (cheapest offering first, at most 60), built into a
+  :class:`~nodewright.scheduling.NodeClaimPlan` and turned into a manifest by the one NodeClaim builder,
+  :func:`nodewright.scheduling.nodeclaim_manifest.nodeclaim_from_plan`.
+* **scale down**: when it has more, delete the excess NodeClaims (the termination controller drains them), in
+  Karpenter's order: not yet launched (no ``providerID``) first, then empty nodes (only DaemonSet pods, none
+  with ``karpenter.sh/do-not-disrupt``), then the rest -- nodes without do-not-disrupt pods before those with,
+  higher ``karpenter.sh/deprovisioning-priority`` first, then lower disruption cost
+  (:func:`nodewright.disruption.candidates.eviction_cost` summed).
+
+The dynamic provisioner never launches for a static pool (its nodes are existing capacity for pending pods), and
+consolidation leaves static pools alone (:mod:`nodewright.disruption.candidates`). A pool that is invalid or
+whose instance types cannot be resolved is skipped and logged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nodewright.api import labels as L
+from nodewright.cloud.instancetype import InstanceType
+from nodewright.controllers.common import Context, log, nodepool_instance_types, nodepool_of
+from nodewright.disruption.candidates import eviction_cost, pod_blocks_disruption
+from nodewright.errors import NodewrightValidationError
+from nodewright.kube import resources as r
+from nodewright.kube.errors import KubeError, NotFoundError
+from nodewright.kube.objects import Obj, annotations_of, is_deleting, name_of
+from nodewright.scheduling import MAX_INSTANCE_TYPES, NodeClaimPlan, NodePoolSpec, Requirement
+from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
+from nodewright.scheduling.templates import TypeInfo
+from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
+from nodewright.state.pods import is_daemonset_pod, needs_eviction
+
+#: NodeClaim annotation: higher values are removed first when a static pool scales down (Karpenter's).
+DEPROVISIONING_PRIORITY = "karpenter.sh/deprovisioning-priority"
+
+
+def replicas_of(nodepool: Obj) -> int | None:
+    """``spec.replicas`` of a NodePool dict, or None (a dynamic pool)."""
+    value = (nodepool.get("spec") or {}).get("replicas")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def static_plan(spec: NodePoolSpec, instance_types: Sequence[InstanceType]) -> NodeClaimPlan | None:
+    """A pod-less NodeClaim plan for a static pool: the pool's requirements narrowed to its compatible instance
+    types (cheapest available offering first, at most :data:`MAX_INSTANCE_TYPES`), or None when none is."""
+    reqs = spec.requirements
+    infos = [TypeInfo(it, ()) for it in instance_types]
+    priced = [(o, info) for info in infos if info.compatible(reqs) and (o := info.offering(reqs)) is not None]
+    if not priced:
+        return None
+    priced.sort(key=lambda pair: (pair[0].price, pair[1].name))
+    chosen = [info.it for _, info in priced[:MAX_INSTANCE_TYPES]]
+    offering = priced[0][0]
+    requirements = reqs.with_requirement(Requirement(L.INSTANCE_TYPE, False, [it.name for it in chosen]))
+    labels = {**spec.labels, **requirements.labels()}
+    return NodeClaimPlan(
+        nodepool=spec.name, instance_types=chosen, instance_type=chosen[0], offering=offering,
+        requirements=requirements, labels=labels, taints=spec.taints, startup_taints=spec.startup_taints,
+        pods=[], requests=dict(spec.daemonset_overhead), daemonset_overhead=dict(spec.daemonset_overhead),
+    )
+
+
+class StaticCapacityController:
+    """Keeps every static NodePool at ``spec.replicas`` NodeClaims (see module docstring)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def reconcile(self, state: ClusterState | None = None) -> None:
+        state = state or snapshot(self.ctx.cluster)
+        static = {name: n for name, doc in state.nodepools.items()
+                  if (n := replicas_of(doc)) is not None and not is_deleting(doc)}
+        if not static:
+            return
+        live: dict[str, list[Obj]] = {name: [] for name in static}
+        for claim in state.nodeclaims.values():
+            pool = nodepool_of(claim)
+            if pool in live and not is_deleting(claim):
+                live[pool].append(claim)
+        short = {name for name in static if len(live[name]) < static[name]}
+        types = nodepool_instance_types(self.ctx, state, "static")[0] if short else {}
+        for name in sorted(static):
+            have, want = len(live[name]), static[name]
+            if have < want:
+                self._scale_up(name, want - have, state, types.get(name))
+            elif have > want:
+                self._scale_down(name, live[name], have - want, state)
+
+    def _scale_up(self, name: str, count: int, state: ClusterState, types: list[InstanceType] | None) -> None:
+        doc = state.nodepools[name]
+        if types is None:
+            log.error("static nodepool %s cannot launch: its instance types are not resolved", name,
+                      extra={"nodepool": name})
+            return
+        try:
+            spec = state.models.nodepool_spec(doc, state.models.daemonset_pods(state.daemonsets))
+        except NodewrightValidationError as err:
+            log.error("ignoring invalid static nodepool %s: %s", name, err, extra={"nodepool": name})
+            return
+        limit = (spec.limits or {}).get("nodes")
+        if limit is not None:
+            count = min(count, limit - sum(1 for c in state.nodeclaims.values()
+                                           if nodepool_of(c) == name and not is_deleting(c)))
+        if count <= 0:
+            log.info("static nodepool %s: node limit reached", name, extra={"nodepool": name})
+            return
+        plan = static_plan(spec, types)
+        if plan is None:
+            log.error("static nodepool %s cannot launch: no instance type matches its requirements", name,
+                      extra={"nodepool": name})
+            return
+        for _ in range(count):
+            try:
+                claim = self.ctx.cluster.create(r.NODECLAIMS, nodeclaim_from_plan(plan, doc))
+            except KubeError as err:
+                log.error("creating nodeclaim for static nodepool %s failed: %s", name, err, extra={"nodepool": name})
+                return
+            self.ctx.metrics.nodeclaims_created.labels("static", name, plan.capacity_type).inc()
+            log.info("Launching node for static nodepool %s (replicas %d)", name, replicas_of(doc) or 0,
+                     extra={"nodeclaim": name_of(claim), "nodepool": name})
+
+    def _scale_down(self, name: str, claims: list[Obj], count: int, state: ClusterState) -> None:
+        for claim in sorted(claims, key=lambda c: self._removal_key(c, state))[:count]:
+            try:
+                self.ctx.cluster.delete(r.NODECLAIMS, name_of(claim))
+            except NotFoundError:
+                continue
+            except KubeError as err:
+                log.error("deleting nodeclaim %s of static nodepool %s failed: %s", name_of(claim), name, err,
+                          extra={"nodeclaim": name_of(claim), "nodepool": name})
+                continue
+            log.info("Deleting nodeclaim %s: static nodepool %s is over its replicas", name_of(claim), name,
+                     extra={"nodeclaim": name_of(claim), "nodepool": name})
+
+    def _removal_key(self, claim: Obj, state: ClusterState) -> tuple[int, int, int, int, float, str]:
+        """Karpenter's order: unlaunched, empty, no do-not-disrupt, priority (desc), disruption cost, name."""
+        try:
+            priority = int(annotations_of(claim).get(DEPROVISIONING_PRIORITY, "0"))
+        except ValueError:
+            priority = 0
+        if not provider_id_of(claim):
+            return (0, 0, 0, -priority, 0.0, name_of(claim))
+        node = state.node_for(claim)
+        docs = state.pods_on(name_of(node)) if node is not None else []
+        pods = [(d, p) for d in docs if (p := state.models.pod(d)) is not None]
+        protected = any(pod_blocks_disruption(p) for _, p in pods)
+        empty = all(is_daemonset_pod(d) for d in docs) and not protected
+        cost = sum(eviction_cost(p) for d, p in pods if needs_eviction(d))
+        return (1, 0 if empty else 1, int(protected), -priority, cost, name_of(claim))
