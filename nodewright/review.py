@@ -16,7 +16,7 @@ Findings (each names ``documents[i]``, the field and the object, so the CLI can 
 - fields of v1alpha5 ``Provisioner`` / v1alpha1 ``AWSNodeTemplate`` / v1beta1 ``EC2NodeClass`` that conversion
   does not know (``ttlSecondsAfterEmty``) and would drop;
 - (LimitRange is applied to workloads by :mod:`nodewright.admission`, neither skipped nor warned.)
-- Karpenter v1.14 fields accepted but not yet honoured (``replicas``, capacity reservations,
+- Karpenter v1.14 fields accepted but not yet honoured (capacity reservations,
   open-map ``kubelet`` fields, Windows families in ``run``),
   and kinds that change scheduling but are not modelled (LimitRange,
   PersistentVolumeClaim, ...).
@@ -223,14 +223,6 @@ def _unusable_nodepools(docs: Sequence[Mapping[str, Any]], objects: KarpenterObj
 
 
 def _not_yet_honoured(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects) -> Iterator[Finding]:
-    for pool in objects.nodepools:
-        if pool.spec.replicas is not None:
-            yield Finding(
-                _where(docs, "NodePool", pool.name, "spec.replicas"),
-                f"static NodePools (replicas: {pool.spec.replicas}) are accepted but not yet honoured: nodewright "
-                f"neither keeps {pool.spec.replicas} node(s) nor counts them, and provisions this pool for pending "
-                f"pods like a dynamic one (in NodePool {pool.name!r})",
-            )
     for nc in objects.ec2nodeclasses:
         if nc.spec.resolved_ami_family in WINDOWS_FAMILIES:
             yield Finding(

@@ -38,6 +38,7 @@ from nodewright.cloud.catalog import (
 from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
 from nodewright.controllers.common import Context
 from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.static import StaticCapacityController
 from nodewright.errors import NodewrightValidationError, prefixed
 from nodewright.kube import resources as r
 from nodewright.kube.memory import InMemoryCluster
@@ -187,8 +188,12 @@ def _unschedulable() -> dict[str, Any]:
 
 def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any) -> SchedulingResult:
     """The provisioning controller's first batch over ``cluster``: every provisionable pod (and every pod of a
-    leaving node) scheduled at once; NodeClaims are created in ``cluster``."""
-    provisioner = Provisioner(Context(cluster, cloud, clock, Metrics(), "simulate"))
+    leaving node) scheduled at once; NodeClaims are created in ``cluster``. Static NodePools (``spec.replicas``)
+    get their NodeClaims first (:class:`~nodewright.controllers.static.StaticCapacityController`), so pending
+    pods land on them as in-flight capacity and the batch never launches for those pools."""
+    ctx = Context(cluster, cloud, clock, Metrics(), "simulate")
+    StaticCapacityController(ctx).reconcile(snapshot(cluster))  # static NodePools' replicas exist first
+    provisioner = Provisioner(ctx)
     state = snapshot(cluster)
     pending = provisioner.pending_pods(state, clock())
     result = provisioner.provision(pending, state, clock()) if pending else None

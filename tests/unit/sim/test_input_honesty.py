@@ -120,14 +120,14 @@ def test_pod_selectors_with_values_that_exist_nowhere(tmp_path: Path) -> None:
 
 
 def test_v114_fields_not_yet_honoured_are_said_so(tmp_path: Path) -> None:
-    """Balanced is honoured (nodewright/disruption/balanced.py), so it is not warned."""
+    """Balanced and static NodePools are honoured (nodewright/disruption/balanced.py, controllers/static.py):
+    not warned."""
     cls = CLASS + "  capacityReservationSelectorTerms: [{id: cr-0123456789abcdef0}]\n"
     static = pool("static", extra="\n  replicas: 3\n  limits: {nodes: '5'}")
     balanced = pool("balanced", extra="\n  disruption: {consolidationPolicy: Balanced}")
     out, path = run(tmp_path, cls + static + balanced + deployment())
     assert out.exit_code == 0, out.stderr
     assert [line.split(": ", 2)[1] for line in out.stderr.splitlines() if line.startswith("warning")] == [
-        f"{path}#documents[1].spec.replicas",
         f"{path}#documents[0].spec.capacityReservationSelectorTerms",
     ]
 

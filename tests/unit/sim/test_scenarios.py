@@ -235,3 +235,24 @@ def test_same_seed_gives_byte_identical_json(tmp_path: Path) -> None:
     assert first.stdout == second.stdout
     assert "wall_seconds" not in first.stdout
     assert "simulated 4 min in" in first.stderr  # the real time taken goes to stderr
+
+
+def test_static_nodepool_keeps_its_replicas_and_hosts_pending_pods() -> None:
+    """A static NodePool (spec.replicas: 2, Karpenter v1.14) is launched at the start, takes the 4 pods when they
+    appear, launches nothing more for them, and is not consolidated when they go (WhenEmpty, 30 s)."""
+    static = json.loads(json.dumps(POOL))
+    static["metadata"]["name"] = "fixed"
+    static["spec"]["replicas"] = 2
+    static["spec"]["limits"] = {"nodes": "3"}
+    workload = inflate()
+    del workload["spec"]["template"]["spec"]["topologySpreadConstraints"]
+    result = run(parse_scenario(four_pods(manifests=[static, NODECLASS, workload])), seed=1)
+    summary = result.summary
+    assert summary["nodes_launched"] == 2 and summary["max_nodes"] == 2
+    assert summary["final_nodes"] == 2  # empty after 600 s, never consolidated
+    assert summary["disruptions_by_reason"] == {}
+    assert (summary["pods_scheduled"], summary["unscheduled_pods_at_end"]) == (4, 0)
+    assert next(s for s in result.timeline if s.t == 100.0).nodes_by_pool == {"fixed": 2}
+    # Launched at 0 s, Ready at 30 s (the scenario's launch latency): the pods of 60 s bind at once.
+    assert (summary["first_node_ready_s"], summary["pod_schedule_latency_max_s"]) == (30.0, 0.0)
+    assert summary["cost_usd"] == pytest.approx(2 * 0.154 * 20 / 60, rel=1e-3)  # two c5a.xlarge for 20 min
