@@ -69,6 +69,7 @@ INSTANCE_ACCELERATOR_NAME: Final = "karpenter.k8s.aws/instance-accelerator-name"
 INSTANCE_ACCELERATOR_MANUFACTURER: Final = "karpenter.k8s.aws/instance-accelerator-manufacturer"
 INSTANCE_ACCELERATOR_COUNT: Final = "karpenter.k8s.aws/instance-accelerator-count"
 CAPACITY_RESERVATION_ID: Final = "karpenter.k8s.aws/capacity-reservation-id"
+CAPACITY_RESERVATION_TYPE: Final = "karpenter.k8s.aws/capacity-reservation-type"
 
 # Labels a NodePool's requirements may use (scheduling treats every other key as a custom label).
 WELL_KNOWN_LABELS: Final[frozenset[str]] = frozenset(

@@ -36,6 +36,8 @@ class Offering:
         available: False while the offering is known to be unavailable (e.g. after an
             ``InsufficientInstanceCapacity`` error, for Karpenter's 3-minute unavailability window).
         zone_id: the AZ id (``use1-az1``) when known, for ``topology.k8s.aws/zone-id``.
+        reservation_id: for ``reserved`` offerings, the EC2 capacity reservation (``cr-...``) it launches into
+            (:mod:`nodewright.cloud.reservations`); ``""`` otherwise.
     """
 
     zone: str
@@ -43,6 +45,7 @@ class Offering:
     price: float
     available: bool = True
     zone_id: str = ""
+    reservation_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,11 @@ Behaves like the AWS provider as far as the controllers can tell:
   nothing is left, :class:`~nodewright.cloud.provider.InsufficientCapacityError` is raised;
 * an offering that failed with insufficient capacity or whose spot instance was interrupted is unavailable
   for 3 minutes (Karpenter's unavailable-offerings cache TTL);
+* capacity reservations: the EC2NodeClass's ``status.capacityReservations`` (Karpenter's shape, as ``kubectl get``
+  shows it; :func:`nodewright.cloud.reservations.from_status`) become ``reserved`` offerings while they have room
+  (``availableInstanceCount`` per entry, EC2's field; 1 when absent, as Karpenter's status does not carry it),
+  minus the live instances launched into them; ``create`` launches into a reservation first, then spot, then
+  on-demand (Karpenter's order);
 * drift: the EC2NodeClass spec hash stamped at launch (``karpenter.k8s.aws/ec2nodeclass-hash``) differs.
 """
 
@@ -29,7 +34,7 @@ from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.api.requirements import Requirement
 from nodewright.cloud.catalog import instance_types_for_nodeclass, load_instance_types
-from nodewright.cloud.instancetype import CAPACITY_TYPE_SPOT, InstanceType, Offering
+from nodewright.cloud.instancetype import CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, InstanceType, Offering
 from nodewright.cloud.matching import allowed_offerings, as_requirements, type_filter
 from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
 from nodewright.cloud.provider import (
@@ -40,6 +45,12 @@ from nodewright.cloud.provider import (
     UnavailableOffering,
     make_provider_id,
     parse_provider_id,
+)
+from nodewright.cloud.reservations import (
+    CapacityReservation,
+    from_status,
+    reservation_labels,
+    with_reservations,
 )
 from nodewright.cloud.simulated.ec2 import SimInstance, SimulatedEC2
 from nodewright.cloud.unavailable import OfferingKey, UnavailableOfferings
@@ -85,6 +96,8 @@ class SimulatedCloudProvider:
         #: instance id -> (instance, its NodeClaim view): an instance's view never changes (type, offering, tags and
         #: image are fixed at launch), so list() -- the garbage collector's every 30 s -- parses each one once.
         self._listed: dict[str, tuple[SimInstance, NodeClaim]] = {}
+        #: Reservations seen in EC2NodeClass statuses (for the reservation-type label of their instances).
+        self._reservation_kinds: dict[str, str] = {}
 
     # --- helpers -----------------------------------------------------------------------------------------
 
@@ -126,7 +139,22 @@ class SimulatedCloudProvider:
                 allowed = type_filter(requirements)
                 types = [it for it in types if allowed(it)]
             self._types[key] = types
-        return self.unavailable.flag(list(types))
+        flagged = self.unavailable.flag(list(types))
+        reservations = self._reservations(nodeclass)
+        if not reservations:
+            return flagged
+        used: dict[str, int] = {}
+        for instance in self.ec2.live():
+            if instance.offering.reservation_id:
+                used[instance.offering.reservation_id] = used.get(instance.offering.reservation_id, 0) + 1
+        return with_reservations(flagged, reservations, used)
+
+    def _reservations(self, nodeclass: Mapping[str, Any]) -> builtins.list[CapacityReservation]:
+        status = nodeclass.get("status")
+        entries = status.get("capacityReservations") if isinstance(status, dict) else None
+        found = from_status(entries if isinstance(entries, list) else None, unknown_count=1)
+        self._reservation_kinds.update({r.id: r.reservation_type for r in found})
+        return found
 
     # --- CloudProvider -----------------------------------------------------------------------------------
 
@@ -139,8 +167,10 @@ class SimulatedCloudProvider:
         ref = nodeclaim.spec.node_class_ref.name
         nodeclass = self._nodeclass(ref)
         pairs = allowed_offerings(self.instance_types_for(nodeclass), nodeclaim.spec.requirements, self.zones)
-        if any(o.capacity_type == CAPACITY_TYPE_SPOT for _, o in pairs):
-            pairs = [(it, o) for it, o in pairs if o.capacity_type == CAPACITY_TYPE_SPOT]
+        for first in (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT):
+            if any(o.capacity_type == first for _, o in pairs):
+                pairs = [(it, o) for it, o in pairs if o.capacity_type == first]
+                break
         reasons: list[UnavailableOffering] = []
         for instance_type, offering in pairs:
             key = (instance_type.name, offering.zone, offering.capacity_type)
@@ -186,6 +216,7 @@ class SimulatedCloudProvider:
                        L.CAPACITY_TYPE: offering.capacity_type})
         if offering.zone_id:
             labels[L.ZONE_ID] = offering.zone_id
+        labels.update(reservation_labels(offering, self._reservation_kinds))
         return labels
 
     def _launched(self, nodeclaim: NodeClaim, instance: SimInstance) -> NodeClaim:
