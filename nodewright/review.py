@@ -16,8 +16,7 @@ Findings (each names ``documents[i]``, the field and the object, so the CLI can 
 - fields of v1alpha5 ``Provisioner`` / v1alpha1 ``AWSNodeTemplate`` / v1beta1 ``EC2NodeClass`` that conversion
   does not know (``ttlSecondsAfterEmty``) and would drop;
 - (LimitRange is applied to workloads by :mod:`nodewright.admission`, neither skipped nor warned.)
-- Karpenter v1.14 fields accepted but not yet honoured (capacity reservations,
-  open-map ``kubelet`` fields, Windows families in ``run``),
+- Karpenter v1.14 fields accepted but not yet honoured (open-map ``kubelet`` fields, Windows families in ``run``),
   and kinds that change scheduling but are not modelled (LimitRange,
   PersistentVolumeClaim, ...).
 """
@@ -236,12 +235,6 @@ def _not_yet_honoured(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjec
                 _where(docs, "EC2NodeClass", nc.name, f"spec.kubelet.{field_name}"),
                 "accepted but not yet honoured: Karpenter v1.14 passes kubelet fields beyond its typed ones to the "
                 f"node's kubelet configuration; nodewright does not write them yet (in EC2NodeClass {nc.name!r})",
-            )
-        if nc.spec.capacity_reservation_selector_terms:
-            yield Finding(
-                _where(docs, "EC2NodeClass", nc.name, "spec.capacityReservationSelectorTerms"),
-                "capacity reservations are accepted but not yet honoured: no reserved offerings are resolved, and "
-                f"nodes launch as on-demand or spot (in EC2NodeClass {nc.name!r})",
             )
 
 

@@ -41,9 +41,11 @@ CONTROLLER_POLICY_PARTS: dict[str, tuple[str, ...]] = {
 }
 
 # Read-only EC2 calls the controller makes for discovery and pricing (Karpenter v1 policy, plus
-# DescribeAvailabilityZones for zone ids). They support no resource-level permissions.
+# DescribeAvailabilityZones for zone ids; DescribeCapacityReservations for capacityReservationSelectorTerms, as
+# Karpenter v1.14's policy). They support no resource-level permissions.
 EC2_READ_ACTIONS = (
     "ec2:DescribeAvailabilityZones",
+    "ec2:DescribeCapacityReservations",
     "ec2:DescribeImages",
     "ec2:DescribeInstances",
     "ec2:DescribeInstanceTypeOfferings",

@@ -16,6 +16,7 @@ result rather than a second instance.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import logging
@@ -34,7 +35,7 @@ from nodewright.cloud.aws.errors import (
     translate,
 )
 from nodewright.cloud.aws.filters import tag_list, tags_dict
-from nodewright.cloud.instancetype import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
+from nodewright.cloud.instancetype import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT
 from nodewright.cloud.provider import (
     InsufficientCapacityError,
     LaunchError,
@@ -53,7 +54,8 @@ LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
 
 @dataclass(frozen=True, slots=True)
 class FleetCandidate:
-    """One offering a fleet may launch: instance type in a subnet (zone), capacity type, USD/hour, template."""
+    """One offering a fleet may launch: instance type in a subnet (zone), capacity type, USD/hour, template, and
+    for ``reserved`` the capacity reservation its template targets."""
 
     instance_type: str
     zone: str
@@ -61,6 +63,7 @@ class FleetCandidate:
     capacity_type: str
     price: float
     launch_template: str
+    reservation_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class Instance:
     security_group_ids: tuple[str, ...] = ()
     launch_time: dt.datetime | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    capacity_reservation_id: str = ""
 
 
 def idempotency_token(seed: str, attempt: int) -> str:
@@ -102,10 +106,13 @@ def idempotency_token(seed: str, attempt: int) -> str:
 
 
 def _instance(raw: Mapping[str, Any]) -> Instance:
+    reservation = raw.get("CapacityReservationId") or ""
+    capacity_type = CAPACITY_TYPE_SPOT if raw.get("InstanceLifecycle") == "spot" else \
+        CAPACITY_TYPE_RESERVED if reservation else CAPACITY_TYPE_ON_DEMAND
     return Instance(
         id=raw["InstanceId"], instance_type=raw.get("InstanceType", ""),
-        zone=raw.get("Placement", {}).get("AvailabilityZone", ""),
-        capacity_type=CAPACITY_TYPE_SPOT if raw.get("InstanceLifecycle") == "spot" else CAPACITY_TYPE_ON_DEMAND,
+        zone=raw.get("Placement", {}).get("AvailabilityZone", ""), capacity_reservation_id=reservation,
+        capacity_type=capacity_type,
         state=raw.get("State", {}).get("Name", ""), image_id=raw.get("ImageId", ""), subnet_id=raw.get("SubnetId", ""),
         security_group_ids=tuple(sorted(g["GroupId"] for g in raw.get("SecurityGroups", []))),
         launch_time=raw.get("LaunchTime"), tags=tags_dict(raw.get("Tags")))
@@ -113,14 +120,19 @@ def _instance(raw: Mapping[str, Any]) -> Instance:
 
 def fleet_request(candidates: Sequence[FleetCandidate], capacity_type: str, tags: Mapping[str, str],
                   token: str) -> dict[str, Any]:
-    """The ``CreateFleet`` parameters for ``candidates`` (already filtered to ``capacity_type``, cheapest first)."""
+    """The ``CreateFleet`` parameters for ``candidates`` (already filtered to ``capacity_type``, cheapest first).
+
+    ``reserved`` is sent as on-demand capacity (``DefaultTargetCapacityType: on-demand``, lowest-price), each
+    candidate's launch template targeting its reservation (Karpenter's ODCR launch)."""
     configs: dict[str, list[dict[str, str]]] = {}
     for candidate in candidates[:MAX_OVERRIDES]:
         configs.setdefault(candidate.launch_template, []).append(
             {"InstanceType": candidate.instance_type, "SubnetId": candidate.subnet_id})
+    # A reservation is on-demand capacity to EC2: the template's CapacityReservationTarget picks it.
+    target = CAPACITY_TYPE_ON_DEMAND if capacity_type == CAPACITY_TYPE_RESERVED else capacity_type
     request: dict[str, Any] = {
         "Type": "instant",
-        "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": capacity_type},
+        "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": target},
         "LaunchTemplateConfigs": [
             {"LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"}, "Overrides": overrides}
             for name, overrides in configs.items()],
@@ -168,8 +180,9 @@ class InstanceProvider:
                          and not self._unavailable.is_unavailable(c.instance_type, c.zone, c.capacity_type)]
             if not remaining:
                 break
-            capacity_type = CAPACITY_TYPE_SPOT if any(c.capacity_type == CAPACITY_TYPE_SPOT for c in remaining) \
-                else CAPACITY_TYPE_ON_DEMAND
+            # Karpenter's order: a reservation first, then spot when allowed, then on-demand.
+            capacity_type = next((ct for ct in (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT)
+                                  if any(c.capacity_type == ct for c in remaining)), CAPACITY_TYPE_ON_DEMAND)
             chosen = sorted((c for c in remaining if c.capacity_type == capacity_type),
                             key=lambda c: (c.price, c.instance_type, c.zone))[:MAX_OVERRIDES]
             response = self._create_fleet(fleet_request(chosen, capacity_type, request.tags,
@@ -220,6 +233,15 @@ class InstanceProvider:
 
     def _launched(self, instance_id: str, chosen: Sequence[FleetCandidate], response: Mapping[str, Any]) -> Instance:
         instance = self.get(instance_id, allow_missing=True)
+        if instance is not None and chosen[0].capacity_type == CAPACITY_TYPE_RESERVED \
+                and not instance.capacity_reservation_id:
+            # The fleet offered only reservations (each template targets one): the instance is in the one of its
+            # type and zone, even while DescribeInstances does not say so yet.
+            match = next((c for c in chosen if c.instance_type == instance.instance_type and c.zone == instance.zone),
+                         None)
+            if match is not None:
+                return dataclasses.replace(instance, capacity_type=CAPACITY_TYPE_RESERVED,
+                                           capacity_reservation_id=match.reservation_id)
         if instance is not None:
             return instance
         # DescribeInstances is eventually consistent right after launch: build the view from the fleet answer.
@@ -227,6 +249,9 @@ class InstanceProvider:
         overrides = item.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
         match = next((c for c in chosen if c.instance_type == item.get("InstanceType", overrides.get("InstanceType"))
                       and c.subnet_id == overrides.get("SubnetId", c.subnet_id)), chosen[0])
+        if match.reservation_id:
+            return Instance(instance_id, match.instance_type, match.zone, CAPACITY_TYPE_RESERVED, "pending",
+                            subnet_id=match.subnet_id, capacity_reservation_id=match.reservation_id)
         return Instance(instance_id, match.instance_type, match.zone,
                         item.get("Lifecycle", match.capacity_type).replace("on-demand", CAPACITY_TYPE_ON_DEMAND),
                         "pending", subnet_id=match.subnet_id)

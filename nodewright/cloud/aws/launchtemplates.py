@@ -155,6 +155,9 @@ class LaunchTemplateSpec:
         ip_prefix_count: IPv4 /28 prefixes per (non-EFA-only) interface.
         connection_tracking: EC2 ``ConnectionTrackingSpecification`` (seconds).
         cpu_options: EC2 ``CpuOptions``; placement: EC2 ``Placement`` (see :func:`launch_options`).
+        capacity_reservation_id: ``cr-...`` to launch into: ``CapacityReservationSpecification.
+            CapacityReservationTarget`` (Karpenter: one template per targeted reservation); ``capacity-block``
+            reservations also need ``InstanceMarketOptions.MarketType: capacity-block``, not sent here.
     """
 
     cluster_name: str
@@ -174,6 +177,7 @@ class LaunchTemplateSpec:
     connection_tracking: Mapping[str, int] | None = None
     cpu_options: Mapping[str, str] | None = None
     placement: Mapping[str, str] | None = None
+    capacity_reservation_id: str = ""
 
     def _interface(self, card: int, device: int, kind: str | None) -> dict[str, Any]:
         nic: dict[str, Any] = {"DeviceIndex": device, "Groups": list(self.security_group_ids)}
@@ -208,6 +212,9 @@ class LaunchTemplateSpec:
             data["CpuOptions"] = dict(self.cpu_options)
         if self.placement:
             data["Placement"] = dict(self.placement)
+        if self.capacity_reservation_id:
+            data["CapacityReservationSpecification"] = {
+                "CapacityReservationTarget": {"CapacityReservationId": self.capacity_reservation_id}}
         if self.tags:
             kinds = ("network-interface", "spot-instances-request") if self.capacity_type == CAPACITY_TYPE_SPOT \
                 else ("network-interface",)

@@ -48,7 +48,8 @@ def registration_taints(nodeclaim: NodeClaim) -> list[Taint]:
 
 
 def instance_labels(instance: Instance, region: str, instance_type: InstanceType | None) -> dict[str, str]:
-    """Labels of the node an instance becomes: type labels plus type, zone, region, capacity type."""
+    """Labels of the node an instance becomes: type labels plus type, zone, region, capacity type (``reserved``
+    and ``karpenter.k8s.aws/capacity-reservation-id`` for an instance in a capacity reservation)."""
     out = dict(instance_type.labels) if instance_type else {}
     out.update({labels.INSTANCE_TYPE: instance.instance_type, labels.ZONE: instance.zone, labels.REGION: region,
                 labels.CAPACITY_TYPE: instance.capacity_type})
@@ -56,6 +57,8 @@ def instance_labels(instance: Instance, region: str, instance_type: InstanceType
         if instance_type else ""
     if zone_id:
         out[labels.ZONE_ID] = zone_id
+    if instance.capacity_reservation_id:
+        out[labels.CAPACITY_RESERVATION_ID] = instance.capacity_reservation_id
     nodepool = instance.tags.get(labels.TAG_NODEPOOL)
     if nodepool:
         out[labels.NODEPOOL] = nodepool

@@ -28,6 +28,7 @@ from nodewright.backoff import Backoff
 from nodewright.cloud.aws import tags, userdata
 from nodewright.cloud.aws.amis import AMI, AMIProvider
 from nodewright.cloud.aws.cache import Clock
+from nodewright.cloud.aws.capacityreservations import CapacityReservationProvider
 from nodewright.cloud.aws.clients import AWSClients
 from nodewright.cloud.aws.instanceprofiles import InstanceProfileProvider
 from nodewright.cloud.aws.instances import FleetCandidate, Instance, InstanceProvider, LaunchRequest
@@ -57,6 +58,7 @@ from nodewright.cloud.provider import (
     NodeClassNotReadyError,
     parse_provider_id,
 )
+from nodewright.cloud.reservations import CapacityReservation, with_reservations
 from nodewright.cloud.unavailable import UnavailableOfferings
 
 log = logging.getLogger(__name__)
@@ -106,13 +108,19 @@ class ResolvedNodeClass:
     amis: Sequence[AMI]
     instance_profile: str
     zonal_subnets: dict[str, Subnet] = field(default_factory=dict)
+    capacity_reservations: Sequence[CapacityReservation] = ()
 
     def status(self) -> dict[str, object]:
-        """``EC2NodeClass.status`` document (subnets, securityGroups, amis, instanceProfile, Ready)."""
-        return {"subnets": [s.status() for s in self.subnets],
-                "securityGroups": [g.status() for g in self.security_groups],
-                "amis": [a.status() for a in self.amis], "instanceProfile": self.instance_profile,
-                "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": ""}]}
+        """``EC2NodeClass.status`` document (subnets, securityGroups, amis, instanceProfile, capacityReservations
+        when the class selects any, Ready)."""
+        out: dict[str, object] = {
+            "subnets": [s.status() for s in self.subnets],
+            "securityGroups": [g.status() for g in self.security_groups],
+            "amis": [a.status() for a in self.amis], "instanceProfile": self.instance_profile}
+        if self.capacity_reservations:
+            out["capacityReservations"] = [r.status() for r in self.capacity_reservations]
+        out["conditions"] = [{"type": "Ready", "status": "True", "reason": "Ready", "message": ""}]
+        return out
 
 
 class AWSCloudProvider:
@@ -133,6 +141,7 @@ class AWSCloudProvider:
                                        isolated_vpc=settings.isolated_vpc)
         self.instance_types = InstanceTypeProvider(clients.ec2, settings.region, self.pricing, self.unavailable, clock,
                                                     settings.instance_type_patterns)
+        self.capacity_reservations = CapacityReservationProvider(clients.ec2, clock)
         self.launch_templates = LaunchTemplateProvider(clients.ec2, settings.cluster_name, clock)
         self.instance_profiles = InstanceProfileProvider(clients.iam, settings.cluster_name, settings.region, clock)
         self.instances = InstanceProvider(clients.ec2, settings.cluster_name, self.unavailable,
@@ -175,7 +184,9 @@ class AWSCloudProvider:
             raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name!r}: amiSelectorTerms matched no AMI "
                                          f"(Kubernetes {self.settings.kubernetes_version})")
         profile = self.instance_profiles.resolve(nodeclass.name, spec.role, spec.instance_profile, spec.tags)
-        return ResolvedNodeClass(subnets, groups, amis, profile, self.subnets.zonal(spec.subnet_selector_terms))
+        reservations = self.capacity_reservations.resolve(spec.capacity_reservation_selector_terms or [])
+        return ResolvedNodeClass(subnets, groups, amis, profile, self.subnets.zonal(spec.subnet_selector_terms),
+                                 reservations)
 
     def nodeclass_status(self, nodeclass: EC2NodeClass) -> dict[str, object]:
         """The ``status`` to write back on ``nodeclass``: resolved subnets (id, zone, zoneID), security groups,
@@ -215,7 +226,7 @@ class AWSCloudProvider:
     def _create(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass) -> NodeClaim:
         resolved = self.resolve_nodeclass(nodeclass)
         self._refresh_prices()
-        types = self._types_for(nodeclass, resolved.zonal_subnets)
+        types = self._types_for(nodeclass, resolved.zonal_subnets, resolved.capacity_reservations)
         pairs = allowed_offerings(types, nodeclaim.spec.requirements, resolved.zonal_subnets)
         candidates: list[FleetCandidate] = []
         by_name = {it.name: it for it in types}
@@ -223,10 +234,12 @@ class AWSCloudProvider:
             ami = next((a for a in resolved.amis if a.fits(instance_type.labels)), None)
             if ami is None:
                 continue
-            template = self._launch_template(nodeclaim, nodeclass, resolved, ami, instance_type, offering.capacity_type)
+            template = self._launch_template(nodeclaim, nodeclass, resolved, ami, instance_type, offering.capacity_type,
+                                             offering.reservation_id)
             candidates.append(FleetCandidate(instance_type.name, offering.zone,
                                              resolved.zonal_subnets[offering.zone].id,
-                                             offering.capacity_type, offering.price, template))
+                                             offering.capacity_type, offering.price, template,
+                                             offering.reservation_id))
         if not candidates:
             raise NodeClassNotReadyError(
                 f"no offering of EC2NodeClass {nodeclass.name!r} satisfies nodeclaim {nodeclaim.metadata.name!r}: "
@@ -234,6 +247,8 @@ class AWSCloudProvider:
         instance = self.instances.launch(LaunchRequest(
             nodeclaim=nodeclaim.metadata.name or "", token_seed=nodeclaim.metadata.uid or nodeclaim.metadata.name or "",
             candidates=candidates, tags=self._tags(nodeclaim, nodeclass)))
+        if instance.capacity_reservation_id:
+            self.capacity_reservations.mark_launched(instance.capacity_reservation_id)
         return launched(nodeclaim, instance, self.settings.region, by_name.get(instance.instance_type),
                         ec2nodeclass_hash_annotations(nodeclass))
 
@@ -248,7 +263,7 @@ class AWSCloudProvider:
                                   nodeclaim.metadata.name or "", nodeclass.spec.tags)
 
     def _launch_template(self, nodeclaim: NodeClaim, nodeclass: EC2NodeClass, resolved: ResolvedNodeClass,
-                         ami: AMI, instance_type: InstanceType, capacity_type: str) -> str:
+                         ami: AMI, instance_type: InstanceType, capacity_type: str, reservation_id: str = "") -> str:
         spec = nodeclass.spec
         family = spec.resolved_ami_family
         options = userdata.BootstrapOptions(
@@ -268,6 +283,7 @@ class AWSCloudProvider:
             tags=tags.resource_tags(self.settings.cluster_name, nodeclaim.nodepool or "", nodeclass.name, spec.tags),
             associate_public_ip=spec.associate_public_ip_address,
             detailed_monitoring=bool(spec.detailed_monitoring), capacity_type=capacity_type,
+            capacity_reservation_id=reservation_id,
             **launch_options(spec)))
         return template.name
 
@@ -309,13 +325,19 @@ class AWSCloudProvider:
         nodeclass = self._nodeclass(nodepool.spec.template.spec.node_class_ref.name)
         resolved = self.resolve_nodeclass(nodeclass)
         self._refresh_prices()
-        types = self._types_for(nodeclass, resolved.zonal_subnets)
+        types = self._types_for(nodeclass, resolved.zonal_subnets, resolved.capacity_reservations)
         return [it for it in types if any(a.fits(it.labels) for a in resolved.amis)]
 
-    def _types_for(self, nodeclass: EC2NodeClass, zones: Iterable[str]) -> builtins.list[InstanceType]:
-        """The region's types as ``nodeclass``'s nodes see them (kubelet overhead, OS, nested virtualization)."""
+    def _types_for(self, nodeclass: EC2NodeClass, zones: Iterable[str],
+                   reservations: Sequence[CapacityReservation] = ()) -> builtins.list[InstanceType]:
+        """The region's types as ``nodeclass``'s nodes see them (kubelet overhead, OS, nested virtualization), with
+        a ``reserved`` offering per selected capacity reservation that still has room
+        (:func:`nodewright.cloud.reservations.with_reservations`)."""
         types = self.instance_types.instance_types(zones, self._kubelet(nodeclass))
-        return instance_types_for_nodeclass(types, nodeclass.spec, self.instance_types.record)
+        types = instance_types_for_nodeclass(types, nodeclass.spec, self.instance_types.record)
+        if reservations:
+            types = with_reservations(types, reservations, self.capacity_reservations.launched)
+        return types
 
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         """See :meth:`nodewright.cloud.provider.CloudProvider.is_drifted`."""

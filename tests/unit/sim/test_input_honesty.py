@@ -119,17 +119,15 @@ def test_pod_selectors_with_values_that_exist_nowhere(tmp_path: Path) -> None:
             "'amd64'? (in Deployment 'web')") in out.stderr.splitlines()
 
 
-def test_v114_fields_not_yet_honoured_are_said_so(tmp_path: Path) -> None:
-    """Balanced and static NodePools are honoured (nodewright/disruption/balanced.py, controllers/static.py):
-    not warned."""
+def test_v114_fields_that_are_honoured_are_not_warned(tmp_path: Path) -> None:
+    """Static NodePools, Balanced and capacity reservations are honoured (controllers/static.py,
+    disruption/balanced.py, cloud/reservations.py): none of them is warned any more."""
     cls = CLASS + "  capacityReservationSelectorTerms: [{id: cr-0123456789abcdef0}]\n"
     static = pool("static", extra="\n  replicas: 3\n  limits: {nodes: '5'}")
     balanced = pool("balanced", extra="\n  disruption: {consolidationPolicy: Balanced}")
     out, path = run(tmp_path, cls + static + balanced + deployment())
     assert out.exit_code == 0, out.stderr
-    assert [line.split(": ", 2)[1] for line in out.stderr.splitlines() if line.startswith("warning")] == [
-        f"{path}#documents[0].spec.capacityReservationSelectorTerms",
-    ]
+    assert [line for line in out.stderr.splitlines() if line.startswith("warning")] == []
 
 
 def test_exbibytes_never_crash(tmp_path: Path) -> None:
