@@ -122,7 +122,7 @@ class StaticCapacityController:
             except KubeError as err:
                 log.error("creating nodeclaim for static nodepool %s failed: %s", name, err, extra={"nodepool": name})
                 return
-            self.ctx.metrics.nodeclaims_created.labels("static", name, plan.capacity_type).inc()
+            self.ctx.metrics.nodeclaims_created.labels("provisioned", name, "false").inc()  # Karpenter: ProvisionedReason
             log.info("Launching node for static nodepool %s (replicas %d)", name, replicas_of(doc) or 0,
                      extra={"nodeclaim": name_of(claim), "nodepool": name})
 

@@ -40,7 +40,7 @@ def test_scale_up_creates_the_missing_nodeclaims_from_the_template(ctx, cluster)
     itypes = next(q for q in claim["spec"]["requirements"] if q["key"] == L.INSTANCE_TYPE)
     assert sorted(itypes["values"]) == ["c5.large", "m5.large", "m5.xlarge"]
     assert ctx.metrics.value("karpenter_nodeclaims_created_total",
-                             {"reason": "static", "nodepool": "fixed", "capacity_type": "on-demand"}) == 3.0
+                             {"reason": "provisioned", "nodepool": "fixed", "min_values_relaxed": "false"}) == 3.0
     StaticCapacityController(ctx).reconcile()  # at its count: nothing more
     assert len(_claims(cluster)) == 3
     assert _claims(cluster, "general") == []  # the dynamic pool is untouched
