@@ -91,10 +91,11 @@ class FeatureGates:
     """Karpenter v1.14's feature gates (``FEATURE_GATES``, ``Gate=bool,...``) with its defaults.
 
     ``SpotToSpotConsolidation`` (off) allows consolidation to replace a spot node with a cheaper spot node.
-    ``ReservedCapacity`` (on) is accepted either way: nodewright has no capacity-reservation support (the
-    EC2NodeClass field it would enable, ``capacityReservationSelectorTerms``, is not accepted), so both values
-    launch the same nodes. ``NodeRepair``, ``NodeOverlay``, ``StaticCapacity`` and ``CapacityBuffer`` (all
-    off) enable features nodewright does not have; turning one on is an error rather than a silent no-op.
+    ``ReservedCapacity`` (on) and ``StaticCapacity`` (off) are accepted either way, and nodewright honours
+    ``capacityReservationSelectorTerms`` and static NodePools (``spec.replicas``) whatever their value (not yet
+    gated: ``ReservedCapacity=false`` does not turn reservations off). ``NodeRepair``, ``NodeOverlay`` and
+    ``CapacityBuffer`` (all off) enable features nodewright does not have; turning one on is an error rather than
+    a silent no-op.
     Source: ``pkg/operator/options/options.go`` in kubernetes-sigs/karpenter and the v1.14 settings page.
     """
 
@@ -112,7 +113,7 @@ FEATURE_GATE_NAMES: dict[str, tuple[str, str]] = {
     "ReservedCapacity": ("reserved_capacity", ""),
     "SpotToSpotConsolidation": ("spot_to_spot_consolidation", ""),
     "NodeOverlay": ("node_overlay", "nodewright has no NodeOverlay resource"),
-    "StaticCapacity": ("static_capacity", "nodewright has no static-capacity NodePools"),
+    "StaticCapacity": ("static_capacity", ""),
     "CapacityBuffer": ("capacity_buffer", "nodewright has no CapacityBuffer resource"),
 }
 #: Gates Karpenter removed, with what replaced them.

@@ -31,6 +31,7 @@ def test_feature_gates_parse_like_karpenter() -> None:
     assert (gates.spot_to_spot_consolidation, gates.reserved_capacity, gates.node_repair) == (True, False, False)
     assert load_settings({**BASE, "FEATURE_GATES": "SpotToSpotConsolidation=true"}).feature_gates \
         .spot_to_spot_consolidation is True
+    assert parse_feature_gates("StaticCapacity=true").static_capacity is True  # static NodePools are honoured
 
 
 @pytest.mark.parametrize(("text", "reason"), [
