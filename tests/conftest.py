@@ -8,11 +8,19 @@ not). The terminal summary prints the totals.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from iamreplay.recorder import RECORDER, install
+
+# Property tests are deterministic: the same examples on every machine and every run (no example database, so
+# a failure found in one checkout cannot make another red or green). Explore with HYPOTHESIS_PROFILE=explore.
+settings.register_profile("ci", derandomize=True, database=None, deadline=None)
+settings.register_profile("explore", database=None, deadline=None, max_examples=500)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 install()  # before any test module creates its botocore session
 
