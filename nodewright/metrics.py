@@ -166,6 +166,16 @@ class Metrics:
         self.scheduling_duration = Histogram(
             "karpenter_scheduler_scheduling_duration_seconds", "Duration of one scheduling simulation.",
             ["controller"], buckets=_DURATION_BUCKETS, registry=reg)
+        self.scheduler_queue_depth = Gauge(
+            "karpenter_scheduler_queue_depth", "Pods handed to the last scheduling simulation (the batch), one "
+            "series per simulation id; the previous run's series is removed when a new run starts.",
+            ["controller", "scheduling_id"], registry=reg)
+        self.scheduler_unfinished_work = Gauge(
+            "karpenter_scheduler_unfinished_work_seconds", "Seconds the running scheduling simulation has taken "
+            "so far (present only while one runs).", ["controller", "scheduling_id"], registry=reg)
+        self.scheduler_ignored_pods = Gauge(
+            "karpenter_scheduler_ignored_pods_count", "Pending pods the last batch ignored because they could not "
+            "be read (invalid requests, selectors, ...).", registry=reg)
         self.scheduler_unschedulable_pods = Gauge(
             "karpenter_scheduler_unschedulable_pods_count", "Pods the last scheduling simulation could not place.",
             ["controller"], registry=reg)
@@ -235,6 +245,17 @@ class Metrics:
             "karpenter_voluntary_disruption_failed_validations_total",
             "Decisions that failed re-validation after the validation delay, by consolidation type.",
             ["consolidation_type"], registry=reg)
+        self.nodepools_allowed_disruptions = Gauge(
+            "karpenter_nodepools_allowed_disruptions", "Nodes of a NodePool the disruption budgets still allow to "
+            "disrupt for a reason (Empty|Drifted|Underutilized, Karpenter's case), before subtracting the nodes "
+            "consuming budgets; 2147483647 (Go's MaxInt32, as Karpenter) when no budget is active.",
+            ["nodepool", "reason"], registry=reg)
+        self.nodepools_nodes_consuming_budgets = Gauge(
+            "karpenter_nodepools_nodes_consuming_budgets", "Nodes of a NodePool counted against its disruption "
+            "budgets (being deleted or not Ready), per reason (Empty|Drifted|Underutilized).", ["nodepool", "reason"], registry=reg)
+        self.disruption_eligible_nodes = Gauge(
+            "karpenter_voluntary_disruption_eligible_nodes", "Nodes passing every candidate rule of a disruption "
+            "reason (empty|drifted|underutilized) at the last decision pass.", ["reason"], registry=reg)
         # --- cluster state (controllers/state_metrics.py) -----------------------------------------------------
         per_node = "per node (cpu cores, memory/ephemeral_storage bytes, pods count)"
 

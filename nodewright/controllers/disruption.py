@@ -25,7 +25,9 @@ asks the cloud provider for drift (AMI, subnet, security groups) at most every `
 Metrics: ``karpenter_voluntary_disruption_decisions_total{decision,reason,consolidation_type}`` and
 ``..._decisions_by_nodepool_total``, ``karpenter_voluntary_disruption_failed_validations_total``,
 ``nodewright_disruption_replacements_total{reason}``,
-``karpenter_voluntary_disruption_decision_evaluation_duration_seconds{reason="all",consolidation_type=""}``;
+``karpenter_voluntary_disruption_decision_evaluation_duration_seconds{reason="all",consolidation_type=""}``,
+``karpenter_nodepools_allowed_disruptions`` and ``..._nodes_consuming_budgets{nodepool,reason}``,
+``karpenter_voluntary_disruption_eligible_nodes{reason}`` (set at every decision pass);
 events with the reason and the saving in $/h
 ("Consolidating 3 nodes into 1 t4g.large, saving $0.21/h").
 """
@@ -50,8 +52,19 @@ from nodewright.controllers.common import (
 )
 from nodewright.controllers.termination import Terminator
 from nodewright.disruption import Decision, DecisionOptions, decide, decide_expiration, validate
-from nodewright.disruption.drift import drift_reason
-from nodewright.disruption.model import EMPTINESS, MULTI_NODE, SINGLE_NODE, ClusterView
+from nodewright.disruption.budgets import UNLIMITED, allowed_disruptions, pool_counts
+from nodewright.disruption.consolidation import underutilized_candidates
+from nodewright.disruption.drift import drift_reason, drifted_candidates
+from nodewright.disruption.emptiness import empty_candidates
+from nodewright.disruption.model import (
+    EMPTINESS,
+    MULTI_NODE,
+    REASON_DRIFTED,
+    REASON_EMPTY,
+    REASON_UNDERUTILIZED,
+    SINGLE_NODE,
+    ClusterView,
+)
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
@@ -62,6 +75,8 @@ from nodewright.state.incremental_view import ViewCache
 from nodewright.state.pods import pod_key
 
 VALIDATING = "validating"
+#: Karpenter's allowed disruptions when no budget is active (Go's ``math.MaxInt32``).
+_GO_MAX_INT32 = 2_147_483_647
 WAITING = "waiting"
 
 
@@ -149,6 +164,7 @@ class DisruptionController:
         self.last_decision_at = now
         started = time.perf_counter()
         decision = decide(view, now, self.options)
+        self._observe_budgets(view, now)
         self.ctx.metrics.disruption_evaluation_duration.labels("all", "").observe(time.perf_counter() - started)
         if decision is not None:
             log.info("disruption decided: %s", decision.message(),
@@ -167,6 +183,25 @@ class DisruptionController:
         nodes = [dataclasses.replace(n, do_not_disrupt=True) if n.name in names or n.nodeclaim in names else n
                  for n in view.nodes]
         return dataclasses.replace(view, nodes=nodes)
+
+    def _observe_budgets(self, view: ClusterView, now: float) -> None:
+        """``karpenter_nodepools_allowed_disruptions`` / ``..._nodes_consuming_budgets{nodepool, reason}`` and
+        ``karpenter_voluntary_disruption_eligible_nodes{reason}`` at a decision pass (Karpenter sets them in
+        ``BuildDisruptionBudgetMapping`` and per method's candidate list)."""
+        metrics = self.ctx.metrics
+        counts = pool_counts(view.nodes)
+        for reason in (REASON_EMPTY, REASON_DRIFTED, REASON_UNDERUTILIZED):
+            for name, pool in view.pools.items():
+                total, disrupting = counts.get(name, (0, 0))
+                allowed = allowed_disruptions(pool.budgets, reason, total, 0, now)
+                metrics.nodepools_allowed_disruptions.labels(name, reason).set(
+                    _GO_MAX_INT32 if allowed == UNLIMITED else allowed)
+                metrics.nodepools_nodes_consuming_budgets.labels(name, reason).set(disrupting)
+        eligible = {REASON_EMPTY: len(empty_candidates(view, now)),
+                    REASON_DRIFTED: len(drifted_candidates(view, now)),
+                    REASON_UNDERUTILIZED: len(underutilized_candidates(view, now))}
+        for reason, count in eligible.items():
+            metrics.disruption_eligible_nodes.labels(reason.lower()).set(count)
 
     # --- inputs ------------------------------------------------------------------------------
 

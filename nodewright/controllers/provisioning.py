@@ -22,8 +22,10 @@ those as empty (Karpenter: "node is nominated for a pending pod").
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
@@ -155,6 +157,7 @@ class Provisioner:
         self._bind_forbidden_reported = False
         self._unschedulable_reported: dict[str, str] = {}
         self.last_result: SchedulingResult | None = None
+        self._scheduling_id: str | None = None  # the last run's karpenter_scheduler_queue_depth series
 
     # --- which pods ---------------------------------------------------------------------------
 
@@ -220,6 +223,7 @@ class Provisioner:
                 log.warning("ignoring pod %s: %s", pod_key(doc), state.models.pod_error(doc), extra={"pod": pod_key(doc)})
             else:
                 pods.append(pod)
+        self.ctx.metrics.scheduler_ignored_pods.set(len(pending) - len(pods))
         if not pods:
             return None
         log.info("Found %d provisionable pod(s)", len(pods), extra={"pods": len(pods)})
@@ -232,7 +236,8 @@ class Provisioner:
         # Static NodePools (spec.replicas) never launch for pods: their nodes are only existing capacity
         # (nodewright.controllers.static keeps their count); in-flight static NodeClaims still need their types.
         dynamic = {spec.name: instance_types[spec.name] for spec in pools}
-        result = self.solver(pods, nodes, pools, dynamic, daemonsets=daemonsets, inflight=inflight)
+        with self._scheduling_run(len(pods)):
+            result = self.solver(pods, nodes, pools, dynamic, daemonsets=daemonsets, inflight=inflight)
         self.ctx.metrics.scheduling_duration.labels("provisioner").observe(time.perf_counter() - started)
         self.ctx.metrics.scheduler_unschedulable_pods.labels("provisioner").set(len(result.unschedulable))
         self.last_result = result
@@ -248,6 +253,26 @@ class Provisioner:
         self._report_unschedulable(result, state)
         self.batcher.forget(set(self.nominations))
         return result
+
+    @contextlib.contextmanager
+    def _scheduling_run(self, depth: int) -> Iterator[None]:
+        """One scheduling simulation's ``karpenter_scheduler_queue_depth{controller, scheduling_id}`` (``depth``
+        pods handed to the solver; kept until the next run replaces it) and ``..._unfinished_work_seconds``
+        (seconds since the run started, read at scrape time from another thread; removed when the run ends).
+        Karpenter updates both from inside its solve loop; nodewright's solver has no such hook, so the queue
+        depth is the batch size, not the pods still left in the queue."""
+        metrics = self.ctx.metrics
+        if self._scheduling_id is not None:
+            metrics.scheduler_queue_depth.remove("provisioner", self._scheduling_id)
+        self._scheduling_id = scheduling_id = str(uuid.uuid4())
+        metrics.scheduler_queue_depth.labels("provisioner", scheduling_id).set(depth)
+        started = time.monotonic()
+        metrics.scheduler_unfinished_work.labels("provisioner", scheduling_id).set_function(
+            lambda: time.monotonic() - started)
+        try:
+            yield
+        finally:
+            metrics.scheduler_unfinished_work.remove("provisioner", scheduling_id)
 
     # --- inputs ------------------------------------------------------------------------------
 

@@ -181,3 +181,34 @@ def test_bind_mode_retries_a_failed_bind_with_backoff_and_names_the_rbac_on_403(
     clock.advance(8.0)
     prov.reconcile()
     assert cluster.bindings == [("default", "web-0", "ip-10-0-0-1.ec2.internal")]
+
+
+def test_scheduler_queue_depth_unfinished_work_and_ignored_pods(ctx, cluster, clock) -> None:
+    for i in range(3):
+        cluster.create(r.PODS, pending_pod(f"web-{i}"))
+    cluster.create(r.PODS, pending_pod("bad", cpu="lots"))  # an unreadable request: ignored
+    seen: dict[str, float | None] = {}
+
+    def solver(pods, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202 - the Solver signature
+        samples = {s.name: s for f in ctx.metrics.registry.collect() for s in f.samples
+                   if s.name.startswith("karpenter_scheduler_")}
+        seen["depth"] = samples["karpenter_scheduler_queue_depth"].value
+        seen["unfinished"] = samples["karpenter_scheduler_unfinished_work_seconds"].value
+        seen["id"] = samples["karpenter_scheduler_unfinished_work_seconds"].labels["scheduling_id"]
+        return first_fit_solver(pods, *args, **kwargs)
+
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=solver)
+    prov.reconcile()
+    clock.advance(1.0)
+    assert prov.reconcile() is not None
+    assert seen["depth"] == 3 and seen["unfinished"] >= 0  # three readable pods in the batch; a live age
+    assert ctx.metrics.value("karpenter_scheduler_ignored_pods_count") == 1
+    labels = {"controller": "provisioner", "scheduling_id": seen["id"]}
+    assert ctx.metrics.value("karpenter_scheduler_queue_depth", labels) == 3  # kept until the next run
+    assert ctx.metrics.value("karpenter_scheduler_unfinished_work_seconds", labels) is None  # run finished
+    cluster.create(r.PODS, pending_pod("web-late"))
+    prov.reconcile()
+    clock.advance(1.0)
+    assert prov.reconcile() is not None
+    assert ctx.metrics.value("karpenter_scheduler_queue_depth", labels) is None  # replaced by the new run's series
+    assert seen["id"] != labels["scheduling_id"] and seen["depth"] == 1  # nominated pods are not handed again

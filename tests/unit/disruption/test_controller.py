@@ -233,3 +233,35 @@ def test_a_node_pods_are_nominated_to_is_not_deleted_as_empty(env: Any) -> None:
     clock.now += 15
     assert controller.reconcile() is None and controller.command is None
     assert not is_deleting(cluster.get(r.NODECLAIMS, "empty-claim"))
+
+
+def test_budget_and_eligibility_metrics_after_a_decision_pass(env: Any) -> None:
+    cluster, clock, cloud, controller, metrics = env
+    cluster.patch(r.NODEPOOLS, "default", {"spec": {"disruption": {
+        "consolidateAfter": "0s", "budgets": [{"nodes": "50%"}, {"nodes": "0", "reasons": ["Drifted"]}]}}})
+    add_node(cluster, "busy", "c.medium", [3900])
+    add_node(cluster, "empty", "c.medium", [])
+    add_node(cluster, "pinned", "c.medium", [500], pod_annotations={L.DO_NOT_DISRUPT: "true"})
+    add_node(cluster, "sick", "c.medium", [500])
+    cluster.patch_status(r.NODES, "sick", {"conditions": [{"type": "Ready", "status": "False"}]})
+    cloud.drift = {"busy-claim": "AMIDrift", "pinned-claim": "AMIDrift"}
+    controller.reconcile()
+    # 4 initialized nodes, "sick" (not Ready) consumes the budget: 50% of 4 = 2 for Empty and Underutilized,
+    # the Drifted-only budget of 0 wins for Drifted (Karpenter exports the budget before subtracting).
+    for reason, allowed in (("Empty", 2), ("Underutilized", 2), ("Drifted", 0)):
+        labels = {"nodepool": "default", "reason": reason}
+        assert metrics.value("karpenter_nodepools_allowed_disruptions", labels) == allowed
+        assert metrics.value("karpenter_nodepools_nodes_consuming_budgets", labels) == 1
+    eligible = {reason: metrics.value("karpenter_voluntary_disruption_eligible_nodes", {"reason": reason})
+                for reason in ("empty", "drifted", "underutilized")}
+    assert eligible == {"empty": 1, "drifted": 1, "underutilized": 3}  # "pinned" has a do-not-disrupt pod
+
+
+def test_allowed_disruptions_without_an_active_budget_is_karpenters_max_int32(env: Any) -> None:
+    cluster, clock, _, controller, metrics = env
+    cluster.patch(r.NODEPOOLS, "default", {"spec": {"disruption": {"consolidateAfter": "0s", "budgets": [
+        {"nodes": "0", "schedule": "0 0 1 1 *", "duration": "1h"}]}}})
+    add_node(cluster, "busy", "c.medium", [3900])
+    controller.reconcile()
+    assert metrics.value("karpenter_nodepools_allowed_disruptions",
+                         {"nodepool": "default", "reason": "Empty"}) == 2_147_483_647
