@@ -256,6 +256,11 @@ class Metrics:
         self.disruption_eligible_nodes = Gauge(
             "karpenter_voluntary_disruption_eligible_nodes", "Nodes passing every candidate rule of a disruption "
             "reason (empty|drifted|underutilized) at the last decision pass.", ["reason"], registry=reg)
+        self.disruption_consolidation_timeouts = Counter(
+            "karpenter_voluntary_disruption_consolidation_timeouts_total",
+            "Consolidation searches (multi|single) stopped by their bound with candidates left untried (nodewright "
+            "bounds a pass by max_simulations full simulations where Karpenter bounds it by time).",
+            ["consolidation_type"], registry=reg)
         # --- cluster state (controllers/state_metrics.py) -----------------------------------------------------
         per_node = "per node (cpu cores, memory/ephemeral_storage bytes, pods count)"
 

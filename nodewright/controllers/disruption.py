@@ -27,7 +27,9 @@ Metrics: ``karpenter_voluntary_disruption_decisions_total{decision,reason,consol
 ``nodewright_disruption_replacements_total{reason}``,
 ``karpenter_voluntary_disruption_decision_evaluation_duration_seconds{reason="all",consolidation_type=""}``,
 ``karpenter_nodepools_allowed_disruptions`` and ``..._nodes_consuming_budgets{nodepool,reason}``,
-``karpenter_voluntary_disruption_eligible_nodes{reason}`` (set at every decision pass);
+``karpenter_voluntary_disruption_eligible_nodes{reason}`` (set at every decision pass),
+``karpenter_voluntary_disruption_consolidation_timeouts_total{consolidation_type}`` (a multi- or single-node
+search the ``max_simulations`` bound cut short: nodewright bounds by simulations where Karpenter bounds by time);
 events with the reason and the saving in $/h
 ("Consolidating 3 nodes into 1 t4g.large, saving $0.21/h").
 """
@@ -51,7 +53,7 @@ from nodewright.controllers.common import (
     set_nodeclaim_condition,
 )
 from nodewright.controllers.termination import Terminator
-from nodewright.disruption import Decision, DecisionOptions, decide, decide_expiration, validate
+from nodewright.disruption import Decision, DecisionOptions, decide_expiration, decide_pass, validate
 from nodewright.disruption.budgets import UNLIMITED, allowed_disruptions, pool_counts
 from nodewright.disruption.consolidation import underutilized_candidates
 from nodewright.disruption.drift import drift_reason, drifted_candidates
@@ -163,7 +165,10 @@ class DisruptionController:
             return None
         self.last_decision_at = now
         started = time.perf_counter()
-        decision = decide(view, now, self.options)
+        outcome = decide_pass(view, now, self.options)
+        decision = outcome.decision
+        for method in outcome.stopped_early:
+            self.ctx.metrics.disruption_consolidation_timeouts.labels(consolidation_type(method)).inc()
         self._observe_budgets(view, now)
         self.ctx.metrics.disruption_evaluation_duration.labels("all", "").observe(time.perf_counter() - started)
         if decision is not None:

@@ -3,7 +3,8 @@
 Stable entry points (the disruption controller, the simulator, benchmarks and tests use only these):
 
 - :class:`ClusterView`, :class:`Node`, :class:`Pool`, :class:`NodeClassInfo`, :class:`PDB` -- the inputs;
-- :func:`decide` -> :class:`Decision` (emptiness, drift, multi-node, single-node consolidation, in that order,
+- :func:`decide` -> :class:`Decision` (or :func:`decide_pass` -> :class:`PassOutcome`, adding which
+  consolidation searches the simulation bound cut short) (emptiness, drift, multi-node, single-node consolidation, in that order,
   the first that finds work acts) and :func:`decide_expiration` (forceful, not budgeted);
 - :func:`validate` -- re-check a decision on a fresh view before executing it;
 - :mod:`nodewright.disruption.budgets`, :mod:`~nodewright.disruption.candidates`,
@@ -15,7 +16,15 @@ Nothing here reads a clock or a client: ``now`` (epoch seconds) is an argument. 
 
 from nodewright.disruption.budgets import allowed_disruptions, budget_active, budget_mapping
 from nodewright.disruption.consolidation import ConsolidationOptions
-from nodewright.disruption.decide import METHODS, DecisionOptions, decide, decide_expiration, validate
+from nodewright.disruption.decide import (
+    METHODS,
+    DecisionOptions,
+    PassOutcome,
+    decide,
+    decide_expiration,
+    decide_pass,
+    validate,
+)
 from nodewright.disruption.drift import drift_reason
 from nodewright.disruption.model import (
     DELETE,
@@ -49,12 +58,14 @@ __all__ = [
     "DecisionOptions",
     "Node",
     "NodeClassInfo",
+    "PassOutcome",
     "Pool",
     "allowed_disruptions",
     "budget_active",
     "budget_mapping",
     "decide",
     "decide_expiration",
+    "decide_pass",
     "drift_reason",
     "validate",
 ]

@@ -161,17 +161,25 @@ def _prefix_sums(candidates: Sequence[Node], screen: Screen) -> tuple[list[Vec],
 def multi_node(view: ClusterView, now: float, simulator: Simulator,
                options: ConsolidationOptions | None = None) -> Decision | None:
     """The largest multi-node consolidation of this pass, or None (see module docstring)."""
+    return multi_node_search(view, now, simulator, options)[0]
+
+
+def multi_node_search(view: ClusterView, now: float, simulator: Simulator,
+                      options: ConsolidationOptions | None = None) -> tuple[Decision | None, bool]:
+    """:func:`multi_node`'s decision, and whether the ``max_simulations`` bound stopped the group search with
+    groups left untried (nodewright's counterpart of Karpenter's multi-node consolidation timeout)."""
     opts = options or ConsolidationOptions()
     allowed = budget_mapping(view.pools, view.nodes, REASON_UNDERUTILIZED, now)
     ordered = _candidates(view, now, simulator)
     candidates = within_budget(ordered, allowed)[: opts.max_candidates]
     search = _Search(view, simulator, opts)
     best = _largest_prefix(candidates, search, opts)
+    stopped = False
     if best is None:
-        best = _largest_group_prefix(ordered, allowed, candidates, search, opts)
+        best, stopped = _largest_group_prefix(ordered, allowed, candidates, search, opts)
     if best is not None:
         best.evaluated = search.evaluated
-    return best
+    return best, stopped
 
 
 def _largest_prefix(candidates: Sequence[Node], search: _Search, opts: ConsolidationOptions) -> Decision | None:
@@ -207,25 +215,28 @@ def _groups(ordered: Sequence[Node]) -> list[list[Node]]:
 
 
 def _largest_group_prefix(ordered: Sequence[Node], allowed: dict[str, int], tried: Sequence[Node],
-                          search: _Search, opts: ConsolidationOptions) -> Decision | None:
+                          search: _Search, opts: ConsolidationOptions) -> tuple[Decision | None, bool]:
     """The best (most nodes, then most $/h saved) consolidating prefix of a pool or pool-zone group, trying
-    groups until ``max_simulations`` simulations were spent (see module docstring)."""
+    groups until ``max_simulations`` simulations were spent (see module docstring); and whether that bound
+    stopped the search with groups left."""
     simulator, start = search.simulator, search.simulator.calls
     seen = {tuple(c.name for c in tried)}
     best: Decision | None = None
+    stopped = False
     for group in _groups(ordered):
-        if simulator.calls - start >= opts.max_simulations:
-            break
         members = within_budget(group, allowed)[: opts.max_candidates]
         key = tuple(c.name for c in members)
         if len(members) < 2 or key in seen:
             continue
+        if simulator.calls - start >= opts.max_simulations:
+            stopped = True
+            break
         seen.add(key)
         found = _largest_prefix(members, search, opts)
         if found is not None and (best is None or (len(found.candidates), found.savings)
                                   > (len(best.candidates), best.savings)):
             best = found
-    return best
+    return best, stopped
 
 
 def _binary_search(candidates: Sequence[Node], lo: int, hi: int, search: _Search) -> Decision | None:
@@ -244,6 +255,13 @@ def _binary_search(candidates: Sequence[Node], lo: int, hi: int, search: _Search
 def single_node(view: ClusterView, now: float, simulator: Simulator,
                 options: ConsolidationOptions | None = None) -> Decision | None:
     """The first candidate that can be deleted or replaced by one cheaper node, or None."""
+    return single_node_search(view, now, simulator, options)[0]
+
+
+def single_node_search(view: ClusterView, now: float, simulator: Simulator,
+                       options: ConsolidationOptions | None = None) -> tuple[Decision | None, bool]:
+    """:func:`single_node`'s decision, and whether the ``max_simulations`` bound stopped the search with
+    candidates left untried (nodewright's counterpart of Karpenter's single-node consolidation timeout)."""
     opts = options or ConsolidationOptions()
     allowed = budget_mapping(view.pools, view.nodes, REASON_UNDERUTILIZED, now)
     candidates = [c for c in _candidates(view, now, simulator) if allowed.get(c.nodepool, 0) > 0]
@@ -251,12 +269,12 @@ def single_node(view: ClusterView, now: float, simulator: Simulator,
     start = simulator.calls
     for candidate in candidates:
         if simulator.calls - start >= opts.max_simulations:
-            break
+            return None, True
         option = search.option([candidate], SINGLE_NODE)
         if option is not None:
             option.evaluated = search.evaluated
-            return option
-    return None
+            return option, False
+    return None, False
 
 
 def validate_consolidation(decision: Decision, nodes: list[Node], view: ClusterView, now: float,

@@ -15,8 +15,8 @@ from nodewright.disruption.budgets import budget_mapping
 from nodewright.disruption.candidates import base_problem
 from nodewright.disruption.consolidation import (
     ConsolidationOptions,
-    multi_node,
-    single_node,
+    multi_node_search,
+    single_node_search,
     validate_consolidation,
 )
 from nodewright.disruption.drift import drift, validate_drift
@@ -52,6 +52,21 @@ class DecisionOptions:
     methods: tuple[str, ...] = METHODS
 
 
+@dataclass(frozen=True, slots=True)
+class PassOutcome:
+    """What one pass of :func:`decide_pass` found.
+
+    Attributes:
+        decision: the graceful decision, or None.
+        stopped_early: the methods (:data:`MULTI_NODE`, :data:`SINGLE_NODE`) whose search the
+            ``max_simulations`` bound ended with candidates left untried, in the order they ran (the
+            disruption controller counts them as Karpenter's consolidation timeouts).
+    """
+
+    decision: Decision | None
+    stopped_early: tuple[str, ...] = ()
+
+
 def decide(view: ClusterView, now: float, options: DecisionOptions | None = None,
            simulator: Simulator | None = None) -> Decision | None:
     """The graceful decision of this pass (emptiness, drift, multi-node, single-node), or None.
@@ -59,19 +74,28 @@ def decide(view: ClusterView, now: float, options: DecisionOptions | None = None
     ``simulator`` may be passed to read its :attr:`~Simulator.calls` afterwards (benchmarks); it must be built
     over the same ``view``.
     """
+    return decide_pass(view, now, options, simulator).decision
+
+
+def decide_pass(view: ClusterView, now: float, options: DecisionOptions | None = None,
+                simulator: Simulator | None = None) -> PassOutcome:
+    """:func:`decide`, with which consolidation searches the simulation bound cut short."""
     opts = options or DecisionOptions()
     simulator = simulator or Simulator(view)
-    runners: dict[str, Callable[[], Decision | None]] = {
-        EMPTINESS: lambda: emptiness(view, now),
-        DRIFT: lambda: drift(view, now, simulator, opts.drift_simulations),
-        MULTI_NODE: lambda: multi_node(view, now, simulator, opts.consolidation),
-        SINGLE_NODE: lambda: single_node(view, now, simulator, opts.consolidation),
+    runners: dict[str, Callable[[], tuple[Decision | None, bool]]] = {
+        EMPTINESS: lambda: (emptiness(view, now), False),
+        DRIFT: lambda: (drift(view, now, simulator, opts.drift_simulations), False),
+        MULTI_NODE: lambda: multi_node_search(view, now, simulator, opts.consolidation),
+        SINGLE_NODE: lambda: single_node_search(view, now, simulator, opts.consolidation),
     }
+    stopped: list[str] = []
     for method in opts.methods:
-        decision = runners[method]()
+        decision, cut_short = runners[method]()
+        if cut_short:
+            stopped.append(method)
         if decision is not None:
-            return decision
-    return None
+            return PassOutcome(decision, tuple(stopped))
+    return PassOutcome(None, tuple(stopped))
 
 
 def decide_expiration(view: ClusterView, now: float) -> Decision | None:

@@ -12,6 +12,7 @@ from nodewright.api.hashing import NODEPOOL_HASH_VERSION, nodepool_hash, nodepoo
 from nodewright.controllers.common import Context
 from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.termination import Terminator, has_disrupted_taint
+from nodewright.disruption import ConsolidationOptions, DecisionOptions
 from nodewright.kube import resources as r
 from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import is_deleting, name_of
@@ -265,3 +266,22 @@ def test_allowed_disruptions_without_an_active_budget_is_karpenters_max_int32(en
     controller.reconcile()
     assert metrics.value("karpenter_nodepools_allowed_disruptions",
                          {"nodepool": "default", "reason": "Empty"}) == 2_147_483_647
+
+
+def test_consolidation_cut_short_by_its_simulation_bound_counts_as_a_timeout(env: Any) -> None:
+    cluster, clock, _, _, metrics = env
+    controller = DisruptionController(env[3].ctx, env[3].terminator, DecisionOptions(
+        consolidation=ConsolidationOptions(max_simulations=0)))
+    for name in ("a", "b", "c"):
+        add_node(cluster, name, "c.medium", [3000])  # underutilized candidates, none consolidates
+    assert controller.reconcile() is None and controller.command is None
+    timeouts = {kind: metrics.value("karpenter_voluntary_disruption_consolidation_timeouts_total",
+                                    {"consolidation_type": kind}) for kind in ("multi", "single")}
+    # single-node had 3 candidates and no simulation left; multi-node's one pool/zone group was the prefix
+    # already searched (not bounded), so nothing was left untried there.
+    assert timeouts == {"multi": None, "single": 1}
+    env[3].reconcile()  # the default bound (30 simulations) is never reached here
+    clock.now += 10
+    env[3].reconcile()
+    assert metrics.value("karpenter_voluntary_disruption_consolidation_timeouts_total",
+                         {"consolidation_type": "single"}) == 1
