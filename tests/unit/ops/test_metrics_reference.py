@@ -51,11 +51,15 @@ def test_the_families_the_issue_asked_for_are_exported() -> None:
                  "karpenter_nodepools_cost_total", "karpenter_build_info", "karpenter_cluster_state_unsynced_time_seconds",
                  "karpenter_interruption_message_queue_duration_seconds", "karpenter_cloudprovider_duration_seconds",
                  "karpenter_nodeclaims_termination_duration_seconds", "karpenter_nodes_lifetime_duration_seconds",
-                 "karpenter_nodes_drained_total", "karpenter_voluntary_disruption_failed_validations_total"):
+                 "karpenter_nodes_drained_total", "karpenter_voluntary_disruption_failed_validations_total",
+                 "karpenter_nodepools_allowed_disruptions", "karpenter_nodepools_nodes_consuming_budgets",
+                 "karpenter_voluntary_disruption_eligible_nodes",
+                 "karpenter_voluntary_disruption_consolidation_timeouts_total", "karpenter_scheduler_queue_depth",
+                 "karpenter_scheduler_unfinished_work_seconds", "karpenter_scheduler_ignored_pods_count"):
         assert name in ours, name
     assert "karpenter_provisioner_scheduling_duration_seconds" not in ours
     count = sum(name in ours for name in FIXTURE["names"] if name.startswith("karpenter_"))
-    assert count >= 34, count  # was 19 of Karpenter's names before issue 18
+    assert count >= 52, count  # was 19 of Karpenter's 67 karpenter_* names before issue 18
 
 
 def test_pricing_fallback_lives_in_the_controllers_registry() -> None:
