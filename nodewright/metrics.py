@@ -143,6 +143,10 @@ class Metrics:
         self.nodes_drained = Counter(
             "karpenter_nodes_drained_total", "Nodes drained (every evictable pod gone) before termination.",
             ["nodepool"], registry=reg)
+        self.pods_drained = Counter(
+            "karpenter_pods_drained_total", "Pods evicted while draining a node, by the NodeClaim's disruption "
+            "reason (Underutilized|Empty|Drifted|Expired|Interrupted|..., '' when deleted without one).",
+            ["reason"], registry=reg)
         self.pods_eviction_requests = Counter(
             "karpenter_pods_eviction_requests_total", "Eviction requests sent while draining, by HTTP code.",
             ["code"], registry=reg)

@@ -50,6 +50,7 @@ from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError, TooManyRequestsError
 from nodewright.kube.objects import (
     Obj,
+    condition,
     finalizers_of,
     is_deleting,
     labels_of,
@@ -195,7 +196,7 @@ class TerminationController:
         pods = state.pods_on(name)
         remaining = [p for p in pods if needs_eviction(p)]
         if remaining:
-            self._drain(node, remaining, deadline, now)
+            self._drain(node, remaining, deadline, now, _disruption_reason(claim))
             return
         if not forced:
             terminating = [p for p in pods if _still_terminating(p, now)]
@@ -221,7 +222,7 @@ class TerminationController:
             self._blocked_reported.discard(name)
             self._waiting_reported.discard(name)
 
-    def _drain(self, node: Obj, pods: list[Obj], deadline: float | None, now: float) -> None:
+    def _drain(self, node: Obj, pods: list[Obj], deadline: float | None, now: float, reason: str) -> None:
         if deadline is not None:
             # Pods whose own grace period no longer fits before the node's deadline are deleted now.
             due = [p for p in pods if now >= deadline - _pod_grace_seconds(p)]
@@ -233,7 +234,7 @@ class TerminationController:
         # Critical pods (often the ones serving the rest, e.g. DNS) go last.
         normal = [p for p in evictable if (p.get("spec") or {}).get("priorityClassName") not in _CRITICAL]
         for pod in normal or evictable:
-            self._evict(pod, now)
+            self._evict(pod, now, reason)
         if blocking and name_of(node) not in self._blocked_reported:
             self._blocked_reported.add(name_of(node))
             keys = ", ".join(pod_key(p) for p in blocking[:5])
@@ -250,7 +251,9 @@ class TerminationController:
         log.info("waiting for %d evicted pod(s) to terminate before terminating the instance", len(terminating),
                  extra={"node": name, "pods": keys})
 
-    def _evict(self, pod: Obj, now: float) -> None:
+    def _evict(self, pod: Obj, now: float, reason: str) -> None:
+        """Ask for ``pod``'s eviction (PDBs honoured, 429 retried with backoff); a granted one counts in
+        ``karpenter_pods_drained_total{reason}`` (``reason``: the NodeClaim's disruption reason, "" if none)."""
         key = pod_key(pod)
         if not self.evictions.ready(key, now):
             return
@@ -267,6 +270,7 @@ class TerminationController:
                      extra={"pod": key, "error": str(err)})
             return
         self.ctx.metrics.pods_eviction_requests.labels("200").inc()
+        self.ctx.metrics.pods_drained.labels(reason).inc()
         self.evictions.succeeded(key)
         self.ctx.event(pod, "Evicted", "Evicted pod: node is being terminated")
 
@@ -325,6 +329,13 @@ class TerminationController:
                     max(0.0, self.ctx.clock() - started))
             self.ctx.event(claim, "Terminated", f"Terminated instance {provider_id_of(claim) or '(none)'}")
             log.info("deleted nodeclaim", extra={"nodeclaim": name_of(claim), "provider-id": provider_id_of(claim)})
+
+
+def _disruption_reason(claim: Obj | None) -> str:
+    """The reason of the NodeClaim's ``DisruptionReason`` condition (``Underutilized``, ``Drifted``, ...), or ""
+    (Karpenter's ``evictionReason``: a node deleted by hand, or without a NodeClaim)."""
+    cond = condition(claim, L.CONDITION_DISRUPTION_REASON) if claim is not None else None
+    return str(cond.get("reason") or "") if cond is not None and cond.get("status") == "True" else ""
 
 
 def _pod_grace_seconds(pod: Obj) -> float:

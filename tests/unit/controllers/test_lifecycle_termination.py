@@ -155,6 +155,7 @@ def test_termination_drains_respects_pdb_and_releases_finalizers(ctx, cluster, c
     assert ctx.metrics.value("karpenter_nodes_terminated_total", {"nodepool": "general", "zone": ZONE}) == 1.0
     assert ctx.metrics.value("karpenter_nodes_drained_total", {"nodepool": "general"}) == 1.0
     assert ctx.metrics.value("karpenter_pods_eviction_requests_total", {"code": "200"}) == 2.0
+    assert ctx.metrics.value("karpenter_pods_drained_total", {"reason": ""}) == 2.0  # deleted by hand
     assert ctx.metrics.value("karpenter_nodes_lifetime_duration_seconds_count", {"nodepool": "general"}) == 1.0
     assert ctx.metrics.value("karpenter_nodeclaims_termination_duration_seconds_count",
                              {"nodepool": "general"}) == 1.0
@@ -271,3 +272,14 @@ def test_manager_full_cycle(ctx, cluster, clock, cloud) -> None:
     assert cluster.list(r.NODECLAIMS) == [] and cluster.list(r.NODES) == [] and cloud.instances == {}
     assert ctx.metrics.value("karpenter_nodeclaims_disrupted_total",
                              {"reason": "Empty", "nodepool": "general", "capacity_type": "on-demand"}) == 1.0
+
+
+def test_pods_drained_are_counted_with_the_nodeclaims_disruption_reason(ctx, cluster, clock) -> None:
+    claim = ready_node(ctx, cluster, clock)
+    term = TerminationController(ctx)
+    assert term.terminator.delete_nodeclaim(name_of(claim), "Underutilized", "Consolidating")
+    term.reconcile()  # deletes the node
+    term.reconcile()  # taints and evicts web-0 and web-1
+    assert sorted(cluster.evictions) == [("default", "web-0"), ("default", "web-1")]
+    assert ctx.metrics.value("karpenter_pods_drained_total", {"reason": "Underutilized"}) == 2.0
+    assert ctx.metrics.value("karpenter_pods_drained_total", {"reason": ""}) is None
