@@ -167,6 +167,30 @@ class Metrics:
         self.pods_unstarted_time = Gauge(
             "karpenter_pods_unstarted_time_seconds", "Seconds a pod has been Pending (not yet running).",
             ["name", "namespace"], registry=reg)
+        # pods_provisioning_*: from the provisioner's memory (controllers/pod_provisioning_metrics.py)
+        self.pods_scheduling_decision_duration = Histogram(
+            "karpenter_pods_scheduling_decision_duration_seconds",
+            "Seconds from when the provisioner first saw a pod pending until its first scheduling decision.",
+            buckets=_LATENCY_BUCKETS, registry=reg)
+        self.pods_provisioning_undecided_time = Gauge(
+            "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+            "Seconds since the provisioner first saw a pending pod it has not decided on yet.",
+            ["name", "namespace"], registry=reg)
+        self.pods_provisioning_bound_duration = Histogram(
+            "karpenter_pods_provisioning_bound_duration_seconds",
+            "Seconds from the provisioner's first placement of a pod until it was bound.",
+            buckets=_LATENCY_BUCKETS, registry=reg)
+        self.pods_provisioning_unbound_time = Gauge(
+            "karpenter_pods_provisioning_unbound_time_seconds",
+            "Seconds since the provisioner placed a pod that is not bound yet.", ["name", "namespace"], registry=reg)
+        self.pods_provisioning_startup_duration = Histogram(
+            "karpenter_pods_provisioning_startup_duration_seconds",
+            "Seconds from the provisioner's first placement of a pod until it ran.",
+            buckets=_LATENCY_BUCKETS, registry=reg)
+        self.pods_provisioning_unstarted_time = Gauge(
+            "karpenter_pods_provisioning_unstarted_time_seconds",
+            "Seconds since the provisioner placed a pod that is not running yet.", ["name", "namespace"],
+            registry=reg)
         self.scheduling_duration = Histogram(
             "karpenter_scheduler_scheduling_duration_seconds", "Duration of one scheduling simulation.",
             ["controller"], buckets=_DURATION_BUCKETS, registry=reg)

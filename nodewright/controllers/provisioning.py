@@ -38,6 +38,7 @@ from nodewright.controllers.common import (
     nodepool_instance_types,
     nodepool_of,
 )
+from nodewright.controllers.pod_provisioning_metrics import PodProvisioningTimes
 from nodewright.controllers.static import replicas_of
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
@@ -158,6 +159,7 @@ class Provisioner:
         self._unschedulable_reported: dict[str, str] = {}
         self.last_result: SchedulingResult | None = None
         self._scheduling_id: str | None = None  # the last run's karpenter_scheduler_queue_depth series
+        self.pod_times = PodProvisioningTimes(ctx.metrics, ctx.clock)
 
     # --- which pods ---------------------------------------------------------------------------
 
@@ -203,6 +205,8 @@ class Provisioner:
         if self.bind_pods:
             self._retry_binds(state)
         pending = self.pending_pods(state, now)
+        self.pod_times.observe(state)
+        self.pod_times.seen(pending, now)
         if not self.batcher.ready({pod_key(p) for p in pending}, now):
             return None
         return self.provision(pending, state, now)
@@ -224,6 +228,7 @@ class Provisioner:
             else:
                 pods.append(pod)
         self.ctx.metrics.scheduler_ignored_pods.set(len(pending) - len(pods))
+        self.pod_times.decided((), {pod_key(doc) for doc in pending} - {p.key for p in pods}, now)  # ignored
         if not pods:
             return None
         log.info("Found %d provisionable pod(s)", len(pods), extra={"pods": len(pods)})
@@ -251,6 +256,9 @@ class Provisioner:
             for pod in placed:
                 self.nominations[pod.key] = Nomination(target, on_claim, now)
         self._report_unschedulable(result, state)
+        placed_keys = [p.key for plan in result.new_nodeclaims for p in plan.pods]
+        placed_keys += [p.key for on_node in result.existing.values() for p in on_node]
+        self.pod_times.decided(placed_keys, result.unschedulable, now)
         self.batcher.forget(set(self.nominations))
         return result
 

@@ -97,31 +97,42 @@ class _NodeTotals:
     allocatable: Resources
 
 
-def bound_seconds(pod: Obj, now: float) -> float | None:
-    """Seconds from ``creationTimestamp`` until the pod was bound (its ``PodScheduled`` condition turned True,
-    else ``now``); None without a creation time."""
-    created = parse_time(meta(pod).get("creationTimestamp"))
-    if created is None:
-        return None
+def bound_time(pod: Obj) -> float | None:
+    """Epoch seconds the pod was bound (its ``PodScheduled`` condition turned True), or None."""
     scheduled = None
     for cond in (pod.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
             scheduled = parse_time(cond.get("lastTransitionTime"))
-    return max(0.0, (scheduled if scheduled is not None else now) - created)
+    return scheduled
 
 
-def startup_seconds(pod: Obj, now: float) -> float | None:
-    """Seconds from ``creationTimestamp`` until the pod ran (``Ready`` became True, else ``startTime``,
-    else ``now``); None without a creation time."""
-    created = parse_time(meta(pod).get("creationTimestamp"))
-    if created is None:
-        return None
+def started_time(pod: Obj) -> float | None:
+    """Epoch seconds the pod ran (``Ready`` became True, else ``status.startTime``), or None."""
     status = pod.get("status") or {}
     ran = None
     for cond in status.get("conditions") or []:
         if cond.get("type") == "Ready" and cond.get("status") == "True":
             ran = parse_time(cond.get("lastTransitionTime"))
-    ran = ran if ran is not None else parse_time(status.get("startTime"))
+    return ran if ran is not None else parse_time(status.get("startTime"))
+
+
+def bound_seconds(pod: Obj, now: float) -> float | None:
+    """Seconds from ``creationTimestamp`` until the pod was bound (:func:`bound_time`, else ``now``); None
+    without a creation time."""
+    created = parse_time(meta(pod).get("creationTimestamp"))
+    if created is None:
+        return None
+    scheduled = bound_time(pod)
+    return max(0.0, (scheduled if scheduled is not None else now) - created)
+
+
+def startup_seconds(pod: Obj, now: float) -> float | None:
+    """Seconds from ``creationTimestamp`` until the pod ran (:func:`started_time`, else ``now``); None without
+    a creation time."""
+    created = parse_time(meta(pod).get("creationTimestamp"))
+    if created is None:
+        return None
+    ran = started_time(pod)
     return max(0.0, (ran if ran is not None else now) - created)
 
 

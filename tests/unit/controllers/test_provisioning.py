@@ -9,7 +9,7 @@ import pytest
 from nodewright.api import labels as L
 from nodewright.controllers.provisioning import Batcher, Provisioner
 from nodewright.kube import resources as r
-from nodewright.kube.objects import name_of
+from nodewright.kube.objects import format_time, name_of
 from nodewright.state.cluster import snapshot
 
 from .conftest import node_for, pending_pod
@@ -212,3 +212,44 @@ def test_scheduler_queue_depth_unfinished_work_and_ignored_pods(ctx, cluster, cl
     assert prov.reconcile() is not None
     assert ctx.metrics.value("karpenter_scheduler_queue_depth", labels) is None  # replaced by the new run's series
     assert seen["id"] != labels["scheduling_id"] and seen["depth"] == 1  # nominated pods are not handed again
+
+
+def test_pod_provisioning_times_from_first_seen_to_decision_bind_and_start(ctx, cluster, clock) -> None:
+    start = clock.now
+    for i in range(2):
+        cluster.create(r.PODS, pending_pod(f"web-{i}"))
+    cluster.create(r.PODS, pending_pod("bad", cpu="lots"))
+    metrics = ctx.metrics
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=first_fit_solver)
+    prov.reconcile()  # first seen at start
+    web0 = {"name": "web-0", "namespace": "default"}
+    clock.advance(0.5)
+    assert metrics.value("karpenter_pods_provisioning_scheduling_undecided_time_seconds", web0) == 0.5
+    clock.advance(0.5)
+    assert prov.reconcile() is not None  # decided at start + 1: two placed, "bad" ignored
+    assert metrics.value("karpenter_pods_scheduling_decision_duration_seconds_count") == 3
+    assert metrics.value("karpenter_pods_scheduling_decision_duration_seconds_sum") == 3.0
+    assert metrics.value("karpenter_pods_provisioning_scheduling_undecided_time_seconds", web0) is None
+    clock.advance(4.0)
+    prov.reconcile()  # "bad" is still pending but decided: not undecided again
+    assert metrics.value("karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+                         {"name": "bad", "namespace": "default"}) is None
+    assert metrics.value("karpenter_pods_provisioning_unbound_time_seconds", web0) == 4.0
+    # kube-scheduler binds web-0 at start + 31; it is Ready at start + 61.
+    scheduled = {"type": "PodScheduled", "status": "True", "lastTransitionTime": format_time(start + 31)}
+    cluster.patch(r.PODS, "web-0", {"spec": {"nodeName": "ip-10-0-0-1.ec2.internal"}}, "default")
+    cluster.patch_status(r.PODS, "web-0", {"phase": "Pending", "conditions": [scheduled]}, "default")
+    clock.now = start + 40
+    prov.reconcile()
+    assert metrics.value("karpenter_pods_provisioning_bound_duration_seconds_sum") == 30.0
+    assert metrics.value("karpenter_pods_provisioning_unbound_time_seconds", web0) is None
+    assert metrics.value("karpenter_pods_provisioning_unstarted_time_seconds", web0) == 39.0
+    ready = {"type": "Ready", "status": "True", "lastTransitionTime": format_time(start + 61)}
+    cluster.patch_status(r.PODS, "web-0", {"phase": "Running", "conditions": [scheduled, ready]}, "default")
+    clock.now = start + 70
+    prov.reconcile()
+    assert metrics.value("karpenter_pods_provisioning_startup_duration_seconds_count") == 1
+    assert metrics.value("karpenter_pods_provisioning_startup_duration_seconds_sum") == 60.0
+    assert metrics.value("karpenter_pods_provisioning_unstarted_time_seconds", web0) is None
+    assert metrics.value("karpenter_pods_provisioning_unstarted_time_seconds",
+                         {"name": "web-1", "namespace": "default"}) == 69.0

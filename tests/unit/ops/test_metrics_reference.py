@@ -56,11 +56,15 @@ def test_the_families_the_issue_asked_for_are_exported() -> None:
                  "karpenter_voluntary_disruption_eligible_nodes",
                  "karpenter_voluntary_disruption_consolidation_timeouts_total", "karpenter_scheduler_queue_depth",
                  "karpenter_scheduler_unfinished_work_seconds", "karpenter_scheduler_ignored_pods_count",
-                 "karpenter_pods_drained_total"):
+                 "karpenter_pods_drained_total", "karpenter_pods_scheduling_decision_duration_seconds",
+                 "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+                 "karpenter_pods_provisioning_bound_duration_seconds", "karpenter_pods_provisioning_unbound_time_seconds",
+                 "karpenter_pods_provisioning_startup_duration_seconds",
+                 "karpenter_pods_provisioning_unstarted_time_seconds"):
         assert name in ours, name
     assert "karpenter_provisioner_scheduling_duration_seconds" not in ours
     count = sum(name in ours for name in FIXTURE["names"] if name.startswith("karpenter_"))
-    assert count >= 53, count  # was 19 of Karpenter's 67 karpenter_* names before issue 18
+    assert count >= 59, count  # was 19 of Karpenter's 67 karpenter_* names before issue 18
 
 
 def test_pricing_fallback_lives_in_the_controllers_registry() -> None:
