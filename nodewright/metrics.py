@@ -128,6 +128,10 @@ class Metrics:
             "karpenter_nodeclaims_termination_duration_seconds",
             "Seconds from a NodeClaim's deletion request until its finalizer was released.",
             ["nodepool"], buckets=_LATENCY_BUCKETS, registry=reg)
+        self.nodeclaims_instance_termination_duration = Histogram(
+            "karpenter_nodeclaims_instance_termination_duration_seconds",
+            "Seconds from the first request to terminate a NodeClaim's instance until the cloud provider reported "
+            "it gone.", ["nodepool"], buckets=_LATENCY_BUCKETS, registry=reg)
         self.nodes_created = Counter(
             "karpenter_nodes_created_total", "Nodes registered for NodeClaims, by NodePool and zone.",
             ["nodepool", "zone"], registry=reg)

@@ -150,6 +150,9 @@ class TerminationController:
         self._blocked_reported: set[str] = set()
         self._waiting_reported: set[str] = set()
         self._drained: set[str] = set()  # nodes counted in karpenter_nodes_drained_total
+        # NodeClaim -> when its instance's termination was first requested (None once observed gone), for
+        # karpenter_nodeclaims_instance_termination_duration_seconds.
+        self._instance_deleting: dict[str, float | None] = {}
 
     def reconcile(self, state: ClusterState | None = None) -> None:
         """One pass over deleting Nodes, then deleting NodeClaims."""
@@ -168,6 +171,8 @@ class TerminationController:
                     log.warning("terminating nodeclaim %s: %s", name_of(claim), err,
                                 extra={"nodeclaim": name_of(claim)})
         self.evictions.prune(lambda key: key in state.pods)
+        for name in [n for n in self._instance_deleting if n not in state.nodeclaims]:
+            del self._instance_deleting[name]
 
     # --- nodes -------------------------------------------------------------------------------
 
@@ -284,24 +289,36 @@ class TerminationController:
     # --- instances ---------------------------------------------------------------------------
 
     def _instance_terminated(self, claim: Obj) -> bool:
-        """Terminate the NodeClaim's instance; True once the cloud reports it gone."""
+        """Terminate the NodeClaim's instance; True once the cloud reports it gone. The first time it is gone,
+        ``karpenter_nodeclaims_instance_termination_duration_seconds{nodepool}`` observes the seconds since
+        this controller first asked to terminate it (Karpenter: since ``InstanceTerminating`` was set)."""
         if not provider_id_of(claim):
             return True  # never launched: nothing to terminate
+        name = name_of(claim)
+        self._instance_deleting.setdefault(name, self.ctx.clock())
         try:
             self.ctx.cloud.delete(to_model(claim))
         except NodeClaimNotFoundError:
-            return True
+            return self._instance_gone(claim)
         except CloudProviderError as err:
             self.ctx.cloud_error("nodeclaim.termination", "Delete", err)
-            log.warning("terminating instance of %s: %s", name_of(claim), err, extra={"nodeclaim": name_of(claim)})
+            log.warning("terminating instance of %s: %s", name, err, extra={"nodeclaim": name})
             return False
         try:
             self.ctx.cloud.get(provider_id_of(claim))
         except NodeClaimNotFoundError:
-            return True
+            return self._instance_gone(claim)
         except CloudProviderError as err:
             self.ctx.cloud_error("nodeclaim.termination", "Get", err)
         return False
+
+    def _instance_gone(self, claim: Obj) -> bool:
+        started = self._instance_deleting.get(name_of(claim))
+        if started is not None:
+            self.ctx.metrics.nodeclaims_instance_termination_duration.labels(nodepool_of(claim)).observe(
+                max(0.0, self.ctx.clock() - started))
+            self._instance_deleting[name_of(claim)] = None
+        return True
 
     # --- nodeclaims --------------------------------------------------------------------------
 

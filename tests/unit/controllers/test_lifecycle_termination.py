@@ -283,3 +283,25 @@ def test_pods_drained_are_counted_with_the_nodeclaims_disruption_reason(ctx, clu
     assert sorted(cluster.evictions) == [("default", "web-0"), ("default", "web-1")]
     assert ctx.metrics.value("karpenter_pods_drained_total", {"reason": "Underutilized"}) == 2.0
     assert ctx.metrics.value("karpenter_pods_drained_total", {"reason": ""}) is None
+
+
+def test_instance_termination_duration_is_from_the_first_terminate_call_until_gone(ctx, cluster, clock,
+                                                                                     cloud) -> None:
+    claim = ready_node(ctx, cluster, clock)
+    real_delete = cloud.delete
+    cloud.delete = lambda nodeclaim: None  # EC2 accepted: the instance is shutting down, still listed
+    cluster.delete(r.NODECLAIMS, name_of(claim))
+    term = TerminationController(ctx)
+    for _ in range(4):  # node deleted, drained, its pods gone: the instance termination is requested
+        term.reconcile()
+        for pod in cluster.list(r.PODS):
+            cluster.delete(r.PODS, name_of(pod), "default")
+    assert cluster.get(r.NODECLAIMS, name_of(claim)) is not None
+    clock.advance(20.0)
+    cloud.delete = real_delete  # now it is gone
+    term.reconcile()
+    term.reconcile()
+    assert cluster.get(r.NODECLAIMS, name_of(claim)) is None
+    labels = {"nodepool": "general"}
+    assert ctx.metrics.value("karpenter_nodeclaims_instance_termination_duration_seconds_count", labels) == 1
+    assert ctx.metrics.value("karpenter_nodeclaims_instance_termination_duration_seconds_sum", labels) == 20.0
