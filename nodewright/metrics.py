@@ -288,6 +288,10 @@ class Metrics:
         self.disruption_eligible_nodes = Gauge(
             "karpenter_voluntary_disruption_eligible_nodes", "Nodes passing every candidate rule of a disruption "
             "reason (empty|drifted|underutilized) at the last decision pass.", ["reason"], registry=reg)
+        self.disruption_queue_failures = Counter(
+            "karpenter_voluntary_disruption_queue_failures_total",
+            "Replacements that did not become Ready when a disruption command was rolled back, by decision, "
+            "reason and consolidation type.", ["decision", "reason", "consolidation_type"], registry=reg)
         self.disruption_consolidation_timeouts = Counter(
             "karpenter_voluntary_disruption_consolidation_timeouts_total",
             "Consolidation searches (multi|single) stopped by their bound with candidates left untried (nodewright "

@@ -29,7 +29,9 @@ Metrics: ``karpenter_voluntary_disruption_decisions_total{decision,reason,consol
 ``karpenter_nodepools_allowed_disruptions`` and ``..._nodes_consuming_budgets{nodepool,reason}``,
 ``karpenter_voluntary_disruption_eligible_nodes{reason}`` (set at every decision pass),
 ``karpenter_voluntary_disruption_consolidation_timeouts_total{consolidation_type}`` (a multi- or single-node
-search the ``max_simulations`` bound cut short: nodewright bounds by simulations where Karpenter bounds by time);
+search the ``max_simulations`` bound cut short: nodewright bounds by simulations where Karpenter bounds by time),
+``karpenter_voluntary_disruption_queue_failures_total{decision,reason,consolidation_type}`` (replacements not
+Ready when a command is rolled back);
 events with the reason and the saving in $/h
 ("Consolidating 3 nodes into 1 t4g.large, saving $0.21/h").
 """
@@ -360,6 +362,10 @@ class DisruptionController:
         if failed or now - command.launched_at >= self.replacement_timeout:
             log.warning("replacements did not become ready, rolling back: %s", command.decision.message(),
                         extra={"method": command.decision.method})
+            decision = command.decision
+            self.ctx.metrics.disruption_queue_failures.labels(
+                decision.decision, decision.reason.lower(), consolidation_type(decision.method)).inc(
+                sum(1 for c in claims if c is None or not nodeclaim_ready(c)))
             self._roll_back(command, state)
         return None
 

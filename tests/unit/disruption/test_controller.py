@@ -137,6 +137,8 @@ def test_failed_replacement_rolls_back_the_taints(env: Any) -> None:
     assert metrics.value("karpenter_voluntary_disruption_decisions_total",
                          {"decision": "replace", "reason": "underutilized",
                           "consolidation_type": "single"}) is None
+    assert metrics.value("karpenter_voluntary_disruption_queue_failures_total",
+                         {"decision": "replace", "reason": "underutilized", "consolidation_type": "single"}) == 1
     assert any(e["reason"] == "DisruptionFailed" for e in cluster.events)
 
 
