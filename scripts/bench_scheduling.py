@@ -95,11 +95,11 @@ def bench(sizes: list[int], repeat: int) -> None:
 def pack_suite(cases: int, seed: int = 1) -> None:
     """The cost-optimal packer alone on random topology-free batches (real catalog, one pool)."""
     from nodewright.scheduling.packing import Item, pack
-    from nodewright.scheduling.templates import PoolTemplate
+    from nodewright.scheduling.nodeclaimtemplate import NodeClaimTemplate
 
     types = load_instance_types("us-east-1")
     overhead = {"cpu": 200, "memory": 300 * 2**20, "pods": 2}
-    template = PoolTemplate(NodePoolSpec(name="default", requirements=Requirements()), 0, types, ["cpu", "memory", "pods"], overhead)
+    template = NodeClaimTemplate(NodePoolSpec(name="default", requirements=Requirements()), 0, types, ["cpu", "memory", "pods"], overhead)
     reqs = template.reqs
     rng = random.Random(seed)
     rows: dict[int, list[float]] = {}

@@ -12,9 +12,11 @@ Stable entry points (controllers, disruption, the simulator and tests use only t
 - :func:`schedule` -> :class:`SchedulingResult` (:class:`NodeClaimPlan` per new NodeClaim).
 - :class:`Requirements`, :class:`Requirement`, :class:`Taint`, :class:`Toleration` -- the algebra.
 
-Everything here is pure and synchronous: no client, no clock, no I/O (logging aside).
+Everything here is pure and synchronous: no client, no clock, no I/O, no logging (decisions carry their
+sentences as events).
 """
 
+from nodewright.scheduling.nodeclaimtemplate import MAX_INSTANCE_TYPES
 from nodewright.scheduling.nodepools import (
     TARGET_UTILIZATION_ANNOTATION,
     NodePoolSpec,
@@ -38,7 +40,7 @@ from nodewright.scheduling.pods import (
 )
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.result import NodeClaimPlan, SchedulingEvent, SchedulingResult
-from nodewright.scheduling.scheduler import MAX_INSTANCE_TYPES, schedule
+from nodewright.scheduling.scheduler import schedule
 from nodewright.scheduling.taints import Taint, Toleration
 from nodewright.selectors import LabelSelector
 

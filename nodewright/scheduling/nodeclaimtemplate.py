@@ -1,4 +1,8 @@
-"""Per-NodePool compiled views of the instance types: resource budgets, compatibility and offering choice.
+"""NodeClaim templates: each NodePool compiled for one run (Karpenter's ``nodeclaimtemplate.go``).
+
+A :class:`NodeClaimTemplate` holds the NodePool's instance types as this run sees them: resource budgets,
+compatibility with requirements, offering choice and price rankings (:meth:`NodeClaimTemplate.priced` is the
+one "cheapest first, with prices" list), and what remains of the pool's limits.
 
 Resources are handled as fixed-order integer vectors (``dims``: cpu millicores, memory bytes, pods, then any
 other requested resource) so fit checks are tuple comparisons. A type's *budget* on a pool is its allocatable
@@ -12,8 +16,9 @@ well-known instance label the type lacks (``instance-gpu-name`` on a non-GPU typ
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from operator import le
+from typing import TYPE_CHECKING
 
 from nodewright.api import labels as wk
 from nodewright.cloud.instancetype import (
@@ -23,13 +28,19 @@ from nodewright.cloud.instancetype import (
     InstanceType,
     Offering,
 )
-from nodewright.quantities import CPU, MEMORY
+from nodewright.quantities import CPU, MEMORY, format_resources
 from nodewright.scheduling.nodepools import NodePoolSpec
 from nodewright.scheduling.requirements import INSTANCE_TYPE_KEYS, OFFERING_KEYS, Requirement, Requirements
+from nodewright.scheduling.taints import untolerated
+
+if TYPE_CHECKING:
+    from nodewright.scheduling.preferences import PodClass
 
 Vector = tuple[int, ...]
 #: Capacity-type preference when several are allowed (Karpenter launches reserved, then spot, then on-demand).
 CAPACITY_TYPE_PRIORITY = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
+#: Karpenter truncates the fleet request's instance types to 60 (``MaxInstanceTypes``).
+MAX_INSTANCE_TYPES = 60
 
 
 OfferingFilter = tuple[Requirement | None, Requirement | None, Requirement | None]
@@ -108,7 +119,7 @@ class TypeInfo:
         return all(map(le, need, self.budget))
 
 
-class PoolTemplate:
+class NodeClaimTemplate:
     """A NodePool compiled for one scheduling run."""
 
     def __init__(
@@ -147,6 +158,7 @@ class PoolTemplate:
         self._compat: dict[tuple[object, ...], list[TypeInfo]] = {}
         self._domains: dict[tuple[str, tuple[object, ...]], frozenset[str]] = {}
         self._ranked: dict[tuple[object, ...], list[TypeInfo]] = {}
+        self._priced: dict[tuple[object, ...], list[tuple[TypeInfo, float]]] = {}
         self._offered: dict[tuple[object, ...], set[str]] = {}
         self.min_values = {k: r.min_values for k, r in self.reqs.items() if r.min_values}
 
@@ -156,14 +168,8 @@ class PoolTemplate:
         ident = reqs.identity()
         found = self._compat.get(ident)
         if found is None:
-            priced = []
-            for t in self.types:
-                if t.compatible(reqs):
-                    o = t.offering(reqs)
-                    assert o is not None
-                    priced.append((o.price, t.name, t))
-            priced.sort(key=lambda p: (p[0], p[1]))
-            found = [p[2] for p in priced]
+            flt = offering_filter(reqs)
+            found = _by_price((t for t in self.types if t.compatible(reqs)), flt, None)
             self._compat[ident] = found
         return found
 
@@ -181,16 +187,39 @@ class PoolTemplate:
         key = (reqs.identity(), capacity_type)
         found = self._ranked.get(key)
         if found is None:
-            flt = offering_filter(reqs)
-            priced = []
-            for t in types:
-                o = t.first_offering(flt, capacity_type)
-                if o is not None:
-                    priced.append((o.price, t.name, t))
-            priced.sort(key=lambda p: (p[0], p[1]))
-            found = [p[2] for p in priced]
+            found = _by_price(types, offering_filter(reqs), capacity_type)
             self._ranked[key] = found
         return found
+
+    def priced(self, reqs: Requirements) -> list[tuple[TypeInfo, float]]:
+        """(type, USD/hour) of the types a new NodeClaim under ``reqs`` could launch, cheapest first: compatible
+        with ``reqs``, within what remains of the limits, offering the capacity type a launch would use (the
+        first of reserved/spot/on-demand that one of them offers), priced by that capacity type's cheapest
+        allowed offering (ties by name). Cached per requirement set while the pool has no limits."""
+        key = reqs.identity()
+        found = self._priced.get(key) if self.remaining is None else None
+        if found is None:
+            types = self.types_for(reqs)
+            if self.remaining is not None:
+                types = self.limited(types)
+            ct = capacity_type_for(types, reqs)
+            kept = None if self.remaining is None else {id(t) for t in types}
+            found = []
+            for t in self.ranked(reqs, ct):
+                if kept is None or id(t) in kept:
+                    offering = t.offering(reqs, ct)
+                    assert offering is not None  # ranked by the same offering filter
+                    found.append((t, offering.price))
+            if self.remaining is None:
+                self._priced[key] = found
+        return found
+
+    def limited(self, types: list[TypeInfo]) -> list[TypeInfo]:
+        """``types`` whose launch keeps every limited resource within what remains (order kept; ``types``
+        itself when the pool has no limits)."""
+        if self.remaining is None:
+            return types
+        return [t for t in types if self.within_limits(t)]
 
     def launch_candidates(
         self,
@@ -284,6 +313,52 @@ class PoolTemplate:
                 self.remaining[name] += 1
             else:
                 self.remaining[name] += max(i.capacity.get(name, 0) for i in infos)
+
+
+def hosting(
+    templates: Sequence[NodeClaimTemplate],
+    cls: PodClass,
+    reasons: list[str],
+    within_limits: Callable[[NodeClaimTemplate, list[TypeInfo]], list[TypeInfo]],
+) -> Iterator[tuple[NodeClaimTemplate, Requirements, list[TypeInfo]]]:
+    """The templates (in order: weight, then name) whose taints, requirements, limits and instance types can
+    host one pod of ``cls``, with the merged requirements and the types ``within_limits`` keeps; each rejected
+    template appends its reason to ``reasons`` in Karpenter's words."""
+    for template in templates:
+        taint = untolerated(cls.tolerations, template.taints)
+        if taint is not None:
+            reasons.append(f'incompatible with nodepool "{template.name}", did not tolerate taint {taint}')
+            continue
+        why = template.reqs.incompatibility(cls.reqs)
+        if why is not None:
+            reasons.append(f'incompatible with nodepool "{template.name}", {why}')
+            continue
+        merged = template.reqs.intersect(cls.reqs)
+        compatible = template.types_for(merged)
+        types = within_limits(template, compatible)
+        if compatible and not types:
+            reasons.append(f'all available instance types exceed limits for nodepool: "{template.name}"')
+            continue
+        if not any(t.fits(cls.vec) for t in types):
+            reasons.append(
+                f'incompatible with nodepool "{template.name}", daemonset overhead='
+                f"{format_resources(template.overhead)}, no instance type satisfied resources "
+                f"{format_resources(cls.rep.requests)} and requirements {merged!r}"
+            )
+            continue
+        yield template, merged, types
+
+
+def _by_price(types: Iterable[TypeInfo], flt: OfferingFilter, capacity_type: str | None) -> list[TypeInfo]:
+    """``types`` with an offering allowed by ``flt`` (of ``capacity_type``, None: any), cheapest such offering
+    first, ties by name: the one price ranking every candidate list is cut from."""
+    priced = []
+    for t in types:
+        o = t.first_offering(flt, capacity_type)
+        if o is not None:
+            priced.append((o.price, t.name, t))
+    priced.sort(key=lambda p: (p[0], p[1]))
+    return [p[2] for p in priced]
 
 
 def fitting_prefix(

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import ge, le, mul
 
-from nodewright.scheduling.templates import TypeInfo, Vector
+from nodewright.scheduling.nodeclaimtemplate import TypeInfo, Vector
 
 BEAM_WIDTH = 8
 SMALL_PROBLEM_PODS = 64

@@ -1,4 +1,4 @@
-"""Pod equivalence classes and their preference-relaxation state.
+"""Preferences: pod equivalence classes and their preference-relaxation state (Karpenter's ``preferences.go``).
 
 Pods with the same :attr:`~nodewright.scheduling.pods.Pod.shape_key` (replicas of one workload) form one class:
 requirements, tolerations and topology groups are computed once per class. Preferences are treated as required
@@ -16,7 +16,7 @@ Relaxation is per class: once one replica had to relax, its siblings use the rel
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,8 @@ from nodewright.scheduling.pods import (
 )
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.taints import TOLERATE_PREFER_NO_SCHEDULE, Toleration
-from nodewright.scheduling.topology import Topology, TopologyGroup
+from nodewright.scheduling.topology import Topology
+from nodewright.scheduling.topologygroup import TopologyGroup
 
 
 def _concise_term(term: NodeSelectorTerm) -> str:
@@ -167,3 +168,23 @@ class PodClass:
         if message is not None:
             self.refresh(topology)
         return message
+
+
+def pod_classes(pods: Sequence[Pod], dims: Sequence[str]) -> list[PodClass]:
+    """``pods`` grouped into classes of identical scheduling fields (:attr:`Pod.shape`), in order of first pod;
+    each class's requests vector follows ``dims``. Requirements and topology are set by
+    :meth:`nodewright.scheduling.topology.Topology.register`."""
+    by_shape: dict[int, list[PodClass]] = {}
+    classes: list[PodClass] = []
+    for pod in pods:
+        bucket = by_shape.setdefault(pod.shape_key, [])
+        for cls in bucket:
+            if cls.rep.shape is pod.shape or cls.rep.shape == pod.shape:
+                cls.pods.append(pod)
+                break
+        else:
+            vec = tuple(pod.requests.get(d, 0) for d in dims)
+            cls = PodClass(index=len(classes), rep=pod, pods=[pod], vec=vec)
+            bucket.append(cls)
+            classes.append(cls)
+    return classes

@@ -1,4 +1,5 @@
-"""Rules for re-packing the NodeClaims of topology-constrained pods (nodewright's addition to Karpenter).
+"""Re-packing the NodeClaims of topology-constrained pods: the rules and the executor (nodewright's addition to
+Karpenter).
 
 Pods with topology constraints are placed one at a time, Karpenter-style: a NodeClaim keeps absorbing pods
 while some instance type still fits them, so it can end up on one large type where several small ones cost
@@ -9,7 +10,7 @@ says which re-packs keep every constraint satisfied:
 
 - **Splitting** one NodeClaim's pods over several NodeClaims with the *same requirements*: every topology key
   but the hostname is pinned to one domain by those requirements when a group counts the pods (see
-  ``_claim_topology`` in the scheduler), so zone / capacity-type spread counts, minDomains and zone (anti-)
+  :func:`nodewright.scheduling.topology.narrow_requirements`), so zone / capacity-type spread counts, minDomains and zone (anti-)
   affinity are unchanged. Per-hostname counts only go down, and kube-scheduler's (and Karpenter's) hostname
   spread minimum is 0, so hostname spread and hostname anti-affinity can only get better. Host ports: a subset
   of conflict-free pods is conflict-free. A required or preferred **hostname pod affinity** is the exception:
@@ -21,17 +22,34 @@ says which re-packs keep every constraint satisfied:
   requirements are identical (same pool, same pinned domains) and whose host ports are unambiguous (each
   (protocol, port) becomes a one-per-node resource, as for the free pods).
 
-Limits, minValues, target utilization and the cap on new NodeClaims are checked by the scheduler when it
-builds the new NodeClaims (the same checks a new NodeClaim gets); any failure keeps the original NodeClaims.
+:func:`repack_topology` applies them (a stage of :func:`nodewright.scheduling.schedule`, after the Karpenter
+loop, before free pods fill spare room). Limits, minValues, target utilization and the cap on new NodeClaims are
+checked when it builds the new NodeClaims (the same checks a new NodeClaim gets); any failure keeps the original
+NodeClaims.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from nodewright.api import labels as wk
-from nodewright.scheduling.classes import PodClass
+from nodewright.scheduling.freepods import with_port_slots
+from nodewright.scheduling.nodeclaim import NodeClaim
+from nodewright.scheduling.nodeclaimtemplate import (
+    MAX_INSTANCE_TYPES,
+    NodeClaimTemplate,
+    TypeInfo,
+    fitting_prefix,
+    satisfies_min_values,
+)
+from nodewright.scheduling.packing import Bin, Item, pack
+from nodewright.scheduling.pods import Pod
+from nodewright.scheduling.preferences import PodClass
 from nodewright.scheduling.requirements import Requirements
+
+if TYPE_CHECKING:
+    from nodewright.scheduling.scheduler import Scheduler
 
 #: Relative tolerance when comparing plan prices: a re-pack must save more than this to be kept.
 PRICE_EPSILON = 1e-9
@@ -75,3 +93,189 @@ def domains_pinned(classes: Iterable[PodClass], reqs: Requirements) -> bool:
             if req is None or req.complement or len(req.values) != 1:
                 return False
     return True
+
+
+# --- the executor -------------------------------------------------------------------------------------------
+def repack_topology(run: Scheduler) -> None:
+    """Replace NodeClaims of the Karpenter loop by cheaper ones holding the same pods, where the rules above
+    allow: NodeClaims whose pods no hostname constraint involves are re-packed together per (NodePool,
+    requirements), falling back to one-by-one splits; any other NodeClaim is split on its own, unless it holds a
+    hostname pod-affinity owner. A re-pack is kept only when its launch prices sum to strictly less. The
+    NodeClaims are renumbered (hostname placeholders follow) when any was replaced."""
+    class_of = run.class_of
+    units: list[tuple[list[NodeClaim], bool]] = []
+    merge_groups: dict[tuple[object, ...], list[NodeClaim]] = {}
+    for claim in run.claims:
+        classes = list({class_of[id(p)].index: class_of[id(p)] for p in claim.pods}.values())
+        if any(keeps_together(c) for c in classes) or not domains_pinned(classes, claim.reqs):
+            continue
+        mergeable = not any(hostname_bound(c) for c in classes) and not any(
+            (p.protocol, p.port) in run.ambiguous for c in classes for p in c.rep.host_ports
+        )
+        if mergeable:
+            key = (claim.template.order, claim.reqs.identity())
+            group = merge_groups.get(key)
+            if group is None:
+                group = merge_groups[key] = []
+                units.append((group, True))
+            group.append(claim)
+        elif len(claim.pods) > 1:
+            units.append(([claim], False))
+    repacker = _Repacker(run)
+    replaced: dict[int, list[NodeClaim]] = {}
+    for group, merging in units:
+        new = repacker.repack(group, merging)
+        if new is None and len(group) > 1:
+            for claim in group:
+                if len(claim.pods) > 1:
+                    split = repacker.repack([claim], False)
+                    if split is not None:
+                        replaced[id(claim)] = split
+            continue
+        if new is not None:
+            replaced[id(group[0])] = new
+            for claim in group[1:]:
+                replaced[id(claim)] = []
+    if not replaced:
+        return
+    claims: list[NodeClaim] = []
+    for claim in run.claims:
+        claims.extend(replaced.get(id(claim), (claim,)))
+    for i, claim in enumerate(claims):
+        claim.index = i
+        claim.hostname = f"hostname-placeholder-{i:04d}"
+    run.claims = claims
+
+
+class _Repacker:
+    """Re-packs groups of NodeClaims of one run; counts the NodeClaims planned against the run's cap."""
+
+    def __init__(self, run: Scheduler) -> None:
+        self.run = run
+        self.dims = len(run.dims)
+        #: NodeClaims planned while re-packs replace some (checked against the cap on new NodeClaims).
+        self.claim_total = len(run.claims)
+        self.memo: dict[tuple[object, ...], list[Bin] | None] = {}
+
+    def repack(self, group: list[NodeClaim], ports: bool) -> list[NodeClaim] | None:
+        """The cheapest NodeClaims (same pool and requirements) holding the pods of ``group``, or None when the
+        packer finds nothing strictly cheaper that passes limits, minValues and the NodeClaim cap. ``ports``:
+        host ports become one-per-node resources (needed when pods of several NodeClaims are mixed)."""
+        if len(group) == 1 and len(group[0].pods) < 2:
+            return None
+        template, reqs = group[0].template, group[0].reqs
+        old_cost = _total_price(group)
+        if old_cost is None:
+            return None
+        class_of = self.run.class_of
+        items, pods_of = _repack_items([p for claim in group for p in claim.pods], class_of, ports)
+        saved = None if template.remaining is None else dict(template.remaining)
+        for claim in group:
+            template.release(claim.reserved)
+        key = (template.order, reqs.identity(), round(old_cost, 9), tuple(items))
+        if saved is None and key in self.memo:
+            plan = self.memo[key]
+        else:
+            plan = self._plan(template, reqs, items, old_cost)
+            if saved is None:
+                self.memo[key] = plan
+        new = self._claims(template, reqs, items, pods_of, plan, len(group)) if plan else None
+        if new is not None:
+            new_cost = _total_price(new)
+            if new_cost is not None and new_cost < old_cost - PRICE_EPSILON:
+                self.claim_total += len(new) - len(group)
+                return new
+        if saved is not None:
+            template.remaining = saved
+        return None
+
+    def _plan(self, template: NodeClaimTemplate, reqs: Requirements, items: list[Item], old_cost: float) -> list[Bin] | None:
+        """The packer's bins for ``items`` when they cost less than ``old_cost`` (only types cheaper than it
+        can be part of a cheaper plan), else None."""
+        prices: dict[str, float] = {}
+        priced: list[TypeInfo] = []
+        for t, price in template.priced(reqs):
+            if price >= old_cost - PRICE_EPSILON:
+                break
+            prices[t.name] = price
+            priced.append(t)
+        if not priced:
+            return None
+        extra = len(items[0].vec) - self.dims
+        if extra:
+            priced = with_port_slots(priced, extra)
+        bins, left = pack(items, priced, prices, thorough=False)
+        if any(left) or not bins or sum(b.price for b in bins) >= old_cost - PRICE_EPSILON:
+            return None
+        return bins
+
+    def _claims(
+        self,
+        template: NodeClaimTemplate,
+        reqs: Requirements,
+        items: list[Item],
+        pods_of: list[list[Pod]],
+        plan: list[Bin],
+        replacing: int,
+    ) -> list[NodeClaim] | None:
+        """NodeClaims for the bins of ``plan``, reserving limits as a new NodeClaim does; None when a bin has no
+        type within limits, misses minValues, or the cap on new NodeClaims would be exceeded."""
+        max_new = self.run.max_new
+        if max_new is not None and self.claim_total - replacing + len(plan) > max_new:
+            return None
+        class_of = self.run.class_of
+        base = self.dims
+        taken = [0] * len(items)
+        new: list[NodeClaim] = []
+        for b in plan:
+            need = b.need(items, len(items[0].vec))[:base]
+            types = template.limited(template.types_for(reqs))
+            fitting = fitting_prefix(types, need, None if template.min_values else MAX_INSTANCE_TYPES)
+            if not fitting or (template.min_values and not satisfies_min_values(fitting, template.min_values)):
+                return None
+            claim = NodeClaim(template, 0, reqs, types, base)
+            claim.need = need
+            for idx, k in b.fill:
+                start = taken[idx]
+                claim.pods.extend(pods_of[idx][start:start + k])
+                taken[idx] = start + k
+            claim.seen = {class_of[id(p)].index for p in claim.pods}
+            claim.ports = [hp for p in claim.pods for hp in p.host_ports]
+            claim.reserve()
+            new.append(claim)
+        return new
+
+
+def _total_price(claims: Iterable[NodeClaim]) -> float | None:
+    """Summed launch prices of ``claims`` (None when one has no candidate)."""
+    total = 0.0
+    for claim in claims:
+        price = claim.launch_price()
+        if price is None:
+            return None
+        total += price
+    return total
+
+
+def _repack_items(
+    pods: Sequence[Pod], class_of: Mapping[int, PodClass], ports: bool
+) -> tuple[list[Item], list[list[Pod]]]:
+    """Packing items for a re-pack: pods with equal requests (and, with ``ports``, equal host-port keys, each
+    (protocol, port) one more dimension as for free pods) are interchangeable, whatever their class, because a
+    re-pack keeps every pod under the same requirements. Items in order of first pod."""
+    keys = sorted({(hp.protocol, hp.port) for p in pods for hp in p.host_ports}) if ports else []
+    index: dict[tuple[int, ...], int] = {}
+    vecs: list[tuple[int, ...]] = []
+    pods_of: list[list[Pod]] = []
+    for p in pods:
+        vec = class_of[id(p)].vec
+        if keys:
+            used = {(hp.protocol, hp.port) for hp in p.host_ports}
+            vec = vec + tuple(1 if k in used else 0 for k in keys)
+        i = index.get(vec)
+        if i is None:
+            i = index[vec] = len(vecs)
+            vecs.append(vec)
+            pods_of.append([])
+        pods_of[i].append(p)
+    return [Item(v, len(ps)) for v, ps in zip(vecs, pods_of, strict=True)], pods_of

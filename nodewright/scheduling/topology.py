@@ -1,196 +1,36 @@
-"""Topology: spread constraints and pod (anti-)affinity counted per domain.
+"""Topology: the run's topology groups, counted per domain, and the domains a pod may take (Karpenter's
+``topology.go``).
 
-A :class:`TopologyGroup` counts, per domain of one topology key (zone, hostname, capacity type, ...), the pods
-its label selector selects; the pods that own the constraint consult it before placement. Groups are shared
-by every pod with the same constraint (one group per Deployment spread, say), so counting is per group, not per
-pod. Semantics follow the kube-scheduler and Karpenter's ``topologygroup.go``:
+:class:`Topology` registers the groups of every pending pod class (deduplicated by constraint identity, see
+:mod:`nodewright.scheduling.topologygroup`), counts the pods already bound to existing nodes, computes each
+spread group's eligible domains (the *universe* its minimum runs over) and records every placement of this run.
+Eligible domains come from the NodePools that could host the pod (their zones/capacity types from instance type
+offerings and requirements) and from existing nodes compatible with the pod's node requirements; under
+``nodeTaintsPolicy: Honor`` NodePools and nodes whose taints the owner does not tolerate are left out.
 
-- **Spread** (maxSkew): a domain is admissible when ``count(domain) + self - min(counts) <= maxSkew``, where
-  ``self`` is 1 when the pod matches its own selector and the minimum runs over the eligible domains (0 when
-  fewer than ``minDomains`` domains exist; always 0 for ``kubernetes.io/hostname``, since a new node is always
-  possible). Among several admissible domains the least-populated one is chosen (ties by name), as Karpenter's
-  ``nextDomainTopologySpread`` does.
-- **Affinity** (required): domains already holding a selected pod; any domain when there is none and the pod
-  selects itself (the first replica).
-- **Anti-affinity** (required): domains holding no selected pod; and, inversely, a pod selected by another
-  pod's required anti-affinity must avoid the domains holding that pod's owners.
-
-Eligible domains come from the NodePools that could host the pod (their zones/capacity types from instance
-type offerings and requirements) and from existing nodes compatible with the pod's node requirements.
-
-A spread group carries the owner's :class:`NodeFilter` (kube-scheduler's ``nodeAffinityPolicy`` /
-``nodeTaintsPolicy``, Karpenter's ``TopologyNodeFilter``): a selected pod is counted only when its node -- an
-existing node or a NodeClaim of this run -- passes the filter: with ``nodeAffinityPolicy: Honor`` (default) the
-node must match the owner's nodeSelector and one of its required node-affinity terms, with
-``nodeTaintsPolicy: Honor`` (default Ignore) the owner must tolerate the node's ``NoSchedule``/``NoExecute``
-taints. Under ``nodeTaintsPolicy: Honor`` the eligible domains also leave out NodePools and nodes whose taints
-the owner does not tolerate.
+:func:`node_admits` (an existing node) and :func:`narrow_requirements` (a NodeClaim of this run) say whether a
+pod of a class may go there and in which domains it would count; a NodeClaim's requirements are narrowed so that
+every counted key but the hostname is pinned to one domain (the least populated), keeping counts exact.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from nodewright.api import labels as wk
-from nodewright.scheduling.pods import (
-    HONOR,
-    LabelSelector,
-    Pod,
-    TopologySpreadConstraint,
-    WeightedPodAffinityTerm,
-)
-from nodewright.scheduling.requirements import Requirements
-from nodewright.scheduling.taints import NO_EXECUTE, NO_SCHEDULE, Taint, Toleration, untolerated
+from nodewright.scheduling.pods import LabelSelector, Pod, TopologySpreadConstraint, WeightedPodAffinityTerm
+from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.scheduling.topologygroup import AFFINITY, ANTI_AFFINITY, SPREAD, NodeFilter, TopologyGroup
 
-SPREAD = "spread"
-AFFINITY = "affinity"
-ANTI_AFFINITY = "anti-affinity"
+if TYPE_CHECKING:
+    from nodewright.scheduling.existingnode import ExistingNodeState
+    from nodewright.scheduling.nodeclaimtemplate import NodeClaimTemplate
+    from nodewright.scheduling.nodes import ExistingNode
+    from nodewright.scheduling.preferences import PodClass
 
-
-@dataclass(frozen=True, eq=False)
-class NodeFilter:
-    """Which nodes a spread constraint counts (kube-scheduler's node inclusion policies).
-
-    Attributes:
-        terms: requirement sets, OR-ed (nodeSelector AND each required node-affinity term); None when
-            ``nodeAffinityPolicy`` is Ignore or the pod has no node requirements.
-        tolerations: the owner's tolerations; None when ``nodeTaintsPolicy`` is Ignore.
-    """
-
-    terms: tuple[Requirements, ...] | None
-    tolerations: tuple[Toleration, ...] | None
-
-    @classmethod
-    def for_spread(cls, pod: Pod, tsc: TopologySpreadConstraint) -> NodeFilter | None:
-        """The filter of ``pod``'s constraint ``tsc``; None when it counts every node."""
-        terms: tuple[Requirements, ...] | None = None
-        if tsc.node_affinity_policy == HONOR:
-            selector = Requirements.from_node_selector(pod.node_selector)
-            required = pod.affinity.node_required
-            built = tuple(selector.intersect(t.requirements()) for t in required) if required else (selector,)
-            terms = built if any(len(t) for t in built) else None
-        tolerations = tuple(pod.tolerations) if tsc.node_taints_policy == HONOR else None
-        if terms is None and tolerations is None:
-            return None
-        return cls(terms, tolerations)
-
-    def identity(self) -> tuple[object, ...]:
-        """Hashable identity (groups with equal constraints and filters are shared)."""
-        terms = None if self.terms is None else tuple(t.identity() for t in self.terms)
-        return (terms, self.tolerations)
-
-    def tolerates(self, taints: Iterable[Taint]) -> bool:
-        """True unless taints are honoured and a ``NoSchedule``/``NoExecute`` one is not tolerated."""
-        if self.tolerations is None:
-            return True
-        blocking = [t for t in taints if t.effect in (NO_SCHEDULE, NO_EXECUTE)]
-        return untolerated(self.tolerations, blocking) is None
-
-    def matches_node(self, labels: Mapping[str, str], taints: Iterable[Taint]) -> bool:
-        """Whether an existing node with ``labels`` and ``taints`` counts."""
-        if self.terms is not None and not any(t.satisfied_by_labels(labels) for t in self.terms):
-            return False
-        return self.tolerates(taints)
-
-    def matches_claim(self, reqs: Requirements, taints: Iterable[Taint]) -> bool:
-        """Whether a NodeClaim with requirements ``reqs`` and ``taints`` counts (requirements compatible with
-        one term, as Karpenter's ``TopologyNodeFilter.MatchesRequirements``)."""
-        if self.terms is not None and not any(reqs.compatible(t) for t in self.terms):
-            return False
-        return self.tolerates(taints)
-
-
-@dataclass(eq=False)
-class TopologyGroup:
-    """Counts of selected pods per domain for one constraint shared by a set of pods.
-
-    Attributes:
-        kind: ``spread``, ``affinity`` or ``anti-affinity``.
-        key: topology key.
-        namespaces: namespaces whose pods are counted (None: all namespaces).
-        selector: which pods are counted (None selects none).
-        max_skew, min_domains: spread parameters.
-        enforce_inverse: True for required anti-affinity (pods it selects must avoid its owners' domains).
-        universe: eligible domains (spread minimum); hostname groups leave it empty.
-        counts: selected pods per domain.
-        owner_counts: owning pods per domain (anti-affinity inverse).
-        node_filter: which nodes count (spread only; None: every node).
-    """
-
-    kind: str
-    key: str
-    namespaces: frozenset[str] | None
-    selector: LabelSelector | None
-    max_skew: int = 1
-    min_domains: int | None = None
-    enforce_inverse: bool = False
-    universe: set[str] = field(default_factory=set)
-    counts: dict[str, int] = field(default_factory=dict)
-    owner_counts: dict[str, int] = field(default_factory=dict)
-    node_filter: NodeFilter | None = None
-
-    def selects(self, pod: Pod) -> bool:
-        """True when ``pod`` is counted by this group."""
-        if self.selector is None:
-            return False
-        if self.namespaces is not None and pod.namespace not in self.namespaces:
-            return False
-        return self.selector.matches(pod.labels)
-
-    def min_count(self) -> int:
-        """Global minimum over eligible domains (see module docstring)."""
-        if self.key == wk.HOSTNAME or not self.universe:
-            return 0
-        if self.min_domains is not None and len(self.universe) < self.min_domains:
-            return 0
-        counts = self.counts
-        return min(counts.get(d, 0) for d in self.universe)
-
-    def admissible(self, candidates: Iterable[str], self_selecting: bool) -> set[str]:
-        """The candidate domains this group allows for one more owning pod (a single domain for spread)."""
-        cands = candidates if isinstance(candidates, set) else set(candidates)
-        counts = self.counts
-        if self.kind == SPREAD:
-            low = self.min_count()
-            extra = 1 if self_selecting else 0
-            best: str | None = None
-            best_count = 0
-            for domain in sorted(cands):
-                count = counts.get(domain, 0) + extra
-                if count - low <= self.max_skew and (best is None or count < best_count):
-                    best, best_count = domain, count
-            return {best} if best is not None else set()
-        if self.kind == AFFINITY:
-            occupied = {d for d in cands if counts.get(d, 0) > 0}
-            if occupied:
-                return occupied
-            if self_selecting and not any(v > 0 for v in counts.values()):
-                return cands
-            return set()
-        return {d for d in cands if counts.get(d, 0) == 0}
-
-    def inverse_admissible(self, candidates: Iterable[str]) -> set[str]:
-        """Candidate domains free of this anti-affinity group's owners."""
-        return {d for d in candidates if self.owner_counts.get(d, 0) == 0}
-
-
-def _namespaces(pod: Pod, namespaces: tuple[str, ...], all_namespaces: bool) -> frozenset[str] | None:
-    if all_namespaces:
-        return None
-    return frozenset(namespaces) if namespaces else frozenset({pod.namespace})
-
-
-@dataclass
-class OwnedConstraints:
-    """The topology groups one pod class owns, after preference handling."""
-
-    groups: list[TopologyGroup] = field(default_factory=list)
-
-    @property
-    def keys(self) -> set[str]:
-        """Topology keys involved."""
-        return {g.key for g in self.groups}
+#: (counts per hostname, highest admissible count): see :func:`hostname_blockers`.
+HostnameBlocker = tuple[dict[str, int], int]
 
 
 class Topology:
@@ -294,27 +134,227 @@ class Topology:
         """Required anti-affinity groups whose owners ``pod`` must avoid."""
         return [g for g in self._groups.values() if g.enforce_inverse and g.selects(pod)]
 
+    # --- counting ---------------------------------------------------------------------------------
+    def register(self, classes: Sequence[PodClass], nodes: Iterable[ExistingNode]) -> None:
+        """Register the groups of ``classes`` and of the required anti-affinity of pods bound to ``nodes``, tell
+        each class which groups count it and which it must avoid, and count the bound pods."""
+        nodes = list(nodes)
+        for node in nodes:
+            for pod in node.pods:
+                self.register_existing_owner(pod)
+        for cls in classes:
+            cls.refresh(self)
+        for cls in classes:
+            cls.selecting = self.selecting(cls.rep)
+            cls.inverse = self.inverse_for(cls.rep)
+        self._count_existing(nodes)
+
+    def _count_existing(self, nodes: Iterable[ExistingNode]) -> None:
+        groups = self.groups
+        if not groups:
+            return
+        for node in nodes:
+            if node.marked_for_deletion:
+                continue
+            for pod in node.pods:
+                for g in groups:
+                    domain = node.labels.get(g.key)
+                    if domain is None:
+                        continue
+                    if g.selects(pod) and (
+                        g.node_filter is None or g.node_filter.matches_node(node.labels, node.taints)
+                    ):
+                        g.counts[domain] = g.counts.get(domain, 0) + 1
+                    if g.enforce_inverse and any(
+                        t.topology_key == g.key and t.label_selector == g.selector
+                        for t in pod.affinity.pod_anti_affinity_required
+                    ):
+                        g.owner_counts[domain] = g.owner_counts.get(domain, 0) + 1
+
+    def init_universes(
+        self, classes: Iterable[PodClass], templates: Sequence[NodeClaimTemplate], nodes: Sequence[ExistingNodeState]
+    ) -> None:
+        """Add to every non-hostname spread group the domains its owners could reach."""
+        for cls in classes:
+            for g in cls.owned:
+                if g.kind != SPREAD or g.key == wk.HOSTNAME:
+                    continue
+                g.universe |= self.eligible_domains(cls, g, templates, nodes)
+
+    def refresh_universes(
+        self, cls: PodClass, templates: Sequence[NodeClaimTemplate], nodes: Sequence[ExistingNodeState]
+    ) -> None:
+        """After ``cls`` relaxed: fill the universe of the spread groups it now owns that have none yet."""
+        for g in cls.owned:
+            if g.kind == SPREAD and g.key != wk.HOSTNAME and not g.universe:
+                g.universe |= self.eligible_domains(cls, g, templates, nodes)
+
+    @staticmethod
+    def eligible_domains(
+        cls: PodClass, g: TopologyGroup, templates: Sequence[NodeClaimTemplate], nodes: Sequence[ExistingNodeState]
+    ) -> set[str]:
+        """Domains of ``g.key`` a pod of ``cls`` could reach: from compatible NodePools and existing nodes, minus
+        those whose taints the group's node filter honours and the owner does not tolerate."""
+        key = g.key
+        flt = g.node_filter
+        domains: set[str] = set()
+        for template in templates:
+            if template.reqs.incompatibility(cls.reqs) is not None:
+                continue
+            if flt is not None and not flt.tolerates(template.taints):
+                continue
+            merged = template.reqs.intersect(cls.reqs)
+            if template.types_for(merged):
+                domains |= template.domains(key, merged)
+        for node in nodes:
+            value = node.labels.get(key)
+            if value is not None and cls.reqs.satisfied_by_labels(node.labels):
+                if flt is None or flt.tolerates(node.node.taints):
+                    domains.add(value)
+        return domains
+
+    @staticmethod
+    def record(cls: PodClass, domains: Mapping[str, str], counts_on: Callable[[NodeFilter], bool]) -> None:
+        """Count one pod of ``cls`` just placed in ``domains`` (topology key -> domain): +1 in every group that
+        selects it (a group with a node filter only when ``counts_on(filter)`` says the pod's node passes it),
+        and +1 owner count in its required anti-affinity groups."""
+        for g in cls.selecting:
+            d = domains.get(g.key)
+            if d is not None:
+                if g.node_filter is not None and not counts_on(g.node_filter):
+                    continue
+                g.counts[d] = g.counts.get(d, 0) + 1
+        for g in cls.owned:
+            if g.enforce_inverse:
+                d = domains.get(g.key)
+                if d is not None:
+                    g.owner_counts[d] = g.owner_counts.get(d, 0) + 1
+
+
+def _namespaces(pod: Pod, namespaces: tuple[str, ...], all_namespaces: bool) -> frozenset[str] | None:
+    if all_namespaces:
+        return None
+    return frozenset(namespaces) if namespaces else frozenset({pod.namespace})
+
 
 def _heaviest(terms: Iterable[WeightedPodAffinityTerm]) -> list[WeightedPodAffinityTerm]:
     # Karpenter relaxes the heaviest preferred term first (stable sort by weight, descending).
     return sorted(terms, key=lambda t: -t.weight)
 
 
-def record(
-    groups: Iterable[TopologyGroup],
-    domains: Mapping[str, str],
-    owner_of: Iterable[TopologyGroup] = (),
-    counts_on: Callable[[NodeFilter], bool] | None = None,
-) -> None:
-    """Count one placed pod: +1 in every selecting group at its domain (groups with a node filter only when
-    ``counts_on(filter)`` says the pod's node passes it), and +1 owner count in ``owner_of``."""
-    for g in groups:
-        d = domains.get(g.key)
-        if d is not None:
-            if g.node_filter is not None and counts_on is not None and not counts_on(g.node_filter):
-                continue
-            g.counts[d] = g.counts.get(d, 0) + 1
-    for g in owner_of:
-        d = domains.get(g.key)
-        if d is not None:
-            g.owner_counts[d] = g.owner_counts.get(d, 0) + 1
+# --- where a pod may go ---------------------------------------------------------------------------------------
+def node_admits(cls: PodClass, labels: Mapping[str, str], domains: dict[str, str]) -> tuple[bool, bool]:
+    """(admitted, permanently refused) for one pod of ``cls`` on an existing node with ``labels``; on admission
+    ``domains`` gets the node's domain of every key the class counts in or owns."""
+    for g in cls.owned:
+        value = labels.get(g.key)
+        if value is None:
+            if g.kind == SPREAD or g.kind == AFFINITY:
+                return False, True
+            continue
+        if not g.admissible({value}, g in cls.selecting):
+            return False, g.key == wk.HOSTNAME and g.kind != AFFINITY
+    for g in cls.inverse:
+        value = labels.get(g.key)
+        if value is not None and not g.inverse_admissible({value}):
+            return False, g.key == wk.HOSTNAME
+    for g in (*cls.selecting, *cls.owned):
+        value = labels.get(g.key)
+        if value is not None:
+            domains[g.key] = value
+    return True, False
+
+
+def narrow_requirements(
+    cls: PodClass,
+    reqs: Requirements,
+    domains_of: Callable[[str, Requirements], set[str]],
+    domains: dict[str, str],
+) -> Requirements | None:
+    """``reqs`` narrowed so every topology group of ``cls`` is satisfied (Karpenter's ``AddRequirements``);
+    fills ``domains`` (key -> the domain the pod counts in). ``domains_of(key, reqs)`` lists the values a
+    NodeClaim could have for ``key``.
+
+    Returns None when no domain is admissible. Keys that a selecting group counts are pinned to one domain
+    (the least populated, ties by name), so counts stay exact.
+    """
+    keys: dict[str, set[str]] = {}
+    for g in (*cls.owned, *cls.inverse, *cls.selecting):
+        if g.key not in keys:
+            keys[g.key] = domains_of(g.key, reqs)
+    # Set-valued constraints first (affinity, anti-affinity, inverse), then single-choice spreads.
+    for g in cls.owned:
+        if g.kind != SPREAD:
+            keys[g.key] = g.admissible(keys[g.key], g in cls.selecting)
+            if not keys[g.key]:
+                return None
+    for g in cls.inverse:
+        keys[g.key] = g.inverse_admissible(keys[g.key])
+        if not keys[g.key]:
+            return None
+    for g in cls.owned:
+        if g.kind == SPREAD:
+            keys[g.key] = g.admissible(keys[g.key], g in cls.selecting)
+            if not keys[g.key]:
+                return None
+    counted = {g.key: g for g in (*cls.selecting, *cls.owned)}
+    for key, g in counted.items():
+        values = keys[key]
+        if len(values) > 1:
+            counts = g.counts
+            keys[key] = {min(sorted(values), key=lambda d: counts.get(d, 0))}
+    out = reqs
+    for key, values in keys.items():
+        if key == wk.HOSTNAME:
+            continue
+        current = out.get(key)
+        if current is not None and not current.complement and current.values == values:
+            continue
+        out = out.with_requirement(Requirement(key, False, values))
+    for key in counted:
+        (domains[key],) = keys[key] if len(keys[key]) == 1 else (next(iter(sorted(keys[key]))),)
+    return out
+
+
+def hostname_limited(cls: PodClass) -> bool:
+    """True when a hostname spread or (anti-)affinity that ``cls`` owns or avoids can refuse a node for good."""
+    return any(g.key == wk.HOSTNAME and g.kind != AFFINITY for g in (*cls.owned, *cls.inverse))
+
+
+def blocked_on_hostname(cls: PodClass, hostname: str) -> bool:
+    """True when a hostname spread, anti-affinity or inverse anti-affinity of ``cls`` refuses ``hostname``
+    (counts only grow, so the refusal is final)."""
+    for g in (*cls.owned, *cls.inverse):
+        if g.key != wk.HOSTNAME or g.kind == AFFINITY:
+            continue
+        if g in cls.owned and not g.admissible({hostname}, g in cls.selecting):
+            return True
+        if g in cls.inverse and not g.inverse_admissible({hostname}):
+            return True
+    return False
+
+
+def hostname_blockers(cls: PodClass) -> list[HostnameBlocker]:
+    """(counts per hostname, highest admissible count) for the class's hostname spread, anti-affinity and
+    inverse anti-affinity groups: a NodeClaim whose count exceeds the bound can never take the class again
+    (hostname spread's minimum is always 0, counts only grow)."""
+    out: list[HostnameBlocker] = []
+    for g in cls.owned:
+        if g.key != wk.HOSTNAME:
+            continue
+        if g.kind == SPREAD:
+            out.append((g.counts, g.max_skew - (1 if g in cls.selecting else 0)))
+        elif g.kind != AFFINITY:
+            out.append((g.counts, 0))
+    for g in cls.inverse:
+        if g.key == wk.HOSTNAME:
+            out.append((g.owner_counts, 0))
+    return out
+
+
+def blocked(blockers: list[HostnameBlocker], hostname: str) -> bool:
+    """True when ``hostname`` exceeds the bound of one of :func:`hostname_blockers`."""
+    for counts, bound in blockers:
+        if counts.get(hostname, 0) > bound:
+            return True
+    return False

@@ -10,7 +10,7 @@ import pytest
 
 from nodewright.scheduling import packing
 from nodewright.scheduling.packing import Item, _dot_fill, _ffd, _pareto, _Problem, _Shared
-from nodewright.scheduling.templates import TypeInfo
+from nodewright.scheduling.nodeclaimtemplate import TypeInfo
 
 from .helpers import MIB, make_type
 

@@ -1,0 +1,76 @@
+"""Karpenter's sentences about a scheduling decision, as :class:`~nodewright.scheduling.result.SchedulingEvent`.
+
+:func:`nodewright.scheduling.schedule` returns these in :attr:`SchedulingResult.events` and logs nothing; the
+provisioner logs them once (``nodewright.controllers.provisioning``) and ``nodewright simulate -f`` prints them.
+The wording follows Karpenter's provisioner and scheduler log lines ("Found N provisionable pod(s)",
+"Computed N new node(s) will fit N pod(s)", "Launching node with N pods requesting {...} from types ...",
+"N out of M instance types were excluded because they would breach limits", "Relaxing soft constraints for pod
+since it previously failed to schedule, removing: ...").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from nodewright.quantities import format_resources
+from nodewright.scheduling.result import NodeClaimPlan, SchedulingEvent, SchedulingResult
+
+#: Candidate types named in a "Launching node" sentence; the rest are counted.
+SHOWN_TYPES = 5
+
+
+def found(pods: int) -> SchedulingEvent:
+    """The batch's size, first of a decision's events."""
+    return SchedulingEvent(f"Found {pods} provisionable pod(s)")
+
+
+def relaxing(removed: str, pod: str) -> SchedulingEvent:
+    """One preference of ``pod`` (``namespace/name``) relaxed; ``removed`` says which ("removing: ...")."""
+    return SchedulingEvent(
+        f"Relaxing soft constraints for pod since it previously failed to schedule, {removed}", fields={"pod": pod}
+    )
+
+
+def limits_excluded(excluded: int, total: int, nodepool: str) -> SchedulingEvent:
+    """``excluded`` of a NodePool's ``total`` compatible types would breach what remains of its limits."""
+    return SchedulingEvent(
+        f"{excluded} out of {total} instance types were excluded because they would breach limits",
+        fields={"nodepool": nodepool},
+    )
+
+
+def launching(plan: NodeClaimPlan) -> SchedulingEvent:
+    """One new NodeClaim: its pods, requests (daemonset overhead included) and the first candidate types."""
+    names = [t.name for t in plan.instance_types]
+    shown = ", ".join(names[:SHOWN_TYPES])
+    if len(names) > SHOWN_TYPES:
+        shown += f" and {len(names) - SHOWN_TYPES} other(s)"
+    return SchedulingEvent(
+        f"Launching node with {len(plan.pods)} pods requesting {format_resources(plan.requests)} from types {shown}",
+        fields={
+            "nodepool": plan.nodepool,
+            "instance_type": plan.instance_type.name,
+            "zone": plan.zone,
+            "capacity_type": plan.capacity_type,
+            "price": plan.price,
+        },
+    )
+
+
+def outcome(result: SchedulingResult, existing: Iterable[tuple[bool, int]] = ()) -> list[SchedulingEvent]:
+    """The closing sentences of a decision: NodeClaims to create, unready and initialized existing nodes used
+    (``existing``: (initialized, pods placed) per node that takes pods), one "Launching node" per new NodeClaim
+    and one error per pod that cannot be placed."""
+    out: list[SchedulingEvent] = []
+    plans = result.new_nodeclaims
+    if plans:
+        out.append(SchedulingEvent(f"Computed {len(plans)} new node(s) will fit {sum(len(p.pods) for p in plans)} pod(s)"))
+    used = list(existing)
+    for initialized, kind in ((False, "unready"), (True, "existing")):
+        counts = [pods for ready, pods in used if ready is initialized]
+        if counts:
+            out.append(SchedulingEvent(f"Computed {len(counts)} {kind} node(s) will fit {sum(counts)} pod(s)"))
+    out.extend(launching(plan) for plan in plans)
+    for key, reason in result.unschedulable.items():
+        out.append(SchedulingEvent(f"Could not schedule pod {key}, {reason}", "ERROR", {"pod": key}))
+    return out

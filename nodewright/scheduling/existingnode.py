@@ -1,0 +1,88 @@
+"""An existing node during one scheduling run (Karpenter's ``existingnode.go``).
+
+:class:`ExistingNodeState` wraps the input :class:`~nodewright.scheduling.nodes.ExistingNode` (a registered node
+or an in-flight NodeClaim) with what the run changes: the room left per resource, the host ports taken and the
+pods placed on it. :meth:`ExistingNodeState.can_add` checks one pod of a class (resources, taints, node
+requirements, host ports, topology) without changing anything; :meth:`ExistingNodeState.add` places it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from nodewright.quantities import Resources
+from nodewright.scheduling.nodes import ExistingNode
+from nodewright.scheduling.pods import HostPort, Pod
+from nodewright.scheduling.preferences import PodClass
+from nodewright.scheduling.taints import untolerated
+from nodewright.scheduling.topology import Topology, node_admits
+
+
+class ExistingNodeState:
+    """An existing node during the run.
+
+    Attributes:
+        node: the input node.
+        index: position in the run's node order (initialized nodes first, then by name).
+        free: room left per dimension of the run (allocatable - bound pods - pending daemonset overhead -
+            pods placed in this run).
+        labels: the node's labels (its topology domains).
+        taints: taints that block placement (startup taints ignored while the node is not initialized).
+        ports: host ports taken by bound and placed pods.
+        placed: pods this run places on it, in order.
+    """
+
+    __slots__ = ("node", "index", "free", "labels", "taints", "ports", "placed")
+
+    def __init__(self, node: ExistingNode, index: int, dims: Sequence[str], pending_overhead: Resources) -> None:
+        self.node = node
+        self.index = index
+        used = node.requested()
+        self.free = [
+            node.allocatable.get(d, 0) - used.get(d, 0) - pending_overhead.get(d, 0) for d in dims
+        ]
+        self.labels = node.labels
+        self.taints = node.scheduling_taints()
+        self.ports: list[HostPort] = [p for pod in node.pods for p in pod.host_ports]
+        self.placed: list[Pod] = []
+
+    def can_add(self, cls: PodClass) -> tuple[dict[str, str] | None, bool]:
+        """Whether one pod of ``cls`` fits: (the topology domains it would count in, or None when it does not;
+        True when it never will, since the node only fills up and counts only grow)."""
+        vec = cls.vec
+        free = self.free
+        for i, v in enumerate(vec):
+            if v > free[i]:
+                return None, True
+        if untolerated(cls.tolerations, self.taints) is not None:
+            return None, True
+        if not cls.reqs.satisfied_by_labels(self.labels):
+            return None, True
+        if cls.rep.host_ports and any(a.conflicts(b) for a in cls.rep.host_ports for b in self.ports):
+            return None, True
+        domains: dict[str, str] = {}
+        if cls.owned or cls.inverse or cls.selecting:
+            ok, permanent = node_admits(cls, self.labels, domains)
+            if not ok:
+                return None, permanent
+        return domains, False
+
+    def add(self, cls: PodClass, domains: Mapping[str, str], topology: Topology) -> None:
+        """Place the next pending pod of ``cls`` (popped from ``cls.pods``) after :meth:`can_add` said yes, and
+        count it in ``domains``."""
+        free = self.free
+        for i, v in enumerate(cls.vec):
+            free[i] -= v
+        self.placed.append(cls.pods.pop())
+        self.ports.extend(cls.rep.host_ports)
+        if domains:
+            labels, taints = self.labels, self.node.taints
+            topology.record(cls, domains, lambda f: f.matches_node(labels, taints))
+
+    def try_add(self, cls: PodClass, topology: Topology) -> tuple[bool, bool]:
+        """:meth:`can_add` then :meth:`add`: (placed, refused for good)."""
+        domains, permanent = self.can_add(cls)
+        if domains is None:
+            return False, permanent
+        self.add(cls, domains, topology)
+        return True, False

@@ -1,0 +1,201 @@
+"""The stages that place topology-free pods (nodewright's cost-optimal packing; Karpenter packs every pod one by
+one).
+
+A pod class is *free* when its placement neither depends on nor changes topology counts (no spread, no pod
+(anti-)affinity, not selected by any such constraint) and its host ports, if any, are not used with several
+specific host IPs (:func:`ambiguous_ports`). Free pods are placed in three stages of
+:func:`nodewright.scheduling.schedule`:
+
+1. :func:`fill_existing` -- room on existing nodes first (first fit, nodes in the run's order), as Karpenter
+   tries existing nodes before new NodeClaims;
+2. :func:`fill_claims` -- after the Karpenter loop: spare room of the NodeClaims it opened, when taking pods does
+   not change their cheapest fitting type (so their price);
+3. :func:`pack_free` -- the rest, grouped per (NodePool, requirements), packed by
+   :func:`nodewright.scheduling.packing.pack`, which searches for the cheapest fleet. Host ports become
+   one-per-node resources for the packer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from operator import le
+from typing import TYPE_CHECKING
+
+from nodewright.scheduling.nodeclaim import NodeClaim
+from nodewright.scheduling.nodeclaimtemplate import (
+    MAX_INSTANCE_TYPES,
+    NodeClaimTemplate,
+    TypeInfo,
+    fitting_prefix,
+    satisfies_min_values,
+    truncate_candidates,
+)
+from nodewright.scheduling.packing import Bin, Item, pack
+from nodewright.scheduling.pods import Pod
+from nodewright.scheduling.preferences import PodClass
+from nodewright.scheduling.requirements import Requirements
+
+if TYPE_CHECKING:
+    from nodewright.scheduling.scheduler import Scheduler
+
+
+def ambiguous_ports(pods: Iterable[Pod]) -> frozenset[tuple[str, int]]:
+    """(protocol, port) keys used with two different specific host IPs: pods sharing such a key may not
+    conflict, so they stay on the pod-by-pod path that checks each pair."""
+    ips: dict[tuple[str, int], set[str]] = {}
+    for pod in pods:
+        for p in pod.host_ports:
+            specific = ips.setdefault((p.protocol, p.port), set())
+            if p.host_ip not in ("", "0.0.0.0"):
+                specific.add(p.host_ip)
+    return frozenset(k for k, v in ips.items() if len(v) > 1)
+
+
+def fill_existing(run: Scheduler) -> None:
+    """Place as many pods of each free class as fit on existing nodes (first fit, classes in queue order)."""
+    for cls in run.free:
+        for node in run.nodes:
+            if not cls.pods:
+                break
+            while cls.pods:
+                ok, _ = node.try_add(cls, run.topology)
+                if not ok:
+                    break
+
+
+def fill_claims(run: Scheduler) -> None:
+    """Fill spare room of this run's NodeClaims with free classes, without raising their price.
+
+    Each NodeClaim in creation order takes, class by class (queue order), as many pods as fit the room its
+    cheapest fitting type has left. This is the same result as letting each class visit every NodeClaim in
+    turn, but a NodeClaim's room is computed once per change instead of once per class.
+    """
+    classes = run.free
+    for claim in run.claims:
+        if claim.packed:
+            continue
+        room = claim.room()
+        if room is None:
+            continue
+        for cls in classes:
+            if not cls.pods or not all(map(le, cls.vec, room)):
+                continue
+            if claim.fill(cls, room):
+                room = claim.room()
+                if room is None:
+                    break
+
+
+def pack_free(run: Scheduler) -> None:
+    """Group the free classes still pending by (NodePool, requirements) -- the first NodePool that can host
+    them, relaxing preferences as the Karpenter loop does -- and pack each group cost-optimally."""
+    groups: dict[tuple[int, tuple[object, ...]], tuple[NodeClaimTemplate, Requirements, list[PodClass]]] = {}
+    for cls in run.free:
+        if not cls.pods:
+            continue
+        while True:
+            reasons: list[str] = []
+            choice = next(run.hosting(cls, reasons), None)
+            if choice is not None:
+                template, merged, _types = choice
+                groups.setdefault((template.order, merged.identity()), (template, merged, []))[2].append(cls)
+                break
+            if not run.relax(cls, cls.pods[-1].key):
+                for pod in cls.pods:
+                    run.result.unschedulable[pod.key] = "; ".join(dict.fromkeys(reasons)) or "no NodePool"
+                cls.pods.clear()
+                break
+    for template, merged, members in sorted(groups.values(), key=lambda g: g[0].order):
+        _pack_group(run, template, merged, members)
+
+
+def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirements, members: list[PodClass]) -> None:
+    run.within_limits(template, template.types_for(merged))  # says once per pool how many types limits exclude
+    ranked = template.priced(merged)
+    prices = {t.name: price for t, price in ranked}
+    priced = [t for t, _ in ranked]
+    items, pack_types = _with_port_dims(members, priced)
+    bins, _left = pack(items, pack_types, prices)
+    cap_left = None if run.max_new is None else run.max_new - len(run.claims)
+    if cap_left is not None and len(bins) > cap_left:
+        bins = _squeeze(bins, pack_types, prices, items, cap_left)
+    base = len(run.dims)
+    # Repeated patterns give many equal bins; without limits (which change as NodeClaims reserve them)
+    # their candidates are equal too.
+    memo: dict[tuple[int, ...], list[TypeInfo]] = {}
+    for b in bins:
+        need = b.need(items, len(items[0].vec))[:base]
+        key = tuple(need)
+        candidates = memo.get(key) if template.remaining is None else None
+        if candidates is None:
+            # `priced` is cheapest first: without minValues only the first 60 fitting types matter.
+            fitting = fitting_prefix(
+                priced,
+                need,
+                None if template.min_values else MAX_INSTANCE_TYPES,
+                keep=template.within_limits if template.remaining is not None else None,
+            )
+            candidates = truncate_candidates(fitting, MAX_INSTANCE_TYPES, template.min_values)
+            memo[key] = candidates
+        if not candidates or (template.min_values and not satisfies_min_values(candidates, template.min_values)):
+            continue
+        claim = NodeClaim(template, len(run.claims), merged, candidates, base)
+        claim.packed = True
+        claim.final = candidates
+        claim.need = need
+        for idx, k in b.fill:
+            cls = members[idx]
+            for _ in range(k):
+                claim.pods.append(cls.pods.pop())
+                claim.ports.extend(cls.rep.host_ports)
+            claim.seen.add(cls.index)
+        run.claims.append(claim)
+        template.reserve(candidates)
+    for cls in members:
+        for pod in cls.pods:
+            run.result.unschedulable[pod.key] = (
+                f'all available instance types exceed limits for nodepool: "{template.name}"'
+                if template.remaining is not None
+                else f"would need more than {run.max_new} new NodeClaim(s)"
+                if run.max_new is not None
+                else "no instance type fits the remaining pods"
+            )
+        cls.pods.clear()
+
+
+def _squeeze(bins: list[Bin], priced: list[TypeInfo], prices: dict[str, float], items: list[Item], cap: int) -> list[Bin]:
+    """With a cap on new NodeClaims: one node for everything when some type fits it, else the first ``cap``.
+
+    ``items`` and ``priced`` are the packer's (host ports included as dimensions)."""
+    if cap <= 0:
+        return []
+    if cap == 1 and bins:
+        fill = tuple((i, it.count) for i, it in enumerate(items) if it.count)
+        need = Bin(bins[0].info, 0.0, fill).need(items, len(items[0].vec))
+        for t in priced:
+            if t.fits(need):
+                return [Bin(t, prices[t.name], fill)]
+    return bins[:cap]
+
+
+def _with_port_dims(members: Sequence[PodClass], types: list[TypeInfo]) -> tuple[list[Item], list[TypeInfo]]:
+    """Packing items for ``members`` and the types to pack them on, with host ports as resources.
+
+    Each (protocol, port) used by a member becomes one more dimension: a pod using it requests 1 and every
+    node offers 1, so the packer never puts two pods sharing a host port on one node. Members only share a
+    key when their ports conflict (see :func:`ambiguous_ports`), so this is exact.
+    """
+    keys = sorted({(p.protocol, p.port) for cls in members for p in cls.rep.host_ports})
+    if not keys:
+        return [Item(cls.vec, len(cls.pods)) for cls in members], types
+    items = []
+    for cls in members:
+        used = {(p.protocol, p.port) for p in cls.rep.host_ports}
+        items.append(Item(cls.vec + tuple(1 if k in used else 0 for k in keys), len(cls.pods)))
+    return items, with_port_slots(types, len(keys))
+
+
+def with_port_slots(types: Sequence[TypeInfo], count: int) -> list[TypeInfo]:
+    """``types`` whose budgets offer one unit of each of ``count`` host-port dimensions (appended last)."""
+    ones = (1,) * count
+    return [TypeInfo(t.it, t.budget + ones) for t in types]
