@@ -111,7 +111,6 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     input that is valid but probably wrong gets one warning line each (--strict: exit 2). Exit codes: 0 done,
     2 invalid input, 3 unschedulable pods with --fail-on-unschedulable."""
     import json
-    import logging
 
     from nodewright.admission import apply_limit_ranges
     from nodewright.api.manifests import ManifestFiles, load_manifest_files, parse_documents
@@ -158,19 +157,10 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     report_findings(annotation_findings(loaded) + review.findings, loaded.locate_path, strict)
     # LimitRange defaults, as the API server's admission would apply them, before any pod is read.
     used = ManifestFiles(apply_limit_ranges(loaded.docs), loaded.sources).subset(review.keep)
-    # The decision's events are printed below, once; the scheduler's and the provisioner's own logs (simulate -f
-    # runs the provisioning controller's batch) would repeat them.
-    quiet = [logging.getLogger(name) for name in ("nodewright.scheduling", "nodewright.controllers")]
-    levels = [logger.level for logger in quiet]
-    for logger in quiet:
-        logger.setLevel(logging.CRITICAL)
     try:
         decision = decide(used.docs, region, pricing)
     except NodewrightValidationError as err:
         raise used.locate(err) from None
-    finally:
-        for logger, level in zip(quiet, levels, strict=True):
-            logger.setLevel(level)
     if output == "json":
         click.echo(json.dumps(decision, indent=2))
     else:

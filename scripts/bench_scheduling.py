@@ -94,8 +94,8 @@ def bench(sizes: list[int], repeat: int) -> None:
 
 def pack_suite(cases: int, seed: int = 1) -> None:
     """The cost-optimal packer alone on random topology-free batches (real catalog, one pool)."""
-    from nodewright.scheduling.packing import Item, pack
     from nodewright.scheduling.nodeclaimtemplate import NodeClaimTemplate
+    from nodewright.scheduling.packing import Item, pack
 
     types = load_instance_types("us-east-1")
     overhead = {"cpu": 200, "memory": 300 * 2**20, "pods": 2}

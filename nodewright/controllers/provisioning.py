@@ -23,6 +23,7 @@ those as empty (Karpenter: "node is nominated for a pending pod").
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -51,7 +52,7 @@ from nodewright.kube.objects import (
     name_of,
     parse_time,
 )
-from nodewright.quantities import add, fits, format_resources, parse_resource_list, subtract
+from nodewright.quantities import add, fits, parse_resource_list, subtract
 from nodewright.scheduling import (
     ExistingNode,
     NodeClaimPlan,
@@ -231,7 +232,6 @@ class Provisioner:
         self.pod_times.decided((), {pod_key(doc) for doc in pending} - {p.key for p in pods}, now)  # ignored
         if not pods:
             return None
-        log.info("Found %d provisionable pod(s)", len(pods), extra={"pods": len(pods)})
         pools, instance_types = self._nodepools(state)
         self.ctx.metrics.observe_instance_types(  # exported when scraped: free here
             {it.name: it for types in instance_types.values() for it in types}.values())
@@ -246,9 +246,7 @@ class Provisioner:
         self.ctx.metrics.scheduling_duration.labels("provisioner").observe(time.perf_counter() - started)
         self.ctx.metrics.scheduler_unschedulable_pods.labels("provisioner").set(len(result.unschedulable))
         self.last_result = result
-        new_pods = sum(len(plan.pods) for plan in result.new_nodeclaims)
-        log.info("Computed %d new node(s) will fit %d pod(s)", len(result.new_nodeclaims), new_pods,
-                 extra={"nodeclaims": len(result.new_nodeclaims), "pods": new_pods})
+        self._log(result)
         for plan in result.new_nodeclaims:
             self._create(plan, state, now)
         for target, placed in result.existing.items():
@@ -382,11 +380,7 @@ class Provisioner:
                       extra={"nodepool": plan.nodepool})
             return
         name = name_of(claim)
-        types = ", ".join(it.name for it in plan.instance_types[:5])
-        more = f" and {len(plan.instance_types) - 5} other(s)" if len(plan.instance_types) > 5 else ""
-        log.info("Launching node with %d pods requesting %s from types %s%s", len(plan.pods),
-                 format_resources(plan.requests), types, more,
-                 extra={"nodeclaim": name, "nodepool": plan.nodepool})
+        log.info("Created nodeclaim %s", name, extra={"nodeclaim": name, "nodepool": plan.nodepool})
         # Karpenter: reason "provisioned"; min values are never relaxed (MIN_VALUES_POLICY=Strict).
         self.ctx.metrics.nodeclaims_created.labels("provisioned", plan.nodepool, "false").inc()
         for pod in plan.pods:
@@ -395,13 +389,23 @@ class Provisioner:
             if manifest is not None:
                 self.ctx.event(manifest, "Nominated", f"Pod should schedule on: nodeclaim/{name}")
 
+    def _log(self, result: SchedulingResult) -> None:
+        """Log the decision's events (Karpenter's sentences, see :mod:`nodewright.scheduling.events`) once, at
+        their level, with their fields. A pod that still cannot be placed for the reason already reported in an
+        earlier batch is not reported again."""
+        for event in result.events:
+            pod = event.fields.get("pod")
+            if (event.level == "ERROR" and pod in result.unschedulable
+                    and self._unschedulable_reported.get(pod) == result.unschedulable[pod]):
+                continue
+            log.log(logging.getLevelName(event.level), event.message, extra=dict(event.fields))
+
     def _report_unschedulable(self, result: SchedulingResult, state: ClusterState) -> None:
         for key, reason in result.unschedulable.items():
             if self._unschedulable_reported.get(key) == reason:
                 continue
             self._unschedulable_reported[key] = reason
             pod = state.pods.get(key)
-            log.warning("could not schedule pod %s: %s", key, reason, extra={"pod": key})
             if pod is not None:
                 self.ctx.event(pod, "FailedScheduling", f"Failed to schedule pod, {reason}", warning=True)
 

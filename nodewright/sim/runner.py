@@ -12,7 +12,6 @@ nothing reads the wall clock.
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections.abc import Callable
@@ -94,33 +93,22 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
     now = start
     steps = 0
     last_report = -math.inf
-    # The controllers log every decision and every pod that does not fit yet; over thousands of steps only
-    # errors (a failing controller) are worth printing. The kube-scheduler stand-in's misses are expected.
-    quiet = {"nodewright": logging.ERROR, "nodewright.scheduling": logging.CRITICAL}
-    saved = {name: logging.getLogger(name).level for name in quiet}
-    for name, level in quiet.items():
-        if logging.getLogger(name).getEffectiveLevel() < level:
-            logging.getLogger(name).setLevel(level)
-    try:
-        while True:
-            world.clock.now = now
-            world.tick(now)
-            if driver.should_step(now):
-                driver.step(now)
-                steps += 1
-            while next_sample <= now:
-                world.recorder.sample(now)
-                next_sample += interval
-            if progress is not None and now - last_report >= 60:
-                progress(autoscaler, now - start, scenario.duration)
-                last_report = now
-            if now >= end:
-                break
-            wake = min(world.next_wake(now), driver.next_wake(now), next_sample, end)
-            now = wake if wake > now else now + 1.0
-    finally:
-        for name, level in saved.items():
-            logging.getLogger(name).setLevel(level)
+    while True:
+        world.clock.now = now
+        world.tick(now)
+        if driver.should_step(now):
+            driver.step(now)
+            steps += 1
+        while next_sample <= now:
+            world.recorder.sample(now)
+            next_sample += interval
+        if progress is not None and now - last_report >= 60:
+            progress(autoscaler, now - start, scenario.duration)
+            last_report = now
+        if now >= end:
+            break
+        wake = min(world.next_wake(now), driver.next_wake(now), next_sample, end)
+        now = wake if wake > now else now + 1.0
     if progress is not None:
         progress(autoscaler, scenario.duration, scenario.duration)
     summary = world.recorder.summary(end)

@@ -20,7 +20,7 @@ from nodewright.cloud.instancetype import InstanceType, Offering, Overhead
 from nodewright.cloud.provider import NodeClaimNotFoundError, make_provider_id
 from nodewright.kube.objects import format_time
 from nodewright.quantities import add, fits
-from nodewright.scheduling import NodeClaimPlan, Requirements, SchedulingResult
+from nodewright.scheduling import NodeClaimPlan, Requirements, SchedulingResult, events
 
 GiB = 1024**3
 
@@ -151,7 +151,15 @@ class FakeCloudProvider:
 
 def first_fit_solver(pods: Sequence[Any], nodes: Sequence[Any], nodepools: Sequence[Any],
                      instance_types: Mapping[str, Sequence[InstanceType]], **_: Any) -> SchedulingResult:
-    """One on-demand NodeClaim on the first NodePool for all pods, cheapest fitting type (a stand-in scheduler)."""
+    """One on-demand NodeClaim on the first NodePool for all pods, cheapest fitting type (a stand-in scheduler);
+    its events are the sentences the scheduler would return for that decision."""
+    result = _first_fit(pods, nodepools, instance_types)
+    result.events = [events.found(len(pods)), *events.outcome(result)]
+    return result
+
+
+def _first_fit(pods: Sequence[Any], nodepools: Sequence[Any],
+               instance_types: Mapping[str, Sequence[InstanceType]]) -> SchedulingResult:
     result = SchedulingResult()
     if not nodepools or not pods:
         for pod in pods:

@@ -253,3 +253,32 @@ def test_pod_provisioning_times_from_first_seen_to_decision_bind_and_start(ctx, 
     assert metrics.value("karpenter_pods_provisioning_unstarted_time_seconds", web0) is None
     assert metrics.value("karpenter_pods_provisioning_unstarted_time_seconds",
                          {"name": "web-1", "namespace": "default"}) == 69.0
+
+
+def test_provisioner_logs_the_schedulers_sentences_once(ctx, cluster, clock, caplog) -> None:
+    """The scheduler logs nothing; the provisioner logs each of its sentences once, and a pod that still cannot
+    be placed for the same reason is not reported again in later batches."""
+    from nodewright.scheduling import schedule
+
+    cluster.create(r.PODS, pending_pod("web-0", cpu="3", memory="1Gi"))
+    cluster.create(r.PODS, pending_pod("huge-0", cpu="500", memory="1Gi"))
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=schedule)
+    caplog.set_level(logging.DEBUG, logger="nodewright")
+    prov.reconcile()
+    clock.advance(1.0)
+    result = prov.reconcile()
+    assert result is not None
+    messages = [rec.getMessage() for rec in caplog.records if rec.name != "nodewright.controllers"]
+    assert messages == []  # nothing from nodewright.scheduling
+    logged = [(rec.levelname, rec.getMessage()) for rec in caplog.records
+              if not rec.getMessage().startswith("Created nodeclaim")]
+    assert logged == [(e.level, e.message) for e in result.events]
+    assert [m for _, m in logged[:2]] == ["Found 2 provisionable pod(s)", "Computed 1 new node(s) will fit 1 pod(s)"]
+    assert logged[2][1].startswith("Launching node with 1 pods requesting {cpu: 3, memory: 1Gi, pods: 1} from types "
+                                   "m5.xlarge")
+    assert logged[3][0] == "ERROR"
+    assert logged[3][1].startswith('Could not schedule pod default/huge-0, incompatible with nodepool "general", ')
+    caplog.clear()
+    clock.advance(11.0)
+    assert prov.reconcile() is not None  # the huge pod is retried
+    assert [rec.getMessage() for rec in caplog.records] == ["Found 1 provisionable pod(s)"]

@@ -9,8 +9,8 @@ import random
 import pytest
 
 from nodewright.scheduling import packing
-from nodewright.scheduling.packing import Item, _dot_fill, _ffd, _pareto, _Problem, _Shared
 from nodewright.scheduling.nodeclaimtemplate import TypeInfo
+from nodewright.scheduling.packing import Item, _dot_fill, _ffd, _pareto, _Problem, _Shared
 
 from .helpers import MIB, make_type
 

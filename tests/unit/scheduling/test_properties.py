@@ -5,8 +5,7 @@ from unittest.mock import patch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodewright.scheduling import LabelSelector, Toleration, TopologySpreadConstraint, schedule
-from nodewright.scheduling import scheduler
+from nodewright.scheduling import LabelSelector, Toleration, TopologySpreadConstraint, schedule, scheduler
 from nodewright.scheduling.repack import repack_topology
 from nodewright.scheduling.taints import Taint
 
