@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from nodewright.api import labels as wk
+from nodewright.cloud.instancetype import Offering
 from nodewright.quantities import CPU, MEMORY, PODS
 from nodewright.scheduling.nodeclaimtemplate import (
     MAX_INSTANCE_TYPES,
@@ -245,12 +246,19 @@ class NodeClaim:
         allowed = None if self.types is template.types_for(self.reqs) else {id(t) for t in self.types}
         return template.launch_candidates(self.reqs, self.need, MAX_INSTANCE_TYPES, allowed)
 
+    def launch_offering(self, candidates: list[TypeInfo]) -> tuple[Offering | None, str | None]:
+        """(offering, capacity type) a launch with ``candidates`` would most likely get: the cheapest candidate's
+        cheapest allowed offering. Candidates all offer the launch's capacity type and none offers a preferred
+        one (else that would have been chosen), so the cheapest candidate alone decides it."""
+        ct = capacity_type_for(candidates[:1], self.reqs)
+        return candidates[0].offering(self.reqs, ct), ct
+
     def launch_price(self) -> float | None:
         """USD/hour of the offering its launch would get (None: no candidate)."""
         candidates = self.launch_candidates()
         if not candidates:
             return None
-        offering = candidates[0].offering(self.reqs, capacity_type_for(candidates[:1], self.reqs))
+        offering, _ = self.launch_offering(candidates)
         return None if offering is None else offering.price
 
     def to_plan(self, candidates: list[TypeInfo], memo: PlanMemo) -> NodeClaimPlan:
@@ -258,10 +266,7 @@ class NodeClaim:
         requirements between NodeClaims of the run."""
         template = self.template
         chosen = candidates[0]
-        # Candidates all offer the launch's capacity type and none offers a preferred one (else that would
-        # have been chosen), so the cheapest candidate alone decides it.
-        ct = capacity_type_for(candidates[:1], self.reqs)
-        offering = chosen.offering(self.reqs, ct)
+        offering, ct = self.launch_offering(candidates)
         assert offering is not None  # candidates are priced by the same offering filter
         names = tuple(t.name for t in candidates)
         memo_key = (self.reqs.identity(), names, ct)
