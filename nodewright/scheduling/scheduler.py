@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.quantities import CPU, MEMORY, PODS, Resources
@@ -44,6 +45,8 @@ from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.result import SchedulingEvent, SchedulingResult
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE
 from nodewright.scheduling.topology import Topology, blocked, hostname_blockers
+
+_Taker = TypeVar("_Taker", ExistingNodeState, NodeClaim)
 
 
 @dataclass(slots=True)
@@ -202,34 +205,35 @@ class Scheduler:
         live = self.live.get(cls.index)
         if live is None:
             live = self.live[cls.index] = _Live()
-        nodes = live.nodes if live.nodes is not None else list(self.nodes)
-        survivors: list[ExistingNodeState] = []
-        for i, node in enumerate(nodes):
-            ok, permanent = node.try_add(cls, self.topology)
-            if ok:
-                survivors.extend(nodes[i:])
-                live.nodes = survivors
-                return True
-            if not permanent:
-                survivors.append(node)
-        live.nodes = survivors
-        claims = live.claims
-        claims.extend(self.claims[live.claims_seen:])
+        placed, live.nodes = self._first_taker(cls, live.nodes if live.nodes is not None else self.nodes)
+        if placed:
+            return True
+        live.claims.extend(self.claims[live.claims_seen:])
         live.claims_seen = len(self.claims)
         blockers = hostname_blockers(cls)
-        kept: list[NodeClaim] = []
-        for i, claim in enumerate(claims):
-            if blockers and blocked(blockers, claim.hostname):
-                continue  # a cheap, exact shortcut of can_add's permanent hostname verdict
-            ok, permanent = claim.try_add(cls, self.topology)
-            if ok:
-                kept.extend(claims[i:])
-                live.claims = kept
-                return True
-            if not permanent:
-                kept.append(claim)
-        live.claims = kept
+        # A cheap, exact shortcut of can_add's permanent hostname verdict.
+        skip = (lambda claim: blocked(blockers, claim.hostname)) if blockers else None
+        placed, live.claims = self._first_taker(cls, live.claims, skip)
+        if placed:
+            return True
         return self.new_claim(cls, reasons)
+
+    def _first_taker(
+        self, cls: PodClass, candidates: Sequence[_Taker], skip: Callable[[_Taker], bool] | None = None
+    ) -> tuple[bool, list[_Taker]]:
+        """Give the next pod of ``cls`` to the first of ``candidates`` (nodes or NodeClaims) that takes it:
+        (placed, the candidates not ruled out for ``cls`` for good, those after the taker included)."""
+        kept: list[_Taker] = []
+        for i, candidate in enumerate(candidates):
+            if skip is not None and skip(candidate):
+                continue
+            ok, permanent = candidate.try_add(cls, self.topology)
+            if ok:
+                kept.extend(candidates[i:])
+                return True, kept
+            if not permanent:
+                kept.append(candidate)
+        return False, kept
 
     def new_claim(self, cls: PodClass, reasons: list[str]) -> bool:
         """Open a NodeClaim for one pod of ``cls`` from the first NodePool (by weight, name) that can host it."""
