@@ -78,11 +78,3 @@ class ExistingNodeState:
         if domains:
             labels, taints = self.labels, self.node.taints
             topology.record(cls, domains, lambda f: f.matches_node(labels, taints))
-
-    def try_add(self, cls: PodClass, topology: Topology) -> tuple[bool, bool]:
-        """:meth:`can_add` then :meth:`add`: (placed, refused for good)."""
-        domains, permanent = self.can_add(cls)
-        if domains is None:
-            return False, permanent
-        self.add(cls, domains, topology)
-        return True, False

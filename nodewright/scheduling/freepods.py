@@ -58,9 +58,10 @@ def fill_existing(run: Scheduler) -> None:
             if not cls.pods:
                 break
             while cls.pods:
-                ok, _ = node.try_add(cls, run.topology)
-                if not ok:
+                domains, _ = node.can_add(cls)
+                if domains is None:
                     break
+                node.add(cls, domains, run.topology)
 
 
 def fill_claims(run: Scheduler) -> None:

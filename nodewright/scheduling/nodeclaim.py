@@ -187,14 +187,6 @@ class NodeClaim:
         if change.types is None:
             self.ptr = change.fit_at  # every type before it fails the new need
 
-    def try_add(self, cls: PodClass, topology: Topology) -> tuple[bool, bool]:
-        """:meth:`can_add` then :meth:`add`: (placed, refused for good)."""
-        change, permanent = self.can_add(cls)
-        if change is None:
-            return False, permanent
-        self.add(cls, change, topology)
-        return True, False
-
     def reserve(self) -> None:
         """Reserve against the pool's limits the largest of the (at most 60) cheapest types fitting the pods, as a
         launch could get any of them."""

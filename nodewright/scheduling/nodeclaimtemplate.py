@@ -168,8 +168,8 @@ class NodeClaimTemplate:
         ident = reqs.identity()
         found = self._compat.get(ident)
         if found is None:
-            flt = offering_filter(reqs)
-            found = _by_price((t for t in self.types if t.compatible(reqs)), flt, None)
+            # compatible() looked the cheapest allowed offering up already: rank by that cached one.
+            found = _by_price((t for t in self.types if t.compatible(reqs)), lambda t: t.offering(reqs))
             self._compat[ident] = found
         return found
 
@@ -187,7 +187,8 @@ class NodeClaimTemplate:
         key = (reqs.identity(), capacity_type)
         found = self._ranked.get(key)
         if found is None:
-            found = _by_price(types, offering_filter(reqs), capacity_type)
+            flt = offering_filter(reqs)
+            found = _by_price(types, lambda t: t.first_offering(flt, capacity_type))
             self._ranked[key] = found
         return found
 
@@ -349,12 +350,12 @@ def hosting(
         yield template, merged, types
 
 
-def _by_price(types: Iterable[TypeInfo], flt: OfferingFilter, capacity_type: str | None) -> list[TypeInfo]:
-    """``types`` with an offering allowed by ``flt`` (of ``capacity_type``, None: any), cheapest such offering
-    first, ties by name: the one price ranking every candidate list is cut from."""
+def _by_price(types: Iterable[TypeInfo], offering: Callable[[TypeInfo], Offering | None]) -> list[TypeInfo]:
+    """``types`` that have an ``offering``, cheapest such offering first, ties by name: the one price ranking
+    every candidate list is cut from."""
     priced = []
     for t in types:
-        o = t.first_offering(flt, capacity_type)
+        o = offering(t)
         if o is not None:
             priced.append((o.price, t.name, t))
     priced.sort(key=lambda p: (p[0], p[1]))

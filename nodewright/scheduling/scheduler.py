@@ -227,8 +227,9 @@ class Scheduler:
         for i, candidate in enumerate(candidates):
             if skip is not None and skip(candidate):
                 continue
-            ok, permanent = candidate.try_add(cls, self.topology)
-            if ok:
+            change, permanent = candidate.can_add(cls)
+            if change is not None:
+                candidate.add(cls, change, self.topology)
                 kept.extend(candidates[i:])
                 return True, kept
             if not permanent:
@@ -242,10 +243,11 @@ class Scheduler:
             return False
         for template, _merged, types in self.hosting(cls, reasons):
             claim = NodeClaim(template, len(self.claims), template.reqs, types, len(self.dims))
-            ok, _ = claim.try_add(cls, self.topology)
-            if not ok:
+            change, _ = claim.can_add(cls)
+            if change is None:
                 reasons.append(f'incompatible with nodepool "{template.name}", unsatisfiable topology constraints')
                 continue
+            claim.add(cls, change, self.topology)
             self.claims.append(claim)
             claim.reserve()
             return True
