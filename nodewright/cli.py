@@ -6,8 +6,10 @@ Each subcommand is a thin wrapper over the module that owns the behaviour; inval
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -157,19 +159,36 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     report_findings(annotation_findings(loaded) + review.findings, loaded.locate_path, strict)
     # LimitRange defaults, as the API server's admission would apply them, before any pod is read.
     used = ManifestFiles(apply_limit_ranges(loaded.docs), loaded.sources).subset(review.keep)
-    try:
-        decision = decide(used.docs, region, pricing)
-    except NodewrightValidationError as err:
-        raise used.locate(err) from None
+    # The decision runs the provisioner, which logs its sentences once (the events of the decision); shown on
+    # stderr as plain lines, before the table or the JSON on stdout.
+    with _log_to_stderr():
+        try:
+            decision = decide(used.docs, region, pricing)
+        except NodewrightValidationError as err:
+            raise used.locate(err) from None
     if output == "json":
         click.echo(json.dumps(decision, indent=2))
     else:
-        for line in decision["events"]:
-            click.echo(line, err=True)
         click.echo(render_table(decision))
     if fail_on_unschedulable and decision["unschedulable"]:
         click.echo(f"error: {len(decision['unschedulable'])} pod(s) unschedulable (--fail-on-unschedulable)", err=True)
         sys.exit(3)
+
+
+@contextlib.contextmanager
+def _log_to_stderr() -> Iterator[None]:
+    """Print nodewright's INFO and higher log records to stderr as bare messages while the block runs."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("nodewright")
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
 
 
 @cli.command("run", short_help="Run the controller: watch pending pods, launch and remove nodes.")

@@ -380,7 +380,7 @@ class Provisioner:
                       extra={"nodepool": plan.nodepool})
             return
         name = name_of(claim)
-        log.info("Created nodeclaim %s", name, extra={"nodeclaim": name, "nodepool": plan.nodepool})
+        log.debug("created nodeclaim %s", name, extra={"nodeclaim": name, "nodepool": plan.nodepool})
         # Karpenter: reason "provisioned"; min values are never relaxed (MIN_VALUES_POLICY=Strict).
         self.ctx.metrics.nodeclaims_created.labels("provisioned", plan.nodepool, "false").inc()
         for pod in plan.pods:

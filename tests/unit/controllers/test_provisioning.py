@@ -271,7 +271,7 @@ def test_provisioner_logs_the_schedulers_sentences_once(ctx, cluster, clock, cap
     messages = [rec.getMessage() for rec in caplog.records if rec.name != "nodewright.controllers"]
     assert messages == []  # nothing from nodewright.scheduling
     logged = [(rec.levelname, rec.getMessage()) for rec in caplog.records
-              if not rec.getMessage().startswith("Created nodeclaim")]
+              if not rec.getMessage().startswith("created nodeclaim")]
     assert logged == [(e.level, e.message) for e in result.events]
     assert [m for _, m in logged[:2]] == ["Found 2 provisionable pod(s)", "Computed 1 new node(s) will fit 1 pod(s)"]
     assert logged[2][1].startswith("Launching node with 1 pods requesting {cpu: 3, memory: 1Gi, pods: 1} from types "
