@@ -159,9 +159,10 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     report_findings(annotation_findings(loaded) + review.findings, loaded.locate_path, strict)
     # LimitRange defaults, as the API server's admission would apply them, before any pod is read.
     used = ManifestFiles(apply_limit_ranges(loaded.docs), loaded.sources).subset(review.keep)
-    # The decision runs the provisioner, which logs its sentences once (the events of the decision); shown on
-    # stderr as plain lines, before the table or the JSON on stdout.
-    with _log_to_stderr():
+    # The decision runs the provisioner, which logs its sentences once (the events of the decision): with the
+    # table they are shown on stderr as plain lines; the JSON carries them in "events" (stderr then shows only
+    # warnings and errors, Python's default).
+    with _log_to_stderr() if output == "table" else contextlib.nullcontext():
         try:
             decision = decide(used.docs, region, pricing)
         except NodewrightValidationError as err:
