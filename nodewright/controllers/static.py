@@ -33,7 +33,7 @@ from nodewright.kube.errors import KubeError, NotFoundError
 from nodewright.kube.objects import Obj, annotations_of, is_deleting, name_of
 from nodewright.scheduling import MAX_INSTANCE_TYPES, NodeClaimPlan, NodePoolSpec, Requirement
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
-from nodewright.scheduling.templates import TypeInfo
+from nodewright.scheduling.nodeclaimtemplate import TypeInfo
 from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
 from nodewright.state.pods import is_daemonset_pod, needs_eviction
 
