@@ -50,8 +50,10 @@ from nodewright.kube.objects import (
     is_deleting,
     labels_of,
     name_of,
+    namespace_of,
     parse_time,
 )
+from nodewright.kube.pdb import blocking_budget
 from nodewright.quantities import add, fits, parse_resource_list, subtract
 from nodewright.scheduling import (
     ExistingNode,
@@ -65,7 +67,7 @@ from nodewright.scheduling import (
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import models_for
-from nodewright.state.pods import is_provisionable, needs_eviction, node_name, pod_key
+from nodewright.state.pods import is_do_not_disrupt, is_provisionable, is_reschedulable, node_name, pod_key
 
 Solver = Callable[..., SchedulingResult]
 
@@ -192,9 +194,31 @@ class Provisioner:
         """Provisionable pods plus reschedulable pods of leaving Nodes, minus nominated ones."""
         # Bound pods are never provisionable: the cheap nodeName test first skips most pods of a large cluster.
         out = [p for p in state.pods.values() if not (p.get("spec") or {}).get("nodeName") and is_provisionable(p)]
-        for node in self._leaving_nodes(state):
-            out.extend(p for p in state.pods_on(name_of(node)) if needs_eviction(p))
+        out.extend(self._leaving_pods(state))
         return [p for p in out if not self._nominated(pod_key(p), state, now)]
+
+    def _leaving_pods(self, state: ClusterState) -> list[Obj]:
+        """Pods of leaving Nodes that need new capacity (Karpenter's provisioner, deleting-node pods).
+
+        Reschedulable pods (:func:`~nodewright.state.pods.is_reschedulable`) minus the evictable ones a
+        PodDisruptionBudget fully blocks now: while a budget holds them they stay where they are, so capacity
+        for them would sit idle (Karpenter ``pdb.Limits.CanEvictPods``; a terminating or
+        ``karpenter.sh/do-not-disrupt`` pod is never evicted, so no budget holds it back).
+        """
+        out: list[Obj] = []
+        by_namespace: dict[str, list[Obj]] = {}
+        for node in self._leaving_nodes(state):
+            for pod in state.pods_on(name_of(node)):
+                if not is_reschedulable(pod):
+                    continue
+                if state.pdbs and not (is_deleting(pod) or is_do_not_disrupt(pod)):
+                    ns = namespace_of(pod) or "default"
+                    if ns not in by_namespace:
+                        by_namespace[ns] = [p for p in state.pods.values() if namespace_of(p) == ns]
+                    if blocking_budget(pod, state.pdbs, by_namespace[ns]) is not None:
+                        continue
+                out.append(pod)
+        return out
 
     # --- reconcile ---------------------------------------------------------------------------
 

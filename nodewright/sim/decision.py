@@ -122,24 +122,20 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
                                               "metadata": {"name": ref.name}, "spec": DEFAULT_NODECLASS_SPEC})
     for claim in objects.nodeclaims:
         cluster.create(r.NODECLAIMS, claim.to_manifest())
-    leaving: list[str] = []
+    leaving: list[tuple[r.ResourceKind, str, str | None]] = []
     for index, doc in enumerate(objects.others):
         kind = doc.get("kind")
         try:
             if kind in WORKLOAD_KINDS:
                 for pod in _workload_pods(doc):
-                    cluster.create(r.PODS, pod)
+                    _create_held(cluster, r.PODS, pod, leaving)
             elif kind == "DaemonSet":
                 daemonset_pod(doc)  # validated here, so an invalid one is reported with its path
                 cluster.create(r.DAEMONSETS, doc)
             elif kind == "PodDisruptionBudget":
                 cluster.create(r.PDBS, doc)
             elif kind == "Node":
-                meta = dict(doc.get("metadata") or {})
-                if meta.get("deletionTimestamp"):
-                    meta["finalizers"] = [*(meta.get("finalizers") or []), "simulate.nodewright.io/hold"]
-                    leaving.append(str(meta.get("name")))
-                cluster.create(r.NODES, {**doc, "metadata": meta})
+                _create_held(cluster, r.NODES, doc, leaving)
             elif kind not in IGNORED_KINDS:
                 raise NodewrightValidationError("kind", f"{kind!r} is not supported by simulate")
         except NodewrightValidationError as err:
@@ -151,8 +147,20 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
                 f"malformed {kind}: a field has the wrong type ({type(err).__name__}: {err}); kubectl apply "
                 f"--dry-run=server names it (in {kind} {_name(doc, index)!r})",
             ) from None
-    for name in leaving:
-        cluster.delete(r.NODES, name)
+    for resource, name, namespace in leaving:
+        cluster.delete(resource, name, namespace)
+
+
+def _create_held(cluster: InMemoryCluster, kind: r.ResourceKind, doc: Obj,
+                 leaving: list[tuple[r.ResourceKind, str, str | None]]) -> None:
+    """Create ``doc``; one carrying ``metadata.deletionTimestamp`` gets a holding finalizer and is noted in
+    ``leaving`` to be deleted once everything exists (an API server never accepts a deletionTimestamp on
+    create, so a terminating Node or Pod is made by deleting it)."""
+    meta = dict(doc.get("metadata") or {})
+    if meta.get("deletionTimestamp"):
+        meta["finalizers"] = [*(meta.get("finalizers") or []), "simulate.nodewright.io/hold"]
+        leaving.append((kind, str(meta.get("name")), meta.get("namespace") if kind.namespaced else None))
+    cluster.create(kind, {**doc, "metadata": meta})
 
 
 def _name(doc: Mapping[str, Any], default: object) -> object:

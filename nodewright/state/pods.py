@@ -3,6 +3,7 @@
 * provisionable: pending (``PodScheduled=False`` with reason ``Unschedulable``), not bound, not
   terminating, not finished, not owned by a DaemonSet, not gated (``spec.schedulingGates``).
 * evictable during drain: everything except DaemonSet pods, mirror (static) pods and finished pods.
+* reschedulable (pods of a leaving Node that need new capacity): see :func:`is_reschedulable`.
 * ``karpenter.sh/do-not-disrupt: "true"`` on a pod blocks graceful drain of its node.
 """
 
@@ -71,6 +72,15 @@ def is_do_not_disrupt(pod: Mapping[str, Any]) -> bool:
 def needs_eviction(pod: Mapping[str, Any]) -> bool:
     """A pod the drain must evict: not DaemonSet-owned, not mirror, not finished, not already going."""
     return not (is_daemonset_pod(pod) or is_mirror_pod(pod) or is_terminal(pod) or is_deleting(pod))
+
+
+def is_reschedulable(pod: Mapping[str, Any]) -> bool:
+    """A pod of a leaving Node that needs a new home (Karpenter ``pod.IsReschedulable``): active (not
+    Succeeded/Failed, not terminating) -- or terminating but owned by a StatefulSet, whose replacement keeps the
+    name and is only created once the old pod is gone -- and neither DaemonSet-owned nor a mirror pod."""
+    active = not (is_terminal(pod) or is_deleting(pod))
+    statefulset_going = is_deleting(pod) and "StatefulSet" in owner_kinds(pod)
+    return (active or statefulset_going) and not (is_daemonset_pod(pod) or is_mirror_pod(pod))
 
 
 def pod_key(pod: Mapping[str, Any]) -> str:

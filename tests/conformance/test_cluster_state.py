@@ -33,7 +33,6 @@ from .kit import (
 )
 
 STARTUP = "issue 14: in-flight and registering nodes carry their NodePool's startup taints"
-DELETING = "issue 14: pods on a deleting node need new capacity"
 
 
 def inflight(name: str, **kw):
@@ -298,7 +297,6 @@ def test_no_prebinding_self_affinity_uses_inflight_domain():
 # Describe("Deleting Nodes")
 
 
-@pytest.mark.xfail(strict=True, reason=DELETING)
 def test_deleting_node_active_pods_rescheduled():
     # It("should re-schedule pods from a deleting node when pods are active")
     d = run(nodepool(), node("n1", deleting=True), pod("p", memory="100M", node_name="n1"))
@@ -325,7 +323,6 @@ def test_deleting_node_inactive_replicaset_pods_not_rescheduled():
     assert not d.claims
 
 
-@pytest.mark.xfail(strict=True, reason=DELETING + " (a terminating StatefulSet pod is recreated with the same name)")
 def test_deleting_node_inactive_statefulset_pods_rescheduled():
     # It("should reschedule pods from a deleting node when pods are not active and they are owned by a StatefulSet")
     d = run(nodepool(), node("n1", deleting=True),

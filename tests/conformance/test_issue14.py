@@ -81,7 +81,6 @@ def test_succeeded_pod_frees_its_node():
     assert d.where("p") == ("existing", "n1")
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("pending pods that are themselves terminating are ignored"))
 def test_terminating_pending_pod_ignored():
     """A pending pod that is itself terminating needs no capacity."""
     d = run(nodepool(), pod("going", cpu="1", deleting=True))
@@ -114,7 +113,6 @@ def test_exists_requirement_labels_the_node():
 # --- Capacity that is already there ---------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("NodePool limits include the capacity the pool already owns (in-flight nodes)"))
 def test_limits_count_inflight_nodes():
     busy = allocatable_of("m5.xlarge")["cpu"]
     d = run(nodepool(limits={"cpu": "4"}), node("n1", initialized=False), pod("busy", cpu=f"{busy}m", node_name="n1"),
@@ -141,7 +139,6 @@ def test_ephemeral_storage_from_instance_store_raid0():
     assert d.scheduled("p")
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("EC2NodeClass kubelet settings apply in simulate -f (maxPods)"))
 def test_kubelet_max_pods_in_simulate():
     ps = pods(30, "tiny", cpu="1m")
     d = run(nodepool(requirements=[req(INSTANCE_TYPE, "In", "m5.xlarge")]), ec2nodeclass(kubelet={"maxPods": 10}), ps)

@@ -45,7 +45,6 @@ from .kit import (
     type_labels,
 )
 
-LIMITS_OWNED = "issue 14: NodePool limits include the capacity the pool already owns"
 VOLUMES = "issue 14: volume topology (PV node affinity, PVC, StorageClass) restricts zones; simulate reads them"
 DS_HOST_PORTS = "issue 14: host ports of DaemonSet pods are reserved on every new NodeClaim they would land on"
 DS_PER_TYPE = "issue 14: DaemonSet overhead is worked out per instance type"
@@ -55,7 +54,6 @@ LIMIT_RANGE = ("issue 14: LimitRange defaults / the DaemonSet's own pod set daem
 NODECLAIM_LABELS = "issue 14: a NodeClaim is labelled for NotIn/Exists/Gt/Lt requirement keys"
 LABEL_VALIDATION = "issue 14: label validation follows Karpenter v1.14 (kubernetes.io-domain keys allowed)"
 MIN_VALUES = "issue 14: minValues on any key; Karpenter's MinValuesPolicy (Strict/BestEffort) is a setting"
-POD_RESOURCES = "issue 14: pod-level resources (spec.resources) override container sums"
 NOT_READY = "issue 14: deleting NodePools and NodePools that are not Ready launch nothing"
 
 GPU = {"families": ("g4dn",), "requirements": [req(SIZE, "In", "xlarge", "2xlarge")]}
@@ -167,7 +165,6 @@ def test_sidecar_effective_requests(main, inits):
     assert fits(d.claim_of(p))
 
 
-@pytest.mark.xfail(strict=True, reason=POD_RESOURCES)
 def test_pod_level_resources():
     # It("should schedule based on the pod level resources requests")
     p = pod("p", containers=[_container("5", "1Gi")],
@@ -181,7 +178,6 @@ def test_pod_level_resources():
 # Context("Resource Limits")
 
 
-@pytest.mark.xfail(strict=True, reason=LIMITS_OWNED)
 def test_limits_exceeded_by_owned_capacity():
     # It("should not schedule when limits are exceeded")
     """The pool already owns a full 96-vCPU node, far past its 20-vCPU limit: nothing more may launch."""
@@ -218,7 +214,6 @@ def test_limits_exceeded_gpu():
     assert not d.claims and "default/p" in d.unschedulable
 
 
-@pytest.mark.xfail(strict=True, reason=LIMITS_OWNED)
 def test_limits_after_round():
     # It("should not schedule to a nodepool after a scheduling round if limits would be exceeded")
     d1 = run(nodepool(limits={"cpu": "2"}), pod("p", cpu="1.75"))
@@ -227,7 +222,6 @@ def test_limits_after_round():
     assert "default/q" in d2.unschedulable
 
 
-@pytest.mark.xfail(strict=True, reason=LIMITS_OWNED)
 def test_limits_nodes():
     # It("should not schedule if limits would be exceeded (node)")
     opts = {"labels": {"app": "foo"}, "cpu": "1.5", "anti_affinity": [affinity_term(HOSTNAME, {"app": "foo"})]}
@@ -278,8 +272,6 @@ def test_daemonset_overhead_from_its_pod():
     assert cpu_mem(d, "p") == (3000, 3 * GIB)
 
 
-@pytest.mark.xfail(strict=True, reason="not in issue 14 (bug): a pending pod owned by a DaemonSet is provisioned like a "
-                   "workload pod; Karpenter never launches a node for a daemon pod")
 def test_pending_daemonset_pod_not_provisioned():
     # It("should account for overhead using daemonset pod spec instead of daemonset spec")  (its pending daemon pod)
     d = run(nodepool(), daemonset("ds", cpu="1"), pod("ds-abc", cpu="1", owner=("DaemonSet", "ds")))
