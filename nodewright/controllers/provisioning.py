@@ -67,7 +67,14 @@ from nodewright.scheduling import (
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import models_for
-from nodewright.state.pods import is_do_not_disrupt, is_provisionable, is_reschedulable, node_name, pod_key
+from nodewright.state.pods import (
+    holds_node,
+    is_do_not_disrupt,
+    is_provisionable,
+    is_reschedulable,
+    node_name,
+    pod_key,
+)
 
 Solver = Callable[..., SchedulingResult]
 
@@ -332,7 +339,8 @@ class Provisioner:
         nodes = []
         nominated = self._nominated_pods(state)
         for node in state.nodes.values():
-            current = state.models.node(node, state.models.pods(state.pods_on(name_of(node))))
+            held = (p for p in state.pods_on(name_of(node)) if holds_node(p))
+            current = state.models.node(node, state.models.pods(held))
             if current is None:
                 continue
             # Pods nominated to this node (or to its NodeClaim before it registered) will take its room once

@@ -175,7 +175,8 @@ def _workload_pods(doc: Mapping[str, Any]) -> list[Obj]:
         meta = doc.get("metadata") or {}
         spec = doc.get("spec") or {}
         bound = bool(spec.get("nodeName"))
-        status = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]} if bound else \
+        phase = (doc.get("status") or {}).get("phase") or "Running"  # a Succeeded/Failed pod keeps its phase
+        status = {"phase": phase, "conditions": [{"type": "PodScheduled", "status": "True"}]} if bound else \
             _unschedulable()
         return [{**doc, "metadata": {**meta, "namespace": meta.get("namespace") or "default"}, "status": status}]
     spec = doc.get("spec") or {}

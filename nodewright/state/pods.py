@@ -74,6 +74,13 @@ def needs_eviction(pod: Mapping[str, Any]) -> bool:
     return not (is_daemonset_pod(pod) or is_mirror_pod(pod) or is_terminal(pod) or is_deleting(pod))
 
 
+def holds_node(pod: Mapping[str, Any]) -> bool:
+    """A bound pod that still takes room on its node and counts toward topology: neither Succeeded/Failed nor
+    terminating (Karpenter ignores such pods for topology, ``IgnoredForTopology``; issue 14 frees their
+    resources too, since they are on their way out)."""
+    return not (is_terminal(pod) or is_deleting(pod))
+
+
 def is_reschedulable(pod: Mapping[str, Any]) -> bool:
     """A pod of a leaving Node that needs a new home (Karpenter ``pod.IsReschedulable``): active (not
     Succeeded/Failed, not terminating) -- or terminating but owned by a StatefulSet, whose replacement keeps the

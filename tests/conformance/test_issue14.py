@@ -72,7 +72,6 @@ def test_namespace_selector_matches_namespace_labels():
     assert d.same_node(target, follower)
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("Succeeded, Failed and terminating pods do not count toward a node's used resources"))
 def test_succeeded_pod_frees_its_node():
     """A Succeeded pod on a node holds no resources: the pending pod fits in its place."""
     full = allocatable_of("c5.large")["cpu"]

@@ -1,0 +1,97 @@
+"""Provisioning over cluster state (issue 14): which pods of a deleting node need new capacity, terminating
+pending pods, and finished pods that no longer hold their node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodewright.api import labels as L
+from nodewright.controllers.provisioning import Batcher, Provisioner
+from nodewright.kube import resources as r
+from nodewright.kube.memory import InMemoryCluster
+from nodewright.scheduling import schedule
+from nodewright.state.cluster import snapshot
+
+from .conftest import pending_pod
+
+NODE = "ip-10-0-0-9.ec2.internal"
+
+
+def _managed_node(cluster: InMemoryCluster, deleting: bool) -> None:
+    cluster.create(r.NODES, {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": NODE, "finalizers": [L.TERMINATION_FINALIZER],
+                     "labels": {L.HOSTNAME: NODE, L.NODEPOOL: "general", L.INSTANCE_TYPE: "c5.large",
+                                L.CAPACITY_TYPE: "on-demand", L.ZONE: "us-east-1a", L.ARCH: "amd64", L.OS: "linux"}},
+        "spec": {"providerID": "aws:///us-east-1a/i-0123456789abcdef0"},
+        "status": {"capacity": {"cpu": "2", "memory": "4Gi", "pods": "29"},
+                   "allocatable": {"cpu": "1900m", "memory": "3584Mi", "pods": "29"},
+                   "conditions": [{"type": "Ready", "status": "True"}]},
+    })
+    if deleting:
+        cluster.delete(r.NODES, NODE)
+
+
+def _bound(cluster: InMemoryCluster, name: str, *, owner: str | None = None, terminating: bool = False,
+           phase: str = "Running", cpu: str = "500m", labels: dict[str, str] | None = None) -> None:
+    pod: dict[str, Any] = pending_pod(name, cpu=cpu)
+    pod["spec"]["nodeName"] = NODE
+    pod["status"] = {"phase": phase, "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    if labels:
+        pod["metadata"]["labels"] = labels
+    if owner:
+        pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": "owner"}]
+    if terminating:
+        pod["metadata"]["finalizers"] = ["example.com/hold"]
+    cluster.create(r.PODS, pod)
+    if terminating:
+        cluster.delete(r.PODS, name, "default")
+
+
+def _pending_names(ctx: Any, cluster: InMemoryCluster, clock: Any) -> list[str]:
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=schedule)
+    return sorted(p["metadata"]["name"] for p in prov.pending_pods(snapshot(cluster), clock()))
+
+
+def test_deleting_node_pods_follow_karpenter_reschedulable_rule(ctx, cluster, clock) -> None:
+    _managed_node(cluster, deleting=True)
+    _bound(cluster, "active")
+    _bound(cluster, "going", terminating=True)
+    _bound(cluster, "rs-going", owner="ReplicaSet", terminating=True)
+    _bound(cluster, "sts-going", owner="StatefulSet", terminating=True)
+    _bound(cluster, "daemon", owner="DaemonSet")
+    _bound(cluster, "done", phase="Succeeded")
+    assert _pending_names(ctx, cluster, clock) == ["active", "sts-going"]
+
+
+def test_deleting_node_pod_held_by_a_blocking_pdb_needs_no_capacity(ctx, cluster, clock) -> None:
+    _managed_node(cluster, deleting=True)
+    _bound(cluster, "held", labels={"app": "db"})
+    _bound(cluster, "free", labels={"app": "web"})
+    cluster.create(r.PDBS, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                            "metadata": {"name": "db", "namespace": "default"},
+                            "spec": {"selector": {"matchLabels": {"app": "db"}}, "maxUnavailable": 0}})
+    assert _pending_names(ctx, cluster, clock) == ["free"]
+
+
+def test_terminating_pending_pod_is_ignored(ctx, cluster, clock) -> None:
+    cluster.create(r.PODS, pending_pod("waiting"))
+    going = pending_pod("going")
+    going["metadata"]["finalizers"] = ["example.com/hold"]
+    cluster.create(r.PODS, going)
+    cluster.delete(r.PODS, "going", "default")
+    assert _pending_names(ctx, cluster, clock) == ["waiting"]
+
+
+def test_finished_and_terminating_pods_free_their_node(ctx, cluster, clock) -> None:
+    """Two 900m pods fill the c5.large's 1900m; once one Succeeded and the other is terminating, a 1-vCPU
+    pending pod goes to that node and no NodeClaim is created."""
+    _managed_node(cluster, deleting=False)
+    _bound(cluster, "done", phase="Succeeded", cpu="900m")
+    _bound(cluster, "going", terminating=True, cpu="900m")
+    cluster.create(r.PODS, pending_pod("p", cpu="1"))
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=schedule)
+    state = snapshot(cluster)
+    result = prov.provision(prov.pending_pods(state, clock()), state, clock())
+    assert result is not None and not result.new_nodeclaims
+    assert {p.name: n for n, ps in result.existing.items() for p in ps} == {"p": NODE}
