@@ -17,6 +17,7 @@ from nodewright.kube.cluster import Clock, Cluster
 from nodewright.kube.errors import KubeError, NotFoundError
 from nodewright.kube.objects import (
     Obj,
+    condition,
     condition_true,
     finalizers_of,
     is_deleting,
@@ -66,7 +67,8 @@ def to_model(claim: Obj) -> NodeClaim:
 def nodepool_instance_types(
     ctx: Context, state: ClusterState, controller: str
 ) -> tuple[dict[str, list[InstanceType]], dict[str, NodewrightValidationError | CloudProviderError]]:
-    """What each NodePool that is not being deleted may launch now, by name (sorted), and why the others may not.
+    """What each NodePool that is not being deleted and is Ready (:func:`nodepool_ready`) may launch now, by name
+    (sorted), and why the others (valid, but failing) may not.
 
     The NodePool is read through the cluster's models; a cloud provider failure is counted in
     ``karpenter_cloudprovider_errors_total`` for ``controller``.
@@ -74,7 +76,7 @@ def nodepool_instance_types(
     types: dict[str, list[InstanceType]] = {}
     problems: dict[str, NodewrightValidationError | CloudProviderError] = {}
     for name, doc in sorted(state.nodepools.items()):
-        if is_deleting(doc):
+        if is_deleting(doc) or not nodepool_ready(doc):
             continue
         try:
             types[name] = list(ctx.cloud.get_instance_types(state.models.nodepool(doc)))
@@ -84,6 +86,16 @@ def nodepool_instance_types(
             ctx.cloud_error(controller, "GetInstanceTypes", err)
             problems[name] = err
     return types, problems
+
+
+def nodepool_ready(nodepool: Obj) -> bool:
+    """Whether a NodePool may launch: its ``Ready`` condition is True, or it has none yet (no status written:
+    a NodePool read from files by ``simulate``, or before the status controller's first pass). Karpenter's
+    provisioner launches only from Ready NodePools; the status controller
+    (:mod:`nodewright.controllers.nodepool_status`) writes ``Ready=False`` when the EC2NodeClass is missing or
+    not ready."""
+    cond = condition(nodepool, L.CONDITION_READY)
+    return cond is None or cond.get("status") == "True"
 
 
 def has_disrupted_taint(node: Obj) -> bool:

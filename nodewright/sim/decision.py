@@ -103,8 +103,9 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
     """Create the parsed documents in ``cluster`` as an API server would hold them.
 
     Workloads become their pods (``<name>-<i>``; pending ones ``PodScheduled=False/Unschedulable``, bound
-    ones Running); a Node with ``metadata.deletionTimestamp`` is created and then deleted (held by a
-    finalizer), so it is a leaving node; a NodePool whose EC2NodeClass is missing gets a default one.
+    ones Running); a NodePool, NodeClaim, Node or Pod with ``metadata.deletionTimestamp`` is created and then
+    deleted (held by a finalizer), so it is terminating as in the input; a NodePool whose EC2NodeClass is
+    missing gets a default one.
 
     Raises:
         NodewrightValidationError: an invalid or unsupported document (path ``documents[i].<field>``, reason
@@ -113,16 +114,16 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
     classes = {nc.name for nc in objects.ec2nodeclasses}
     for nodeclass in objects.ec2nodeclasses:
         cluster.create(r.EC2NODECLASSES, nodeclass.to_manifest())
+    leaving: list[tuple[r.ResourceKind, str, str | None]] = []
     for nodepool in objects.nodepools:
-        cluster.create(r.NODEPOOLS, nodepool.to_manifest())
+        _create_held(cluster, r.NODEPOOLS, nodepool.to_manifest(), leaving)
         ref = nodepool.spec.template.spec.node_class_ref
         if ref.kind == "EC2NodeClass" and ref.name not in classes:
             classes.add(ref.name)
             cluster.create(r.EC2NODECLASSES, {"apiVersion": f"{L.AWS_GROUP}/v1", "kind": "EC2NodeClass",
                                               "metadata": {"name": ref.name}, "spec": DEFAULT_NODECLASS_SPEC})
     for claim in objects.nodeclaims:
-        cluster.create(r.NODECLAIMS, claim.to_manifest())
-    leaving: list[tuple[r.ResourceKind, str, str | None]] = []
+        _create_held(cluster, r.NODECLAIMS, claim.to_manifest(), leaving)
     for index, doc in enumerate(objects.others):
         kind = doc.get("kind")
         try:

@@ -239,7 +239,6 @@ def test_validation_well_known_label_selectors():
 # Context("Scheduling Logic")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14: NodePools that are not Ready launch nothing")
 def test_logic_nodepool_not_ready():
     # It("should not schedule pods with nodePool which is not ready ")
     d = run(not_ready(nodepool()), pod("p"))

@@ -54,7 +54,6 @@ LIMIT_RANGE = ("issue 14: LimitRange defaults / the DaemonSet's own pod set daem
 NODECLAIM_LABELS = "issue 14: a NodeClaim is labelled for NotIn/Exists/Gt/Lt requirement keys"
 LABEL_VALIDATION = "issue 14: label validation follows Karpenter v1.14 (kubernetes.io-domain keys allowed)"
 MIN_VALUES = "issue 14: minValues on any key; Karpenter's MinValuesPolicy (Strict/BestEffort) is a setting"
-NOT_READY = "issue 14: deleting NodePools and NodePools that are not Ready launch nothing"
 
 GPU = {"families": ("g4dn",), "requirements": [req(SIZE, "In", "xlarge", "2xlarge")]}
 
@@ -80,14 +79,12 @@ def test_provision_nodes_for_many_pods():
     assert d.claims and all(d.scheduled(p) for p in ps)
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_READY)
 def test_ignore_deleting_nodepools():
     # It("should ignore NodePools that are deleting")
     d = run(nodepool(deleting=True), pod("p"))
     assert not d.claims and "default/p" in d.unschedulable
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_READY)
 def test_unschedulable_without_valid_nodepools():
     # It("should mark pod as unschedulable if there are no valid nodepools")
     d = run(nodepool(deleting=True), pod("p"))

@@ -95,3 +95,31 @@ def test_finished_and_terminating_pods_free_their_node(ctx, cluster, clock) -> N
     result = prov.provision(prov.pending_pods(state, clock()), state, clock())
     assert result is not None and not result.new_nodeclaims
     assert {p.name: n for n, ps in result.existing.items() for p in ps} == {"p": NODE}
+
+
+def _provision_one(ctx: Any, cluster: InMemoryCluster, clock: Any) -> Any:
+    cluster.create(r.PODS, pending_pod("p"))
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=schedule)
+    state = snapshot(cluster)
+    return prov.provision(prov.pending_pods(state, clock()), state, clock())
+
+
+def test_nodepool_not_ready_launches_nothing(ctx, cluster, clock) -> None:
+    cluster.patch_status(r.NODEPOOLS, "general", {"conditions": [
+        {"type": "Ready", "status": "False", "reason": "NodeClassNotReady", "message": "EC2NodeClass not ready"}]})
+    result = _provision_one(ctx, cluster, clock)
+    assert result is not None and not result.new_nodeclaims and "default/p" in result.unschedulable
+    assert cluster.list(r.NODECLAIMS) == []
+
+
+def test_deleting_nodepool_launches_nothing(ctx, cluster, clock) -> None:
+    cluster.patch(r.NODEPOOLS, "general", {"metadata": {"finalizers": [L.TERMINATION_FINALIZER]}})
+    cluster.delete(r.NODEPOOLS, "general")
+    result = _provision_one(ctx, cluster, clock)
+    assert result is not None and not result.new_nodeclaims and "default/p" in result.unschedulable
+
+
+def test_ready_nodepool_launches(ctx, cluster, clock) -> None:
+    cluster.patch_status(r.NODEPOOLS, "general", {"conditions": [{"type": "Ready", "status": "True", "reason": "Ready"}]})
+    result = _provision_one(ctx, cluster, clock)
+    assert result is not None and [c.instance_type.name for c in result.new_nodeclaims] == ["c5.large"]
