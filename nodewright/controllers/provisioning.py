@@ -267,7 +267,7 @@ class Provisioner:
         self.ctx.metrics.observe_instance_types(  # exported when scraped: free here
             {it.name: it for types in instance_types.values() for it in types}.values())
         nodes, inflight = self._capacity(state, instance_types)
-        daemonsets = state.models.daemonset_pods(state.daemonsets)
+        daemonsets = state.daemonset_models()
         started = time.perf_counter()
         # Static NodePools (spec.replicas) never launch for pods: their nodes are only existing capacity
         # (nodewright.controllers.static keeps their count); in-flight static NodeClaims still need their types.
@@ -314,7 +314,7 @@ class Provisioner:
     # --- inputs ------------------------------------------------------------------------------
 
     def _nodepools(self, state: ClusterState) -> tuple[list[NodePoolSpec], dict[str, list[InstanceType]]]:
-        daemonsets = state.models.daemonset_pods(state.daemonsets)
+        daemonsets = state.daemonset_models()
         usage = nodepool_usage(state)
         types, problems = nodepool_instance_types(self.ctx, state, "provisioner")
         pools: list[NodePoolSpec] = []

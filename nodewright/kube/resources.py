@@ -56,6 +56,7 @@ PODS = ResourceKind("", "v1", "pods", "Pod", True)
 NODES = ResourceKind("", "v1", "nodes", "Node", False)
 EVENTS = ResourceKind("", "v1", "events", "Event", True)
 PVCS = ResourceKind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
+LIMITRANGES = ResourceKind("", "v1", "limitranges", "LimitRange", True)
 DAEMONSETS = ResourceKind("apps", "v1", "daemonsets", "DaemonSet", True)
 PDBS = ResourceKind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)
 STORAGECLASSES = ResourceKind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
@@ -75,6 +76,7 @@ WATCHED: tuple[ResourceKind, ...] = (
     PDBS,
     PVCS,
     STORAGECLASSES,
+    LIMITRANGES,
 )
 
 ALL: tuple[ResourceKind, ...] = (*WATCHED, EVENTS, LEASES)

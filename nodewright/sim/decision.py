@@ -1,8 +1,8 @@
 """``nodewright simulate -f FILE...``: the controller's first provisioning batch for a set of manifests, offline.
 
 Reads multi-document YAML (NodePool of any version or Provisioner, EC2NodeClass/AWSNodeTemplate, NodeClaim,
-Deployment, StatefulSet, ReplicaSet, Job, CronJob (one run), Pod, DaemonSet, PodDisruptionBudget, Node with pods
-bound by ``spec.nodeName``), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads every
+Deployment, StatefulSet, ReplicaSet, Job, CronJob (one run), Pod, DaemonSet, PodDisruptionBudget, LimitRange, Node
+with pods bound by ``spec.nodeName``), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads every
 object into an in-memory cluster (:class:`~nodewright.kube.memory.InMemoryCluster`: workloads become their
 pods, pending ones marked ``Unschedulable`` as kube-scheduler would) and runs the provisioning controller's
 batch on it (:meth:`nodewright.controllers.provisioning.Provisioner.provision`) with the simulated cloud
@@ -41,6 +41,7 @@ from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.static import StaticCapacityController
 from nodewright.errors import NodewrightValidationError, prefixed
 from nodewright.kube import resources as r
+from nodewright.kube.limitrange import apply_limit_ranges, for_namespace
 from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import Obj
 from nodewright.metrics import Metrics
@@ -103,7 +104,7 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
     """Create the parsed documents in ``cluster`` as an API server would hold them.
 
     Workloads become their pods (``<name>-<i>``; pending ones ``PodScheduled=False/Unschedulable``, bound
-    ones Running); a NodePool, NodeClaim, Node or Pod with ``metadata.deletionTimestamp`` is created and then
+    ones Running), admitted with the LimitRange defaults of their namespace (:mod:`nodewright.kube.limitrange`); a NodePool, NodeClaim, Node or Pod with ``metadata.deletionTimestamp`` is created and then
     deleted (held by a finalizer), so it is terminating as in the input; a NodePool whose EC2NodeClass is
     missing gets a default one.
 
@@ -124,12 +125,20 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
                                               "metadata": {"name": ref.name}, "spec": DEFAULT_NODECLASS_SPEC})
     for claim in objects.nodeclaims:
         _create_held(cluster, r.NODECLAIMS, claim.to_manifest(), leaving)
+    # LimitRanges first: the API server admits every pod against those of its namespace.
+    limitranges = [doc for doc in objects.others if doc.get("kind") == "LimitRange"]
+    for doc in limitranges:
+        cluster.create(r.LIMITRANGES, {**doc, "metadata": {"namespace": "default", **(doc.get("metadata") or {})}})
     for index, doc in enumerate(objects.others):
         kind = doc.get("kind")
         try:
             if kind in WORKLOAD_KINDS:
                 for pod in _workload_pods(doc):
-                    _create_held(cluster, r.PODS, pod, leaving)
+                    ranges = for_namespace(limitranges, str(pod["metadata"].get("namespace") or "default"))
+                    admitted = {**pod, "spec": apply_limit_ranges(pod.get("spec") or {}, ranges)}
+                    _create_held(cluster, r.PODS, admitted, leaving)
+            elif kind == "LimitRange":
+                continue
             elif kind == "DaemonSet":
                 daemonset_pod(doc)  # validated here, so an invalid one is reported with its path
                 cluster.create(r.DAEMONSETS, doc)

@@ -13,9 +13,15 @@ from dataclasses import dataclass, field
 from nodewright.api import labels as L
 from nodewright.kube import resources as r
 from nodewright.kube.cluster import Cluster
-from nodewright.kube.objects import Obj, labels_of, name_of
+from nodewright.kube.objects import Obj, labels_of, meta, name_of, namespace_of
+from nodewright.scheduling import Pod
 from nodewright.state.models import ClusterModels, models_for
-from nodewright.state.pods import node_name, pod_key
+from nodewright.state.pods import daemonset_owner, node_name, pod_key
+
+
+def _created(obj: Obj) -> str:
+    """``metadata.creationTimestamp`` (RFC 3339 strings order as times) or ``""``."""
+    return str(meta(obj).get("creationTimestamp") or "")
 
 
 def provider_id_of(obj: Obj) -> str:
@@ -38,6 +44,9 @@ class ClusterState:
     pdbs: list[Obj] = field(default_factory=list)
     pvcs: list[Obj] = field(default_factory=list)
     storageclasses: list[Obj] = field(default_factory=list)
+    limitranges: list[Obj] = field(default_factory=list)
+    #: (namespace, DaemonSet name) -> the newest pod that DaemonSet owns (Karpenter ``Cluster.GetDaemonSetPod``).
+    daemon_pods: dict[tuple[str, str], Obj] = field(default_factory=dict)
     pods_by_node: dict[str, list[Obj]] = field(default_factory=dict)
     node_by_provider_id: dict[str, Obj] = field(default_factory=dict)
     nodeclaim_by_provider_id: dict[str, Obj] = field(default_factory=dict)
@@ -57,6 +66,11 @@ class ClusterState:
     def pods_on(self, node: str) -> list[Obj]:
         """Pods bound to the node named ``node``."""
         return self.pods_by_node.get(node, [])
+
+    def daemonset_models(self) -> list[Pod]:
+        """The pod each DaemonSet runs on a node (daemonset overhead), through
+        :meth:`ClusterModels.daemonset_pods` with this state's LimitRanges and DaemonSet pods."""
+        return self.models.daemonset_pods(self.daemonsets, self.limitranges, self.daemon_pods)
 
     def managed_nodes(self) -> list[Obj]:
         """Nodes carrying the ``karpenter.sh/nodepool`` label."""
@@ -80,6 +94,12 @@ def snapshot(cluster: Cluster) -> ClusterState:
     state.nodeclasses = {name_of(o): o for o in cluster.list(r.EC2NODECLASSES)}
     for pod in cluster.list(r.PODS):
         state.pods[pod_key(pod)] = pod
+        owner = daemonset_owner(pod)
+        if owner:
+            key = (namespace_of(pod) or "default", owner)
+            held = state.daemon_pods.get(key)
+            if held is None or _created(pod) >= _created(held):
+                state.daemon_pods[key] = pod
         bound = node_name(pod)
         if bound:
             state.pods_by_node.setdefault(bound, []).append(pod)
@@ -87,4 +107,5 @@ def snapshot(cluster: Cluster) -> ClusterState:
     state.pdbs = cluster.list(r.PDBS)
     state.pvcs = cluster.list(r.PVCS)
     state.storageclasses = cluster.list(r.STORAGECLASSES)
+    state.limitranges = cluster.list(r.LIMITRANGES)
     return state

@@ -193,7 +193,7 @@ def view_from_state(
         last_pod_events: node name -> epoch seconds of its last pod event (the controller tracks these).
         cloud_drift: NodeClaim name -> the cloud provider's drift reason (or None).
     """
-    daemonsets = state.models.daemonset_pods(state.daemonsets)
+    daemonsets = state.daemonset_models()
     pools: dict[str, Pool] = {}
     for name, doc in sorted(state.nodepools.items()):
         if is_deleting(doc) or name not in instance_types:

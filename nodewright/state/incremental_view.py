@@ -157,7 +157,8 @@ class ViewCache:
     # --- parts --------------------------------------------------------------------------------
 
     def _daemonset_pods(self, state: ClusterState) -> tuple[list[Pod], tuple[Hashable, ...]]:
-        return state.models.daemonset_pods(state.daemonsets), _versions(state.daemonsets)
+        pods = state.daemonset_models()
+        return pods, tuple(p.shape for p in pods)
 
     def _build_pools(
         self, state: ClusterState, instance_types: Mapping[str, Sequence[InstanceType]], daemonsets: list[Pod],

@@ -14,7 +14,8 @@ NodePool           the validated :class:`~nodewright.api.nodepool.NodePool` (:me
                    the scheduler's :class:`~nodewright.scheduling.NodePoolSpec` (:meth:`ClusterModels.nodepool_spec`)
 EC2NodeClass       the validated model and its kubelet/overhead settings
                    (:meth:`ClusterModels.kubelet`, :class:`~nodewright.cloud.overhead.KubeletSettings`)
-DaemonSet          the pod it runs on every node (:meth:`ClusterModels.daemonset_pods`)
+DaemonSet          the pod it runs on every node (:meth:`ClusterModels.daemonset_pods`: its running pod, else its
+                   template with LimitRange defaults)
 PDB                a :class:`~nodewright.disruption.model.PDB` with the disruptions it allows now (:func:`pdbs`)
 =================  ==========================================================================================
 
@@ -45,6 +46,7 @@ from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
 from nodewright.errors import NodewrightValidationError
+from nodewright.kube.limitrange import apply_limit_ranges, for_namespace
 from nodewright.kube.objects import Obj
 from nodewright.quantities import Resources
 from nodewright.scheduling import (
@@ -203,15 +205,28 @@ class ClusterModels:
         base: ExistingNode = value
         return dataclasses.replace(base, labels=dict(base.labels), pods=[p for p in pods if p.node_name == base.name])
 
-    def daemonset_pods(self, daemonsets: Sequence[Obj]) -> list[Pod]:
+    def daemonset_pods(self, daemonsets: Sequence[Obj], limitranges: Sequence[Obj] = (),
+                       daemon_pods: Mapping[tuple[str, str], Obj] | None = None) -> list[Pod]:
         """The pod each valid DaemonSet runs on a node, in order (for daemonset overhead); invalid ones left out
-        (logged at debug). The same list while the DaemonSets are unchanged."""
-        key = versions(daemonsets)
+        (logged at debug). The same list while the DaemonSets, LimitRanges and DaemonSet pods are unchanged.
+
+        As Karpenter's provisioner (``getDaemonSetPods``): a pod the DaemonSet already runs (``daemon_pods``,
+        ``(namespace, DaemonSet name) -> pod``) stands for it, since admission (LimitRange defaults, mutating
+        webhooks) may have changed its resources, with the template's required node affinity in place of the
+        one the DaemonSet controller wrote (which pins the pod to its node by name); without one, the template
+        with the namespace's LimitRange defaults (:mod:`nodewright.kube.limitrange`).
+        """
+        daemon_pods = daemon_pods or {}
+        used = [daemon_pods.get(_ds_key(ds)) for ds in daemonsets]
+        key = (versions(daemonsets), versions(limitranges), tuple(object_version(p) if p else None for p in used))
         if self._daemonsets is not None and self._daemonsets[0] == key:
             return self._daemonsets[1]
         out = []
-        for ds in daemonsets:
-            value = self._convert("DaemonSet", ds, None, lambda ds=ds: daemonset_pod({**ds, "kind": "DaemonSet"}))
+        for ds, pod in zip(daemonsets, used, strict=True):
+            ranges = for_namespace(limitranges, _ds_key(ds)[0])
+            variant = (object_version(pod) if pod else None, versions(ranges))
+            value = self._convert("DaemonSet", ds, variant,
+                                  lambda ds=ds, pod=pod, ranges=ranges: daemonset_pod(_daemonset_doc(ds, pod, ranges)))
             if isinstance(value, NodewrightValidationError):
                 log.debug("ignoring %s: %s", describe(ds, "DaemonSet"), value)
             else:
@@ -276,6 +291,40 @@ class ClusterModels:
             NodewrightValidationError: an invalid EC2NodeClass.
         """
         return self._strict("Kubelet", obj, None, lambda: kubelet_settings(self.nodeclass(obj)))
+
+
+def _ds_key(ds: Mapping[str, Any]) -> tuple[str, str]:
+    meta = ds.get("metadata") or {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+
+
+def _daemonset_doc(ds: Mapping[str, Any], pod: Mapping[str, Any] | None, limitranges: Sequence[Obj]) -> Obj:
+    """The DaemonSet document whose template is what its pods really run (see :meth:`ClusterModels.daemonset_pods`)."""
+    spec = ds.get("spec") or {}
+    template = spec.get("template")
+    if not isinstance(template, Mapping):
+        return {**ds, "kind": "DaemonSet"}  # daemonset_pod reports the missing template
+    pod_spec = dict(template.get("spec") or {})
+    if pod is not None:
+        own = dict(pod.get("spec") or {})
+        node_affinity = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution")
+        affinity = dict(own.get("affinity") or {})
+        pinned = dict(affinity.get("nodeAffinity") or {})
+        pinned.pop("requiredDuringSchedulingIgnoredDuringExecution", None)
+        if node_affinity:
+            pinned["requiredDuringSchedulingIgnoredDuringExecution"] = node_affinity
+        if pinned:
+            affinity["nodeAffinity"] = pinned
+        else:
+            affinity.pop("nodeAffinity", None)
+        own.pop("nodeName", None)
+        own["affinity"] = affinity
+        if not affinity:
+            own.pop("affinity")
+        pod_spec = own
+    pod_spec = apply_limit_ranges(pod_spec, limitranges)
+    return {**ds, "kind": "DaemonSet", "spec": {**spec, "template": {**template, "spec": pod_spec}}}
 
 
 _BY_CLUSTER: weakref.WeakKeyDictionary[Any, ClusterModels] = weakref.WeakKeyDictionary()

@@ -28,6 +28,14 @@ def is_daemonset_pod(pod: Mapping[str, Any]) -> bool:
     return "DaemonSet" in owner_kinds(pod)
 
 
+def daemonset_owner(pod: Mapping[str, Any]) -> str:
+    """Name of the DaemonSet owning the pod, or ``""``."""
+    for owner in meta(pod).get("ownerReferences") or []:
+        if owner.get("kind") == "DaemonSet":
+            return str(owner.get("name") or "")
+    return ""
+
+
 def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
     """A static pod mirrored by the kubelet (``kubernetes.io/config.mirror`` annotation or Node owner)."""
     return MIRROR_ANNOTATION in annotations_of(pod) or "Node" in owner_kinds(pod)

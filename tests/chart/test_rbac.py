@@ -26,6 +26,7 @@ CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("", "pods/eviction"): {"create"},
     ("", "events"): {"create", "patch"},
     ("", "persistentvolumeclaims"): {*READ},
+    ("", "limitranges"): {*READ},
     ("apps", "daemonsets"): {*READ},
     ("policy", "poddisruptionbudgets"): {*READ},
     ("storage.k8s.io", "storageclasses"): {*READ},

@@ -48,13 +48,11 @@ def test_daemonset_selecting_the_nodepool_label_counts():
     assert d.claim_of("p")["requests"]["cpu"] == 2000
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("LimitRange defaults fill in missing requests of pending and DaemonSet pods"))
 def test_limit_range_defaults_pending_pod_requests():
     d = run(nodepool(), limit_range(default_request={"cpu": "3", "memory": "1Gi"}), pod("p"))
     assert d.claim_of("p")["requests"]["cpu"] == 3000
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("LimitRange defaults fill in missing requests of pending and DaemonSet pods"))
 def test_limit_range_defaults_daemonset_requests():
     d = run(nodepool(), limit_range(default_request={"cpu": "2"}), daemonset("ds"), pod("p", cpu="1"))
     assert d.claim_of("p")["requests"]["cpu"] == 3000

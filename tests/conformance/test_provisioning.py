@@ -49,8 +49,6 @@ VOLUMES = "issue 14: volume topology (PV node affinity, PVC, StorageClass) restr
 DS_HOST_PORTS = "issue 14: host ports of DaemonSet pods are reserved on every new NodeClaim they would land on"
 DS_PER_TYPE = "issue 14: DaemonSet overhead is worked out per instance type"
 DS_TERMS = "issue 14: every nodeSelectorTerm of a DaemonSet's required node affinity is considered (ORed)"
-LIMIT_RANGE = ("issue 14: LimitRange defaults / the DaemonSet's own pod set daemonset overhead; also a bug outside "
-               "issue 14: a pending pod owned by a DaemonSet is provisioned like a workload pod")
 NODECLAIM_LABELS = "issue 14: a NodeClaim is labelled for NotIn/Exists/Gt/Lt requirement keys"
 LABEL_VALIDATION = "issue 14: label validation follows Karpenter v1.14 (kubernetes.io-domain keys allowed)"
 MIN_VALUES = "issue 14: minValues on any key; Karpenter's MinValuesPolicy (Strict/BestEffort) is a setting"
@@ -260,7 +258,6 @@ def test_daemonset_overhead_too_large():
     assert not d.claims and "default/p" in d.unschedulable
 
 
-@pytest.mark.xfail(strict=True, reason=LIMIT_RANGE)
 def test_daemonset_overhead_from_its_pod():
     # It("should account for overhead using daemonset pod spec instead of daemonset spec")
     ds_pod = pod("ds-abc", cpu="2", memory="2Gi", owner=("DaemonSet", "ds"))
@@ -358,7 +355,6 @@ def test_daemonset_not_in_unspecified_key():
     assert cpu_mem(d, "p") == (3000, 3 * GIB)
 
 
-@pytest.mark.xfail(strict=True, reason=LIMIT_RANGE)
 def test_daemonset_pod_hostname_affinity_removed():
     # It("should remove daemonset node hostname affinity when considering daemonset schedulability")
     """The daemonset's own pod (2 vCPU, as a LimitRange would set) pins a node by name; that pin is dropped and the

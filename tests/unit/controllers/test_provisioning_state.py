@@ -123,3 +123,51 @@ def test_ready_nodepool_launches(ctx, cluster, clock) -> None:
     cluster.patch_status(r.NODEPOOLS, "general", {"conditions": [{"type": "Ready", "status": "True", "reason": "Ready"}]})
     result = _provision_one(ctx, cluster, clock)
     assert result is not None and [c.instance_type.name for c in result.new_nodeclaims] == ["c5.large"]
+
+
+def _daemonset(cpu: str | None = None) -> dict[str, Any]:
+    resources = {"requests": {"cpu": cpu}} if cpu else {}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "kube-system"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                     "template": {"metadata": {"labels": {"app": "agent"}},
+                                  "spec": {"containers": [{"name": "a", "image": "agent", "resources": resources}]}}}}
+
+
+def _limit_range(namespace: str, **item: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults", "namespace": namespace},
+            "spec": {"limits": [{"type": "Container", **item}]}}
+
+
+def _overhead(ctx: Any, cluster: InMemoryCluster, clock: Any) -> dict[str, int]:
+    result = _provision_one(ctx, cluster, clock)
+    assert result is not None and len(result.new_nodeclaims) == 1
+    return dict(result.new_nodeclaims[0].daemonset_overhead)
+
+
+def test_limit_range_default_request_fills_a_daemonset_template(ctx, cluster, clock) -> None:
+    cluster.create(r.DAEMONSETS, _daemonset())
+    cluster.create(r.LIMITRANGES, _limit_range("kube-system", defaultRequest={"cpu": "250m"}))
+    cluster.create(r.LIMITRANGES, _limit_range("default", defaultRequest={"cpu": "2"}))  # another namespace's
+    assert _overhead(ctx, cluster, clock).get("cpu") == 250
+
+
+def test_limit_range_default_limit_stands_for_the_request(ctx, cluster, clock) -> None:
+    cluster.create(r.DAEMONSETS, _daemonset())
+    cluster.create(r.LIMITRANGES, _limit_range("kube-system", default={"cpu": "300m"}))
+    assert _overhead(ctx, cluster, clock).get("cpu") == 300
+
+
+def test_daemonset_overhead_comes_from_its_running_pod(ctx, cluster, clock) -> None:
+    """A mutating webhook raised the agent's pod to 400m: that, not the template's 100m, is the overhead; the
+    pod's pin to its own node (the DaemonSet controller's matchFields) does not stop it counting."""
+    cluster.create(r.DAEMONSETS, _daemonset(cpu="100m"))
+    _managed_node(cluster, deleting=False)
+    agent = pending_pod("agent-x1", cpu="400m")
+    agent["metadata"].update(namespace="kube-system", ownerReferences=[{"kind": "DaemonSet", "name": "agent"}])
+    agent["spec"]["nodeName"] = NODE
+    agent["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [NODE]}]}]}}}
+    agent["status"] = {"phase": "Running"}
+    cluster.create(r.PODS, agent)
+    cluster.create(r.PODS, pending_pod("big", cpu="1800m"))  # no room left on the c5.large
+    assert _overhead(ctx, cluster, clock).get("cpu") == 400
