@@ -57,6 +57,7 @@ NODES = ResourceKind("", "v1", "nodes", "Node", False)
 EVENTS = ResourceKind("", "v1", "events", "Event", True)
 PVCS = ResourceKind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
 LIMITRANGES = ResourceKind("", "v1", "limitranges", "LimitRange", True)
+NAMESPACES = ResourceKind("", "v1", "namespaces", "Namespace", False)
 DAEMONSETS = ResourceKind("apps", "v1", "daemonsets", "DaemonSet", True)
 PDBS = ResourceKind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)
 STORAGECLASSES = ResourceKind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
@@ -77,6 +78,7 @@ WATCHED: tuple[ResourceKind, ...] = (
     PVCS,
     STORAGECLASSES,
     LIMITRANGES,
+    NAMESPACES,
 )
 
 ALL: tuple[ResourceKind, ...] = (*WATCHED, EVENTS, LEASES)

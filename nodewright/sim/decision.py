@@ -1,8 +1,8 @@
 """``nodewright simulate -f FILE...``: the controller's first provisioning batch for a set of manifests, offline.
 
 Reads multi-document YAML (NodePool of any version or Provisioner, EC2NodeClass/AWSNodeTemplate, NodeClaim,
-Deployment, StatefulSet, ReplicaSet, Job, CronJob (one run), Pod, DaemonSet, PodDisruptionBudget, LimitRange, Node
-with pods bound by ``spec.nodeName``), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads every
+Deployment, StatefulSet, ReplicaSet, Job, CronJob (one run), Pod, DaemonSet, PodDisruptionBudget, LimitRange, Namespace
+(its labels, for pod affinity ``namespaceSelector``), Node with pods bound by ``spec.nodeName``), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads every
 object into an in-memory cluster (:class:`~nodewright.kube.memory.InMemoryCluster`: workloads become their
 pods, pending ones marked ``Unschedulable`` as kube-scheduler would) and runs the provisioning controller's
 batch on it (:meth:`nodewright.controllers.provisioning.Provisioner.provision`) with the simulated cloud
@@ -62,7 +62,7 @@ from nodewright.state.models import models_for
 DEFAULT_REGION = "us-east-1"
 _ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")
 #: Kinds read but not needed for a provisioning decision (accepted silently).
-IGNORED_KINDS = frozenset({"Namespace", "Service", "ConfigMap", "Secret"})
+IGNORED_KINDS = frozenset({"Service", "ConfigMap", "Secret"})
 #: The simulated moment of the decision (epoch seconds; only creation and deletion timestamps depend on it).
 DECISION_TIME = 1_784_548_800.0  # 2026-07-20T12:00:00Z
 #: What a NodePool's missing EC2NodeClass stands for: the defaults (AL2023, no kubelet overrides).
@@ -139,6 +139,8 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
                     _create_held(cluster, r.PODS, admitted, leaving)
             elif kind == "LimitRange":
                 continue
+            elif kind == "Namespace":
+                cluster.create(r.NAMESPACES, doc)
             elif kind == "DaemonSet":
                 daemonset_pod(doc)  # validated here, so an invalid one is reported with its path
                 cluster.create(r.DAEMONSETS, doc)

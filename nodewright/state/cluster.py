@@ -108,4 +108,5 @@ def snapshot(cluster: Cluster) -> ClusterState:
     state.pvcs = cluster.list(r.PVCS)
     state.storageclasses = cluster.list(r.STORAGECLASSES)
     state.limitranges = cluster.list(r.LIMITRANGES)
+    state.models.use_namespaces(cluster.list(r.NAMESPACES))
     return state

@@ -16,6 +16,8 @@ EC2NodeClass       the validated model and its kubelet/overhead settings
                    (:meth:`ClusterModels.kubelet`, :class:`~nodewright.cloud.overhead.KubeletSettings`)
 DaemonSet          the pod it runs on every node (:meth:`ClusterModels.daemonset_pods`: its running pod, else its
                    template with LimitRange defaults)
+Namespace          its labels, which resolve pod affinity ``namespaceSelector`` into the term's namespaces
+                   (:meth:`ClusterModels.use_namespaces`, :func:`resolve_namespace_selectors`)
 PDB                a :class:`~nodewright.disruption.model.PDB` with the disruptions it allows now (:func:`pdbs`)
 =================  ==========================================================================================
 
@@ -59,8 +61,12 @@ from nodewright.scheduling import (
     nodepool_spec_from_model,
     pod_from_manifest,
 )
+from nodewright.selectors import selects
 
 log = logging.getLogger("nodewright.state")
+
+#: The label the API server puts on every Namespace (its name).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 T = TypeVar("T")
 _IDENTITY = object()  # marks a version that is the object's identity (no resourceVersion)
@@ -122,6 +128,28 @@ class ClusterModels:
         #: objects are replaced, never mutated) is found without computing its version.
         self._same: dict[Hashable, tuple[Any, Any]] = {}
         self._daemonsets: tuple[tuple[Hashable, ...], list[Pod]] | None = None
+        #: Namespace name -> labels (with ``kubernetes.io/metadata.name``), for pod affinity namespaceSelectors.
+        self._namespaces: dict[str, dict[str, str]] = {}
+        self._namespaces_key: tuple[Hashable, ...] = ()
+
+    def use_namespaces(self, namespaces: Sequence[Obj]) -> None:
+        """The cluster's Namespace objects, which pod affinity terms' ``namespaceSelector`` is matched against.
+
+        A change (rare: a namespace created, deleted or relabelled) drops every cached conversion, so pods
+        convert again against the new set.
+        """
+        key = versions(namespaces)
+        if key == self._namespaces_key:
+            return
+        self._namespaces_key = key
+        self._namespaces = {}
+        for ns in namespaces:
+            name = str((ns.get("metadata") or {}).get("name") or "")
+            labels = dict((ns.get("metadata") or {}).get("labels") or {})
+            self._namespaces[name] = {**labels, NAMESPACE_NAME_LABEL: name}
+        self._cache = _Cache()
+        self._same.clear()
+        self._daemonsets = None
 
     def _convert(self, kind: str, obj: Mapping[str, Any], variant: Hashable, build: Any) -> Any:
         same = (kind, id(obj), variant)
@@ -167,6 +195,7 @@ class ClusterModels:
             spec = obj.get("spec") or {}
             if pending and spec.get("nodeName"):
                 spec = {k: v for k, v in spec.items() if k != "nodeName"}
+            spec = resolve_namespace_selectors(spec, self._namespaces)
             return pod_from_manifest({**obj, "kind": "Pod", "spec": spec})
 
         value = self._convert("Pod", obj, pending, build)
@@ -291,6 +320,48 @@ class ClusterModels:
             NodewrightValidationError: an invalid EC2NodeClass.
         """
         return self._strict("Kubelet", obj, None, lambda: kubelet_settings(self.nodeclass(obj)))
+
+
+def _resolve_term(term: Any, namespaces: Mapping[str, Mapping[str, str]]) -> Any:
+    """A pod affinity term whose non-empty ``namespaceSelector`` is replaced by the names it selects, added to
+    ``namespaces`` (kube: the union of both lists the namespaces searched)."""
+    if not isinstance(term, Mapping):
+        return term
+    selector = term.get("namespaceSelector")
+    if not selector or not isinstance(selector, Mapping):
+        return term
+    chosen = {name for name, labels in namespaces.items() if selects(selector, labels)}
+    out = {k: v for k, v in term.items() if k != "namespaceSelector"}
+    out["namespaces"] = sorted({*(str(n) for n in term.get("namespaces") or []), *chosen})
+    return out
+
+
+def resolve_namespace_selectors(spec: Mapping[str, Any], namespaces: Mapping[str, Mapping[str, str]]) -> Mapping[str, Any]:
+    """``spec`` with every pod (anti-)affinity term's non-empty ``namespaceSelector`` resolved against
+    ``namespaces`` (name -> labels) into the term's ``namespaces`` list, the field the scheduler's
+    :class:`~nodewright.scheduling.pods.PodAffinityTerm` reads. An empty selector (``{}``: every namespace) is
+    kept. A selector matching no namespace leaves the term to the pod's own namespace (the model cannot say
+    "no namespace")."""
+    affinity = spec.get("affinity")
+    if not isinstance(affinity, Mapping) or not any(
+            isinstance(affinity.get(k), Mapping) for k in ("podAffinity", "podAntiAffinity")):
+        return spec
+    new_affinity = dict(affinity)
+    for kind in ("podAffinity", "podAntiAffinity"):
+        part = affinity.get(kind)
+        if not isinstance(part, Mapping):
+            continue
+        new_part = dict(part)
+        required = part.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(required, list):
+            new_part["requiredDuringSchedulingIgnoredDuringExecution"] = [_resolve_term(t, namespaces) for t in required]
+        preferred = part.get("preferredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(preferred, list):
+            new_part["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {**w, "podAffinityTerm": _resolve_term(w.get("podAffinityTerm"), namespaces)}
+                if isinstance(w, Mapping) else w for w in preferred]
+        new_affinity[kind] = new_part
+    return {**spec, "affinity": new_affinity}
 
 
 def _ds_key(ds: Mapping[str, Any]) -> tuple[str, str]:

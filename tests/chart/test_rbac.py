@@ -27,6 +27,7 @@ CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("", "events"): {"create", "patch"},
     ("", "persistentvolumeclaims"): {*READ},
     ("", "limitranges"): {*READ},
+    ("", "namespaces"): {*READ},
     ("apps", "daemonsets"): {*READ},
     ("policy", "poddisruptionbudgets"): {*READ},
     ("storage.k8s.io", "storageclasses"): {*READ},

@@ -61,7 +61,6 @@ def test_limit_range_defaults_daemonset_requests():
 # --- Topology -------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("a pod affinity term's namespaceSelector is matched against Namespace objects"))
 def test_namespace_selector_matches_namespace_labels():
     target = pod("target", namespace="team-a", labels={"security": "s2"})
     follower = pod("follower", affinity=[affinity_term(HOSTNAME, {"security": "s2"},

@@ -171,3 +171,29 @@ def test_daemonset_overhead_comes_from_its_running_pod(ctx, cluster, clock) -> N
     cluster.create(r.PODS, agent)
     cluster.create(r.PODS, pending_pod("big", cpu="1800m"))  # no room left on the c5.large
     assert _overhead(ctx, cluster, clock).get("cpu") == 400
+
+
+def test_pod_affinity_namespace_selector_matches_namespace_labels(ctx, cluster, clock) -> None:
+    """The follower must share a node with a ``security: s2`` pod of a namespace labelled ``team: a``: it goes
+    to the node where team-a's pod runs, not to a new NodeClaim; relabelling the namespace drops the match."""
+    _managed_node(cluster, deleting=False)
+    cluster.create(r.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"team": "a"}}})
+    target = pending_pod("target", cpu="100m")
+    target["metadata"].update(namespace="team-a", labels={"security": "s2"})
+    target["spec"]["nodeName"] = NODE
+    target["status"] = {"phase": "Running"}
+    cluster.create(r.PODS, target)
+    follower = pending_pod("follower", cpu="100m")
+    follower["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "topologyKey": L.HOSTNAME, "labelSelector": {"matchLabels": {"security": "s2"}},
+        "namespaceSelector": {"matchLabels": {"team": "a"}}}]}}
+    cluster.create(r.PODS, follower)
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=schedule)
+    state = snapshot(cluster)
+    result = prov.provision(prov.pending_pods(state, clock()), state, clock())
+    assert result is not None and [p.name for p in result.existing.get(NODE, [])] == ["follower"]
+    cluster.patch(r.NAMESPACES, "team-a", {"metadata": {"labels": {"team": "b"}}})
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=schedule)  # a fresh one: the first nominated the pod
+    state = snapshot(cluster)
+    result = prov.provision(prov.pending_pods(state, clock()), state, clock())
+    assert result is not None and NODE not in result.existing
