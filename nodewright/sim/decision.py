@@ -22,11 +22,13 @@ The JSON output is the contract of DESIGN.md (``nodeclaims``, ``existing``, ``un
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodewright.admission import apply_limit_ranges
 from nodewright.api import labels as L
 from nodewright.api.manifests import KarpenterObjects, parse_documents
 from nodewright.cloud.catalog import (
@@ -41,12 +43,12 @@ from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.static import StaticCapacityController
 from nodewright.errors import NodewrightValidationError, prefixed
 from nodewright.kube import resources as r
-from nodewright.kube.limitrange import apply_limit_ranges, for_namespace
 from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import Obj
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingPolicy, Usage
 from nodewright.pricing.report import add_effective_prices
+from nodewright.review import NOT_MODELLED_KINDS, Review
 from nodewright.scheduling import (
     ExistingNode,
     NodePoolSpec,
@@ -58,6 +60,8 @@ from nodewright.scheduling.pods import WORKLOAD_KINDS
 from nodewright.sim.workloads import pod_manifest
 from nodewright.state.cluster import snapshot
 from nodewright.state.models import models_for
+
+log = logging.getLogger("nodewright.sim")
 
 DEFAULT_REGION = "us-east-1"
 _ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")
@@ -104,13 +108,14 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
     """Create the parsed documents in ``cluster`` as an API server would hold them.
 
     Workloads become their pods (``<name>-<i>``; pending ones ``PodScheduled=False/Unschedulable``, bound
-    ones Running), admitted with the LimitRange defaults of their namespace (:mod:`nodewright.kube.limitrange`); a NodePool, NodeClaim, Node or Pod with ``metadata.deletionTimestamp`` is created and then
+    ones Running), admitted with the LimitRange defaults of their namespace (:mod:`nodewright.admission`); a NodePool, NodeClaim, Node or Pod with ``metadata.deletionTimestamp`` is created and then
     deleted (held by a finalizer), so it is terminating as in the input; a NodePool whose EC2NodeClass is
     missing gets a default one.
 
     Raises:
-        NodewrightValidationError: an invalid or unsupported document (path ``documents[i].<field>``, reason
-            ending ``(in <Kind> '<name>')``).
+        NodewrightValidationError: an invalid document (path ``documents[i].<field>``, reason ending
+            ``(in <Kind> '<name>')``). A kind no decision reads is skipped, named in one warning line
+            (:meth:`nodewright.review.Review.skipped_line`).
     """
     classes = {nc.name for nc in objects.ec2nodeclasses}
     for nodeclass in objects.ec2nodeclasses:
@@ -125,20 +130,18 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
                                               "metadata": {"name": ref.name}, "spec": DEFAULT_NODECLASS_SPEC})
     for claim in objects.nodeclaims:
         _create_held(cluster, r.NODECLAIMS, claim.to_manifest(), leaving)
-    # LimitRanges first: the API server admits every pod against those of its namespace.
-    limitranges = [doc for doc in objects.others if doc.get("kind") == "LimitRange"]
-    for doc in limitranges:
-        cluster.create(r.LIMITRANGES, {**doc, "metadata": {"namespace": "default", **(doc.get("metadata") or {})}})
-    for index, doc in enumerate(objects.others):
+    # LimitRange defaults, as the API server's admission applies them to every workload of their namespace
+    # (idempotent: the CLI has usually applied them already).
+    others = apply_limit_ranges(objects.others)
+    skipped = Review()  # kinds a decision does not read: one warning line naming them, never fatal
+    for index, doc in enumerate(others):
         kind = doc.get("kind")
         try:
             if kind in WORKLOAD_KINDS:
                 for pod in _workload_pods(doc):
-                    ranges = for_namespace(limitranges, str(pod["metadata"].get("namespace") or "default"))
-                    admitted = {**pod, "spec": apply_limit_ranges(pod.get("spec") or {}, ranges)}
-                    _create_held(cluster, r.PODS, admitted, leaving)
+                    _create_held(cluster, r.PODS, pod, leaving)
             elif kind == "LimitRange":
-                continue
+                cluster.create(r.LIMITRANGES, doc)
             elif kind == "Namespace":
                 cluster.create(r.NAMESPACES, doc)
             elif kind == "DaemonSet":
@@ -148,8 +151,11 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
                 cluster.create(r.PDBS, doc)
             elif kind == "Node":
                 _create_held(cluster, r.NODES, doc, leaving)
+            elif kind in NOT_MODELLED_KINDS:
+                raise NodewrightValidationError("kind", f"{kind!r} is not modelled by simulate yet: "
+                                                        f"{NOT_MODELLED_KINDS[str(kind)]}")
             elif kind not in IGNORED_KINDS:
-                raise NodewrightValidationError("kind", f"{kind!r} is not supported by simulate")
+                skipped.skipped[str(kind)] += 1
         except NodewrightValidationError as err:
             raise prefixed(err, f"documents[{objects.other_indices[index]}]", f" (in {kind} {_name(doc, index)!r})") from None
         except (AttributeError, TypeError, KeyError, IndexError, ValueError) as err:
@@ -161,6 +167,9 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
             ) from None
     for resource, name, namespace in leaving:
         cluster.delete(resource, name, namespace)
+    line = skipped.skipped_line()
+    if line:
+        log.warning(line)
 
 
 def _create_held(cluster: InMemoryCluster, kind: r.ResourceKind, doc: Obj,

@@ -42,13 +42,13 @@ import weakref
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from nodewright.admission import apply_limit_ranges
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeclaim, parse_nodepool
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
 from nodewright.errors import NodewrightValidationError
-from nodewright.kube.limitrange import apply_limit_ranges, for_namespace
 from nodewright.kube.objects import Obj
 from nodewright.quantities import Resources
 from nodewright.scheduling import (
@@ -243,7 +243,7 @@ class ClusterModels:
         ``(namespace, DaemonSet name) -> pod``) stands for it, since admission (LimitRange defaults, mutating
         webhooks) may have changed its resources, with the template's required node affinity in place of the
         one the DaemonSet controller wrote (which pins the pod to its node by name); without one, the template
-        with the namespace's LimitRange defaults (:mod:`nodewright.kube.limitrange`).
+        with the namespace's LimitRange defaults (:func:`nodewright.admission.apply_limit_ranges`).
         """
         daemon_pods = daemon_pods or {}
         used = [daemon_pods.get(_ds_key(ds)) for ds in daemonsets]
@@ -252,7 +252,7 @@ class ClusterModels:
             return self._daemonsets[1]
         out = []
         for ds, pod in zip(daemonsets, used, strict=True):
-            ranges = for_namespace(limitranges, _ds_key(ds)[0])
+            ranges = [lr for lr in limitranges if _ds_key(lr)[0] == _ds_key(ds)[0]]
             variant = (object_version(pod) if pod else None, versions(ranges))
             value = self._convert("DaemonSet", ds, variant,
                                   lambda ds=ds, pod=pod, ranges=ranges: daemonset_pod(_daemonset_doc(ds, pod, ranges)))
@@ -365,6 +365,7 @@ def resolve_namespace_selectors(spec: Mapping[str, Any], namespaces: Mapping[str
 
 
 def _ds_key(ds: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, name) of a namespaced object."""
     meta = ds.get("metadata") or {}
     return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
 
@@ -394,8 +395,8 @@ def _daemonset_doc(ds: Mapping[str, Any], pod: Mapping[str, Any] | None, limitra
         if not affinity:
             own.pop("affinity")
         pod_spec = own
-    pod_spec = apply_limit_ranges(pod_spec, limitranges)
-    return {**ds, "kind": "DaemonSet", "spec": {**spec, "template": {**template, "spec": pod_spec}}}
+    doc = {**ds, "kind": "DaemonSet", "spec": {**spec, "template": {**template, "spec": pod_spec}}}
+    return apply_limit_ranges([*limitranges, doc])[-1]
 
 
 _BY_CLUSTER: weakref.WeakKeyDictionary[Any, ClusterModels] = weakref.WeakKeyDictionary()

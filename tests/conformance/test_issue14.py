@@ -149,7 +149,6 @@ def test_kubelet_kube_reserved_in_simulate():
     assert d.claim_of("p")["instance_type"] != "m5.large"
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("the kinds that matter to scheduling are read; anything else is one warning, never fatal"))
 def test_unsupported_kind_is_skipped():
     ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"}, "spec": {}}
     d = run(nodepool(), ingress, pod("p"))
