@@ -37,15 +37,12 @@ from nodewright.api.manifests import KarpenterObjects
 USED_KINDS = frozenset({
     "NodePool", "EC2NodeClass", "NodeClaim", "Provisioner", "AWSNodeTemplate",
     "Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet", "Node",
-    "PodDisruptionBudget", "Namespace",
+    "PodDisruptionBudget", "Namespace", "PersistentVolumeClaim", "PersistentVolume", "StorageClass",
 })
 #: Kinds applied to the others before a decision (:mod:`nodewright.admission`), not passed on themselves.
 ADMISSION_KINDS = frozenset({"LimitRange"})
 #: Kinds that change where or whether pods schedule, which ``simulate -f`` does not model: a warning each.
 NOT_MODELLED_KINDS: Mapping[str, str] = {
-    "PersistentVolumeClaim": "volume zones are not modelled: pods using it may land in any zone",
-    "PersistentVolume": "volume zones are not modelled",
-    "StorageClass": "volume binding and zones are not modelled",
     "ResourceQuota": "quotas are not enforced",
     "HorizontalPodAutoscaler": "the replica counts in the manifests are used as given",
     "ScaledObject": "the replica counts in the manifests are used as given",

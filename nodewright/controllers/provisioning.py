@@ -66,7 +66,7 @@ from nodewright.scheduling import (
 )
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.state.cluster import ClusterState, snapshot
-from nodewright.state.models import models_for
+from nodewright.state.models import VolumeError, models_for
 from nodewright.state.pods import (
     holds_node,
     is_do_not_disrupt,
@@ -253,15 +253,21 @@ class Provisioner:
     def provision(self, pending: list[Obj], state: ClusterState, now: float) -> SchedulingResult | None:
         """Schedule ``pending`` on ``state`` and create the NodeClaims decided."""
         pods = []
+        blocked: dict[str, str] = {}  # pod key -> why its volumes keep it pending
         for doc in pending:
             pod = state.models.pod(doc, pending=True)
             if pod is None:
-                log.warning("ignoring pod %s: %s", pod_key(doc), state.models.pod_error(doc), extra={"pod": pod_key(doc)})
+                error = state.models.pod_error(doc)
+                if isinstance(error, VolumeError):
+                    blocked[pod_key(doc)] = error.reason
+                else:
+                    log.warning("ignoring pod %s: %s", pod_key(doc), error, extra={"pod": pod_key(doc)})
             else:
                 pods.append(pod)
-        self.ctx.metrics.scheduler_ignored_pods.set(len(pending) - len(pods))
-        self.pod_times.decided((), {pod_key(doc) for doc in pending} - {p.key for p in pods}, now)  # ignored
-        if not pods:
+        self.ctx.metrics.scheduler_ignored_pods.set(len(pending) - len(pods) - len(blocked))
+        ignored = {pod_key(doc) for doc in pending} - {p.key for p in pods} - set(blocked)
+        self.pod_times.decided((), ignored, now)
+        if not pods and not blocked:
             return None
         pools, instance_types = self._nodepools(state)
         self.ctx.metrics.observe_instance_types(  # exported when scraped: free here
@@ -273,7 +279,9 @@ class Provisioner:
         # (nodewright.controllers.static keeps their count); in-flight static NodeClaims still need their types.
         dynamic = {spec.name: instance_types[spec.name] for spec in pools}
         with self._scheduling_run(len(pods)):
-            result = self.solver(pods, nodes, pools, dynamic, daemonsets=daemonsets, inflight=inflight)
+            result = self.solver(pods, nodes, pools, dynamic, daemonsets=daemonsets, inflight=inflight) if pods \
+                else SchedulingResult()
+        result.unschedulable.update(blocked)
         self.ctx.metrics.scheduling_duration.labels("provisioner").observe(time.perf_counter() - started)
         self.ctx.metrics.scheduler_unschedulable_pods.labels("provisioner").set(len(result.unschedulable))
         self.last_result = result

@@ -58,6 +58,7 @@ EVENTS = ResourceKind("", "v1", "events", "Event", True)
 PVCS = ResourceKind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
 LIMITRANGES = ResourceKind("", "v1", "limitranges", "LimitRange", True)
 NAMESPACES = ResourceKind("", "v1", "namespaces", "Namespace", False)
+PVS = ResourceKind("", "v1", "persistentvolumes", "PersistentVolume", False)
 DAEMONSETS = ResourceKind("apps", "v1", "daemonsets", "DaemonSet", True)
 PDBS = ResourceKind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)
 STORAGECLASSES = ResourceKind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
@@ -79,6 +80,7 @@ WATCHED: tuple[ResourceKind, ...] = (
     STORAGECLASSES,
     LIMITRANGES,
     NAMESPACES,
+    PVS,
 )
 
 ALL: tuple[ResourceKind, ...] = (*WATCHED, EVENTS, LEASES)

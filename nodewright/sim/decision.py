@@ -2,7 +2,8 @@
 
 Reads multi-document YAML (NodePool of any version or Provisioner, EC2NodeClass/AWSNodeTemplate, NodeClaim,
 Deployment, StatefulSet, ReplicaSet, Job, CronJob (one run), Pod, DaemonSet, PodDisruptionBudget, LimitRange, Namespace
-(its labels, for pod affinity ``namespaceSelector``), Node with pods bound by ``spec.nodeName``), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads every
+(its labels, for pod affinity ``namespaceSelector``), PersistentVolumeClaim/PersistentVolume/StorageClass (volume
+zones), Node with pods bound by ``spec.nodeName``), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads every
 object into an in-memory cluster (:class:`~nodewright.kube.memory.InMemoryCluster`: workloads become their
 pods, pending ones marked ``Unschedulable`` as kube-scheduler would) and runs the provisioning controller's
 batch on it (:meth:`nodewright.controllers.provisioning.Provisioner.provision`) with the simulated cloud
@@ -48,7 +49,7 @@ from nodewright.kube.objects import Obj
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingPolicy, Usage
 from nodewright.pricing.report import add_effective_prices
-from nodewright.review import NOT_MODELLED_KINDS, Review
+from nodewright.review import Review
 from nodewright.scheduling import (
     ExistingNode,
     NodePoolSpec,
@@ -62,6 +63,8 @@ from nodewright.state.cluster import snapshot
 from nodewright.state.models import models_for
 
 log = logging.getLogger("nodewright.sim")
+#: Kinds whose zones restrict the pods mounting them (:class:`nodewright.state.models.VolumeTopology`).
+VOLUME_KINDS = {"PersistentVolumeClaim": r.PVCS, "PersistentVolume": r.PVS, "StorageClass": r.STORAGECLASSES}
 
 DEFAULT_REGION = "us-east-1"
 _ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")
@@ -109,7 +112,7 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
 
     Workloads become their pods (``<name>-<i>``; pending ones ``PodScheduled=False/Unschedulable``, bound
     ones Running), admitted with the LimitRange defaults of their namespace (:mod:`nodewright.admission`); a NodePool, NodeClaim, Node or Pod with ``metadata.deletionTimestamp`` is created and then
-    deleted (held by a finalizer), so it is terminating as in the input; a NodePool whose EC2NodeClass is
+    deleted (held by a finalizer), so it is terminating as in the input (so are PersistentVolumes and claims); a NodePool whose EC2NodeClass is
     missing gets a default one.
 
     Raises:
@@ -151,9 +154,8 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
                 cluster.create(r.PDBS, doc)
             elif kind == "Node":
                 _create_held(cluster, r.NODES, doc, leaving)
-            elif kind in NOT_MODELLED_KINDS:
-                raise NodewrightValidationError("kind", f"{kind!r} is not modelled by simulate yet: "
-                                                        f"{NOT_MODELLED_KINDS[str(kind)]}")
+            elif kind in VOLUME_KINDS:
+                _create_held(cluster, VOLUME_KINDS[str(kind)], doc, leaving)
             elif kind not in IGNORED_KINDS:
                 skipped.skipped[str(kind)] += 1
         except NodewrightValidationError as err:

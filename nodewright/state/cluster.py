@@ -109,4 +109,5 @@ def snapshot(cluster: Cluster) -> ClusterState:
     state.storageclasses = cluster.list(r.STORAGECLASSES)
     state.limitranges = cluster.list(r.LIMITRANGES)
     state.models.use_namespaces(cluster.list(r.NAMESPACES))
+    state.models.use_volumes(state.pvcs, cluster.list(r.PVS), state.storageclasses)
     return state

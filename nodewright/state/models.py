@@ -16,6 +16,7 @@ EC2NodeClass       the validated model and its kubelet/overhead settings
                    (:meth:`ClusterModels.kubelet`, :class:`~nodewright.cloud.overhead.KubeletSettings`)
 DaemonSet          the pod it runs on every node (:meth:`ClusterModels.daemonset_pods`: its running pod, else its
                    template with LimitRange defaults)
+PVC, PV, SC        the zones (node requirements) of the pods that mount them (:class:`VolumeTopology`)
 Namespace          its labels, which resolve pod affinity ``namespaceSelector`` into the term's namespaces
                    (:meth:`ClusterModels.use_namespaces`, :func:`resolve_namespace_selectors`)
 PDB                a :class:`~nodewright.disruption.model.PDB` with the disruptions it allows now (:func:`pdbs`)
@@ -43,6 +44,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from nodewright.admission import apply_limit_ranges
+from nodewright.api import labels as wk
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeclaim, parse_nodepool
 from nodewright.api.nodeclaim import NodeClaim
@@ -131,6 +133,12 @@ class ClusterModels:
         #: Namespace name -> labels (with ``kubernetes.io/metadata.name``), for pod affinity namespaceSelectors.
         self._namespaces: dict[str, dict[str, str]] = {}
         self._namespaces_key: tuple[Hashable, ...] = ()
+        self._volumes = VolumeTopology()
+
+    def use_volumes(self, pvcs: Sequence[Obj], pvs: Sequence[Obj], storageclasses: Sequence[Obj]) -> None:
+        """The cluster's PersistentVolumeClaims, PersistentVolumes and StorageClasses, whose zones restrict the
+        pods that mount them (:class:`VolumeTopology`). Only pods with claim volumes convert again on a change."""
+        self._volumes = self._volumes.updated(pvcs, pvs, storageclasses)
 
     def use_namespaces(self, namespaces: Sequence[Obj]) -> None:
         """The cluster's Namespace objects, which pod affinity terms' ``namespaceSelector`` is matched against.
@@ -184,25 +192,26 @@ class ClusterModels:
         Args:
             pending: drop ``spec.nodeName`` (a pod of a leaving node, to be placed again).
         """
-        hit = self._same.get(("Pod", id(obj), pending))  # the common case, without building a closure
+        variant: Hashable = (pending, self._volumes.key) if _claims_volumes(obj) else pending
+        hit = self._same.get(("Pod", id(obj), variant))  # the common case, without building a closure
         if hit is not None and hit[0] is obj:
             value = hit[1]
             if isinstance(value, NodewrightValidationError):
                 return None
             return value  # type: ignore[no-any-return]
-
-        def build() -> Pod:
-            spec = obj.get("spec") or {}
-            if pending and spec.get("nodeName"):
-                spec = {k: v for k, v in spec.items() if k != "nodeName"}
-            spec = resolve_namespace_selectors(spec, self._namespaces)
-            return pod_from_manifest({**obj, "kind": "Pod", "spec": spec})
-
-        value = self._convert("Pod", obj, pending, build)
+        value = self._convert("Pod", obj, variant, lambda: self._build_pod(obj, pending))
         if isinstance(value, NodewrightValidationError):
             log.debug("ignoring %s: %s", describe(obj, "Pod"), value)
             return None
         return value  # type: ignore[no-any-return]
+
+    def _build_pod(self, obj: Obj, pending: bool) -> Pod:
+        spec = obj.get("spec") or {}
+        if pending and spec.get("nodeName"):
+            spec = {k: v for k, v in spec.items() if k != "nodeName"}
+        spec = resolve_namespace_selectors(spec, self._namespaces)
+        spec = self._volumes.inject(obj, spec)
+        return pod_from_manifest({**obj, "kind": "Pod", "spec": spec})
 
     def pods(self, objs: Iterable[Obj], *, pending: bool = False) -> list[Pod]:
         """:meth:`pod` of each object, invalid ones left out."""
@@ -221,7 +230,8 @@ class ClusterModels:
 
     def pod_error(self, obj: Obj) -> NodewrightValidationError | None:
         """Why :meth:`pod` rejects the object (None when it is valid)."""
-        value = self._convert("Pod", obj, False, lambda: pod_from_manifest({**obj, "kind": "Pod"}))
+        variant: Hashable = (False, self._volumes.key) if _claims_volumes(obj) else False
+        value = self._convert("Pod", obj, variant, lambda: self._build_pod(obj, False))
         return value if isinstance(value, NodewrightValidationError) else None
 
     def node(self, obj: Obj, pods: Iterable[Pod] = ()) -> ExistingNode | None:
@@ -320,6 +330,148 @@ class ClusterModels:
             NodewrightValidationError: an invalid EC2NodeClass.
         """
         return self._strict("Kubelet", obj, None, lambda: kubelet_settings(self.nodeclass(obj)))
+
+
+def _claims_volumes(obj: Mapping[str, Any]) -> bool:
+    """Whether the pod mounts a PersistentVolumeClaim (directly or as a generic ephemeral volume)."""
+    volumes = (obj.get("spec") or {}).get("volumes")
+    return isinstance(volumes, list) and any(
+        isinstance(v, Mapping) and ("persistentVolumeClaim" in v or "ephemeral" in v) for v in volumes)
+
+
+class VolumeError(NodewrightValidationError):
+    """A pod's claim that no new node can serve now: the pod is unschedulable (not invalid) for this reason."""
+
+
+_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+
+#: At most this many alternative zone/label combinations from a pod's volumes (PV and StorageClass terms multiply).
+MAX_VOLUME_ALTERNATIVES = 64
+_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+
+
+class VolumeTopology:
+    """Where a pod's volumes let it run, as node requirements (Karpenter ``scheduling.VolumeTopology.Inject``).
+
+    For each claim volume (``persistentVolumeClaim.claimName``, or ``<pod>-<volume>`` for a generic ephemeral
+    volume): a claim bound to a PersistentVolume (``spec.volumeName``) contributes that volume's
+    ``nodeAffinity.required`` terms, without ``kubernetes.io/hostname`` expressions (local and hostPath volumes
+    name a node that a new node can never be; a term left empty makes the volume unconstrained); an unbound
+    claim contributes its StorageClass's ``allowedTopologies`` (``storageClassName`` unset: the default class;
+    ``""``: none). Terms are alternatives (ORed); several volumes combine every alternative of one with every
+    alternative of the others, and the result is ANDed into each of the pod's required node-affinity terms.
+
+    Unusable claims (:class:`VolumeError`; the pod stays pending with the reason), as Karpenter's
+    ``ValidatePersistentVolumeClaims``: a claim that is missing, being deleted or ``Lost``; one naming a volume
+    without ``pv.kubernetes.io/bind-completed``; a bound volume missing or being deleted; an unbound claim
+    without a StorageClass, with a missing one, or with ``Immediate`` binding (the volume is created and bound
+    before the pod schedules, so no node can be launched for it now). Hostname expressions are kept for volumes
+    that are neither ``local`` nor ``hostPath``.
+    """
+
+    def __init__(self) -> None:
+        self.key: tuple[Hashable, ...] = ()
+        self.pvcs: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self.pvs: dict[str, Mapping[str, Any]] = {}
+        self.classes: dict[str, Mapping[str, Any]] = {}
+        self.default_class: str | None = None
+
+    def updated(self, pvcs: Sequence[Obj], pvs: Sequence[Obj], storageclasses: Sequence[Obj]) -> VolumeTopology:
+        """This index, or a new one when the objects changed."""
+        key = (versions(pvcs), versions(pvs), versions(storageclasses))
+        if key == self.key:
+            return self
+        out = VolumeTopology()
+        out.key = key
+        out.pvcs = {_ds_key(c): c for c in pvcs}
+        out.pvs = {_ds_key(v)[1]: v for v in pvs}
+        out.classes = {_ds_key(c)[1]: c for c in storageclasses}
+        defaults = sorted(n for n, c in out.classes.items()
+                          if ((c.get("metadata") or {}).get("annotations") or {}).get(_DEFAULT_CLASS) == "true")
+        out.default_class = defaults[0] if defaults else None
+        return out
+
+    def _volume_terms(self, namespace: str, claim: str) -> list[list[dict[str, Any]]] | None:
+        """Alternatives (lists of matchExpressions) for one claim; None when it does not constrain.
+
+        Raises:
+            VolumeError: the claim cannot be used by a new node (see class docstring).
+        """
+        ref = f"PersistentVolumeClaim {namespace}/{claim}"
+        pvc = self.pvcs.get((namespace, claim))
+        if pvc is None:
+            raise VolumeError("spec.volumes", f"{ref} not found")
+        if (pvc.get("metadata") or {}).get("deletionTimestamp"):
+            raise VolumeError("spec.volumes", f"{ref} is being deleted")
+        if (pvc.get("status") or {}).get("phase") == "Lost":
+            raise VolumeError("spec.volumes", f"{ref} is Lost (its PersistentVolume is gone)")
+        spec = pvc.get("spec") or {}
+        if spec.get("volumeName"):
+            if not ((pvc.get("metadata") or {}).get("annotations") or {}).get(_BIND_COMPLETED):
+                raise VolumeError("spec.volumes", f"{ref} names volume {spec['volumeName']} but is not bound yet")
+            pv = self.pvs.get(str(spec["volumeName"]))
+            if pv is None:
+                raise VolumeError("spec.volumes", f"PersistentVolume {spec['volumeName']} of {ref} not found")
+            if (pv.get("metadata") or {}).get("deletionTimestamp"):
+                raise VolumeError("spec.volumes", f"PersistentVolume {spec['volumeName']} of {ref} is being deleted")
+            pv_spec = pv.get("spec") or {}
+            node_local = "local" in pv_spec or "hostPath" in pv_spec
+            required = ((pv_spec.get("nodeAffinity") or {}).get("required") or {})
+            terms = [[e for e in (t.get("matchExpressions") or []) if not (node_local and e.get("key") == wk.HOSTNAME)]
+                     for t in required.get("nodeSelectorTerms") or [] if isinstance(t, Mapping)]
+        else:
+            name = spec.get("storageClassName")
+            if name is None:
+                name = self.default_class
+            if not name:
+                raise VolumeError("spec.volumes", f"{ref} is not bound and has no StorageClass")
+            sc = self.classes.get(str(name))
+            if sc is None:
+                raise VolumeError("spec.volumes", f"{ref} is not bound and its StorageClass {name} does not exist")
+            if sc.get("volumeBindingMode", "Immediate") != "WaitForFirstConsumer":
+                raise VolumeError("spec.volumes", f"{ref} waits for its volume (StorageClass {name} binds Immediate)")
+            terms = [[{"key": e.get("key"), "operator": "In", "values": list(e.get("values") or [])}
+                      for e in (t.get("matchLabelExpressions") or [])]
+                     for t in sc.get("allowedTopologies") or [] if isinstance(t, Mapping)]
+        if not terms or any(not t for t in terms):
+            return None
+        return terms
+
+    def inject(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``spec`` with the pod's volume requirements added to its required node affinity (see class docstring).
+
+        Raises:
+            NodewrightValidationError: a claim or bound volume that is not in the cluster.
+        """
+        volumes = spec.get("volumes")
+        if not isinstance(volumes, list):
+            return spec
+        meta = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "default")
+        alternatives: list[list[dict[str, Any]]] = [[]]
+        for volume in volumes:
+            if not isinstance(volume, Mapping):
+                continue
+            if isinstance(volume.get("persistentVolumeClaim"), Mapping):
+                claim = str(volume["persistentVolumeClaim"].get("claimName") or "")
+            elif "ephemeral" in volume:
+                claim = f"{meta.get('name')}-{volume.get('name')}"
+            else:
+                continue
+            terms = self._volume_terms(namespace, claim)
+            if terms is not None:
+                alternatives = [a + t for a in alternatives for t in terms][:MAX_VOLUME_ALTERNATIVES]
+        if alternatives == [[]]:
+            return spec
+        affinity = dict(spec.get("affinity") or {})
+        node_affinity = dict(affinity.get("nodeAffinity") or {})
+        required = dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+        own = [t for t in required.get("nodeSelectorTerms") or [] if isinstance(t, Mapping)] or [{}]
+        required["nodeSelectorTerms"] = [
+            {**t, "matchExpressions": [*(t.get("matchExpressions") or []), *alt]} for t in own for alt in alternatives]
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
+        affinity["nodeAffinity"] = node_affinity
+        return {**spec, "affinity": affinity}
 
 
 def _resolve_term(term: Any, namespaces: Mapping[str, Mapping[str, str]]) -> Any:

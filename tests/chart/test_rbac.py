@@ -28,6 +28,7 @@ CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("", "persistentvolumeclaims"): {*READ},
     ("", "limitranges"): {*READ},
     ("", "namespaces"): {*READ},
+    ("", "persistentvolumes"): {*READ},
     ("apps", "daemonsets"): {*READ},
     ("policy", "poddisruptionbudgets"): {*READ},
     ("storage.k8s.io", "storageclasses"): {*READ},

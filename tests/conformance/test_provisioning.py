@@ -45,7 +45,6 @@ from .kit import (
     type_labels,
 )
 
-VOLUMES = "issue 14: volume topology (PV node affinity, PVC, StorageClass) restricts zones; simulate reads them"
 DS_HOST_PORTS = "issue 14: host ports of DaemonSet pods are reserved on every new NodeClaim they would land on"
 DS_PER_TYPE = "issue 14: DaemonSet overhead is worked out per instance type"
 DS_TERMS = "issue 14: every nodeSelectorTerm of a DaemonSet's required node affinity is considered (ORed)"
@@ -576,7 +575,6 @@ VOLUME_CASES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 @pytest.mark.parametrize("it", list(VOLUME_CASES))
 def test_volume_topology(it):
     # It(<it>) in Context("Volume Topology Requirements")
@@ -590,7 +588,6 @@ def test_volume_topology(it):
         assert d.labels_of("p")[ZONE] == expected
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 @pytest.mark.parametrize("source", ["local", "hostPath"])
 @pytest.mark.parametrize("ephemeral", [False, True], ids=["pvc", "ephemeral volume"])
 def test_volume_local_hostname_affinity_ignored(source, ephemeral):
@@ -606,7 +603,6 @@ def test_volume_local_hostname_affinity_ignored(source, ephemeral):
     assert d.scheduled(p)
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 def test_volume_zone_not_relaxed_away():
     # It("should not relax an added volume topology zone node-selector away")
     d = run(nodepool(), SC, persistent_volume("pv", zones=[Z3]), pvc("claim", storage_class_name="my-storage-class", volume_name="pv"),

@@ -1,9 +1,9 @@
 """Karpenter ``scheduling/suite_test.go``: Describe "VolumeUsage" (the volume-topology Its),
 "NodePool requirements instance filtering" and "Dynamic Resource Allocation (DRA)".
 
-nodewright does not read PersistentVolume, PersistentVolumeClaim or StorageClass documents yet (issue 14), so
-every volume port is ``xfail(strict=True)``. The CSI attach-limit Its of "VolumeUsage" are listed as not
-applicable in README.md.
+Volume topology (PersistentVolume node affinity, claims, StorageClasses) is converted into the pod's node
+requirements by ``nodewright.state.models.VolumeTopology``. The CSI attach-limit Its of "VolumeUsage" are listed
+as not applicable in README.md.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from .kit import (
     storage_class,
 )
 
-VOLUMES = "issue 14: volume topology (PV node affinity, PVC, StorageClass) restricts zones; simulate reads them"
 APP = {"app": "multi-zone-app"}
 
 
@@ -44,7 +43,6 @@ def _ephemeral(name: str, storage_class_name: str | None):
     return pod(name, volumes=[{"name": "tmp", "ephemeral": {"volumeClaimTemplate": {"spec": spec}}}])
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 def test_pv_with_multiple_zones():
     # It("should schedule pods using a PV with multiple zones")
     terms = [[expr(ZONE, "In", Z1)], [expr(ZONE, "In", Z2)]]
@@ -57,7 +55,6 @@ def test_pv_with_multiple_zones():
     assert zones == {Z1, Z2}
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 def test_storage_class_with_multiple_zone_terms():
     # It("should schedule pods using a StorageClass with multiple zones in AllowedTopologies")
     sc = storage_class("multi-zone-sc", allowed_topologies=[
@@ -71,7 +68,6 @@ def test_storage_class_with_multiple_zone_terms():
     assert {d.labels_of("p0")[ZONE], d.labels_of("p1")[ZONE]} == {Z1, Z2}
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 def test_multi_volume_topology_pruning():
     # It("should schedule pods when a valid multi-volume topology alternative remains after pruning disjoint branches")
     key = "special"
@@ -88,7 +84,6 @@ def test_multi_volume_topology_pruning():
     assert labels[key] == ("optional" if labels[ZONE] == Z1 else "required")
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 @pytest.mark.parametrize("source", ["local", "hostPath"])
 def test_pv_hostname_alternative_dropped(source):
     # DescribeTable("should preserve unconstrained PV alternatives after ignoring hostname affinity")
@@ -103,14 +98,12 @@ IMMEDIATE_SC = storage_class("default-storage-class", zones=[Z1], binding="Immed
 WFFC_SC = storage_class("default-storage-class", zones=[Z1])
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 def test_unbound_immediate_volume():
     # It("should not launch nodes for pod with unbound volume for volumeBindingMode immediate")
     d = run(nodepool(), IMMEDIATE_SC, pvc("claim", storage_class_name="default-storage-class"), _with_claims("p", "claim"))
     assert not d.claims and "default/p" in d.unschedulable
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 def test_deleting_pvc():
     # It("should not launch nodes for pod with deleting persistentVolumeClaim")
     claim = pvc("claim", storage_class_name="default-storage-class")
@@ -119,7 +112,6 @@ def test_deleting_pvc():
     assert not d.claims and "default/p" in d.unschedulable
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 def test_pv_marked_for_deletion():
     # It("should not launch nodes for pod with bound persistentVolume that is marked for deletion")
     pv = persistent_volume("pv", driver="other-provider")
@@ -128,7 +120,6 @@ def test_pv_marked_for_deletion():
     assert not d.claims
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 def test_lost_pvc():
     # It("should not launch nodes for pod with Lost persistentVolumeClaim")
     d = run(nodepool(), WFFC_SC, pvc("claim", storage_class_name="default-storage-class", phase="Lost"),
@@ -136,7 +127,6 @@ def test_lost_pvc():
     assert not d.claims and "default/p" in d.unschedulable
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 @pytest.mark.parametrize("bind_completed", [False, True], ids=["bind-completed missing", "bind-completed present"])
 def test_pvc_with_volume_name(bind_completed):
     # DescribeTable("should handle pods with PVCs with defined volumeName")
@@ -147,7 +137,6 @@ def test_pvc_with_volume_name(bind_completed):
     assert d.scheduled("p") is bind_completed
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 @pytest.mark.parametrize("sc_name", ["non-existent", ""], ids=["non-existent storage class", "explicitly disabled"])
 def test_ephemeral_without_storage_class_bound(sc_name):
     # DescribeTable("should launch nodes for pods with ephemeral volume without a storage class when the PVC is bound")
@@ -156,7 +145,6 @@ def test_ephemeral_without_storage_class_bound(sc_name):
     assert len(d.claims) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 @pytest.mark.parametrize("sc_name", ["non-existent", ""], ids=["non-existent storage class", "explicitly disabled"])
 def test_ephemeral_without_storage_class_unbound(sc_name):
     # DescribeTable("should not launch nodes for pods with ephemeral volume without a storage class when the PVC is unbound")
@@ -164,7 +152,6 @@ def test_ephemeral_without_storage_class_unbound(sc_name):
     assert not d.claims
 
 
-@pytest.mark.xfail(strict=True, reason=VOLUMES)
 @pytest.mark.parametrize("variant", ["pvc", "storage class", "volume name"])
 def test_valid_pods_scheduled_beside_invalid_pvc(variant):
     # It("should schedule valid pods when a pod with an invalid pvc is encountered (pvc)")

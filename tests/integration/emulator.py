@@ -106,6 +106,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
     Kind("", "v1", "limitranges", "LimitRange", True, status=False),
     Kind("", "v1", "namespaces", "Namespace", False),
+    Kind("", "v1", "persistentvolumes", "PersistentVolume", False),
     Kind("", "v1", "bindings", "Binding", True, status=False),
     Kind("apps", "v1", "daemonsets", "DaemonSet", True),
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),

@@ -197,3 +197,55 @@ def test_pod_affinity_namespace_selector_matches_namespace_labels(ctx, cluster, 
     state = snapshot(cluster)
     result = prov.provision(prov.pending_pods(state, clock()), state, clock())
     assert result is not None and NODE not in result.existing
+
+
+def _claiming_pod(claim: str) -> dict[str, Any]:
+    pod = pending_pod("p")
+    pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+    return pod
+
+
+def _claim(name: str, **spec: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default"}
+    if spec.get("volumeName"):
+        meta["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
+            "spec": {"accessModes": ["ReadWriteOnce"], **spec}}
+
+
+def _plan(ctx: Any, cluster: InMemoryCluster, clock: Any) -> Any:
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=schedule)
+    state = snapshot(cluster)
+    return prov.provision(prov.pending_pods(state, clock()), state, clock())
+
+
+def test_bound_volume_zone_decides_the_nodeclaim_zone(ctx, cluster, clock) -> None:
+    cluster.create(r.PVS, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-b"}, "spec": {
+        "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"},
+        "nodeAffinity": {"required": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": L.ZONE, "operator": "In", "values": ["us-east-1b"]}]}]}}}})
+    cluster.create(r.PVCS, _claim("data", volumeName="pv-b"))
+    cluster.create(r.PODS, _claiming_pod("data"))
+    result = _plan(ctx, cluster, clock)
+    assert result is not None and [c.offering.zone for c in result.new_nodeclaims] == ["us-east-1b"]
+
+
+def test_storage_class_allowed_topologies_and_unusable_claims(ctx, cluster, clock) -> None:
+    """WaitForFirstConsumer with allowedTopologies pins the zone; an Immediate class keeps the pod pending with
+    the reason (its volume is bound before it can schedule)."""
+    for name, mode in (("wffc", "WaitForFirstConsumer"), ("now", "Immediate")):
+        cluster.create(r.STORAGECLASSES, {
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+            "provisioner": "ebs.csi.aws.com", "volumeBindingMode": mode,
+            "allowedTopologies": [{"matchLabelExpressions": [{"key": L.ZONE, "values": ["us-east-1b"]}]}]})
+    cluster.create(r.PVCS, _claim("data", storageClassName="wffc"))
+    cluster.create(r.PODS, _claiming_pod("data"))
+    result = _plan(ctx, cluster, clock)
+    assert result is not None and [c.offering.zone for c in result.new_nodeclaims] == ["us-east-1b"]
+
+    cluster.delete(r.PODS, "p", "default")
+    cluster.create(r.PVCS, _claim("later", storageClassName="now"))
+    cluster.create(r.PODS, _claiming_pod("later"))
+    result = _plan(ctx, cluster, clock)
+    assert result is not None and not result.new_nodeclaims
+    assert "Immediate" in result.unschedulable["default/p"]
