@@ -17,8 +17,7 @@ Findings (each names ``documents[i]``, the field and the object, so the CLI can 
   does not know (``ttlSecondsAfterEmty``) and would drop;
 - (LimitRange is applied to workloads by :mod:`nodewright.admission`, neither skipped nor warned.)
 - Karpenter v1.14 fields accepted but not yet honoured (open-map ``kubelet`` fields, Windows families in ``run``),
-  and kinds that change scheduling but are not modelled (LimitRange,
-  PersistentVolumeClaim, ...).
+  and kinds that change scheduling but are not modelled (ResourceQuota, HorizontalPodAutoscaler, ...).
 """
 
 from __future__ import annotations
