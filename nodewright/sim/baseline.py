@@ -51,6 +51,7 @@ from nodewright.scheduling import (
 )
 from nodewright.sim.scenario import ClusterAutoscalerConfig, NodeGroup
 from nodewright.sim.world import World
+from nodewright.state.cluster import sync_models
 from nodewright.state.models import ClusterModels, models_for
 from nodewright.state.pods import is_daemonset_pod, is_terminal, is_unschedulable, node_name
 
@@ -199,6 +200,7 @@ class ClusterAutoscalerDriver:
         if now < self.next_scan:
             return
         self.next_scan = now + self.config.scan_interval
+        sync_models(self.world.cluster)  # namespaces and volumes that pod conversion reads
         self._asg_reconcile()
         if not self._scale_up(now):
             self._scale_down(now)

@@ -20,6 +20,7 @@ from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import Obj, condition_true, is_deleting, meta, name_of
 from nodewright.kube.resources import ResourceKind
 from nodewright.scheduling import ExistingNode, Pod, schedule
+from nodewright.state.cluster import sync_models
 from nodewright.state.models import models_for
 from nodewright.state.pods import is_terminal, is_unschedulable, node_name, pod_key
 
@@ -67,6 +68,7 @@ class KubeScheduler:
         self.dirty = False
         if not self._waiting:
             return []  # nothing to place: skip the scan of every pod
+        sync_models(self.cluster)
         pending: list[tuple[Obj, Pod]] = []
         bound: dict[str, list[Pod]] = {}
         for doc in self.cluster.list(r.PODS):

@@ -42,10 +42,15 @@ from nodewright.sim.workloads import (
 )
 from nodewright.state.pods import is_daemonset_pod
 
-IGNORED_KINDS = frozenset({"Namespace", "Service", "ServiceAccount", "ConfigMap", "Secret", "PriorityClass"})
+IGNORED_KINDS = frozenset({"Service", "ServiceAccount", "ConfigMap", "Secret", "PriorityClass"})
+#: Kinds stored in the cluster as given, for the controllers to read (Namespace labels for pod affinity
+#: ``namespaceSelector``; volumes, claims and StorageClasses for volume topology).
+STORED_KINDS = {"Namespace": r.NAMESPACES, "PersistentVolume": r.PVS, "PersistentVolumeClaim": r.PVCS,
+                "StorageClass": r.STORAGECLASSES}
 #: Kinds :meth:`World.apply` plays; ``simulate --scenario`` skips the others with one summary line.
 APPLIED_KINDS = frozenset({"NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob",
-                           "DaemonSet", "Pod", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ScaledObject"})
+                           "DaemonSet", "Pod", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ScaledObject",
+                           *STORED_KINDS})
 OfferingKey = tuple[str, str, str]
 InterruptionHandler = Callable[[SimInstance], None]
 
@@ -161,6 +166,8 @@ class World:
             self.cluster.create(r.PODS, {**doc, "status": {"phase": "Pending"}})
         elif kind == "PodDisruptionBudget":
             self.cluster.create(r.PDBS, doc)
+        elif kind in STORED_KINDS:
+            self.cluster.create(STORED_KINDS[str(kind)], doc)
         elif kind == "HorizontalPodAutoscaler":
             return HorizontalPodAutoscaler.from_manifest(doc)
         elif kind == "ScaledObject":

@@ -77,6 +77,17 @@ class ClusterState:
         return [n for n in self.nodes.values() if L.NODEPOOL in labels_of(n)]
 
 
+def sync_models(cluster: Cluster, pvcs: list[Obj] | None = None, storageclasses: list[Obj] | None = None) -> ClusterModels:
+    """The cluster's conversion cache, given the cluster-wide objects pod conversion depends on (Namespaces for
+    affinity ``namespaceSelector``; claims, volumes and StorageClasses for volume topology). Every reader that
+    converts pods without a :func:`snapshot` (the simulated kube-scheduler) calls this first."""
+    models = models_for(cluster)
+    models.use_namespaces(cluster.list(r.NAMESPACES))
+    models.use_volumes(cluster.list(r.PVCS) if pvcs is None else pvcs, cluster.list(r.PVS),
+                       cluster.list(r.STORAGECLASSES) if storageclasses is None else storageclasses)
+    return models
+
+
 def snapshot(cluster: Cluster) -> ClusterState:
     """Read and index the cluster once (O(objects))."""
     state = ClusterState(models=models_for(cluster))
@@ -108,6 +119,5 @@ def snapshot(cluster: Cluster) -> ClusterState:
     state.pvcs = cluster.list(r.PVCS)
     state.storageclasses = cluster.list(r.STORAGECLASSES)
     state.limitranges = cluster.list(r.LIMITRANGES)
-    state.models.use_namespaces(cluster.list(r.NAMESPACES))
-    state.models.use_volumes(state.pvcs, cluster.list(r.PVS), state.storageclasses)
+    sync_models(cluster, state.pvcs, state.storageclasses)
     return state
