@@ -50,10 +50,9 @@ from nodewright.kube.objects import (
     is_deleting,
     labels_of,
     name_of,
-    namespace_of,
     parse_time,
 )
-from nodewright.kube.pdb import blocking_budget
+from nodewright.kube.pdb import fully_blocking_budget
 from nodewright.quantities import add, fits, parse_resource_list, subtract
 from nodewright.scheduling import (
     ExistingNode,
@@ -72,6 +71,7 @@ from nodewright.state.pods import (
     is_do_not_disrupt,
     is_provisionable,
     is_reschedulable,
+    is_terminal,
     node_name,
     pod_key,
 )
@@ -205,25 +205,23 @@ class Provisioner:
         return [p for p in out if not self._nominated(pod_key(p), state, now)]
 
     def _leaving_pods(self, state: ClusterState) -> list[Obj]:
-        """Pods of leaving Nodes that need new capacity (Karpenter's provisioner, deleting-node pods).
+        """Pods of leaving Nodes that need new capacity (Karpenter ``pdb.Limits.IsCurrentlyReschedulable``).
 
-        Reschedulable pods (:func:`~nodewright.state.pods.is_reschedulable`) minus the evictable ones a
-        PodDisruptionBudget fully blocks now: while a budget holds them they stay where they are, so capacity
-        for them would sit idle (Karpenter ``pdb.Limits.CanEvictPods``; a terminating or
-        ``karpenter.sh/do-not-disrupt`` pod is never evicted, so no budget holds it back).
+        Reschedulable pods (:func:`~nodewright.state.pods.is_reschedulable`), except an active pod with
+        ``karpenter.sh/do-not-disrupt`` (it stays until it finishes) and an evictable pod that a
+        PodDisruptionBudget fully blocks (:func:`~nodewright.kube.pdb.fully_blocking_budget`): capacity for a pod
+        that will not leave would sit idle. A budget merely at its limit now does not hold the pod back.
         """
         out: list[Obj] = []
-        by_namespace: dict[str, list[Obj]] = {}
         for node in self._leaving_nodes(state):
             for pod in state.pods_on(name_of(node)):
                 if not is_reschedulable(pod):
                     continue
-                if state.pdbs and not (is_deleting(pod) or is_do_not_disrupt(pod)):
-                    ns = namespace_of(pod) or "default"
-                    if ns not in by_namespace:
-                        by_namespace[ns] = [p for p in state.pods.values() if namespace_of(p) == ns]
-                    if blocking_budget(pod, state.pdbs, by_namespace[ns]) is not None:
-                        continue
+                active = not is_deleting(pod) and not is_terminal(pod)
+                if active and is_do_not_disrupt(pod):
+                    continue
+                if active and state.pdbs and fully_blocking_budget(pod, state.pdbs) is not None:
+                    continue
                 out.append(pod)
         return out
 

@@ -81,3 +81,33 @@ def blocking_budget(
         if not allowed:
             return str((pdb.get("metadata") or {}).get("name"))
     return None
+
+
+def _blocks_by_spec(pdb: Mapping[str, Any]) -> bool:
+    """``maxUnavailable: 0`` or ``"0%"``, or ``minAvailable: "100%"``: no eviction is ever allowed."""
+    spec = pdb.get("spec") or {}
+    max_unavailable, min_available = spec.get("maxUnavailable"), spec.get("minAvailable")
+    return max_unavailable in (0, "0%") or min_available == "100%"
+
+
+def fully_blocking_budget(pod: Mapping[str, Any], pdbs: Iterable[Mapping[str, Any]]) -> str | None:
+    """Name of a PodDisruptionBudget that will never let ``pod`` be evicted, or None (Karpenter
+    ``pdb.Limits.isFullyBlocked``, which decides whether the pods of a deleting node need new capacity).
+
+    Blocking: a selecting budget whose spec forbids every eviction (``maxUnavailable: 0``/``"0%"``,
+    ``minAvailable: "100%"``), or more than one selecting budget (the Eviction API refuses those). A budget with
+    ``unhealthyPodEvictionPolicy: AlwaysAllow`` lets a pod reported ``Ready=False`` go. Only the spec counts, not
+    the disruptions allowed now: a budget at its limit frees up as the application recovers.
+    """
+    ns = namespace_of(pod)
+    selecting = [b for b in pdbs if namespace_of(b) == ns and selects((b.get("spec") or {}).get("selector"), labels_of(pod))]
+    if len(selecting) > 1:
+        return ", ".join(sorted(str((b.get("metadata") or {}).get("name")) for b in selecting))
+    not_ready = any(c.get("type") == "Ready" and c.get("status") == "False"
+                    for c in (pod.get("status") or {}).get("conditions") or [])
+    for budget in selecting:
+        if not_ready and (budget.get("spec") or {}).get("unhealthyPodEvictionPolicy") == "AlwaysAllow":
+            continue
+        if _blocks_by_spec(budget):
+            return str((budget.get("metadata") or {}).get("name"))
+    return None

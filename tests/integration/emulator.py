@@ -72,7 +72,7 @@ from typing import Any
 
 import attrs
 import kmock
-from kmock._internal import apps, rendering
+from kmock._internal import apps, parsing, rendering
 
 Obj = dict[str, Any]
 
@@ -117,6 +117,21 @@ KINDS: tuple[Kind, ...] = (
     Kind("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", False, custom=True),
 )
 _BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
+
+_kmock_parse_path = parsing.parse_path
+
+
+def _parse_path(path: str) -> parsing.ParsedPath:
+    """kmock's path parser, plus the cluster-scoped ``namespaces`` resource itself (``/api/v1/namespaces`` and
+    ``/api/v1/namespaces/<name>``), which kmock reads as the prefix of a namespaced path and cannot parse."""
+    parts = path.split("?", 1)[0].strip("/").split("/")
+    if parts[:3] == ["api", "v1", "namespaces"] and len(parts) in (3, 4, 5) and (len(parts) < 5 or parts[4] == "status"):
+        name = parts[3] if len(parts) >= 4 else None
+        return parsing.ParsedPath("", "v1", "namespaces", None, name, parts[4] if len(parts) == 5 else None)
+    return _kmock_parse_path(path)
+
+
+parsing.parse_path = _parse_path
 
 
 class ApiError(kmock.KubernetesError):

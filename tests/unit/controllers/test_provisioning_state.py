@@ -74,6 +74,23 @@ def test_deleting_node_pod_held_by_a_blocking_pdb_needs_no_capacity(ctx, cluster
     assert _pending_names(ctx, cluster, clock) == ["free"]
 
 
+def test_budget_at_its_limit_does_not_hold_back_but_do_not_disrupt_does(ctx, cluster, clock) -> None:
+    """``minAvailable: 2`` over two pods allows no eviction now, yet it is not fully blocking by spec, so the
+    pods still get new capacity (Karpenter isFullyBlocked); an active do-not-disrupt pod stays put."""
+    _managed_node(cluster, deleting=True)
+    _bound(cluster, "web-0", labels={"app": "web"})
+    _bound(cluster, "web-1", labels={"app": "web"})
+    pinned = pending_pod("pinned")
+    pinned["metadata"]["annotations"] = {L.DO_NOT_DISRUPT: "true"}
+    pinned["spec"]["nodeName"] = NODE
+    pinned["status"] = {"phase": "Running"}
+    cluster.create(r.PODS, pinned)
+    cluster.create(r.PDBS, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                            "metadata": {"name": "web", "namespace": "default"},
+                            "spec": {"selector": {"matchLabels": {"app": "web"}}, "minAvailable": 2}})
+    assert _pending_names(ctx, cluster, clock) == ["web-0", "web-1"]
+
+
 def test_terminating_pending_pod_is_ignored(ctx, cluster, clock) -> None:
     cluster.create(r.PODS, pending_pod("waiting"))
     going = pending_pod("going")
