@@ -61,6 +61,15 @@ def kube_arch(record: Mapping[str, Any]) -> str:
     return ""
 
 
+_ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")
+
+
+def region_of_zone(zone: str) -> str | None:
+    """``"ap-northeast-2a"`` -> ``"ap-northeast-2"``; None for anything else."""
+    match = _ZONE.match(zone)
+    return match.group(1) if match else None
+
+
 def instance_family(instance_type: str) -> str:
     """``"m6i.large"`` -> ``"m6i"``: the text before the dot (the ``karpenter.k8s.aws/instance-family`` label,
     and the family Savings Plans, Reserved Instances and the spot model key on)."""

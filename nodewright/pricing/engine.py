@@ -50,6 +50,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as wk
+from nodewright.cloud.instancetype import Offering
 from nodewright.cloud.labels import instance_family
 from nodewright.cloud.prices import PriceTable
 from nodewright.pricing.policy import PricingPolicy, ReservedInstance, SavingsPlan
@@ -208,9 +209,10 @@ class PricingEngine:
             return self.prices.spot_price(usage.instance_type, usage.zone)
         return self.prices.on_demand_price(usage.instance_type)
 
-    def discounted_price(self, usage: Usage) -> float | None:
-        """List price after the matching negotiated discount (step 4): what uncovered usage pays per hour."""
-        price = self.list_price(usage)
+    def discounted_price(self, usage: Usage, list_price: float | None = None) -> float | None:
+        """List price (``list_price`` when given, else :meth:`list_price`) after the matching negotiated discount
+        (step 4): what uncovered usage pays per hour."""
+        price = self.list_price(usage) if list_price is None else list_price
         if price is None:
             return None
         capacity = wk.CAPACITY_TYPE_SPOT if usage.capacity_type == wk.CAPACITY_TYPE_SPOT else wk.CAPACITY_TYPE_ON_DEMAND
@@ -462,6 +464,42 @@ class FleetPrices:
         after = dict(self._committable)
         after[usage] = after.get(usage, 0) + 1
         return max(0.0, round(self.engine._variable_cost(after) - self._base, 6))
+
+
+class MarginalPricing:
+    """The scheduler's :class:`~nodewright.scheduling.nodeclaimtemplate.Pricing` under a policy: each offering at
+    its marginal price over ``fleet`` (the running Nodes and NodeClaims) plus the NodeClaims this scheduling run
+    planned so far, so RIs and Savings Plans commitment go to the first NodeClaims that can use them.
+
+    Usage no RI or Savings Plan could cover pays the offering's own list price (``Offering.price``, the
+    scheduler's, spot included) after discounts; covered usage is priced by :class:`FleetPrices` from the
+    engine's price table, falling back to the offering's price when the table lacks the type.
+    """
+
+    def __init__(self, engine: PricingEngine, fleet: Sequence[Usage]) -> None:
+        self.engine = engine
+        self._counts = _count(fleet)
+        self._prices = engine.for_fleet(fleet)
+        self.version = 0
+
+    def price(self, instance_type: str, offering: Offering) -> float:
+        """USD/hour one more ``instance_type`` on ``offering`` adds to the bill now (>= 0)."""
+        usage = Usage(instance_type, offering.zone, offering.capacity_type)
+        if not self.engine.committable(usage):
+            return round(self.engine.discounted_price(usage, offering.price) or 0.0, 6)
+        marginal = self._prices.marginal_price(usage)
+        return offering.price if marginal is None else marginal
+
+    def launched(self, instance_type: str, offering: Offering) -> float:
+        """Add one instance to the fleet (a planned NodeClaim); returns the price it had. Bumps ``version``
+        when it changes what later offerings cost (only committable usage can)."""
+        price = self.price(instance_type, offering)
+        usage = Usage(instance_type, offering.zone, offering.capacity_type)
+        self._counts[usage] = self._counts.get(usage, 0) + 1
+        if self.engine.committable(usage):
+            self._prices = FleetPrices(self.engine, dict(self._counts))
+            self.version += 1
+        return price
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from nodewright.scheduling.nodeclaimtemplate import (
     TypeInfo,
     Vector,
     capacity_type_for,
+    offered_price,
     satisfies_min_values,
 )
 from nodewright.scheduling.pods import HostPort, Pod
@@ -232,9 +233,13 @@ class NodeClaim:
     def launch_candidates(self) -> list[TypeInfo]:
         """The types its launch lists, cheapest first, at most 60 (fixed when packed, else from the template's
         ranking, keeping only the types still allowed when limits narrowed them)."""
-        if self.final is not None:
-            return self.final
         template = self.template
+        if self.final is not None:
+            if template.pricing is None or len(self.final) < 2:
+                return self.final
+            # Packed against earlier prices: the run's fleet may have grown since, so rank them again.
+            ct = capacity_type_for(self.final, self.reqs, True)
+            return sorted(self.final, key=lambda t: offered_price(t, self.reqs, ct))
         allowed = None if self.types is template.types_for(self.reqs) else {id(t) for t in self.types}
         return template.launch_candidates(self.reqs, self.need, MAX_INSTANCE_TYPES, allowed)
 
@@ -242,7 +247,7 @@ class NodeClaim:
         """(offering, capacity type) a launch with ``candidates`` would most likely get: the cheapest candidate's
         cheapest allowed offering. Candidates all offer the launch's capacity type and none offers a preferred
         one (else that would have been chosen), so the cheapest candidate alone decides it."""
-        ct = capacity_type_for(candidates[:1], self.reqs)
+        ct = capacity_type_for(candidates[:1], self.reqs, self.template.pricing is not None)
         return candidates[0].offering(self.reqs, ct), ct
 
     def launch_price(self) -> float | None:
@@ -251,7 +256,7 @@ class NodeClaim:
         if not candidates:
             return None
         offering, _ = self.launch_offering(candidates)
-        return None if offering is None else offering.price
+        return None if offering is None else candidates[0].price_of(offering)
 
     def to_plan(self, candidates: list[TypeInfo], memo: PlanMemo) -> NodeClaimPlan:
         """The plan for launching it with ``candidates`` (its :meth:`launch_candidates`); ``memo`` shares plan

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from operator import le
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from nodewright.api import labels as wk
 from nodewright.cloud.instancetype import (
@@ -46,6 +46,32 @@ MAX_INSTANCE_TYPES = 60
 OfferingFilter = tuple[Requirement | None, Requirement | None, Requirement | None]
 
 
+class Pricing(Protocol):
+    """What one more instance costs this run, when it is not the list price (a ``PricingPolicy``: see
+    :class:`nodewright.pricing.engine.MarginalPricing`). The one price every ranking, capacity-type choice and
+    packing cost of a run reads; without it (``None``) that is ``Offering.price``.
+
+    ``version`` changes whenever prices may have changed (the run's fleet grew by a NodeClaim): rankings cached
+    under another version are recomputed.
+    """
+
+    @property
+    def version(self) -> int: ...
+
+    def price(self, instance_type: str, offering: Offering) -> float:
+        """USD/hour one more ``instance_type`` launched as ``offering`` adds to the bill."""
+        ...
+
+    def launched(self, instance_type: str, offering: Offering) -> float:
+        """Add one ``instance_type`` on ``offering`` to the run's fleet (a NodeClaim planned); returns the
+        :meth:`price` it had."""
+        ...
+
+
+#: Makes the :class:`Pricing` of one scheduling run (a fresh fleet per run).
+PricingFactory = Callable[[], Pricing]
+
+
 def offering_filter(reqs: Requirements) -> OfferingFilter:
     """The requirements that restrict offerings: (zone, capacity type, zone id)."""
     return reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE), reqs.get(wk.ZONE_ID)
@@ -54,22 +80,38 @@ def offering_filter(reqs: Requirements) -> OfferingFilter:
 class TypeInfo:
     """One instance type as seen by one pool: budget vector, capacity, and a per-requirements price cache."""
 
-    __slots__ = ("it", "name", "labels", "budget", "capacity", "_price_cache", "_by_price")
+    __slots__ = ("it", "name", "labels", "budget", "capacity", "pricing", "_price_cache", "_by_price", "_version")
 
-    def __init__(self, it: InstanceType, budget: Vector) -> None:
+    def __init__(self, it: InstanceType, budget: Vector, pricing: Pricing | None = None) -> None:
         self.it = it
         self.name = it.name
         self.labels = it.labels
         self.budget = budget
         self.capacity = dict(it.capacity)
+        self.pricing = pricing
         self._price_cache: dict[tuple[object, ...], Offering | None] = {}
-        # Available offerings by (price, zone), per capacity type (None: all); the sort is stable, so ties
-        # keep the catalog's order.
-        ordered = sorted((o for o in it.offerings if o.available), key=lambda o: (o.price, o.zone))
+        self._version = -1 if pricing is None else pricing.version
+        self._by_price = self._rank_offerings()
+
+    def price_of(self, offering: Offering) -> float:
+        """USD/hour of one of its offerings this run: the list price, or the :class:`Pricing`'s."""
+        return offering.price if self.pricing is None else self.pricing.price(self.name, offering)
+
+    def _rank_offerings(self) -> dict[str | None, list[Offering]]:
+        """Available offerings by (price, zone), per capacity type (None: all); the sort is stable, so ties keep
+        the catalog's order."""
+        ordered = sorted((o for o in self.it.offerings if o.available), key=lambda o: (self.price_of(o), o.zone))
         by_price: dict[str | None, list[Offering]] = {None: ordered}
         for o in ordered:
             by_price.setdefault(o.capacity_type, []).append(o)
-        self._by_price = by_price
+        return by_price
+
+    def _sync(self) -> None:
+        """Re-rank the offerings when the run's prices changed (only with a :class:`Pricing`)."""
+        if self.pricing is not None and self.pricing.version != self._version:
+            self._version = self.pricing.version
+            self._price_cache.clear()
+            self._by_price = self._rank_offerings()
 
     @property
     def capacity_types(self) -> list[str]:
@@ -79,6 +121,7 @@ class TypeInfo:
     def offering(self, reqs: Requirements, capacity_type: str | None = None) -> Offering | None:
         """Cheapest available offering allowed by ``reqs`` (zone, capacity type, zone id), optionally of one
         capacity type; ties broken by zone name (then catalog order); cached per requirement set."""
+        self._sync()
         key = (reqs.identity(), capacity_type)
         cache = self._price_cache
         if key in cache:
@@ -89,6 +132,7 @@ class TypeInfo:
 
     def first_offering(self, flt: OfferingFilter, capacity_type: str | None) -> Offering | None:
         """Uncached :meth:`offering` for a precomputed :func:`offering_filter`."""
+        self._sync()
         zone, ct, zid = flt
         for o in self._by_price.get(capacity_type, ()):
             if zone is not None and not zone.has(o.zone):
@@ -129,8 +173,11 @@ class NodeClaimTemplate:
         instance_types: Sequence[InstanceType],
         dims: Sequence[str],
         overhead: Mapping[str, int],
+        pricing: Pricing | None = None,
     ) -> None:
         self.spec = spec
+        self.pricing = pricing
+        self._version = -1 if pricing is None else pricing.version
         self.name = spec.name
         self.order = order
         self.reqs = spec.requirements
@@ -150,7 +197,7 @@ class NodeClaimTemplate:
                 budget.append(value - int(overhead.get(d, 0)))
             if min(budget) < 0:
                 continue  # the daemonsets alone do not fit
-            info = TypeInfo(it, tuple(budget))
+            info = TypeInfo(it, tuple(budget), pricing)
             if info.compatible(self.reqs):
                 infos.append(info)
         self.types = infos
@@ -162,9 +209,18 @@ class NodeClaimTemplate:
         self._offered: dict[tuple[object, ...], set[str]] = {}
         self.min_values = {k: r.min_values for k, r in self.reqs.items() if r.min_values}
 
+    def _sync(self) -> None:
+        """Drop the price rankings when the run's :class:`Pricing` changed its prices."""
+        if self.pricing is not None and self.pricing.version != self._version:
+            self._version = self.pricing.version
+            self._compat.clear()
+            self._ranked.clear()
+            self._priced.clear()
+
     def types_for(self, reqs: Requirements) -> list[TypeInfo]:
         """Pool types compatible with ``reqs`` (which already include the pool's requirements), cheapest
         allowed offering first (ties by name); cached per requirement set."""
+        self._sync()
         ident = reqs.identity()
         found = self._compat.get(ident)
         if found is None:
@@ -203,14 +259,14 @@ class NodeClaimTemplate:
             types = self.types_for(reqs)
             if self.remaining is not None:
                 types = self.limited(types)
-            ct = capacity_type_for(types, reqs)
+            ct = capacity_type_for(types, reqs, self.pricing is not None)
             kept = None if self.remaining is None else {id(t) for t in types}
             found = []
             for t in self.ranked(reqs, ct):
                 if kept is None or id(t) in kept:
                     offering = t.offering(reqs, ct)
                     assert offering is not None  # ranked by the same offering filter
-                    found.append((t, offering.price))
+                    found.append((t, t.price_of(offering)))
             if self.remaining is None:
                 self._priced[key] = found
         return found
@@ -238,13 +294,22 @@ class NodeClaimTemplate:
         """
         min_values = self.min_values
         offered = self.capacity_types(reqs)
+        by_price = self.pricing is not None
+        found: list[tuple[str | None, list[TypeInfo]]] = []
         for ct in (*CAPACITY_TYPE_PRIORITY, None):
-            if ct is not None and ct not in offered:
+            if (ct is not None and ct not in offered) or (ct is None and found):
                 continue
             out = fitting_prefix(self.ranked(reqs, ct), need, None if min_values else limit, allowed)
             if out:
-                return truncate_candidates(out, limit, min_values)
-        return []
+                found.append((ct, out))
+                if not by_price or ct != CAPACITY_TYPE_SPOT:
+                    break
+        if not found:
+            return []
+        # With a Pricing, spot competes with on-demand: the first type of each list is its cheapest fit (ties
+        # to spot, as capacity_type_for).
+        chosen = min(found, key=lambda f: offered_price(f[1][0], reqs, f[0]))[1]
+        return truncate_candidates(chosen, limit, min_values)
 
     def capacity_types(self, reqs: Requirements) -> set[str]:
         """Capacity types some type of ``types_for(reqs)`` offers in any zone (a cheap superset of those it
@@ -357,7 +422,7 @@ def _by_price(types: Iterable[TypeInfo], offering: Callable[[TypeInfo], Offering
     for t in types:
         o = offering(t)
         if o is not None:
-            priced.append((o.price, t.name, t))
+            priced.append((t.price_of(o), t.name, t))
     priced.sort(key=lambda p: (p[0], p[1]))
     return [p[2] for p in priced]
 
@@ -384,13 +449,21 @@ def fitting_prefix(
     return out
 
 
-def capacity_type_for(candidates: Sequence[TypeInfo], reqs: Requirements) -> str | None:
-    """The capacity type a launch would use: the first of reserved/spot/on-demand some candidate offers."""
-    for ct in CAPACITY_TYPE_PRIORITY:
-        for info in candidates:
-            if info.offering(reqs, ct) is not None:
-                return ct
-    return None
+def capacity_type_for(candidates: Sequence[TypeInfo], reqs: Requirements, by_price: bool = False) -> str | None:
+    """The capacity type a launch would use: the first of reserved/spot/on-demand some candidate offers
+    (Karpenter's rule). With ``by_price`` (a :class:`Pricing` is set): reserved first, then spot or on-demand,
+    whichever has the cheaper candidate offering at the run's prices (ties to spot)."""
+    offered = [ct for ct in CAPACITY_TYPE_PRIORITY if any(info.offering(reqs, ct) is not None for info in candidates)]
+    if not by_price or not offered or offered[0] != CAPACITY_TYPE_SPOT or len(offered) == 1:
+        return offered[0] if offered else None
+    return min(offered, key=lambda ct: min(offered_price(info, reqs, ct) for info in candidates))
+
+
+def offered_price(info: TypeInfo, reqs: Requirements, ct: str | None) -> float:
+    """The run's price of ``info``'s cheapest ``ct`` offering under ``reqs`` (infinite when it has none)."""
+    o = info.offering(reqs, ct)
+    return float("inf") if o is None else info.price_of(o)
+
 
 
 def satisfies_min_values(candidates: Sequence[TypeInfo], min_values: Mapping[str, int]) -> bool:

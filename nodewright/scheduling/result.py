@@ -31,6 +31,8 @@ class NodeClaimPlan:
         requests: pods' requests plus :attr:`daemonset_overhead` (cpu millicores, memory bytes, pods count).
         daemonset_overhead: requests of the daemonsets expected on it.
         hostname: placeholder hostname (the topology domain used for hostname constraints).
+        effective_price: with a pricing policy, USD/hour it adds to the bill (its marginal price over the
+            existing fleet and the NodeClaims planned before it); None without one.
     """
 
     nodepool: str
@@ -45,6 +47,7 @@ class NodeClaimPlan:
     requests: Resources
     daemonset_overhead: Resources
     hostname: str = ""
+    effective_price: float | None = None
 
     @property
     def price(self) -> float:
@@ -96,6 +99,11 @@ class SchedulingResult:
     def total_price(self) -> float:
         """USD/hour of all new NodeClaims (their most likely offerings)."""
         return sum(nc.price for nc in self.new_nodeclaims)
+
+    @property
+    def total_effective_price(self) -> float:
+        """USD/hour the new NodeClaims add at effective prices (their list price where none was given)."""
+        return sum(nc.price if nc.effective_price is None else nc.effective_price for nc in self.new_nodeclaims)
 
     def scheduled_pod_count(self) -> int:
         """Pods placed on new or existing nodes."""

@@ -35,7 +35,13 @@ from nodewright.scheduling import events
 from nodewright.scheduling.existingnode import ExistingNodeState
 from nodewright.scheduling.freepods import ambiguous_ports, fill_claims, fill_existing, pack_free
 from nodewright.scheduling.nodeclaim import NodeClaim, PlanMemo
-from nodewright.scheduling.nodeclaimtemplate import NodeClaimTemplate, TypeInfo, hosting
+from nodewright.scheduling.nodeclaimtemplate import (
+    NodeClaimTemplate,
+    Pricing,
+    PricingFactory,
+    TypeInfo,
+    hosting,
+)
 from nodewright.scheduling.nodepools import NodePoolSpec, daemonset_overhead
 from nodewright.scheduling.nodes import ExistingNode
 from nodewright.scheduling.pods import Pod
@@ -72,8 +78,10 @@ class Scheduler:
         max_new: int | None,
         allowed: Collection[str] | None,
         optimize: bool,
+        pricing: Pricing | None = None,
     ) -> None:
         self.result = SchedulingResult()
+        self.pricing = pricing
         self.event(events.found(len(pods)))
         self.max_new = max_new
         ds = list(daemonsets) if daemonsets is not None else None
@@ -89,7 +97,7 @@ class Scheduler:
         self.dims = [CPU, MEMORY, PODS] + sorted(names - {CPU, MEMORY, PODS})
         ordered = sorted(nodepools, key=lambda n: (-n.weight, n.name))
         self.templates = [
-            NodeClaimTemplate(np, i, instance_types.get(np.name, ()), self.dims, overheads[np.name])
+            NodeClaimTemplate(np, i, instance_types.get(np.name, ()), self.dims, overheads[np.name], pricing)
             for i, np in enumerate(ordered)
             if allowed is None or np.name in allowed
         ]
@@ -263,7 +271,11 @@ class Scheduler:
                 for pod in claim.pods:
                     self.result.unschedulable[pod.key] = "no instance type fits the pods planned together"
                 continue
-            self.result.new_nodeclaims.append(claim.to_plan(candidates, self.plan_memo))
+            plan = claim.to_plan(candidates, self.plan_memo)
+            if self.pricing is not None:
+                # The fleet grows by this NodeClaim: the next ones are priced on top of it.
+                plan.effective_price = self.pricing.launched(plan.instance_type.name, plan.offering)
+            self.result.new_nodeclaims.append(plan)
         for node in self.nodes:
             if node.placed:
                 self.result.existing[node.node.name] = list(node.placed)
@@ -294,6 +306,7 @@ def schedule(
     max_new_nodeclaims: int | None = None,
     allowed_nodepools: Collection[str] | None = None,
     optimize: bool = True,
+    pricing: PricingFactory | None = None,
 ) -> SchedulingResult:
     """Decide where ``pods`` go: existing nodes, in-flight NodeClaims, or new NodeClaims.
 
@@ -309,6 +322,10 @@ def schedule(
             need more are reported unschedulable.
         allowed_nodepools: only these NodePools may get new NodeClaims (None: all).
         optimize: pack topology-free pods cost-optimally (False: Karpenter's greedy for every pod).
+        pricing: makes each run's :class:`~.nodeclaimtemplate.Pricing` (a pricing policy's marginal prices over
+            the existing fleet, :class:`nodewright.pricing.MarginalPricing`); every ranking, the spot vs
+            on-demand choice and the packer's costs then use it instead of list prices, and each plan gets its
+            ``effective_price``. None (default): list prices.
 
     Returns:
         A :class:`SchedulingResult`; its ``events`` hold Karpenter's sentences about the decision
@@ -324,7 +341,7 @@ def schedule(
 
     def run(stages: tuple[Stage, ...], optimized: bool) -> SchedulingResult:
         scheduler = Scheduler(pods, all_nodes, nodepools, instance_types, daemonsets, max_new_nodeclaims,
-                              allowed_nodepools, optimized)
+                              allowed_nodepools, optimized, None if pricing is None else pricing())
         for stage in stages:
             stage(scheduler)
         return scheduler.result
@@ -337,5 +354,6 @@ def schedule(
 
 
 def _plan_rank(result: SchedulingResult) -> tuple[int, float]:
-    """Order plans: more pods placed first, then lower USD/hour (rounded to absorb float noise)."""
-    return (-result.scheduled_pod_count(), round(result.total_price, 6))
+    """Order plans: more pods placed first, then lower USD/hour (effective where priced; rounded to absorb float
+    noise)."""
+    return (-result.scheduled_pod_count(), round(result.total_effective_price, 6))

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,6 +37,7 @@ from nodewright.cloud.catalog import (
     price_table,
     region_zones,
 )
+from nodewright.cloud.labels import region_of_zone
 from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
 from nodewright.controllers.common import Context
 from nodewright.controllers.provisioning import Provisioner
@@ -67,7 +67,6 @@ log = logging.getLogger("nodewright.sim")
 VOLUME_KINDS = {"PersistentVolumeClaim": r.PVCS, "PersistentVolume": r.PVS, "StorageClass": r.STORAGECLASSES}
 
 DEFAULT_REGION = "us-east-1"
-_ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")
 #: Kinds read but not needed for a provisioning decision (accepted silently).
 IGNORED_KINDS = frozenset({"Service", "ConfigMap", "Secret"})
 #: The simulated moment of the decision (epoch seconds; only creation and deletion timestamps depend on it).
@@ -78,12 +77,6 @@ DEFAULT_NODECLASS_SPEC: dict[str, Any] = {
     "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "simulated"}}],
     "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "simulated"}}],
 }
-
-
-def region_of_zone(zone: str) -> str | None:
-    """``"ap-northeast-2a"`` -> ``"ap-northeast-2"``; None for anything else."""
-    match = _ZONE.match(zone)
-    return match.group(1) if match else None
 
 
 def infer_region(nodepools: Sequence[NodePoolSpec], nodes: Sequence[ExistingNode]) -> str | None:
