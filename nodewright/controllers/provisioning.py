@@ -53,6 +53,7 @@ from nodewright.kube.objects import (
     parse_time,
 )
 from nodewright.kube.pdb import fully_blocking_budget
+from nodewright.pricing import MarginalPricing, PricingEngine, PricingPolicy, Usage, offering_price_table
 from nodewright.quantities import add, fits, parse_resource_list, subtract
 from nodewright.scheduling import (
     ExistingNode,
@@ -64,6 +65,7 @@ from nodewright.scheduling import (
     schedule,
 )
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
+from nodewright.scheduling.nodeclaimtemplate import PricingFactory
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import VolumeError, models_for
 from nodewright.state.pods import (
@@ -148,6 +150,9 @@ class Provisioner:
         solver: the scheduling function (default :func:`nodewright.scheduling.schedule`).
         nomination_grace: seconds a nomination to a Ready NodeClaim or an existing Node stays valid,
             giving kube-scheduler time to bind the pod.
+        pricing_policy: returns the PricingPolicy in force (``nodewright run --pricing-policy``, re-read when
+            its file changes; ``simulate --pricing``), or None. With one, the batch's cheapest fit and spot vs
+            on-demand choice use effective marginal prices over the running fleet (docs/pricing.md).
     """
 
     def __init__(
@@ -157,8 +162,10 @@ class Provisioner:
         bind_pods: bool = False,
         solver: Solver = schedule,
         nomination_grace: float = 60.0,
+        pricing_policy: Callable[[], PricingPolicy | None] | None = None,
     ) -> None:
         self.ctx = ctx
+        self.pricing_policy = pricing_policy
         self.batcher = batcher or Batcher()
         self.bind_pods = bind_pods
         self.solver = solver
@@ -276,9 +283,11 @@ class Provisioner:
         # Static NodePools (spec.replicas) never launch for pods: their nodes are only existing capacity
         # (nodewright.controllers.static keeps their count); in-flight static NodeClaims still need their types.
         dynamic = {spec.name: instance_types[spec.name] for spec in pools}
+        pricing = self._pricing(dynamic, [*nodes, *inflight])
+        extra = {} if pricing is None else {"pricing": pricing}  # a custom solver need not know pricing
         with self._scheduling_run(len(pods)):
-            result = self.solver(pods, nodes, pools, dynamic, daemonsets=daemonsets, inflight=inflight) if pods \
-                else SchedulingResult()
+            result = self.solver(pods, nodes, pools, dynamic, daemonsets=daemonsets, inflight=inflight,
+                                 **extra) if pods else SchedulingResult()
         result.unschedulable.update(blocked)
         self.ctx.metrics.scheduling_duration.labels("provisioner").observe(time.perf_counter() - started)
         self.ctx.metrics.scheduler_unschedulable_pods.labels("provisioner").set(len(result.unschedulable))
@@ -296,6 +305,20 @@ class Provisioner:
         self.pod_times.decided(placed_keys, result.unschedulable, now)
         self.batcher.forget(set(self.nominations))
         return result
+
+    def _pricing(self, instance_types: Mapping[str, Sequence[InstanceType]],
+                 fleet: Sequence[ExistingNode]) -> PricingFactory | None:
+        """Each scheduling run's marginal prices under the policy in force, over ``fleet`` (the Nodes and in-flight
+        NodeClaims whose instance type is known); None without a policy (list prices)."""
+        policy = self.pricing_policy() if self.pricing_policy is not None else None
+        if policy is None:
+            return None
+        table = offering_price_table(t for types in instance_types.values() for t in types)
+        if table is None:
+            return None
+        engine = PricingEngine(policy, table)
+        usage = [u for u in (Usage.from_labels(n.labels) for n in fleet) if u is not None]
+        return lambda: MarginalPricing(engine, usage)
 
     @contextlib.contextmanager
     def _scheduling_run(self, depth: int) -> Iterator[None]:

@@ -17,6 +17,7 @@ from nodewright.pricing.engine import (
     Usage,
     cost_over_time,
     normalization_factor,
+    offering_price_table,
 )
 from nodewright.pricing.policy import PricingPolicy, load_pricing_policy, parse_pricing_policy
 
@@ -35,5 +36,6 @@ __all__ = [
     "cost_over_time",
     "load_pricing_policy",
     "normalization_factor",
+    "offering_price_table",
     "parse_pricing_policy",
 ]

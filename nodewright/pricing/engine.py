@@ -50,8 +50,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as wk
-from nodewright.cloud.instancetype import Offering
-from nodewright.cloud.labels import instance_family
+from nodewright.cloud.instancetype import InstanceType, Offering
+from nodewright.cloud.labels import instance_family, region_of_zone
 from nodewright.cloud.prices import PriceTable
 from nodewright.pricing.policy import PricingPolicy, ReservedInstance, SavingsPlan
 
@@ -464,6 +464,23 @@ class FleetPrices:
         after = dict(self._committable)
         after[usage] = after.get(usage, 0) + 1
         return max(0.0, round(self.engine._variable_cost(after) - self._base, 6))
+
+
+def offering_price_table(instance_types: Iterable[InstanceType]) -> PriceTable | None:
+    """The on-demand list prices a scheduling run sees (each type's cheapest on-demand ``Offering.price``) as the
+    engine's :class:`PriceTable`, for the region of their zones; None when no offering names a region. So the
+    engine and the scheduler price the same list, whatever the cloud provider read it from."""
+    on_demand: dict[str, float] = {}
+    region = None
+    for it in instance_types:
+        for o in it.offerings:
+            region = region or region_of_zone(o.zone)
+            if o.capacity_type == wk.CAPACITY_TYPE_ON_DEMAND:
+                known = on_demand.get(it.name)
+                on_demand[it.name] = o.price if known is None else min(known, o.price)
+    if region is None:
+        return None
+    return PriceTable(region, on_demand, "the offerings' on-demand prices", fallback=False)
 
 
 class MarginalPricing:

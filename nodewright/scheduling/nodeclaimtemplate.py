@@ -98,9 +98,10 @@ class TypeInfo:
         return offering.price if self.pricing is None else self.pricing.price(self.name, offering)
 
     def _rank_offerings(self) -> dict[str | None, list[Offering]]:
-        """Available offerings by (price, zone), per capacity type (None: all); the sort is stable, so ties keep
-        the catalog's order."""
-        ordered = sorted((o for o in self.it.offerings if o.available), key=lambda o: (self.price_of(o), o.zone))
+        """Available offerings by (price, list price, zone), per capacity type (None: all); the sort is stable, so
+        ties keep the catalog's order."""
+        ordered = sorted((o for o in self.it.offerings if o.available),
+                         key=lambda o: (self.price_of(o), o.price, o.zone))
         by_price: dict[str | None, list[Offering]] = {None: ordered}
         for o in ordered:
             by_price.setdefault(o.capacity_type, []).append(o)
@@ -416,15 +417,16 @@ def hosting(
 
 
 def _by_price(types: Iterable[TypeInfo], offering: Callable[[TypeInfo], Offering | None]) -> list[TypeInfo]:
-    """``types`` that have an ``offering``, cheapest such offering first, ties by name: the one price ranking
-    every candidate list is cut from."""
+    """``types`` that have an ``offering``, cheapest such offering first, ties by list price (with a
+    :class:`Pricing`, equal marginal prices spend the least commitment), then name: the one price ranking every
+    candidate list is cut from."""
     priced = []
     for t in types:
         o = offering(t)
         if o is not None:
-            priced.append((t.price_of(o), t.name, t))
-    priced.sort(key=lambda p: (p[0], p[1]))
-    return [p[2] for p in priced]
+            priced.append((t.price_of(o), o.price, t.name, t))
+    priced.sort(key=lambda p: (p[0], p[1], p[2]))
+    return [p[3] for p in priced]
 
 
 def fitting_prefix(

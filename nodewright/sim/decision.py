@@ -211,14 +211,16 @@ def _unschedulable() -> dict[str, Any]:
     return {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
 
 
-def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any) -> SchedulingResult:
+def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any,
+                policy: PricingPolicy | None = None) -> SchedulingResult:
     """The provisioning controller's first batch over ``cluster``: every provisionable pod (and every pod of a
     leaving node) scheduled at once; NodeClaims are created in ``cluster``. Static NodePools (``spec.replicas``)
     get their NodeClaims first (:class:`~nodewright.controllers.static.StaticCapacityController`), so pending
-    pods land on them as in-flight capacity and the batch never launches for those pools."""
+    pods land on them as in-flight capacity and the batch never launches for those pools. With ``policy``, the
+    provisioner decides on effective marginal prices (docs/pricing.md)."""
     ctx = Context(cluster, cloud, clock, Metrics(), "simulate")
     StaticCapacityController(ctx).reconcile(snapshot(cluster))  # static NodePools' replicas exist first
-    provisioner = Provisioner(ctx)
+    provisioner = Provisioner(ctx, pricing_policy=None if policy is None else lambda: policy)
     state = snapshot(cluster)
     pending = provisioner.pending_pods(state, clock())
     result = provisioner.provision(pending, state, clock()) if pending else None
@@ -239,8 +241,8 @@ def decide_in_cluster(documents: Sequence[Mapping[str, Any]], region: str | None
                       pricing: tuple[PricingPolicy, str] | None = None) -> tuple[dict[str, Any], InMemoryCluster]:
     """:func:`decide`, also returning the in-memory cluster afterwards (the NodeClaims the batch created).
 
-    With ``pricing`` (a policy and a label naming it), the result adds effective prices beside the list prices
-    (:func:`nodewright.pricing.report.add_effective_prices`); the decision itself is unchanged.
+    With ``pricing`` (a policy and a label naming it), the provisioner chooses on effective marginal prices and
+    the result adds them beside the list prices (:func:`nodewright.pricing.report.add_effective_prices`).
 
     Raises:
         NodewrightValidationError: an invalid document (path names it), no NodePool/Provisioner, or an unknown
@@ -261,7 +263,7 @@ def decide_in_cluster(documents: Sequence[Mapping[str, Any]], region: str | None
     ec2 = SimulatedEC2(clock, random.Random(0), LatencyDistribution(30.0, 30.0))
     cloud = SimulatedCloudProvider(ec2, chosen, zones, lambda name: cluster.get(r.EC2NODECLASSES, name),
                                    models.kubelet)
-    result = first_batch(cluster, cloud, clock)
+    result = first_batch(cluster, cloud, clock, None if pricing is None else pricing[0])
     source = catalog_price_source(chosen)
     if any(plan.capacity_type == "spot" for plan in result.new_nodeclaims):
         # Spot prices here are the catalog's model, not quotes: say so wherever a price is shown.

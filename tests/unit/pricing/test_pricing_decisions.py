@@ -1,0 +1,104 @@
+"""Provisioning decides on effective marginal prices when a PricingPolicy is given (docs/pricing.md): the
+cheapest fit and the spot vs on-demand choice, each NodeClaim priced on top of the fleet and those before it."""
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nodewright.pricing import load_pricing_policy
+from nodewright.sim.decision import decide
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "pricing" / "savings-plan.yaml"
+
+
+def _docs(replicas: int, requirements: str) -> list[dict[str, Any]]:
+    """A NodePool in us-east-1a with ``requirements`` (YAML flow list items) and ``replicas`` pods of
+    1500m/3Gi, one per node (hostname anti-affinity)."""
+    text = f"""
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: general}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+      requirements:
+        - {{key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}}
+{requirements}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: api}}
+spec:
+  replicas: {replicas}
+  template:
+    metadata: {{labels: {{app: api}}}}
+    spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - {{topologyKey: kubernetes.io/hostname, labelSelector: {{matchLabels: {{app: api}}}}}}
+      containers: [{{name: c, resources: {{requests: {{cpu: 1500m, memory: 3Gi}}}}}}]
+"""
+    return list(yaml.safe_load_all(text))
+
+
+ON_DEMAND = "        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}"
+M6I_LARGE_ANY_CAPACITY = (
+    "        - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}\n"
+    "        - {key: node.kubernetes.io/instance-type, operator: In, values: [m6i.large]}")
+
+
+def _with_policy(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    return decide(docs, pricing=(load_pricing_policy(EXAMPLE), "example"))
+
+
+def _choice(decision: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(nc["instance_type"], nc["capacity_type"]) for nc in decision["nodeclaims"]]
+
+
+def test_six_pods_use_the_reserved_instances_and_savings_plan_instead_of_the_list_cheapest() -> None:
+    docs = _docs(6, ON_DEMAND)
+    listed = decide(docs)
+    assert _choice(listed) == [("t4g.medium", "on-demand")] * 6
+    assert listed["total_price_per_hour"] == 0.2016
+
+    chosen = _with_policy(docs)
+    # The regional c6i.xlarge RI (8 units = two c6i.large), the two zonal m5.large RIs, then the m6i Savings
+    # Plan's commitment: among offerings that all cost $0 more, the ones using the least commitment first.
+    assert _choice(chosen) == [("c6i.large", "on-demand")] * 2 + [("m5.large", "on-demand")] * 2 + [
+        ("m6i.large", "on-demand")] * 2
+    assert [nc["effective_price_per_hour"] for nc in chosen["nodeclaims"]] == [0.0] * 6
+    assert chosen["total_effective_price_per_hour"] == 0.0
+    assert chosen["total_price_per_hour"] == 0.554  # more at list price, nothing more paid
+
+    # What the list-price choice would cost under the same policy: six t4g.medium at 5% off.
+    assert _with_policy_report(listed) == 0.191520
+
+
+def _with_policy_report(decision: dict[str, Any]) -> float:
+    from nodewright.cloud.catalog import price_table
+    from nodewright.pricing.report import add_effective_prices
+
+    priced = add_effective_prices(decision, load_pricing_policy(EXAMPLE), price_table("us-east-1"), [], "example")
+    return float(priced["total_effective_price_per_hour"])
+
+
+def test_on_demand_under_the_savings_plan_beats_spot_until_the_commitment_runs_out() -> None:
+    docs = _docs(6, M6I_LARGE_ANY_CAPACITY)
+    assert _choice(decide(docs)) == [("m6i.large", "spot")] * 6  # list prices: spot whenever allowed
+
+    chosen = _with_policy(docs)
+    # $0.2304/h of m6i at 40% off covers four m6i.large (0.096 x 0.6 = 0.0576 each): $0 more each. The fifth
+    # on-demand would cost 0.096 - 5% = 0.0912, spot costs less: spot again.
+    assert _choice(chosen) == [("m6i.large", "on-demand")] * 4 + [("m6i.large", "spot")] * 2
+    spot = chosen["nodeclaims"][-1]["price_per_hour"]
+    assert spot < 0.0912
+    assert [nc["effective_price_per_hour"] for nc in chosen["nodeclaims"]] == [0.0] * 4 + [spot] * 2
+    assert chosen["total_effective_price_per_hour"] == round(2 * spot, 6)
+
+
+def test_without_a_commitment_left_for_it_spot_stays_the_choice() -> None:
+    docs = _docs(1, M6I_LARGE_ANY_CAPACITY.replace("m6i.large", "r6i.large"))
+    assert _choice(_with_policy(docs)) == _choice(decide(docs)) == [("r6i.large", "spot")]
