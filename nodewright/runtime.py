@@ -31,6 +31,7 @@ from nodewright.kube.client import KubernetesCluster
 from nodewright.kube.cluster import Clock, Cluster
 from nodewright.kube.leaderelection import LeaderElector, LeaseConfig
 from nodewright.metrics import HttpEndpoint, Metrics, health_endpoint, metrics_endpoint
+from nodewright.pricing.policy import PolicyFile
 from nodewright.settings import Settings
 
 log = logging.getLogger("nodewright.runtime")
@@ -81,7 +82,8 @@ class Runtime:
         options = ControllerOptions(batch_idle_duration=s.batch_idle_duration,
                                     batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
                                     spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
-                                    preference_policy=s.preference_policy, min_values_policy=s.min_values_policy)
+                                    preference_policy=s.preference_policy, min_values_policy=s.min_values_policy,
+                                    pricing_policy=PolicyFile(s.pricing_policy).current if s.pricing_policy else None)
         self.manager = ControllerManager(self.ctx, options, self.interruption)
         self.elector = LeaderElector(
             self.cluster, self.identity,

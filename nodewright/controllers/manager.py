@@ -24,6 +24,7 @@ from nodewright.controllers.static import StaticCapacityController
 from nodewright.controllers.termination import TerminationController, Terminator
 from nodewright.disruption import ConsolidationOptions, DecisionOptions
 from nodewright.kube.cluster import Cluster
+from nodewright.pricing import PricingPolicy
 from nodewright.state.cluster import ClusterState, snapshot
 
 
@@ -35,6 +36,8 @@ class ControllerOptions:
     ``preference_policy`` / ``min_values_policy`` carry Karpenter's ``PREFERENCE_POLICY`` / ``MIN_VALUES_POLICY``
     to the provisioner's boundary (``ControllerManager.options``); the scheduler implements the defaults
     ``Respect`` / ``Strict`` and settings reject the other values until it implements them.
+    ``pricing_policy`` returns the PricingPolicy in force (``--pricing-policy``: the file re-read when it changes),
+    or None: the provisioner then decides on effective marginal prices (docs/pricing.md).
     """
 
     batch_idle_duration: float = 1.0
@@ -49,6 +52,7 @@ class ControllerOptions:
     spot_to_spot_consolidation: bool = False
     preference_policy: str = "Respect"
     min_values_policy: str = "Strict"
+    pricing_policy: Callable[[], PricingPolicy | None] | None = None
 
 
 class ControllerManager:
@@ -73,7 +77,8 @@ class ControllerManager:
         # The simulator passes a snapshotter that reuses one snapshot while the cluster is unchanged.
         self.snapshotter = snapshotter
         self.provisioner = Provisioner(
-            ctx, Batcher(opts.batch_idle_duration, opts.batch_max_duration), bind_pods=opts.bind_pods
+            ctx, Batcher(opts.batch_idle_duration, opts.batch_max_duration), bind_pods=opts.bind_pods,
+            pricing_policy=opts.pricing_policy,
         )
         self.lifecycle = LifecycleController(
             ctx, opts.launch_timeout, opts.registration_timeout, on_registered=self.provisioner.on_registered

@@ -102,3 +102,32 @@ def test_on_demand_under_the_savings_plan_beats_spot_until_the_commitment_runs_o
 def test_without_a_commitment_left_for_it_spot_stays_the_choice() -> None:
     docs = _docs(1, M6I_LARGE_ANY_CAPACITY.replace("m6i.large", "r6i.large"))
     assert _choice(_with_policy(docs)) == _choice(decide(docs)) == [("r6i.large", "spot")]
+
+
+def test_run_gives_the_provisioner_the_policy_file_reread_when_it_changes(tmp_path: Path) -> None:
+    from nodewright.kube.memory import InMemoryCluster
+    from nodewright.runtime import Runtime
+    from nodewright.settings import load_settings
+
+    path = tmp_path / "policy.yaml"
+    path.write_text(EXAMPLE.read_text())
+    settings = load_settings({"CLUSTER_NAME": "demo", "AWS_REGION": "us-east-1",
+                              "NODEWRIGHT_PRICING_POLICY": str(path)})
+    runtime = Runtime(InMemoryCluster(lambda: 0.0), object(), settings)  # type: ignore[arg-type]
+    current = runtime.manager.provisioner.pricing_policy
+    assert current is not None
+    policy = current()
+    assert policy is not None and policy.spec.savings_plans[0].commitment_usd_per_hour == 0.2304
+    path.write_text(EXAMPLE.read_text().replace("commitmentUsdPerHour: 0.2304", "commitmentUsdPerHour: 1.5"))
+    policy = current()
+    assert policy is not None and policy.spec.savings_plans[0].commitment_usd_per_hour == 1.5
+
+
+def test_without_a_policy_run_decides_on_list_prices() -> None:
+    from nodewright.kube.memory import InMemoryCluster
+    from nodewright.runtime import Runtime
+    from nodewright.settings import load_settings
+
+    settings = load_settings({"CLUSTER_NAME": "demo", "AWS_REGION": "us-east-1"})
+    runtime = Runtime(InMemoryCluster(lambda: 0.0), object(), settings)  # type: ignore[arg-type]
+    assert runtime.manager.provisioner.pricing_policy is None
