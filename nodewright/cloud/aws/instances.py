@@ -55,7 +55,8 @@ LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
 @dataclass(frozen=True, slots=True)
 class FleetCandidate:
     """One offering a fleet may launch: instance type in a subnet (zone), capacity type, USD/hour, template, and
-    for ``reserved`` the capacity reservation its template targets."""
+    for ``reserved`` the capacity reservation its template targets. ``effective_price``: with a PricingPolicy,
+    the USD/hour it adds to the bill (its marginal price, :mod:`nodewright.pricing.engine`); None: list price."""
 
     instance_type: str
     zone: str
@@ -64,6 +65,12 @@ class FleetCandidate:
     price: float
     launch_template: str
     reservation_id: str = ""
+    effective_price: float | None = None
+
+    @property
+    def cost(self) -> float:
+        """USD/hour the launch is ranked by: the effective price when known, else the list price."""
+        return self.price if self.effective_price is None else self.effective_price
 
 
 @dataclass(frozen=True)
@@ -123,11 +130,20 @@ def fleet_request(candidates: Sequence[FleetCandidate], capacity_type: str, tags
     """The ``CreateFleet`` parameters for ``candidates`` (already filtered to ``capacity_type``, cheapest first).
 
     ``reserved`` is sent as on-demand capacity (``DefaultTargetCapacityType: on-demand``, lowest-price), each
-    candidate's launch template targeting its reservation (Karpenter's ODCR launch)."""
-    configs: dict[str, list[dict[str, str]]] = {}
-    for candidate in candidates[:MAX_OVERRIDES]:
-        configs.setdefault(candidate.launch_template, []).append(
-            {"InstanceType": candidate.instance_type, "SubnetId": candidate.subnet_id})
+    candidate's launch template targeting its reservation (Karpenter's ODCR launch).
+
+    On-demand candidates with an ``effective_price`` (a PricingPolicy is set) are sent with
+    ``OnDemandOptions.AllocationStrategy: prioritized`` and each override's ``Priority`` = its rank in
+    ``candidates`` (0 first; EC2 launches the lowest number it can), so EC2 follows the effective-price order
+    instead of its own list-price order (EC2 User Guide, "Allocation strategies for On-Demand Instances")."""
+    chosen = candidates[:MAX_OVERRIDES]
+    prioritized = capacity_type == CAPACITY_TYPE_ON_DEMAND and any(c.effective_price is not None for c in chosen)
+    configs: dict[str, list[dict[str, Any]]] = {}
+    for rank, candidate in enumerate(chosen):
+        override: dict[str, Any] = {"InstanceType": candidate.instance_type, "SubnetId": candidate.subnet_id}
+        if prioritized:
+            override["Priority"] = float(rank)
+        configs.setdefault(candidate.launch_template, []).append(override)
     # A reservation is on-demand capacity to EC2: the template's CapacityReservationTarget picks it.
     target = CAPACITY_TYPE_ON_DEMAND if capacity_type == CAPACITY_TYPE_RESERVED else capacity_type
     request: dict[str, Any] = {
@@ -142,8 +158,25 @@ def fleet_request(candidates: Sequence[FleetCandidate], capacity_type: str, tags
     if capacity_type == CAPACITY_TYPE_SPOT:
         request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
     else:
-        request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+        request["OnDemandOptions"] = {"AllocationStrategy": "prioritized" if prioritized else "lowest-price"}
     return request
+
+
+def launch_capacity_type(candidates: Sequence[FleetCandidate]) -> str:
+    """The capacity type of a fleet request. Karpenter's order: a reservation first, then spot when allowed, then
+    on-demand. With effective prices (a PricingPolicy), spot only when its cheapest candidate costs no more than
+    the cheapest on-demand one, as the scheduler chose (:func:`nodewright.scheduling.nodeclaimtemplate.
+    capacity_type_for`)."""
+    offered = {c.capacity_type for c in candidates}
+    if CAPACITY_TYPE_RESERVED in offered:
+        return CAPACITY_TYPE_RESERVED
+    if CAPACITY_TYPE_SPOT not in offered:
+        return CAPACITY_TYPE_ON_DEMAND
+    if CAPACITY_TYPE_ON_DEMAND in offered and any(c.effective_price is not None for c in candidates):
+        spot = min(c.cost for c in candidates if c.capacity_type == CAPACITY_TYPE_SPOT)
+        on_demand = min(c.cost for c in candidates if c.capacity_type == CAPACITY_TYPE_ON_DEMAND)
+        return CAPACITY_TYPE_SPOT if spot <= on_demand else CAPACITY_TYPE_ON_DEMAND
+    return CAPACITY_TYPE_SPOT
 
 
 class InstanceProvider:
@@ -180,11 +213,9 @@ class InstanceProvider:
                          and not self._unavailable.is_unavailable(c.instance_type, c.zone, c.capacity_type)]
             if not remaining:
                 break
-            # Karpenter's order: a reservation first, then spot when allowed, then on-demand.
-            capacity_type = next((ct for ct in (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT)
-                                  if any(c.capacity_type == ct for c in remaining)), CAPACITY_TYPE_ON_DEMAND)
+            capacity_type = launch_capacity_type(remaining)
             chosen = sorted((c for c in remaining if c.capacity_type == capacity_type),
-                            key=lambda c: (c.price, c.instance_type, c.zone))[:MAX_OVERRIDES]
+                            key=lambda c: (c.cost, c.price, c.instance_type, c.zone))[:MAX_OVERRIDES]
             response = self._create_fleet(fleet_request(chosen, capacity_type, request.tags,
                                                         idempotency_token(request.token_seed, attempt)))
             instance_ids = [i for item in response.get("Instances", []) for i in item.get("InstanceIds", [])]

@@ -178,3 +178,55 @@ def test_existing_instance_for_the_nodeclaim_is_returned_without_a_fleet(aws_env
     stubber.activate()  # no create_fleet response queued: calling it would fail the test
     provider, _ = _provider(client, [0.0])
     assert provider.launch(LaunchRequest("default-x7k2p", "uid-1", _candidates())).id == "i-0old"
+
+
+def _effective(candidates: list[FleetCandidate], prices: dict[tuple[str, str], float]) -> list[FleetCandidate]:
+    """``candidates`` with a PricingPolicy's marginal prices, by (instance type, capacity type)."""
+    import dataclasses
+
+    return [dataclasses.replace(c, effective_price=prices[(c.instance_type, c.capacity_type)]) for c in candidates]
+
+
+def test_effective_prices_send_on_demand_prioritized_in_their_order(ec2: tuple[Any, Stubber]) -> None:
+    client, stubber = ec2
+    # An idle m5.large RI: m5.large costs $0 more, c5.large its list 0.085 less 5% -- the reverse of list order.
+    on_demand = _effective(_candidates(), {("m5.large", "on-demand"): 0.0, ("c5.large", "on-demand"): 0.08075})
+    # Spot is cheaper at list price (0.03) but costs more than the RI-covered m5.large: on-demand is launched.
+    spot = _effective(_candidates("spot"), {("m5.large", "spot"): 0.03, ("c5.large", "spot"): 0.03})
+    order = [("m5.large", "us-east-1a"), ("m5.large", "us-east-1b"), ("c5.large", "us-east-1a"),
+             ("c5.large", "us-east-1b")]
+    expected = {
+        "Type": "instant",
+        "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": "on-demand"},
+        "LaunchTemplateConfigs": [{"LaunchTemplateSpecification": {"LaunchTemplateName": LT, "Version": "$Latest"},
+                                   "Overrides": [{"InstanceType": t, "SubnetId": SUBNETS[z], "Priority": float(i)}
+                                                 for i, (t, z) in enumerate(order)]}],
+        "TagSpecifications": ANY, "ClientToken": idempotency_token("uid-1", 0),
+        "OnDemandOptions": {"AllocationStrategy": "prioritized"},
+    }
+    stubber.add_response("create_fleet", {"FleetId": "fleet-1", "Errors": [], "Instances": [{
+        "InstanceIds": ["i-0abc"], "InstanceType": "m5.large", "Lifecycle": "on-demand"}]}, expected)
+    stubber.add_response("describe_instances", _instance("i-0abc", "m5.large", "us-east-1a"),
+                         {"InstanceIds": ["i-0abc"]})
+    stubber.activate()
+    provider, _ = _provider(client, [0.0])
+    instance = provider.launch(LaunchRequest("default-x7k2p", "uid-1", [*spot, *on_demand]))
+    stubber.assert_no_pending_responses()
+    assert (instance.instance_type, instance.zone) == ("m5.large", "us-east-1a")
+
+
+def test_without_effective_prices_on_demand_stays_lowest_price() -> None:
+    request = fleet_request(_candidates(), "on-demand", {}, "tok")
+    assert request["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"}
+    assert all("Priority" not in o for c in request["LaunchTemplateConfigs"] for o in c["Overrides"])
+
+
+def test_effective_spot_cheaper_than_on_demand_keeps_spot() -> None:
+    from nodewright.cloud.aws.instances import launch_capacity_type
+
+    candidates = _effective(_candidates() + _candidates("spot"), {
+        ("m5.large", "on-demand"): 0.0912, ("c5.large", "on-demand"): 0.08075,
+        ("m5.large", "spot"): 0.03, ("c5.large", "spot"): 0.028})
+    assert launch_capacity_type(candidates) == "spot"
+    request = fleet_request([c for c in candidates if c.capacity_type == "spot"], "spot", {}, "tok")
+    assert request["SpotOptions"] == {"AllocationStrategy": "price-capacity-optimized"}
