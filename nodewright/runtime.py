@@ -27,10 +27,13 @@ from nodewright.controllers.cloud_metrics import MeteredCloudProvider
 from nodewright.controllers.common import Context
 from nodewright.controllers.interruption import InterruptionSource
 from nodewright.controllers.manager import ControllerManager, ControllerOptions
+from nodewright.kube import resources as r
 from nodewright.kube.client import KubernetesCluster
 from nodewright.kube.cluster import Clock, Cluster
 from nodewright.kube.leaderelection import LeaderElector, LeaseConfig
+from nodewright.kube.objects import labels_of
 from nodewright.metrics import HttpEndpoint, Metrics, health_endpoint, metrics_endpoint
+from nodewright.pricing import marginal_pricing
 from nodewright.pricing.policy import PolicyFile
 from nodewright.settings import Settings
 
@@ -79,11 +82,15 @@ class Runtime:
             self.metrics.observe_pricing(pricing)
         cloud = MeteredCloudProvider(self.cloud, self.metrics, lambda: self.manager.current)
         self.ctx = Context(self.cluster, cloud, self.clock, self.metrics, s.cluster_name)
+        policy = PolicyFile(s.pricing_policy) if s.pricing_policy else None
+        if policy is not None and hasattr(self.cloud, "launch_pricing"):
+            # The fleet request ranks its overrides by the same marginal prices the provisioner chose by.
+            self.cloud.launch_pricing = lambda types: marginal_pricing(policy.current(), types, self._fleet_labels())
         options = ControllerOptions(batch_idle_duration=s.batch_idle_duration,
                                     batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
                                     spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
                                     preference_policy=s.preference_policy, min_values_policy=s.min_values_policy,
-                                    pricing_policy=PolicyFile(s.pricing_policy).current if s.pricing_policy else None)
+                                    pricing_policy=policy.current if policy else None)
         self.manager = ControllerManager(self.ctx, options, self.interruption)
         self.elector = LeaderElector(
             self.cluster, self.identity,
@@ -97,6 +104,15 @@ class Runtime:
         self.steps = 0
         self._last_loop = time.monotonic()
         self._unsynced_since: float | None = None
+
+    def _fleet_labels(self) -> list[dict[str, str]]:
+        """Labels of the running Nodes and of the launched NodeClaims without a Node yet: the fleet a launch is
+        priced on top of (those without an instance type label are skipped by the pricing)."""
+        out = [labels_of(node) for node in self.cluster.list(r.NODES)]
+        for claim in self.cluster.list(r.NODECLAIMS):
+            if not (claim.get("status") or {}).get("nodeName"):
+                out.append(labels_of(claim))
+        return out
 
     # --- probes ------------------------------------------------------------------------------
 

@@ -53,7 +53,7 @@ from nodewright.kube.objects import (
     parse_time,
 )
 from nodewright.kube.pdb import fully_blocking_budget
-from nodewright.pricing import MarginalPricing, PricingEngine, PricingPolicy, Usage, offering_price_table
+from nodewright.pricing import PricingPolicy, marginal_pricing
 from nodewright.quantities import add, fits, parse_resource_list, subtract
 from nodewright.scheduling import (
     ExistingNode,
@@ -313,12 +313,9 @@ class Provisioner:
         policy = self.pricing_policy() if self.pricing_policy is not None else None
         if policy is None:
             return None
-        table = offering_price_table(t for types in instance_types.values() for t in types)
-        if table is None:
-            return None
-        engine = PricingEngine(policy, table)
-        usage = [u for u in (Usage.from_labels(n.labels) for n in fleet) if u is not None]
-        return lambda: MarginalPricing(engine, usage)
+        base = marginal_pricing(policy, (t for types in instance_types.values() for t in types),
+                                (n.labels for n in fleet))
+        return None if base is None else base.fresh
 
     @contextlib.contextmanager
     def _scheduling_run(self, depth: int) -> Iterator[None]:

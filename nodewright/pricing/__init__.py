@@ -16,6 +16,7 @@ from nodewright.pricing.engine import (
     Run,
     Usage,
     cost_over_time,
+    marginal_pricing,
     normalization_factor,
     offering_price_table,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "Usage",
     "cost_over_time",
     "load_pricing_policy",
+    "marginal_pricing",
     "normalization_factor",
     "offering_price_table",
     "parse_pricing_policy",

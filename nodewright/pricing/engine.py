@@ -483,6 +483,19 @@ def offering_price_table(instance_types: Iterable[InstanceType]) -> PriceTable |
     return PriceTable(region, on_demand, "the offerings' on-demand prices", fallback=False)
 
 
+def marginal_pricing(policy: PricingPolicy, instance_types: Iterable[InstanceType],
+                     fleet_labels: Iterable[Mapping[str, str]]) -> MarginalPricing | None:
+    """The :class:`MarginalPricing` of a decision under ``policy``: list prices from ``instance_types``' offerings
+    (:func:`offering_price_table`), the fleet from the labels of the running Nodes and launched NodeClaims
+    (:meth:`Usage.from_labels`; those without an instance type are skipped). None when no offering names a
+    region."""
+    table = offering_price_table(instance_types)
+    if table is None:
+        return None
+    fleet = [u for u in (Usage.from_labels(labels) for labels in fleet_labels) if u is not None]
+    return MarginalPricing(PricingEngine(policy, table), fleet)
+
+
 class MarginalPricing:
     """The scheduler's :class:`~nodewright.scheduling.nodeclaimtemplate.Pricing` under a policy: each offering at
     its marginal price over ``fleet`` (the running Nodes and NodeClaims) plus the NodeClaims this scheduling run
@@ -495,9 +508,14 @@ class MarginalPricing:
 
     def __init__(self, engine: PricingEngine, fleet: Sequence[Usage]) -> None:
         self.engine = engine
+        self.fleet = tuple(fleet)
         self._counts = _count(fleet)
         self._prices = engine.for_fleet(fleet)
         self.version = 0
+
+    def fresh(self) -> MarginalPricing:
+        """A new one over the same starting ``fleet`` (each scheduling run plans its own NodeClaims)."""
+        return MarginalPricing(self.engine, self.fleet)
 
     def price(self, instance_type: str, offering: Offering) -> float:
         """USD/hour one more ``instance_type`` on ``offering`` adds to the bill now (>= 0)."""

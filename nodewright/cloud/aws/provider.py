@@ -31,7 +31,13 @@ from nodewright.cloud.aws.cache import Clock
 from nodewright.cloud.aws.capacityreservations import CapacityReservationProvider
 from nodewright.cloud.aws.clients import AWSClients
 from nodewright.cloud.aws.instanceprofiles import InstanceProfileProvider
-from nodewright.cloud.aws.instances import FleetCandidate, Instance, InstanceProvider, LaunchRequest
+from nodewright.cloud.aws.instances import (
+    FleetCandidate,
+    Instance,
+    InstanceProvider,
+    LaunchPricing,
+    LaunchRequest,
+)
 from nodewright.cloud.aws.instancetypes import InstanceTypeProvider
 from nodewright.cloud.aws.launchtemplates import (
     LaunchTemplateProvider,
@@ -146,6 +152,9 @@ class AWSCloudProvider:
         self.instance_profiles = InstanceProfileProvider(clients.iam, settings.cluster_name, settings.region, clock)
         self.instances = InstanceProvider(clients.ec2, settings.cluster_name, self.unavailable,
                                           self.launch_templates.invalidate)
+        #: Set by ``nodewright run`` under a PricingPolicy: the launch's marginal prices given the instance types
+        #: (None: list prices). Fills each fleet candidate's ``effective_price`` (docs/pricing.md).
+        self.launch_pricing: Callable[[Sequence[InstanceType]], LaunchPricing | None] | None = None
         self._denied: dict[str, AuthorizationError] = {}
         self._auth_backoff = Backoff(initial=AUTH_BACKOFF_START_SECONDS, maximum=AUTH_BACKOFF_MAX_SECONDS)
 
@@ -230,6 +239,7 @@ class AWSCloudProvider:
         pairs = allowed_offerings(types, nodeclaim.spec.requirements, resolved.zonal_subnets)
         candidates: list[FleetCandidate] = []
         by_name = {it.name: it for it in types}
+        pricing = self.launch_pricing(types) if self.launch_pricing is not None else None
         for instance_type, offering in pairs:
             ami = next((a for a in resolved.amis if a.fits(instance_type.labels)), None)
             if ami is None:
@@ -239,7 +249,8 @@ class AWSCloudProvider:
             candidates.append(FleetCandidate(instance_type.name, offering.zone,
                                              resolved.zonal_subnets[offering.zone].id,
                                              offering.capacity_type, offering.price, template,
-                                             offering.reservation_id))
+                                             offering.reservation_id,
+                                             None if pricing is None else pricing.price(instance_type.name, offering)))
         if not candidates:
             raise NodeClassNotReadyError(
                 f"no offering of EC2NodeClass {nodeclass.name!r} satisfies nodeclaim {nodeclaim.metadata.name!r}: "

@@ -131,3 +131,41 @@ def test_without_a_policy_run_decides_on_list_prices() -> None:
     settings = load_settings({"CLUSTER_NAME": "demo", "AWS_REGION": "us-east-1"})
     runtime = Runtime(InMemoryCluster(lambda: 0.0), object(), settings)  # type: ignore[arg-type]
     assert runtime.manager.provisioner.pricing_policy is None
+
+
+class _LaunchingCloud:
+    """A cloud provider stand-in exposing the AWS provider's ``launch_pricing`` hook."""
+
+    launch_pricing = None
+
+
+def test_run_prices_the_fleet_request_on_top_of_the_running_nodes(tmp_path: Path) -> None:
+    from nodewright.cloud.catalog import load_instance_types
+    from nodewright.kube import resources as r
+    from nodewright.kube.memory import InMemoryCluster
+    from nodewright.runtime import Runtime
+    from nodewright.settings import load_settings
+
+    cluster = InMemoryCluster(lambda: 0.0)
+    labels = {"node.kubernetes.io/instance-type": "m5.large", "topology.kubernetes.io/zone": "us-east-1a",
+              "karpenter.sh/capacity-type": "on-demand"}
+    cluster.create(r.NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": labels}})
+    # A launched NodeClaim whose Node has not registered yet counts too; one with a Node is that Node.
+    cluster.create(r.NODECLAIMS, {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                                  "metadata": {"name": "c1", "labels": labels}, "spec": {}})
+    cluster.create(r.NODECLAIMS, {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                                  "metadata": {"name": "c0", "labels": labels}, "spec": {},
+                                  "status": {"nodeName": "n1"}})
+    settings = load_settings({"CLUSTER_NAME": "demo", "AWS_REGION": "us-east-1",
+                              "NODEWRIGHT_PRICING_POLICY": str(EXAMPLE)})
+    cloud = _LaunchingCloud()
+    Runtime(cluster, cloud, settings)  # type: ignore[arg-type]
+    assert cloud.launch_pricing is not None
+    types = load_instance_types("us-east-1", zones=["us-east-1a"])
+    pricing = cloud.launch_pricing(types)
+    m5 = next(t for t in types if t.name == "m5.large")
+    offering = next(o for o in m5.offerings if o.capacity_type == "on-demand")
+    # Both zonal m5.large RIs are used (the Node and the unregistered NodeClaim): list 0.096 less 5%.
+    assert pricing.price("m5.large", offering) == 0.0912
+    m6i = next(t for t in types if t.name == "m6i.large")
+    assert pricing.price("m6i.large", next(o for o in m6i.offerings if o.capacity_type == "on-demand")) == 0.0
