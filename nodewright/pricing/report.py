@@ -4,7 +4,7 @@
 Each new NodeClaim gets ``effective_price_per_hour``: its marginal price (:mod:`nodewright.pricing.engine`) on top
 of the existing nodes and the NodeClaims listed before it, so RIs and Savings Plans commitment go to the first
 NodeClaims that can use them. ``total_effective_price_per_hour`` is their sum: what the decision adds to the
-hourly bill. The choice itself is still made on list prices (see docs/pricing.md, "Integration").
+hourly bill. The scheduler made the choice on the same marginal prices (docs/pricing.md, "Integration").
 
 Scenario replays (``simulate --scenario --pricing``) add ``effective_cost_usd`` to each run's summary
 (:func:`effective_cost_usd`).
