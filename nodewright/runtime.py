@@ -27,13 +27,12 @@ from nodewright.controllers.cloud_metrics import MeteredCloudProvider
 from nodewright.controllers.common import Context
 from nodewright.controllers.interruption import InterruptionSource
 from nodewright.controllers.manager import ControllerManager, ControllerOptions
+from nodewright.controllers.provisioning import launch_pricing_hook
 from nodewright.kube import resources as r
 from nodewright.kube.client import KubernetesCluster
 from nodewright.kube.cluster import Clock, Cluster
 from nodewright.kube.leaderelection import LeaderElector, LeaseConfig
-from nodewright.kube.objects import labels_of
 from nodewright.metrics import HttpEndpoint, Metrics, health_endpoint, metrics_endpoint
-from nodewright.pricing import marginal_pricing
 from nodewright.pricing.policy import PolicyFile
 from nodewright.settings import Settings
 
@@ -85,7 +84,7 @@ class Runtime:
         policy = PolicyFile(s.pricing_policy) if s.pricing_policy else None
         if policy is not None and hasattr(self.cloud, "launch_pricing"):
             # The fleet request ranks its overrides by the same marginal prices the provisioner chose by.
-            self.cloud.launch_pricing = lambda types: marginal_pricing(policy.current(), types, self._fleet_labels())
+            self.cloud.launch_pricing = launch_pricing_hook(policy.current, self.cluster)
         options = ControllerOptions(batch_idle_duration=s.batch_idle_duration,
                                     batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
                                     spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
@@ -104,15 +103,6 @@ class Runtime:
         self.steps = 0
         self._last_loop = time.monotonic()
         self._unsynced_since: float | None = None
-
-    def _fleet_labels(self) -> list[dict[str, str]]:
-        """Labels of the running Nodes and of the launched NodeClaims without a Node yet: the fleet a launch is
-        priced on top of (those without an instance type label are skipped by the pricing)."""
-        out = [labels_of(node) for node in self.cluster.list(r.NODES)]
-        for claim in self.cluster.list(r.NODECLAIMS):
-            if not (claim.get("status") or {}).get("nodeName"):
-                out.append(labels_of(claim))
-        return out
 
     # --- probes ------------------------------------------------------------------------------
 
@@ -227,7 +217,6 @@ def build_runtime(
     from nodewright.cloud.aws.cluster import configured_facts, eks_kubernetes_version, resolve_cluster_facts
     from nodewright.cloud.aws.interruption import InterruptionQueue
     from nodewright.cloud.aws.provider import AWSCloudProvider, AWSProviderSettings
-    from nodewright.kube import resources as r
     from nodewright.kube.errors import KubeError
     from nodewright.kube.rest import RestClient, load_api_client
     from nodewright.startup import check_credentials, check_region, kubeconfig_error

@@ -12,8 +12,9 @@ prices in USD per hour.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from nodewright.api import labels as L
 
@@ -46,6 +47,19 @@ class Offering:
     available: bool = True
     zone_id: str = ""
     reservation_id: str = ""
+
+
+class LaunchPricing(Protocol):
+    """A launch's effective prices under a PricingPolicy (:class:`nodewright.pricing.MarginalPricing`): the cloud
+    providers' ``launch_pricing`` hook returns one, so the launch follows the order the scheduler chose by."""
+
+    def price(self, instance_type: str, offering: Offering) -> float:
+        """USD/hour one more ``instance_type`` on ``offering`` adds to the bill."""
+        ...
+
+
+#: The cloud providers' ``launch_pricing`` hook: the launch's prices given the instance types (None: list prices).
+LaunchPricingHook = Callable[[Sequence["InstanceType"]], LaunchPricing | None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
 from nodewright.backoff import Backoff
-from nodewright.cloud.instancetype import InstanceType
+from nodewright.cloud.instancetype import InstanceType, LaunchPricing, LaunchPricingHook
 from nodewright.controllers.common import (
     Context,
     has_disrupted_taint,
@@ -43,6 +43,7 @@ from nodewright.controllers.pod_provisioning_metrics import PodProvisioningTimes
 from nodewright.controllers.static import replicas_of
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
+from nodewright.kube.cluster import Cluster
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
 from nodewright.kube.objects import (
     Obj,
@@ -565,6 +566,25 @@ class Provisioner:
 
 
 # --- helpers -----------------------------------------------------------------------------------
+
+
+def fleet_labels(cluster: Cluster) -> list[dict[str, str]]:
+    """Labels of the running Nodes and of the launched NodeClaims without a Node yet: the fleet a launch is priced
+    on top of (those without an instance type label are skipped by the pricing)."""
+    out = [labels_of(node) for node in cluster.list(r.NODES)]
+    for claim in cluster.list(r.NODECLAIMS):
+        if not (claim.get("status") or {}).get("nodeName"):
+            out.append(labels_of(claim))
+    return out
+
+
+def launch_pricing_hook(policy: Callable[[], PricingPolicy | None], cluster: Cluster) -> LaunchPricingHook:
+    """The cloud providers' ``launch_pricing`` under the policy in force: marginal prices over ``cluster``'s fleet
+    at launch time, so the fleet request follows the order the provisioner chose by (docs/pricing.md)."""
+    def hook(types: Sequence[InstanceType]) -> LaunchPricing | None:
+        current = policy()
+        return None if current is None else marginal_pricing(current, types, fleet_labels(cluster))
+    return hook
 
 
 def nodepool_usage(state: ClusterState) -> dict[str, dict[str, int]]:

@@ -16,6 +16,7 @@ passes) -- and every :data:`QUIET_SECONDS` (10 s, Karpenter's disruption poll) o
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Protocol
 
 from nodewright.api import labels as L
@@ -23,11 +24,13 @@ from nodewright.api.durations import to_seconds
 from nodewright.cloud.simulated import SimInstance, SimulatedCloudProvider, SimulatedInterruptionQueue
 from nodewright.controllers.common import Context
 from nodewright.controllers.manager import ControllerManager, ControllerOptions
+from nodewright.controllers.provisioning import launch_pricing_hook
 from nodewright.kube import resources as r
 from nodewright.kube.cluster import Cluster
 from nodewright.kube.objects import Obj, condition_true, is_deleting, name_of, parse_time
 from nodewright.kube.resources import ResourceKind
 from nodewright.metrics import Metrics
+from nodewright.pricing import PricingPolicy
 from nodewright.sim.world import World
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import models_for
@@ -117,7 +120,8 @@ class NodewrightDriver:
 
     name = "nodewright"
 
-    def __init__(self, world: World, options: ControllerOptions | None = None) -> None:
+    def __init__(self, world: World, options: ControllerOptions | None = None,
+                 pricing: PricingPolicy | None = None) -> None:
         self.world = world
         self.queue = SimulatedInterruptionQueue()
         self.cloud = SimulatedCloudProvider(world.ec2, world.scenario.region, world.scenario.zones,
@@ -128,6 +132,9 @@ class NodewrightDriver:
         self.snapshots = CachedSnapshots(world)
         # NodePool status only feeds metrics and status fields nobody reads in a simulation: every 5 minutes.
         opts = options or ControllerOptions(status_period=300.0)
+        if pricing is not None:  # simulate --scenario --pricing: provisioning and launches on effective prices
+            opts = dataclasses.replace(opts, pricing_policy=lambda: pricing)
+            self.cloud.launch_pricing = launch_pricing_hook(lambda: pricing, world.cluster)
         self.manager = ControllerManager(self.ctx, opts, self.queue, snapshotter=self.snapshots)
         self.disruption = self.manager.disruption
         self.busy = False  # something the controllers react to changed since the last step

@@ -59,10 +59,11 @@ class RunResult:
                 "timeline": [s.to_dict() for s in self.timeline]}
 
 
-def _driver(name: str, scenario: Scenario, seed: int) -> tuple[World, Driver]:
+def _driver(name: str, scenario: Scenario, seed: int,
+            pricing: PricingPolicy | None = None) -> tuple[World, Driver]:
     if name == NODEWRIGHT:
         world = World(scenario, seed, scenario.launch_latency)
-        return world, NodewrightDriver(world)
+        return world, NodewrightDriver(world, pricing=pricing)
     if name == CLUSTER_AUTOSCALER:
         world = World(scenario, seed, scenario.baseline.launch_latency)
         return world, ClusterAutoscalerDriver(world, scenario.baseline)
@@ -78,14 +79,15 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
         autoscaler: ``"nodewright"`` or ``"cluster-autoscaler"``.
         seed: overrides ``scenario.seed``.
         progress: called now and then with (autoscaler, simulated seconds done, total).
-        pricing: a PricingPolicy: the summary adds ``effective_cost_usd`` (:mod:`nodewright.pricing.report`).
+        pricing: a PricingPolicy: nodewright's provisioner decides on effective marginal prices (the baseline
+            cannot), and the summary adds ``effective_cost_usd`` (:mod:`nodewright.pricing.report`).
 
     Raises:
         NodewrightValidationError: the scenario's workloads, autoscalers or node groups are inconsistent.
         ValueError: an unknown ``autoscaler``.
     """
     started = time.perf_counter()
-    world, driver = _driver(autoscaler, scenario, scenario.seed if seed is None else seed)
+    world, driver = _driver(autoscaler, scenario, scenario.seed if seed is None else seed, pricing)
     world.validate_events()
     start, end = scenario.start, scenario.start + scenario.duration
     interval = scenario.sample_interval

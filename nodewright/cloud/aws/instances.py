@@ -22,7 +22,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -39,7 +39,6 @@ from nodewright.cloud.instancetype import (
     CAPACITY_TYPE_ON_DEMAND,
     CAPACITY_TYPE_RESERVED,
     CAPACITY_TYPE_SPOT,
-    Offering,
 )
 from nodewright.cloud.provider import (
     InsufficientCapacityError,
@@ -55,14 +54,6 @@ log = logging.getLogger(__name__)
 MAX_OVERRIDES = 60
 MAX_LAUNCH_ATTEMPTS = 10
 LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
-
-
-class LaunchPricing(Protocol):
-    """A launch's effective prices under a PricingPolicy (:class:`nodewright.pricing.MarginalPricing`)."""
-
-    def price(self, instance_type: str, offering: Offering) -> float:
-        """USD/hour one more ``instance_type`` on ``offering`` adds to the bill."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,6 @@ from nodewright.cloud.aws.instances import (
     FleetCandidate,
     Instance,
     InstanceProvider,
-    LaunchPricing,
     LaunchRequest,
 )
 from nodewright.cloud.aws.instancetypes import InstanceTypeProvider
@@ -51,7 +50,7 @@ from nodewright.cloud.aws.pricing import PricingProvider
 from nodewright.cloud.aws.securitygroups import SecurityGroup, SecurityGroupProvider
 from nodewright.cloud.aws.subnets import Subnet, SubnetProvider
 from nodewright.cloud.catalog import instance_types_for_nodeclass
-from nodewright.cloud.instancetype import InstanceType
+from nodewright.cloud.instancetype import InstanceType, LaunchPricingHook
 from nodewright.cloud.matching import allowed_offerings
 from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
 from nodewright.cloud.provider import (
@@ -154,7 +153,7 @@ class AWSCloudProvider:
                                           self.launch_templates.invalidate)
         #: Set by ``nodewright run`` under a PricingPolicy: the launch's marginal prices given the instance types
         #: (None: list prices). Fills each fleet candidate's ``effective_price`` (docs/pricing.md).
-        self.launch_pricing: Callable[[Sequence[InstanceType]], LaunchPricing | None] | None = None
+        self.launch_pricing: LaunchPricingHook | None = None
         self._denied: dict[str, AuthorizationError] = {}
         self._auth_backoff = Backoff(initial=AUTH_BACKOFF_START_SECONDS, maximum=AUTH_BACKOFF_MAX_SECONDS)
 

@@ -34,7 +34,13 @@ from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.api.requirements import Requirement
 from nodewright.cloud.catalog import instance_types_for_nodeclass, load_instance_types
-from nodewright.cloud.instancetype import CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, InstanceType, Offering
+from nodewright.cloud.instancetype import (
+    CAPACITY_TYPE_RESERVED,
+    CAPACITY_TYPE_SPOT,
+    InstanceType,
+    LaunchPricingHook,
+    Offering,
+)
 from nodewright.cloud.matching import allowed_offerings, as_requirements, type_filter
 from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
 from nodewright.cloud.provider import (
@@ -91,6 +97,8 @@ class SimulatedCloudProvider:
         self.unavailable = UnavailableOfferings(clock=ec2.clock)
         #: Offerings that fail every launch with InsufficientInstanceCapacity (scenario events set them).
         self.out_of_capacity: set[tuple[str, str, str]] = set()  # (type, zone, capacity type)
+        #: Under a PricingPolicy (``simulate --scenario --pricing``): launches follow effective prices.
+        self.launch_pricing: LaunchPricingHook | None = None
         self.launches = 0
         self._types: dict[str, list[InstanceType]] = {}
         #: instance id -> (instance, its NodeClaim view): an instance's view never changes (type, offering, tags and
@@ -166,11 +174,20 @@ class SimulatedCloudProvider:
             return self._launched(nodeclaim, existing)
         ref = nodeclaim.spec.node_class_ref.name
         nodeclass = self._nodeclass(ref)
-        pairs = allowed_offerings(self.instance_types_for(nodeclass), nodeclaim.spec.requirements, self.zones)
-        for first in (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT):
+        types = self.instance_types_for(nodeclass)
+        pairs = allowed_offerings(types, nodeclaim.spec.requirements, self.zones)
+        pricing = self.launch_pricing(types) if self.launch_pricing is not None else None
+        if pricing is not None:
+            # As the AWS fleet request under a PricingPolicy: effective-price order; spot only when cheapest.
+            pairs.sort(key=lambda p: (pricing.price(p[0].name, p[1]), p[1].price, p[0].name, p[1].zone))
+        firsts = (CAPACITY_TYPE_RESERVED,) if pricing is not None else (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT)
+        for first in firsts:
             if any(o.capacity_type == first for _, o in pairs):
                 pairs = [(it, o) for it, o in pairs if o.capacity_type == first]
                 break
+        else:
+            if pricing is not None and pairs:
+                pairs = [(it, o) for it, o in pairs if o.capacity_type == pairs[0][1].capacity_type]
         reasons: list[UnavailableOffering] = []
         for instance_type, offering in pairs:
             key = (instance_type.name, offering.zone, offering.capacity_type)

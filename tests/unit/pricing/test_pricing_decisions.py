@@ -169,3 +169,20 @@ def test_run_prices_the_fleet_request_on_top_of_the_running_nodes(tmp_path: Path
     assert pricing.price("m5.large", offering) == 0.0912
     m6i = next(t for t in types if t.name == "m6i.large")
     assert pricing.price("m6i.large", next(o for o in m6i.offerings if o.capacity_type == "on-demand")) == 0.0
+
+
+def test_scenario_with_the_policy_launches_what_the_commitments_cover() -> None:
+    from nodewright.sim.runner import run
+    from nodewright.sim.scenario import load_scenario
+
+    scenario = load_scenario(EXAMPLE.parents[1] / "scenarios" / "team-spread.yaml")  # 4 x 1 vCPU, 2 zones, 20 min
+    policy = load_pricing_policy(EXAMPLE)
+    listed = run(scenario).summary
+    chosen = run(scenario, pricing=policy).summary
+    # List prices: four t3a.micro for ~10 minutes, $0.0066 (under the policy, $0.1231 with its commitments).
+    assert listed["cost_usd"] == 0.0066
+    assert run(scenario, pricing=None).summary == listed
+    # Deciding on effective prices: an m6i.xlarge (the Savings Plan) and a c6i.xlarge (the regional RI) hold
+    # the pods at no extra cost -- only the commitments are paid: (0.2304 + 2 x 0.06) $/h x 20 min = $0.1168.
+    assert chosen["effective_cost_usd"] == 0.1168
+    assert chosen["cost_usd"] > listed["cost_usd"]
