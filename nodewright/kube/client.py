@@ -158,7 +158,7 @@ class KubernetesCluster:
                     self._write_errors[key] = err
                     delay = self.write_backoff.failed(key, now)
                 log.info("%s of %s %s refused (%s), retrying in %.1fs", verb, kind.kind, name, err, delay,
-                         extra={"kind": kind.kind, "name": name, "status": err.status})
+                         extra={"kind": kind.kind, "object": name, "status": err.status})
             raise
         with self._write_lock:
             if self._write_errors.pop(key, None) is not None:
