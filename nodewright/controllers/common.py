@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
@@ -21,6 +22,7 @@ from nodewright.kube.objects import (
     condition_true,
     finalizers_of,
     is_deleting,
+    labels_of,
     meta,
     name_of,
     set_condition,
@@ -86,6 +88,15 @@ def nodepool_instance_types(
             ctx.cloud_error(controller, "GetInstanceTypes", err)
             problems[name] = err
     return types, problems
+
+
+def fleet_labels(nodes: Iterable[Obj], claims: Iterable[Obj]) -> list[dict[str, str]]:
+    """Labels of the running ``nodes`` and of the launched ``claims`` without a Node yet: the fleet a decision is
+    priced on (:func:`nodewright.pricing.marginal_pricing`, which skips those without an instance type label) --
+    a launch, a static pool's NodeClaims, the NodePool cost metrics."""
+    out = [labels_of(node) for node in nodes]
+    out += [labels_of(claim) for claim in claims if not (claim.get("status") or {}).get("nodeName")]
+    return out
 
 
 def nodepool_ready(nodepool: Obj) -> bool:

@@ -90,10 +90,10 @@ class ControllerManager:
             nominated=self.provisioner.nominated_targets)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
-        self.status = NodePoolStatusController(ctx, opts.status_period)
+        self.status = NodePoolStatusController(ctx, opts.status_period, opts.pricing_policy)
         self.nodeclass = NodeClassController(ctx, opts.nodeclass_period)
         self.state_metrics = StateMetricsController(ctx)
-        self.static = StaticCapacityController(ctx)
+        self.static = StaticCapacityController(ctx, opts.pricing_policy)
 
     def step(self, keep_going: Callable[[], bool] | None = None) -> None:
         """One pass of every controller. A controller's failure is logged and does not stop the others.

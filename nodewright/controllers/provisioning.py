@@ -34,6 +34,7 @@ from nodewright.backoff import Backoff
 from nodewright.cloud.instancetype import InstanceType, LaunchPricing, LaunchPricingHook
 from nodewright.controllers.common import (
     Context,
+    fleet_labels,
     has_disrupted_taint,
     log,
     nodepool_instance_types,
@@ -568,22 +569,14 @@ class Provisioner:
 # --- helpers -----------------------------------------------------------------------------------
 
 
-def fleet_labels(cluster: Cluster) -> list[dict[str, str]]:
-    """Labels of the running Nodes and of the launched NodeClaims without a Node yet: the fleet a launch is priced
-    on top of (those without an instance type label are skipped by the pricing)."""
-    out = [labels_of(node) for node in cluster.list(r.NODES)]
-    for claim in cluster.list(r.NODECLAIMS):
-        if not (claim.get("status") or {}).get("nodeName"):
-            out.append(labels_of(claim))
-    return out
-
-
 def launch_pricing_hook(policy: Callable[[], PricingPolicy | None], cluster: Cluster) -> LaunchPricingHook:
     """The cloud providers' ``launch_pricing`` under the policy in force: marginal prices over ``cluster``'s fleet
     at launch time, so the fleet request follows the order the provisioner chose by (docs/pricing.md)."""
     def hook(types: Sequence[InstanceType]) -> LaunchPricing | None:
         current = policy()
-        return None if current is None else marginal_pricing(current, types, fleet_labels(cluster))
+        if current is None:
+            return None
+        return marginal_pricing(current, types, fleet_labels(cluster.list(r.NODES), cluster.list(r.NODECLAIMS)))
     return hook
 
 

@@ -5,7 +5,9 @@ for behaviour; our own code):
 
 * **scale up**: when the pool has fewer live (not deleting) NodeClaims than ``replicas``, create the difference,
   capped by ``limits.nodes`` headroom. Each NodeClaim comes from the pool's template alone (no pods): its
-  requirements plus the pool's compatible instance types (cheapest offering first, at most 60), built into a
+  requirements plus the pool's compatible instance types (cheapest offering first, at most 60; "cheapest" is the
+  provisioner's one price function: the list price, or under a ``PricingPolicy`` the effective marginal price
+  over the running fleet, each new NodeClaim joining it before the next is priced), built into a
   :class:`~nodewright.scheduling.NodeClaimPlan` and turned into a manifest by the one NodeClaim builder,
   :func:`nodewright.scheduling.nodeclaim_manifest.nodeclaim_from_plan`.
 * **scale down**: when it has more, delete the excess NodeClaims (the termination controller drains them), in
@@ -21,11 +23,11 @@ whose instance types cannot be resolved is skipped and logged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from nodewright.api import labels as L
 from nodewright.cloud.instancetype import InstanceType
-from nodewright.controllers.common import Context, log, nodepool_instance_types, nodepool_of
+from nodewright.controllers.common import Context, fleet_labels, log, nodepool_instance_types, nodepool_of
 from nodewright.disruption.candidates import eviction_cost, pod_blocks_disruption
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
@@ -33,7 +35,8 @@ from nodewright.kube.errors import KubeError, NotFoundError
 from nodewright.kube.objects import Obj, annotations_of, is_deleting, name_of
 from nodewright.scheduling import MAX_INSTANCE_TYPES, NodeClaimPlan, NodePoolSpec, Requirement
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
-from nodewright.scheduling.nodeclaimtemplate import TypeInfo
+from nodewright.pricing import PricingPolicy, marginal_pricing
+from nodewright.scheduling.nodeclaimtemplate import Pricing, TypeInfo
 from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
 from nodewright.state.pods import is_daemonset_pod, needs_eviction
 
@@ -47,15 +50,20 @@ def replicas_of(nodepool: Obj) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def static_plan(spec: NodePoolSpec, instance_types: Sequence[InstanceType]) -> NodeClaimPlan | None:
+def static_plan(spec: NodePoolSpec, instance_types: Sequence[InstanceType],
+                pricing: Pricing | None = None) -> NodeClaimPlan | None:
     """A pod-less NodeClaim plan for a static pool: the pool's requirements narrowed to its compatible instance
-    types (cheapest available offering first, at most :data:`MAX_INSTANCE_TYPES`), or None when none is."""
+    types (cheapest available offering first, at most :data:`MAX_INSTANCE_TYPES`), or None when none is.
+
+    Prices are :meth:`TypeInfo.price_of` (the provisioner's): ``pricing`` None = list prices; a
+    :class:`~nodewright.pricing.MarginalPricing` = effective marginal USD/hour under a policy, ties to the lower
+    list price, then the name."""
     reqs = spec.requirements
-    infos = [TypeInfo(it, ()) for it in instance_types]
+    infos = [TypeInfo(it, (), pricing) for it in instance_types]
     priced = [(o, info) for info in infos if info.compatible(reqs) and (o := info.offering(reqs)) is not None]
     if not priced:
         return None
-    priced.sort(key=lambda pair: (pair[0].price, pair[1].name))
+    priced.sort(key=lambda pair: (pair[1].price_of(pair[0]), pair[0].price, pair[1].name))
     chosen = [info.it for _, info in priced[:MAX_INSTANCE_TYPES]]
     offering = priced[0][0]
     requirements = reqs.with_requirement(Requirement(L.INSTANCE_TYPE, False, [it.name for it in chosen]))
@@ -68,10 +76,17 @@ def static_plan(spec: NodePoolSpec, instance_types: Sequence[InstanceType]) -> N
 
 
 class StaticCapacityController:
-    """Keeps every static NodePool at ``spec.replicas`` NodeClaims (see module docstring)."""
+    """Keeps every static NodePool at ``spec.replicas`` NodeClaims (see module docstring).
 
-    def __init__(self, ctx: Context) -> None:
+    Args:
+        ctx: dependencies.
+        pricing_policy: returns the PricingPolicy in force (``nodewright run --pricing-policy``), or None / absent:
+            list prices. The same callable the provisioner reads.
+    """
+
+    def __init__(self, ctx: Context, pricing_policy: Callable[[], PricingPolicy | None] | None = None) -> None:
         self.ctx = ctx
+        self.pricing_policy = pricing_policy
 
     def reconcile(self, state: ClusterState | None = None) -> None:
         state = state or snapshot(self.ctx.cluster)
@@ -111,12 +126,15 @@ class StaticCapacityController:
         if count <= 0:
             log.info("static nodepool %s: node limit reached", name, extra={"nodepool": name})
             return
-        plan = static_plan(spec, types)
-        if plan is None:
-            log.error("static nodepool %s cannot launch: no instance type matches its requirements", name,
-                      extra={"nodepool": name})
-            return
+        pricing = self._pricing(types, state)
         for _ in range(count):
+            plan = static_plan(spec, types, pricing)
+            if plan is None:
+                log.error("static nodepool %s cannot launch: no instance type matches its requirements", name,
+                          extra={"nodepool": name})
+                return
+            if pricing is not None:  # the next NodeClaim is priced on top of this one (RIs, commitment spent once)
+                pricing.launched(plan.instance_type.name, plan.offering)
             try:
                 claim = self.ctx.cluster.create(r.NODECLAIMS, nodeclaim_from_plan(plan, doc))
             except KubeError as err:
@@ -125,6 +143,14 @@ class StaticCapacityController:
             self.ctx.metrics.nodeclaims_created.labels("provisioned", name, "false").inc()  # Karpenter: ProvisionedReason
             log.info("Launching node for static nodepool %s (replicas %d)", name, replicas_of(doc) or 0,
                      extra={"nodeclaim": name_of(claim), "nodepool": name})
+
+    def _pricing(self, types: Sequence[InstanceType], state: ClusterState) -> Pricing | None:
+        """Marginal prices under the policy in force over the running fleet (Nodes and launched NodeClaims);
+        None without a policy."""
+        policy = self.pricing_policy() if self.pricing_policy is not None else None
+        if policy is None:
+            return None
+        return marginal_pricing(policy, types, fleet_labels(state.nodes.values(), state.nodeclaims.values()))
 
     def _scale_down(self, name: str, claims: list[Obj], count: int, state: ClusterState) -> None:
         for claim in sorted(claims, key=lambda c: self._removal_key(c, state))[:count]:

@@ -219,8 +219,9 @@ def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any,
     pods land on them as in-flight capacity and the batch never launches for those pools. With ``policy``, the
     provisioner decides on effective marginal prices (docs/pricing.md)."""
     ctx = Context(cluster, cloud, clock, Metrics(), "simulate")
-    StaticCapacityController(ctx).reconcile(snapshot(cluster))  # static NodePools' replicas exist first
-    provisioner = Provisioner(ctx, pricing_policy=None if policy is None else lambda: policy)
+    current = None if policy is None else lambda: policy
+    StaticCapacityController(ctx, current).reconcile(snapshot(cluster))  # static NodePools' replicas exist first
+    provisioner = Provisioner(ctx, pricing_policy=current)
     state = snapshot(cluster)
     pending = provisioner.pending_pods(state, clock())
     result = provisioner.provision(pending, state, clock()) if pending else None

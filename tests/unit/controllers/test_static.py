@@ -6,14 +6,17 @@ from __future__ import annotations
 import copy
 
 from nodewright.api import labels as L
-from nodewright.controllers.common import to_model
+from nodewright.controllers.common import Context, to_model
 from nodewright.controllers.provisioning import Batcher, Provisioner
-from nodewright.controllers.static import StaticCapacityController
+from nodewright.controllers.static import StaticCapacityController, static_plan
 from nodewright.kube import resources as r
 from nodewright.kube.objects import is_deleting, name_of
+from nodewright.metrics import Metrics
+from nodewright.pricing import marginal_pricing, parse_pricing_policy
+from nodewright.state.models import nodepool_spec_from_model
 
 from .conftest import NODEPOOL, node_for, pending_pod
-from .fakes import first_fit_solver
+from .fakes import FakeCloudProvider, first_fit_solver, instance_type
 
 
 def _static_pool(replicas: int, name: str = "fixed", nodes_limit: str | None = None) -> dict:
@@ -84,3 +87,44 @@ def test_provisioner_never_launches_for_a_static_pool(ctx, cluster, clock) -> No
     clock.advance(1.0)
     prov.reconcile()
     assert cluster.list(r.NODECLAIMS) == []
+
+
+def _catalog_with_an_expensive_reserved_type() -> list:
+    """60 cheap types, then m5.2xlarge: the 61st by list price, past the 60-type cap of a NodeClaim."""
+    cheap = [instance_type(f"t{i}x.large", 2, 8, 29, round(0.05 + i / 1000, 3), 0.02) for i in range(60)]
+    return [*cheap, instance_type("m5.2xlarge", 8, 32, 58, 0.384, 0.16)]
+
+
+_RESERVED_M5_2XLARGE = {"apiVersion": "nodewright.io/v1alpha1", "kind": "PricingPolicy", "spec": {
+    "reservedInstances": [{"instanceType": "m5.2xlarge", "zone": "us-east-1a", "count": 1}]}}
+
+
+def test_static_nodeclaims_rank_types_by_effective_price_under_a_policy(cluster, clock) -> None:
+    """The static controller ranks by the provisioner's price function: at list prices m5.2xlarge is the 61st type
+    and is cut; under a policy with one zonal RI for it, the first NodeClaim is priced at $0 for m5.2xlarge (first
+    of its types), and the second, priced on top of the first, no longer is (the RI is spent)."""
+    catalog = _catalog_with_an_expensive_reserved_type()
+    ctx = Context(cluster, FakeCloudProvider(clock, catalog), clock, Metrics(), "test")
+    policy = parse_pricing_policy(_RESERVED_M5_2XLARGE)
+    cluster.create(r.NODEPOOLS, _static_pool(2))
+    StaticCapacityController(ctx, lambda: policy).reconcile()
+    types = [next(q["values"] for q in c["spec"]["requirements"] if q["key"] == L.INSTANCE_TYPE)
+             for c in sorted(_claims(cluster), key=lambda c: c["metadata"]["creationTimestamp"] + name_of(c))]
+    assert [len(t) for t in types] == [60, 60]
+    assert sum("m5.2xlarge" in t for t in types) == 1
+    assert [t for t in types if "m5.2xlarge" in t][0] == sorted(
+        ["m5.2xlarge", *(f"t{i}x.large" for i in range(59))])
+
+
+def test_static_plan_prices_like_the_provisioner(cluster) -> None:
+    catalog = _catalog_with_an_expensive_reserved_type()
+    spec = nodepool_spec_from_model(_static_pool(1), [], {})
+    listed = static_plan(spec, catalog)
+    assert listed is not None and listed.instance_type.name == "t0x.large"
+    assert "m5.2xlarge" not in [it.name for it in listed.instance_types]
+    pricing = marginal_pricing(parse_pricing_policy(_RESERVED_M5_2XLARGE), catalog, [])
+    effective = static_plan(spec, catalog, pricing)
+    assert effective is not None
+    assert (effective.instance_type.name, effective.offering.zone, effective.offering.capacity_type) == (
+        "m5.2xlarge", "us-east-1a", "on-demand")
+    assert [it.name for it in effective.instance_types][:3] == ["m5.2xlarge", "t0x.large", "t1x.large"]
