@@ -223,8 +223,11 @@ class Metrics:
             "provider's unit, as Karpenter); the same value as nodewright_nodepool_cost_per_hour_usd.",
             ["nodepool"], registry=reg)
         self.nodepool_cost = Gauge(
-            "nodewright_nodepool_cost_per_hour_usd", "Price of a NodePool's running NodeClaims, USD per hour.",
-            ["nodepool"], registry=reg)
+            "nodewright_nodepool_cost_per_hour_usd", "What a NodePool's running NodeClaims cost, USD per hour: "
+            "price=\"list\" at on-demand/spot list prices (always); price=\"effective\" under the PricingPolicy "
+            "in force (its share of the fleet's bill after Reserved Instances, Savings Plans and discounts; only "
+            "while a policy is set).",
+            ["nodepool", "price"], registry=reg)
         # --- cloud provider, interruption, cluster state ------------------------------------------------------
         self.cloudprovider_errors = Counter(
             "karpenter_cloudprovider_errors_total", "Cloud provider calls that failed.",

@@ -13,20 +13,24 @@
 * ``status.targetUtilization``: the target utilization the scheduler and consolidation use for the pool, as a
   string (``"0.8"``; ``"1"`` = pack fully, also when the annotation is absent or malformed).
 * Metrics: ``karpenter_nodepools_usage`` / ``karpenter_nodepools_limit`` (cpu in cores, memory in bytes),
-  ``karpenter_pods_state``, and ``nodewright_nodepool_cost_per_hour_usd``: the sum over the NodePool's
-  launched NodeClaims of the price of their (instance type, zone, capacity type) offering, USD per hour.
+  ``karpenter_pods_state``, and ``nodewright_nodepool_cost_per_hour_usd{nodepool, price}`` (USD per hour):
+  ``price="list"``, the sum over the NodePool's launched NodeClaims of the list price of their (instance type,
+  zone, capacity type) offering (the same value as ``karpenter_nodepools_cost_total``); ``price="effective"``,
+  only while a PricingPolicy is in force, the pool's share of the whole fleet's bill under it (Nodes of every
+  pool and unmanaged Nodes use RIs and Savings Plans in AWS's order; :func:`nodewright.pricing.report.group_costs`).
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.api.annotations import format_target, nodepool_annotation_problems, target_utilization
-from nodewright.cloud.instancetype import PriceIndex
+from nodewright.cloud.instancetype import InstanceType, PriceIndex
 from nodewright.cloud.provider import CloudProviderError
-from nodewright.controllers.common import Context, log, nodepool_of
+from nodewright.controllers.common import Context, fleet_labels, log, nodepool_of
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError
@@ -39,6 +43,8 @@ from nodewright.kube.objects import (
     name_of,
     set_condition,
 )
+from nodewright.pricing import PricingEngine, PricingPolicy, Usage, offering_price_table
+from nodewright.pricing.report import group_costs
 from nodewright.quantities import add, format_quantity, parse_resource_list
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.pods import node_name, pod_key
@@ -52,13 +58,22 @@ class NodePoolStatusController:
     Args:
         ctx: dependencies.
         period: seconds between passes.
+        pricing_policy: returns the PricingPolicy in force (``nodewright run --pricing-policy``), or None / absent:
+            no ``price="effective"`` series.
+
+    Attributes:
+        costs: NodePool -> list-price cost of the last pass, USD/hour.
+        effective_costs: NodePool -> effective cost of the last pass (empty without a policy).
     """
 
-    def __init__(self, ctx: Context, period: float = 10.0) -> None:
+    def __init__(self, ctx: Context, period: float = 10.0,
+                 pricing_policy: Callable[[], PricingPolicy | None] | None = None) -> None:
         self.ctx = ctx
         self.period = period
+        self.pricing_policy = pricing_policy
         self._last = float("-inf")
         self.costs: dict[str, float] = {}
+        self.effective_costs: dict[str, float] = {}
         # Label sets of the karpenter_pods_state series currently exported: a pass adds and removes only the
         # difference instead of clearing and re-creating one child per pod (most of this controller's time).
         self._pod_series: set[tuple[str, ...]] = set()
@@ -79,12 +94,13 @@ class NodePoolStatusController:
         for claim in state.nodeclaims.values():
             if not is_deleting(claim):
                 by_pool.setdefault(nodepool_of(claim), []).append(claim)
+        priced: dict[str, tuple[list[InstanceType], list[tuple[Usage, float]]]] = {}
         for name, pool in sorted(state.nodepools.items()):
             if is_deleting(pool):
                 continue
             claims = by_pool.get(name, [])
-            costs[name] = self._cost(pool, claims, state)
-            self.ctx.metrics.nodepool_cost.labels(name).set(costs[name])
+            costs[name], priced[name] = self._cost(pool, claims, state)
+            self.ctx.metrics.nodepool_cost.labels(name, "list").set(costs[name])
             self.ctx.metrics.nodepools_cost_total.labels(name).set(costs[name])
             usage = self._usage(claims)
             self._metrics(name, pool, usage)
@@ -92,11 +108,17 @@ class NodePoolStatusController:
                 self._write_status(pool, usage, state, now)
             except KubeError as err:
                 log.warning("nodepool %s status: %s", name, err, extra={"nodepool": name})
+        effective = self._effective_costs(priced, state)
+        for name, cost in effective.items():
+            self.ctx.metrics.nodepool_cost.labels(name, "effective").set(cost)
         for gone in set(self.costs) - set(costs):
-            self.ctx.metrics.nodepool_cost.remove(gone)
+            self.ctx.metrics.nodepool_cost.remove(gone, "list")
             self.ctx.metrics.nodepools_cost_total.remove(gone)
             self._annotation_events.pop(gone, None)
+        for gone in set(self.effective_costs) - set(effective):  # pool deleted, or the policy withdrawn
+            self.ctx.metrics.nodepool_cost.remove(gone, "effective")
         self.costs = costs
+        self.effective_costs = effective
         self._pod_metrics(state)
         self.ctx.metrics.cluster_state_node_count.set(len(state.nodes))
         return costs
@@ -108,17 +130,42 @@ class NodePoolStatusController:
         usage["nodes"] = len(claims)
         return usage
 
-    def _cost(self, pool: Obj, claims: list[Obj], state: ClusterState) -> float:
+    def _cost(self, pool: Obj, claims: list[Obj],
+              state: ClusterState) -> tuple[float, tuple[list[InstanceType], list[tuple[Usage, float]]]]:
+        """The pool's list-price cost (USD/hour), and for the effective cost its instance types and each launched
+        NodeClaim's usage with its list price."""
         launched = [c for c in claims if condition_true(c, L.CONDITION_LAUNCHED)]
         if not launched:
-            return 0.0
+            return 0.0, ([], [])
         try:
-            prices = PriceIndex(self.ctx.cloud.get_instance_types(state.models.nodepool(pool)))
+            types = self.ctx.cloud.get_instance_types(state.models.nodepool(pool))
         except (CloudProviderError, NodewrightValidationError) as err:
             log.debug("no prices for nodepool %s: %s", name_of(pool), err)
-            return 0.0
+            return 0.0, ([], [])
+        prices = PriceIndex(types)
+        members: list[tuple[Usage, float]] = []
+        for claim in launched:
+            labels = labels_of(claim)
+            usage = Usage.from_labels(labels)
+            if usage is not None:
+                members.append((usage, prices.price(labels)))
         total = sum(prices.price(labels_of(claim)) for claim in launched)
-        return round(total, 6)
+        return round(total, 6), (list(types), members)
+
+    def _effective_costs(self, priced: dict[str, tuple[list[InstanceType], list[tuple[Usage, float]]]],
+                         state: ClusterState) -> dict[str, float]:
+        """NodePool -> its share of the fleet's bill under the policy in force (USD/hour); empty without one.
+        List prices come from every pool's offerings (:func:`offering_price_table`), the fleet from every Node
+        and launched NodeClaim of the cluster."""
+        policy = self.pricing_policy() if self.pricing_policy is not None else None
+        if policy is None or not priced:
+            return {}
+        table = offering_price_table(t for types, _ in priced.values() for t in types)
+        if table is None:  # no launched NodeClaim anywhere: every pool costs 0
+            return dict.fromkeys(priced, 0.0)
+        fleet = [u for u in map(Usage.from_labels, fleet_labels(state.nodes.values(), state.nodeclaims.values()))
+                 if u is not None]
+        return group_costs(PricingEngine(policy, table), fleet, {name: m for name, (_, m) in priced.items()})
 
     def _metrics(self, name: str, pool: Obj, usage: dict[str, int]) -> None:
         for resource in _REPORTED:

@@ -7,12 +7,12 @@ NodeClaims that can use them. ``total_effective_price_per_hour`` is their sum: w
 hourly bill. The scheduler made the choice on the same marginal prices (docs/pricing.md, "Integration").
 
 Scenario replays (``simulate --scenario --pricing``) add ``effective_cost_usd`` to each run's summary
-(:func:`effective_cost_usd`).
+(:func:`effective_cost_usd`). The NodePool cost metric's ``price="effective"`` series is :func:`group_costs`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nodewright.cloud.prices import PriceTable
@@ -51,3 +51,29 @@ def effective_cost_usd(policy: PricingPolicy, prices: PriceTable, runs: Iterable
     """Dollars the instance ``runs`` cost between ``start`` and ``end`` under ``policy`` (commitments included):
     the ``effective_cost_usd`` of a scenario summary, beside its list-price ``cost_usd``."""
     return cost_over_time(PricingEngine(policy, prices), list(runs), start, end).effective_usd
+
+
+def group_costs(engine: PricingEngine, fleet: Iterable[Usage],
+                groups: Mapping[str, Sequence[tuple[Usage, float]]]) -> dict[str, float]:
+    """Each group's share of the fleet's bill under ``engine``'s policy, USD/hour rounded to 1e-6: what
+    ``nodewright_nodepool_cost_per_hour_usd{price="effective"}`` reports per NodePool.
+
+    ``fleet`` is every running instance of the cluster (RIs and Savings Plans are shared by all of them, in the
+    engine's order); ``groups`` maps a name to its instances, each with its list price (the offering's, as the
+    ``price="list"`` series). An instance RIs or a Savings Plan could cover costs its bill line's
+    :attr:`~nodewright.pricing.engine.Line.effective_usd_per_hour` (identical instances share their coverage
+    equally); any other (spot, uncovered families) its list price after discounts. Not attributed to any group:
+    commitment no instance uses and idle RIs' ``usdPerHour`` (so the groups sum to at most the bill's total).
+    An instance missing from the fleet's bill (no list price in the engine's table) costs its list price.
+    """
+    lines = {line.usage: line.effective_usd_per_hour for line in engine.bill(fleet).lines}
+    out: dict[str, float] = {}
+    for name, members in groups.items():
+        total = 0.0
+        for usage, listed in members:
+            share = lines.get(usage) if engine.committable(usage) else None
+            if share is None:
+                share = engine.discounted_price(usage, listed) or 0.0
+            total += share
+        out[name] = round(total, 6)
+    return out

@@ -78,8 +78,10 @@ def test_key_queries(dashboard):
         'count by (nodepool) (karpenter_nodes_allocatable{resource_type="cpu",nodepool=~"$nodepool"})']
     assert exprs["Nodes by capacity type"] == [
         'count by (capacity_type) (karpenter_nodes_allocatable{resource_type="cpu",nodepool=~"$nodepool"})']
-    assert exprs["Cost per NodePool ($/h)"] == [
-        'sum by (nodepool) (nodewright_nodepool_cost_per_hour_usd{nodepool=~"$nodepool"})']
+    assert exprs["Cost per NodePool ($/h)"] == [  # list prices; effective under a PricingPolicy (docs/pricing.md)
+        'sum by (nodepool) (nodewright_nodepool_cost_per_hour_usd{price="list",nodepool=~"$nodepool"})',
+        'sum by (nodepool) (nodewright_nodepool_cost_per_hour_usd{price="effective",nodepool=~"$nodepool"})']
+    assert exprs["Cost ($/h)"] == ['sum(nodewright_nodepool_cost_per_hour_usd{price="list",nodepool=~"$nodepool"})']
     assert exprs["NodePool usage vs limits"] == [
         'sum by (nodepool, resource_type) (karpenter_nodepools_usage{resource_type=~"cpu|memory",nodepool=~"$nodepool"})'
         ' / sum by (nodepool, resource_type) (karpenter_nodepools_limit{resource_type=~"cpu|memory",nodepool=~"$nodepool"})']

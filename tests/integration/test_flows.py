@@ -335,9 +335,9 @@ def test_nodepool_status_reports_a_missing_nodeclass_and_the_cost(kube, account,
     for i in range(2):
         pending_pod(core, f"web-{i}")
     launched_claim(kube)
-    wait_for(lambda: replica.metric("nodewright_nodepool_cost_per_hour_usd", {"nodepool": "general"}) > 0, 10,
+    wait_for(lambda: replica.metric("nodewright_nodepool_cost_per_hour_usd", {"nodepool": "general", "price": "list"}) > 0, 10,
              "the cost metric")
-    assert replica.metric("nodewright_nodepool_cost_per_hour_usd", {"nodepool": "general"}) == pytest.approx(0.085)
+    assert replica.metric("nodewright_nodepool_cost_per_hour_usd", {"nodepool": "general", "price": "list"}) == pytest.approx(0.085)
     wait_for(lambda: (pool().get("status") or {}).get("resources", {}).get("nodes") == "1", 10, "status.resources")
     assert pool()["status"]["resources"]["cpu"] == "2"
 

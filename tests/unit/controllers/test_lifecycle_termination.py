@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.cloud.aws.interruption import parse_event
@@ -16,6 +17,7 @@ from nodewright.controllers.provisioning import Batcher, Provisioner
 from nodewright.controllers.termination import TerminationController
 from nodewright.kube import resources as r
 from nodewright.kube.objects import condition_true, name_of
+from nodewright.pricing import parse_pricing_policy
 
 from .conftest import node_for, pending_pod
 from .fakes import first_fit_solver
@@ -245,13 +247,45 @@ def test_nodepool_status_cost_and_missing_nodeclass(ctx, cluster, clock) -> None
     pool = cluster.get(r.NODEPOOLS, "general")
     assert pool["status"]["resources"] == {"cpu": "2", "memory": "4Gi", "pods": "29", "nodes": "1"}
     assert condition_true(pool, "Ready")
-    assert ctx.metrics.value("nodewright_nodepool_cost_per_hour_usd", {"nodepool": "general"}) == 0.085
+    assert ctx.metrics.value("nodewright_nodepool_cost_per_hour_usd", {"nodepool": "general", "price": "list"}) == 0.085
+    assert ctx.metrics.value("nodewright_nodepool_cost_per_hour_usd",
+                             {"nodepool": "general", "price": "effective"}) is None  # no policy: no such series
     assert ctx.metrics.value("karpenter_nodepools_usage", {"nodepool": "general", "resource_type": "cpu"}) == 2.0
     assert ctx.metrics.value("karpenter_nodepools_limit", {"nodepool": "general", "resource_type": "cpu"}) == 100.0
     cluster.delete(r.EC2NODECLASSES, "default")
     status.reconcile(force=True)
     ready = next(c for c in cluster.get(r.NODEPOOLS, "general")["status"]["conditions"] if c["type"] == "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "NodeClassNotFound")
+
+
+def _policy(spec: dict) -> Any:
+    return parse_pricing_policy({"apiVersion": "nodewright.io/v1alpha1", "kind": "PricingPolicy", "spec": spec})
+
+
+def test_nodepool_cost_by_list_and_effective_price_follows_the_policy(ctx, cluster, clock) -> None:
+    """One on-demand c5.large ($0.085/h list). A 10% c5 discount: $0.0765/h effective. A regional RI for it whose
+    amortised cost is $0.05/h: the pool pays the RI's $0.05/h. The policy withdrawn: the effective series goes,
+    the list series stays."""
+    ready_node(ctx, cluster, clock)
+    policies = iter([_policy({"discounts": [{"match": {"family": "c5"}, "percent": 10}]}),
+                     _policy({"reservedInstances": [{"instanceType": "c5.large", "region": "us-east-1", "count": 1,
+                                                     "usdPerHour": 0.05}]}),
+                     None])
+    current: list[Any] = [next(policies)]
+    status = NodePoolStatusController(ctx, pricing_policy=lambda: current[0])
+
+    def cost(price: str) -> float | None:
+        return ctx.metrics.value("nodewright_nodepool_cost_per_hour_usd", {"nodepool": "general", "price": price})
+
+    status.reconcile(force=True)
+    assert (cost("list"), cost("effective")) == (0.085, 0.0765)
+    current[0] = next(policies)
+    status.reconcile(force=True)
+    assert (cost("list"), cost("effective")) == (0.085, 0.05)
+    current[0] = next(policies)
+    status.reconcile(force=True)
+    assert (cost("list"), cost("effective")) == (0.085, None)
+    assert ctx.metrics.value("karpenter_nodepools_cost_total", {"nodepool": "general"}) == 0.085
 
 
 def test_manager_full_cycle(ctx, cluster, clock, cloud) -> None:
