@@ -61,9 +61,13 @@ def test_restricted_security_context_in_every_variant(rendered, variant):
         "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
     }
     assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC")
-    # The read-only root filesystem leaves /tmp as the only writable path.
-    assert _container(rendered[variant])["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
-    assert pod["volumes"] == [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    # The read-only root filesystem leaves /tmp as the only writable path (production's pricing policy is a
+    # read-only ConfigMap mount).
+    policy = variant == "production"
+    assert _container(rendered[variant])["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}] + (
+        [{"name": "pricing-policy", "mountPath": "/etc/nodewright/pricing", "readOnly": True}] if policy else [])
+    assert pod["volumes"] == [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}] + (
+        [{"name": "pricing-policy", "configMap": {"name": "nodewright-pricing-policy"}}] if policy else [])
 
 
 def test_probes_ports_and_resources(rendered):

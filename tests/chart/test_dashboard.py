@@ -100,5 +100,5 @@ def test_template_variables(dashboard):
 
 
 def test_dashboard_can_be_switched_off_or_moved(rendered, render):
-    assert one(rendered["production"], "ConfigMap")["metadata"]["namespace"] == "monitoring"
+    assert one(rendered["production"], "ConfigMap", "nodewright-capacity-dashboard")["metadata"]["namespace"] == "monitoring"
     assert [d for d in render("dashboard.enabled=false") if d["kind"] == "ConfigMap"] == []

@@ -48,6 +48,11 @@ BAD_VALUES = [
     ("nodePools: {Team_1: {enabled: true}}", "Team_1"),
     ("nodeClassDefaults: {metadataOptions: {httpTokens: optionall}}", "at '/nodeClassDefaults/metadataOptions/httpTokens'"),
     ("nodeClassDefaults: {amiSelectorTerms: [{alias: al2023}]}", "at '/nodeClassDefaults/amiSelectorTerms/0/alias'"),
+    ("settings: {pricingPolicy: examples/pricing/savings-plan.yaml}", "at '/settings/pricingPolicy': got string, want object"),
+    ("settings: {pricingPolicy: {apiVersion: v1, kind: PricingPolicy, spec: {}}}", "at '/settings/pricingPolicy/apiVersion'"),
+    ("settings: {pricingPolicy: {kind: PricingPolicy, spec: {}}}", "at '/settings/pricingPolicy': missing property 'apiVersion'"),
+    ("settings: {pricingPolicy: {apiVersion: nodewright.io/v1alpha1, kind: PricingPolicy, spec: {savingPlans: []}}}",
+     "additional properties 'savingPlans' not allowed"),
 ]
 
 
