@@ -41,6 +41,7 @@ How the engine applies the policy (order, marginal price) is in :mod:`nodewright
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -51,6 +52,8 @@ from pydantic import Field, model_validator
 from nodewright.api.base import KubeModel, LenientModel, invalid, parse_model
 from nodewright.cloud.labels import instance_family
 from nodewright.errors import NodewrightValidationError
+
+_log = logging.getLogger("nodewright.pricing")
 
 API_VERSION = "nodewright.io/v1alpha1"
 KIND = "PricingPolicy"
@@ -287,8 +290,10 @@ class PolicyFile:
 
     :meth:`current` stats the file (following the ConfigMap's ``..data`` symlink) and re-reads it when its
     (inode, size, mtime) changed. A new version that does not validate is not taken: the last good policy stays
-    in force and :attr:`error` holds the one-line reason until a good version arrives, so a typo in the
-    ConfigMap never drops the policy halfway through. A file that disappears keeps the last good policy too.
+    in force, :attr:`error` holds the one-line reason until a good version arrives and one ERROR line is logged
+    per bad version (``pricing policy not reloaded, the last valid one stays in force: <file>
+    (PricingPolicy): <field>: <why>``), so a typo in the ConfigMap never drops the policy halfway through. A
+    good version logs one INFO line. A file that disappears keeps the last good policy too.
 
     Raises (constructor):
         NodewrightValidationError: the file is missing or invalid at start (the controller exits 2).
@@ -315,7 +320,10 @@ class PolicyFile:
         self._stamp = stamp
         try:
             self._policy = load_pricing_policy(self.path)
-            self.error = None
         except NodewrightValidationError as err:
             self.error = str(err)
+            _log.error("pricing policy not reloaded, the last valid one stays in force: %s", err)
+            return self._policy
+        _log.info("pricing policy reloaded from %s", self.path)
+        self.error = None
         return self._policy

@@ -117,11 +117,12 @@ spec:
 """
 
 
-def test_policy_file_reloads_on_change_and_keeps_the_last_good_version(tmp_path: Path) -> None:
+def test_policy_file_reloads_on_change_and_keeps_the_last_good_version(tmp_path: Path, caplog) -> None:
     import os
 
     from nodewright.pricing.policy import PolicyFile
 
+    caplog.set_level("INFO", logger="nodewright.pricing")
     path = tmp_path / "policy.yaml"
     path.write_text(POLICY_V1)
     source = PolicyFile(path)
@@ -137,6 +138,11 @@ def test_policy_file_reloads_on_change_and_keeps_the_last_good_version(tmp_path:
     assert source.current().spec.savings_plans[0].commitment_usd_per_hour == 2.0  # the last good one
     assert source.error == (f"{path} (PricingPolicy): spec.savingsPlans[0].type: Input should be 'Compute' or "
                             "'EC2Instance', got 'Whatever'")
+    assert [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "nodewright.pricing"] == [
+        ("INFO", f"pricing policy reloaded from {path}"),
+        ("ERROR", f"pricing policy not reloaded, the last valid one stays in force: {source.error}")]
+    assert source.current().spec.savings_plans[0].commitment_usd_per_hour == 2.0  # unchanged file: no new line
+    assert len([r for r in caplog.records if r.name == "nodewright.pricing"]) == 2
     path.unlink()
     assert source.current().spec.savings_plans[0].commitment_usd_per_hour == 2.0
     write(POLICY_V1, 4_000_000_000)
