@@ -98,13 +98,16 @@ def report_findings(findings: list[Any], locate: Callable[[str], str], strict: b
               help="With --scenario: run once per nodewright.io/target-utilization (set on every NodePool), side by side.")
 @click.option("--pricing", "pricing_file", default=None, type=click.Path(dir_okay=False),
               help="A PricingPolicy (Savings Plans, RIs, discounts): add effective $/h beside list $/h (docs/pricing.md).")
+@click.option("--compare-pricing", "compare_pricing_runs", is_flag=True,
+              help="With --scenario and --pricing: decide on list prices, then on effective prices; dollars side by side.")
 @click.option("--strict", is_flag=True, help="Treat warnings about the input as errors (exit 2).")
 @click.option("--fail-on-unschedulable", is_flag=True,
               help="Exit 3 when any pod stays unschedulable (for CI).")
 @exit_on_invalid_input
 def simulate_command(filenames: tuple[str, ...], region: str | None, output: str, scenario: str | None = None,
                      baseline: str | None = None, plot: str | None = None, seed: int | None = None,
-                     compare_targets: str | None = None, pricing_file: str | None = None, strict: bool = False,
+                     compare_targets: str | None = None, pricing_file: str | None = None,
+                     compare_pricing_runs: bool = False, strict: bool = False,
                      fail_on_unschedulable: bool = False) -> None:
     """Print the provisioning decision for FILEs: new nodes, their types, pods and $/hour.
     With --scenario, replay a scenario over time (nodes, pending pods, cost) instead.
@@ -135,15 +138,17 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         if plot:
             check_plot_path(plot)
         result = simulate_scenario(scenario, output=output, baseline=baseline, plot=plot, seed=seed,
-                                   compare_targets=compare_targets, pricing=pricing[0] if pricing else None)
+                                   compare_targets=compare_targets, pricing=pricing[0] if pricing else None,
+                                   pricing_name=pricing[1] if pricing else "",
+                                   compare_pricing_runs=compare_pricing_runs)
         summary = result.get("summary") if isinstance(result, dict) else None
         if fail_on_unschedulable and isinstance(summary, dict) and summary.get("unscheduled_pods_at_end"):
             click.echo(f"error: {summary['unscheduled_pods_at_end']} pod(s) unscheduled at the end "
                        "(--fail-on-unschedulable)", err=True)
             sys.exit(3)
         return
-    if baseline or plot or seed is not None or compare_targets is not None:
-        raise NodewrightValidationError("--baseline/--plot/--seed/--compare-target-utilization",
+    if baseline or plot or seed is not None or compare_targets is not None or compare_pricing_runs:
+        raise NodewrightValidationError("--baseline/--plot/--seed/--compare-target-utilization/--compare-pricing",
                                         "only apply to --scenario runs")
     if not filenames:
         raise NodewrightValidationError("--filename", "give at least one manifest file with -f")

@@ -91,11 +91,16 @@ def nodepool_instance_types(
 
 
 def fleet_labels(nodes: Iterable[Obj], claims: Iterable[Obj]) -> list[dict[str, str]]:
-    """Labels of the running ``nodes`` and of the launched ``claims`` without a Node yet: the fleet a decision is
-    priced on (:func:`nodewright.pricing.marginal_pricing`, which skips those without an instance type label) --
-    a launch, a static pool's NodeClaims, the NodePool cost metrics."""
+    """Labels of the running ``nodes`` and of the launched ``claims`` (a ``status.providerID``) without a Node yet:
+    the fleet a decision is priced on (:func:`nodewright.pricing.marginal_pricing`, which skips those without an
+    instance type label) -- a launch, a static pool's NodeClaims, the NodePool cost metrics. A NodeClaim not
+    launched yet is left out even when its labels name the planned offering: at launch time it is the claim being
+    priced (counting it would make it pay for its own RI or commitment)."""
     out = [labels_of(node) for node in nodes]
-    out += [labels_of(claim) for claim in claims if not (claim.get("status") or {}).get("nodeName")]
+    for claim in claims:
+        status = claim.get("status") or {}
+        if status.get("providerID") and not status.get("nodeName"):
+            out.append(labels_of(claim))
     return out
 
 

@@ -17,7 +17,15 @@ from nodewright.admission import apply_limit_ranges
 from nodewright.api.annotations import document_annotation_problems
 from nodewright.errors import NodewrightValidationError
 from nodewright.pricing import PricingPolicy
-from nodewright.sim.compare import OPTION, compare_target_utilization, parse_targets, render_comparison
+from nodewright.sim.compare import (
+    OPTION,
+    PRICING_OPTION,
+    compare_pricing,
+    compare_target_utilization,
+    parse_targets,
+    render_comparison,
+    render_pricing_comparison,
+)
 from nodewright.sim.progress import progress_for_terminal
 from nodewright.sim.render import render_table
 from nodewright.sim.runner import run_scenario
@@ -58,7 +66,8 @@ def _only_simulated_kinds(scenario: Scenario) -> Scenario:
 
 def simulate_scenario(path: str, *, output: str = "table", baseline: str | None = None, plot: str | None = None,
                       seed: int | None = None, compare_targets: str | None = None,
-                      pricing: PricingPolicy | None = None) -> dict[str, object]:
+                      pricing: PricingPolicy | None = None, pricing_name: str = "",
+                      compare_pricing_runs: bool = False) -> dict[str, object]:
     """Run the scenario at ``path`` and print its result; returns the result document.
 
     Args:
@@ -69,6 +78,9 @@ def simulate_scenario(path: str, *, output: str = "table", baseline: str | None 
         seed: overrides the scenario's seed.
         compare_targets: ``"1.0,0.75"``: run once per target utilization instead (:mod:`nodewright.sim.compare`).
         pricing: a PricingPolicy: each summary adds ``effective_cost_usd`` beside the list-price ``cost_usd``.
+        pricing_name: how reports name it (:func:`nodewright.pricing.report.policy_label`).
+        compare_pricing_runs: with ``pricing``, run nodewright twice, deciding on list then on effective prices,
+            side by side (:func:`nodewright.sim.compare.compare_pricing`).
 
     Raises:
         NodewrightValidationError: an invalid scenario file.
@@ -84,6 +96,15 @@ def simulate_scenario(path: str, *, output: str = "table", baseline: str | None 
             raise NodewrightValidationError(OPTION, "cannot be combined with --baseline, --plot or --pricing")
         doc = compare_target_utilization(scenario, parse_targets(compare_targets), seed, progress_for_terminal())
         click.echo(json.dumps(doc, indent=2) if output == "json" else render_comparison(doc))
+        click.echo(f"simulated {len(doc['runs'])} x {scenario.duration / 60:g} min in "
+                   f"{time.perf_counter() - started:.1f} s", err=True)
+        return doc
+    if compare_pricing_runs:
+        if pricing is None or baseline or plot:
+            raise NodewrightValidationError(PRICING_OPTION, "needs --pricing FILE and cannot be combined with "
+                                                            "--baseline or --plot")
+        doc = compare_pricing(scenario, pricing, pricing_name, seed, progress_for_terminal())
+        click.echo(json.dumps(doc, indent=2) if output == "json" else render_pricing_comparison(doc))
         click.echo(f"simulated {len(doc['runs'])} x {scenario.duration / 60:g} min in "
                    f"{time.perf_counter() - started:.1f} s", err=True)
         return doc

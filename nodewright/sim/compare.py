@@ -1,5 +1,6 @@
 """``nodewright simulate --scenario FILE --compare-target-utilization 1.0,0.75``: the same scenario, run once per
-target utilization, side by side.
+target utilization, side by side. Also ``--pricing POLICY --compare-pricing``: decided on list prices vs on
+effective prices, both billed under the policy (:func:`compare_pricing`).
 
 Each run sets ``nodewright.io/target-utilization`` on *every* NodePool of the scenario to the value (replacing
 what the manifests say; ``1``/``100%`` = pack fully, exactly as without the annotation), with the same seed, so
@@ -18,6 +19,7 @@ from typing import Any
 
 from nodewright.api.annotations import RULES, TARGET_UTILIZATION
 from nodewright.errors import NodewrightValidationError
+from nodewright.pricing import PricingPolicy
 from nodewright.sim.runner import NODEWRIGHT, Progress, run
 from nodewright.sim.scenario import Scenario
 
@@ -99,9 +101,63 @@ def render_comparison(doc: Mapping[str, Any]) -> str:
     header = [title] + [str(r["target_utilization"]) for r in doc["runs"]]
     rows = [[label] + ["-" if r["summary"].get(key) is None else fmt.format(r["summary"][key]) for r in doc["runs"]]
             for key, label, fmt in ROWS]
+    return _table(header, rows)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    """Left-aligned first column, right-aligned others, a dashed rule under the header."""
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
         return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
 
     return "\n".join([line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
+
+
+# --- simulate --scenario FILE --pricing POLICY --compare-pricing -------------------------------------------------
+
+PRICING_OPTION = "--compare-pricing"
+
+
+def compare_pricing(scenario: Scenario, policy: PricingPolicy, policy_name: str, seed: int | None = None,
+                    progress: Progress | None = None) -> dict[str, Any]:
+    """Run ``scenario`` twice with the same seed: nodewright deciding on list prices, then on effective prices
+    under ``policy`` (docs/pricing.md). Both runs are billed under ``policy`` (the account pays its Savings Plans
+    and RIs either way), so ``effective_cost_usd`` is what each set of decisions really costs, beside
+    ``cost_usd`` at list prices.
+
+    Returns:
+        ``{"scenario", "seed", "duration_s", "compare": "pricing", "pricing_policy": policy_name, "runs":
+        [{"decided_on": "list" | "effective", "summary": {...run summary..., "effective_cost_usd"},
+        "launches": {"<type> <capacity type>": count}}]}``; deterministic for a seed.
+    """
+    used_seed = scenario.seed if seed is None else seed
+    runs = []
+    for decided_on, pricing in (("list", None), ("effective", policy)):
+        result = run(scenario, NODEWRIGHT, used_seed, progress, pricing, billing=policy)
+        runs.append({"decided_on": decided_on, "summary": result.summary, "launches": result.launches})
+    return {"scenario": scenario.name, "seed": used_seed, "duration_s": scenario.duration, "compare": "pricing",
+            "pricing_policy": policy_name, "runs": runs}
+
+
+#: (summary key, row label, format) of the pricing comparison table.
+PRICING_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("cost_usd", "paid at list prices (USD)", "${:.4f}"),
+    ("effective_cost_usd", "paid under the policy (USD)", "${:.4f}"),
+    ("nodes_launched", "nodes launched", "{:d}"),
+    ("node_hours", "node-hours", "{:.2f}"),
+    ("pod_schedule_latency_p95_s", "pod wait p95 (s)", "{:.1f}"),
+    ("unscheduled_pods_at_end", "unscheduled pods at end", "{:d}"),
+)
+
+
+def render_pricing_comparison(doc: Mapping[str, Any]) -> str:
+    """The pricing comparison as a text table: one column per run, the dollars first, then what was launched."""
+    minutes = float(doc["duration_s"]) / 60
+    title = f"scenario {doc['scenario']} ({minutes:g}m, seed {doc['seed']})"
+    header = [title] + [f"decided on {r['decided_on']} prices" for r in doc["runs"]]
+    rows = [[label] + ["-" if r["summary"].get(key) is None else fmt.format(r["summary"][key]) for r in doc["runs"]]
+            for key, label, fmt in PRICING_ROWS]
+    offerings = sorted({k for r in doc["runs"] for k in r["launches"]})
+    rows += [[f"launched {k}"] + [str(r["launches"].get(k, 0)) for r in doc["runs"]] for k in offerings]
+    return f"{_table(header, rows)}\nbilled under {doc['pricing_policy']} (both runs)"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.cloud.catalog import price_table
@@ -45,6 +45,8 @@ class RunResult:
         summary: see :meth:`nodewright.sim.report.Recorder.summary`.
         steps: controller passes (nodewright) or scans (Cluster Autoscaler) run.
         wall_seconds: real seconds the run took.
+        launches: instances launched over the run by ``"<instance type> <capacity type>"`` (sorted keys): what
+            the autoscaler chose, for comparisons (not part of :meth:`to_dict`).
     """
 
     autoscaler: str
@@ -52,6 +54,7 @@ class RunResult:
     summary: dict[str, Any]
     steps: int
     wall_seconds: float
+    launches: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape: ``{"autoscaler", "summary", "timeline"}``."""
@@ -71,7 +74,8 @@ def _driver(name: str, scenario: Scenario, seed: int,
 
 
 def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = None,
-        progress: Progress | None = None, pricing: PricingPolicy | None = None) -> RunResult:
+        progress: Progress | None = None, pricing: PricingPolicy | None = None,
+        billing: PricingPolicy | None = None) -> RunResult:
     """Simulate ``scenario`` with ``autoscaler`` (see module docstring).
 
     Args:
@@ -81,6 +85,8 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
         progress: called now and then with (autoscaler, simulated seconds done, total).
         pricing: a PricingPolicy: nodewright's provisioner decides on effective marginal prices (the baseline
             cannot), and the summary adds ``effective_cost_usd`` (:mod:`nodewright.pricing.report`).
+        billing: the PricingPolicy the summary's ``effective_cost_usd`` is billed under when it is not
+            ``pricing`` (a run that decides on list prices, billed as the account pays: ``--compare-pricing``).
 
     Raises:
         NodewrightValidationError: the scenario's workloads, autoscalers or node groups are inconsistent.
@@ -114,11 +120,17 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
     if progress is not None:
         progress(autoscaler, scenario.duration, scenario.duration)
     summary = world.recorder.summary(end)
-    if pricing is not None:
+    billed = pricing if billing is None else billing
+    if billed is not None:
         runs = [Run(Usage(i.instance_type.name, i.offering.zone, i.offering.capacity_type), i.launched_at,
                     i.terminated_at) for i in world.ec2.instances.values()]
-        summary["effective_cost_usd"] = effective_cost_usd(pricing, price_table(scenario.region), runs, start, end)
-    return RunResult(autoscaler, world.recorder.timeline, summary, steps, time.perf_counter() - started)
+        summary["effective_cost_usd"] = effective_cost_usd(billed, price_table(scenario.region), runs, start, end)
+    launches: dict[str, int] = {}
+    for i in world.ec2.instances.values():
+        key = f"{i.instance_type.name} {i.offering.capacity_type}"
+        launches[key] = launches.get(key, 0) + 1
+    return RunResult(autoscaler, world.recorder.timeline, summary, steps, time.perf_counter() - started,
+                     dict(sorted(launches.items())))
 
 
 def run_scenario(scenario: Scenario, *, baseline: str | None = None, seed: int | None = None,

@@ -150,9 +150,13 @@ def test_run_prices_the_fleet_request_on_top_of_the_running_nodes(tmp_path: Path
     labels = {"node.kubernetes.io/instance-type": "m5.large", "topology.kubernetes.io/zone": "us-east-1a",
               "karpenter.sh/capacity-type": "on-demand"}
     cluster.create(r.NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": labels}})
-    # A launched NodeClaim whose Node has not registered yet counts too; one with a Node is that Node.
+    # A launched NodeClaim whose Node has not registered yet counts too; one with a Node is that Node; one not
+    # launched yet (the claim being launched, its labels naming the planned offering) does not.
     cluster.create(r.NODECLAIMS, {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-                                  "metadata": {"name": "c1", "labels": labels}, "spec": {}})
+                                  "metadata": {"name": "c1", "labels": labels}, "spec": {},
+                                  "status": {"providerID": "aws:///us-east-1a/i-00000000000000001"}})
+    cluster.create(r.NODECLAIMS, {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                                  "metadata": {"name": "c2", "labels": labels}, "spec": {}})
     cluster.create(r.NODECLAIMS, {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
                                   "metadata": {"name": "c0", "labels": labels}, "spec": {},
                                   "status": {"nodeName": "n1"}})
