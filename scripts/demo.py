@@ -7,7 +7,9 @@ Steps, each a separate process so its output reads as a user would see it:
 4. render the Helm chart (out/chart/);
 5. run the policy gate (checkov + our checks) over both;
 6. replay the load-test scenario against the Cluster Autoscaler baseline, plot under out/;
-7. run the load-test and priority-pools scenarios at target utilization 1.0 and 0.75, side by side.
+7. run the load-test and priority-pools scenarios at target utilization 1.0 and 0.75, side by side;
+8. run the committed-spend scenario deciding on list prices, then on effective prices under
+   examples/pricing/savings-plan.yaml (a Savings Plan and RIs): the dollars paid side by side (docs/pricing.md).
 Exits non-zero as soon as a step fails.
 """
 
@@ -55,6 +57,9 @@ def steps() -> list[tuple[str, list[str]]]:
         result.append((f"Target utilization 1.0 vs 0.75 on the {name} scenario (churn, pod wait, dollars)",
                        [*NODEWRIGHT, "simulate", "--scenario", f"examples/scenarios/{name}.yaml",
                         "--compare-target-utilization", "1.0,0.75", "--output", "table"]))
+    result.append(("A Savings Plan and RIs: decided on list vs effective prices (committed-spend scenario)",
+                   [*NODEWRIGHT, "simulate", "--scenario", "examples/scenarios/committed-spend.yaml",
+                    "--pricing", "examples/pricing/savings-plan.yaml", "--compare-pricing", "--output", "table"]))
     return result
 
 
