@@ -33,9 +33,9 @@ from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
 from nodewright.kube.objects import Obj, annotations_of, is_deleting, name_of
+from nodewright.pricing import PricingPolicy, marginal_pricing
 from nodewright.scheduling import MAX_INSTANCE_TYPES, NodeClaimPlan, NodePoolSpec, Requirement
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
-from nodewright.pricing import PricingPolicy, marginal_pricing
 from nodewright.scheduling.nodeclaimtemplate import Pricing, TypeInfo
 from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
 from nodewright.state.pods import is_daemonset_pod, needs_eviction
