@@ -99,9 +99,13 @@ def render_comparison(doc: Mapping[str, Any]) -> str:
     minutes = float(doc["duration_s"]) / 60
     title = f"scenario {doc['scenario']} ({minutes:g}m, seed {doc['seed']}): target utilization"
     header = [title] + [str(r["target_utilization"]) for r in doc["runs"]]
-    rows = [[label] + ["-" if r["summary"].get(key) is None else fmt.format(r["summary"][key]) for r in doc["runs"]]
-            for key, label, fmt in ROWS]
-    return _table(header, rows)
+    return _table(header, _summary_rows(doc["runs"], ROWS))
+
+
+def _summary_rows(runs: Sequence[Mapping[str, Any]], spec: Sequence[tuple[str, str, str]]) -> list[list[str]]:
+    """One row per (summary key, label, format) of ``spec``, one cell per run ("-" when the key is missing)."""
+    return [[label] + ["-" if r["summary"].get(key) is None else fmt.format(r["summary"][key]) for r in runs]
+            for key, label, fmt in spec]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -156,8 +160,7 @@ def render_pricing_comparison(doc: Mapping[str, Any]) -> str:
     minutes = float(doc["duration_s"]) / 60
     title = f"scenario {doc['scenario']} ({minutes:g}m, seed {doc['seed']})"
     header = [title] + [f"decided on {r['decided_on']} prices" for r in doc["runs"]]
-    rows = [[label] + ["-" if r["summary"].get(key) is None else fmt.format(r["summary"][key]) for r in doc["runs"]]
-            for key, label, fmt in PRICING_ROWS]
+    rows = _summary_rows(doc["runs"], PRICING_ROWS)
     offerings = sorted({k for r in doc["runs"] for k in r["launches"]})
     rows += [[f"launched {k}"] + [str(r["launches"].get(k, 0)) for r in doc["runs"]] for k in offerings]
     return f"{_table(header, rows)}\nbilled under {doc['pricing_policy']} (both runs)"
