@@ -170,3 +170,26 @@ def test_controller_setting_validates_the_policy_at_start(tmp_path: Path) -> Non
         load_settings(env, {"pricing_policy": str(bad)})
     assert str(info.value) == (f"{bad} (PricingPolicy): spec.savingsPlans[0].discountPercent: Input should be less "
                                "than 100, got 200")
+
+
+def test_policy_file_follows_a_configmap_mount_update(tmp_path: Path) -> None:
+    """The kubelet's layout for a ConfigMap volume (its AtomicWriter): the key is a symlink through ``..data`` to a
+    timestamped directory, and an update writes a new directory and swaps ``..data`` with one rename. The file's
+    own path never changes; what it resolves to does."""
+    import os
+
+    from nodewright.pricing.policy import PolicyFile
+
+    def publish(version: str, text: str) -> None:
+        payload = tmp_path / f"..{version}"
+        payload.mkdir()
+        (payload / "pricing-policy.yaml").write_text(text)
+        os.symlink(payload.name, tmp_path / "..data_tmp")
+        os.replace(tmp_path / "..data_tmp", tmp_path / "..data")
+
+    publish("2026_12_01_16_00_00.1", POLICY_V1)
+    os.symlink("..data/pricing-policy.yaml", tmp_path / "pricing-policy.yaml")
+    source = PolicyFile(tmp_path / "pricing-policy.yaml")
+    assert source.current().spec.savings_plans[0].commitment_usd_per_hour == 1.0
+    publish("2026_12_01_16_01_00.2", POLICY_V1.replace("commitmentUsdPerHour: 1", "commitmentUsdPerHour: 3"))
+    assert source.current().spec.savings_plans[0].commitment_usd_per_hour == 3.0 and source.error is None
