@@ -288,6 +288,20 @@ def test_nodepool_cost_by_list_and_effective_price_follows_the_policy(ctx, clust
     assert ctx.metrics.value("karpenter_nodepools_cost_total", {"nodepool": "general"}) == 0.085
 
 
+def test_effective_cost_is_the_pools_share_of_the_whole_fleets_bill(ctx, cluster, clock) -> None:
+    """The pool's c5.large and an unmanaged c5.large Node (no NodePool) in the same zone share one regional RI
+    ($0.05/h amortised): identical instances split their line, (0.05 + 0.085) / 2 = $0.0675/h each."""
+    claim = ready_node(ctx, cluster, clock)
+    labels = {L.INSTANCE_TYPE: "c5.large", L.ZONE: "us-east-1a", L.CAPACITY_TYPE: "on-demand"}
+    assert {k: claim["metadata"]["labels"][k] for k in labels} == labels
+    cluster.create(r.NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "byo", "labels": labels}})
+    policy = _policy({"reservedInstances": [{"instanceType": "c5.large", "region": "us-east-1", "count": 1,
+                                             "usdPerHour": 0.05}]})
+    status = NodePoolStatusController(ctx, pricing_policy=lambda: policy)
+    assert status.reconcile(force=True) == {"general": 0.085}
+    assert status.effective_costs == {"general": 0.0675}
+
+
 def test_manager_full_cycle(ctx, cluster, clock, cloud) -> None:
     mgr = ControllerManager(ctx, ControllerOptions())
     mgr.provisioner.solver = first_fit_solver
