@@ -67,16 +67,17 @@ def is_simple(pod: Pod) -> bool:
         return False
     if L.HOSTNAME in pod.node_selector:
         return False
-    if any(k for t in aff.node_required for k, _, _ in t.expressions if k == L.HOSTNAME):
+    if any(k for t in aff.placement_terms() for k, _, _ in t.expressions if k == L.HOSTNAME):
         return False
     return all(name in _DIMS for name in pod.requests)
 
 
 def pod_fits_labels(pod: Pod, labels: dict[str, str], taints: Iterable[object]) -> bool:
-    """Node selector, required node affinity (any term) and tolerations of blocking taints."""
+    """Node selector, required node affinity with the pod's volumes (any term) and tolerations of blocking
+    taints."""
     if not Requirements.from_node_selector(pod.node_selector).satisfied_by_labels(labels):
         return False
-    terms = pod.affinity.node_required
+    terms = pod.affinity.placement_terms()
     if terms and not any(t.requirements().satisfied_by_labels(labels) for t in terms):
         return False
     return untolerated(pod.tolerations, taints) is None  # type: ignore[arg-type]

@@ -94,7 +94,14 @@ class WeightedPodAffinityTerm:
 
 @dataclass(frozen=True, slots=True)
 class Affinity:
-    """``spec.affinity``: node affinity (required OR-terms, preferred terms) and pod (anti-)affinity."""
+    """``spec.affinity``: node affinity (required OR-terms, preferred terms) and pod (anti-)affinity.
+
+    ``volume_required`` holds the node requirements of the pod's volumes (alternatives, ORed; see
+    :class:`nodewright.state.models.VolumeTopology`). They are kept apart from ``node_required``, as Karpenter
+    keeps ``PodData.VolumeRequirements`` apart from the pod's own affinity: a volume restricts the node the pod
+    lands on (:meth:`placement_terms`), but neither the pod's topology-spread domains nor which nodes a spread
+    counts (``nodeAffinityPolicy: Honor`` looks at the pod's own node affinity only).
+    """
 
     node_required: tuple[NodeSelectorTerm, ...] = ()
     node_preferred: tuple[PreferredSchedulingTerm, ...] = ()
@@ -102,6 +109,15 @@ class Affinity:
     pod_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
     pod_anti_affinity_required: tuple[PodAffinityTerm, ...] = ()
     pod_anti_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+    volume_required: tuple[NodeSelectorTerm, ...] = ()
+
+    def placement_terms(self) -> tuple[NodeSelectorTerm, ...]:
+        """The OR-terms a node must meet: each own required term ANDed with each volume alternative, own term
+        major (term ``i`` pairs with own term ``i // max(1, len(volume_required))``); () when neither is set."""
+        if not self.volume_required:
+            return self.node_required
+        own = self.node_required or (NodeSelectorTerm(),)
+        return tuple(NodeSelectorTerm((*t.expressions, *v.expressions)) for t in own for v in self.volume_required)
 
 
 @dataclass(frozen=True, slots=True)

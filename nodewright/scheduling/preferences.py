@@ -4,7 +4,8 @@ Pods with the same :attr:`~nodewright.scheduling.pods.Pod.shape_key` (replicas o
 requirements, tolerations and topology groups are computed once per class. Preferences are treated as required
 first and relaxed one step at a time in Karpenter's order (``preferences.go``):
 
-1. the first of several required node-affinity OR-terms (Karpenter uses one term at a time),
+1. the first of several required node-affinity OR-terms (Karpenter uses one term at a time; with volumes, each
+   term paired with each volume alternative is one step),
 2. the heaviest preferred pod-affinity term,
 3. the heaviest preferred pod-anti-affinity term,
 4. the heaviest preferred node-affinity term (only the heaviest remaining one is ever applied as required),
@@ -64,7 +65,11 @@ class PodClass:
         rep: representative pod (all pods share its scheduling fields).
         pods: the pods, in queue order.
         vec: requests vector in the run's dimension order.
-        reqs: node requirements (nodeSelector ∩ current required term ∩ heaviest remaining preferred term).
+        reqs: node requirements (nodeSelector ∩ current required term, volume alternative included (see
+            :meth:`~nodewright.scheduling.pods.Affinity.placement_terms`) ∩ heaviest remaining preferred term).
+        strict: the pod's own node requirements (nodeSelector ∩ its current required term), without preferred
+            terms or volumes: Karpenter's ``StrictRequirements``, the pod's topology domains (a preference never
+            narrows a spread's eligible domains, aws/karpenter-provider-aws#4406).
         tolerations: tolerations (plus PreferNoSchedule after the last relaxation step).
         owned: topology groups the class must satisfy.
         selecting: groups that count the class's pods.
@@ -82,6 +87,7 @@ class PodClass:
     anyway_removed: int = 0
     tolerate_prefer_no_schedule: bool = False
     reqs: Requirements = field(default_factory=Requirements)
+    strict: Requirements = field(default_factory=Requirements)
     tolerations: tuple[Toleration, ...] = ()
     owned: list[TopologyGroup] = field(default_factory=list)
     selecting: list[TopologyGroup] = field(default_factory=list)
@@ -91,8 +97,12 @@ class PodClass:
     def refresh(self, topology: Topology) -> None:
         """Recompute requirements, tolerations and owned groups from the relaxation state."""
         pod = self.rep
-        reqs = Requirements.from_node_selector(pod.node_selector)
-        terms = pod.affinity.node_required
+        selector = Requirements.from_node_selector(pod.node_selector)
+        own = pod.affinity.node_required
+        index = self.required_term // max(1, len(pod.affinity.volume_required))
+        self.strict = selector.intersect(own[index].requirements()) if index < len(own) else selector
+        reqs = selector
+        terms = pod.affinity.placement_terms()
         if terms and self.required_term < len(terms):
             reqs = reqs.intersect(terms[self.required_term].requirements())
         preferred = sorted(pod.affinity.node_preferred, key=lambda t: -t.weight)[self.pref_node_removed :]
@@ -130,8 +140,9 @@ class PodClass:
         """Relax one soft constraint (see module docstring); returns Karpenter's description, None if none left."""
         aff = self.rep.affinity
         message: str | None = None
-        if len(aff.node_required) - self.required_term > 1:
-            term = aff.node_required[self.required_term]
+        placement = aff.placement_terms()
+        if len(placement) - self.required_term > 1:
+            term = placement[self.required_term]
             self.required_term += 1
             message = (
                 "removing: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]="

@@ -5,8 +5,9 @@
 :mod:`nodewright.scheduling.topologygroup`), counts the pods already bound to existing nodes, computes each
 spread group's eligible domains (the *universe* its minimum runs over) and records every placement of this run.
 Eligible domains come from the NodePools that could host the pod (their zones/capacity types from instance type
-offerings and requirements) and from existing nodes compatible with the pod's node requirements; under
-``nodeTaintsPolicy: Honor`` NodePools and nodes whose taints the owner does not tolerate are left out.
+offerings and requirements) and from existing nodes compatible with the pod's own node requirements (never its
+preferred node affinity nor its volumes); under ``nodeAffinityPolicy: Ignore`` from every NodePool and node;
+under ``nodeTaintsPolicy: Honor`` NodePools and nodes whose taints the owner does not tolerate are left out.
 
 :func:`node_admits` (an existing node) and :func:`narrow_requirements` (a NodeClaim of this run) say whether a
 pod of a class may go there and in which domains it would count; a NodeClaim's requirements are narrowed so that
@@ -193,22 +194,31 @@ class Topology:
     def eligible_domains(
         cls: PodClass, g: TopologyGroup, templates: Sequence[NodeClaimTemplate], nodes: Sequence[ExistingNodeState]
     ) -> set[str]:
-        """Domains of ``g.key`` a pod of ``cls`` could reach: from compatible NodePools and existing nodes, minus
-        those whose taints the group's node filter honours and the owner does not tolerate."""
+        """Domains of ``g.key`` that count for the spread minimum of an owner of class ``cls``: those of the
+        NodePools and existing nodes kube-scheduler's PodTopologySpread would count for it.
+
+        - ``nodeAffinityPolicy: Honor`` (default): only NodePools and nodes that meet the owner's own node
+          requirements (:attr:`PodClass.strict`: nodeSelector and required node affinity; never a preferred term
+          (aws/karpenter-provider-aws#4406) nor a volume's zones, as Karpenter's ``StrictRequirements``).
+        - ``nodeAffinityPolicy: Ignore``: every NodePool and node, whatever the owner's node affinity.
+        - ``nodeTaintsPolicy: Honor``: minus NodePools and nodes whose ``NoSchedule``/``NoExecute`` taints the
+          owner does not tolerate (default Ignore: taints do not matter).
+        """
         key = g.key
         flt = g.node_filter
+        own = cls.strict if flt is not None and flt.honors_affinity else Requirements()
         domains: set[str] = set()
         for template in templates:
-            if template.reqs.incompatibility(cls.reqs) is not None:
+            if template.reqs.incompatibility(own) is not None:
                 continue
             if flt is not None and not flt.tolerates(template.taints):
                 continue
-            merged = template.reqs.intersect(cls.reqs)
+            merged = template.reqs.intersect(own)
             if template.types_for(merged):
                 domains |= template.domains(key, merged)
         for node in nodes:
             value = node.labels.get(key)
-            if value is not None and cls.reqs.satisfied_by_labels(node.labels):
+            if value is not None and own.satisfied_by_labels(node.labels):
                 if flt is None or flt.tolerates(node.node.taints):
                     domains.add(value)
         return domains
@@ -252,7 +262,7 @@ def node_admits(cls: PodClass, labels: Mapping[str, str], domains: dict[str, str
             if g.kind == SPREAD or g.kind == AFFINITY:
                 return False, True
             continue
-        if not g.admissible({value}, g in cls.selecting):
+        if not g.admissible({value}, g in cls.selecting, cls.strict.get(g.key)):
             return False, g.key == wk.HOSTNAME and g.kind != AFFINITY
     for g in cls.inverse:
         value = labels.get(g.key)
@@ -285,7 +295,7 @@ def narrow_requirements(
     # Set-valued constraints first (affinity, anti-affinity, inverse), then single-choice spreads.
     for g in cls.owned:
         if g.kind != SPREAD:
-            keys[g.key] = g.admissible(keys[g.key], g in cls.selecting)
+            keys[g.key] = g.admissible(keys[g.key], g in cls.selecting, cls.strict.get(g.key))
             if not keys[g.key]:
                 return None
     for g in cls.inverse:

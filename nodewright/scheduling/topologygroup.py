@@ -7,12 +7,14 @@ by every pod with the same constraint (one group per Deployment spread, say), so
 pod. Semantics follow the kube-scheduler and Karpenter:
 
 - **Spread** (maxSkew): a domain is admissible when ``count(domain) + self - min(counts) <= maxSkew``, where
-  ``self`` is 1 when the pod matches its own selector and the minimum runs over the eligible domains (0 when
+  ``self`` is 1 when the pod matches its own selector and the minimum runs over the eligible domains (see
+  :meth:`nodewright.scheduling.topology.Topology.eligible_domains`; 0 when
   fewer than ``minDomains`` domains exist; always 0 for ``kubernetes.io/hostname``, since a new node is always
   possible). Among several admissible domains the least-populated one is chosen (ties by name), as Karpenter's
   ``nextDomainTopologySpread`` does.
-- **Affinity** (required): domains already holding a selected pod; any domain when there is none and the pod
-  selects itself (the first replica).
+- **Affinity** (required): domains already holding a selected pod; any domain when the pod selects itself and
+  no selected pod sits in a domain its own node requirements allow (the first replica; or a replica pinned
+  elsewhere, as Karpenter's ``nextDomainAffinity``).
 - **Anti-affinity** (required): domains holding no selected pod; and, inversely, a pod selected by another
   pod's required anti-affinity must avoid the domains holding that pod's owners.
 
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 
 from nodewright.api import labels as wk
 from nodewright.scheduling.pods import HONOR, LabelSelector, Pod, TopologySpreadConstraint
-from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.taints import NO_EXECUTE, NO_SCHEDULE, Taint, Toleration, untolerated
 
 SPREAD = "spread"
@@ -65,6 +67,12 @@ class NodeFilter:
         if terms is None and tolerations is None:
             return None
         return cls(terms, tolerations)
+
+    @property
+    def honors_affinity(self) -> bool:
+        """True when only nodes meeting the owner's node requirements count (``nodeAffinityPolicy: Honor`` and
+        the owner has some); otherwise every node and NodePool counts, whatever the owner's node affinity."""
+        return self.terms is not None
 
     def identity(self) -> tuple[object, ...]:
         """Hashable identity (groups with equal constraints and filters are shared)."""
@@ -138,8 +146,14 @@ class TopologyGroup:
         counts = self.counts
         return min(counts.get(d, 0) for d in self.universe)
 
-    def admissible(self, candidates: Iterable[str], self_selecting: bool) -> set[str]:
-        """The candidate domains this group allows for one more owning pod (a single domain for spread)."""
+    def admissible(
+        self, candidates: Iterable[str], self_selecting: bool, pod_domains: Requirement | None = None
+    ) -> set[str]:
+        """The candidate domains this group allows for one more owning pod (a single domain for spread).
+
+        ``pod_domains``: the owner's own requirement on :attr:`key` (None: any domain). A self-selecting
+        affinity owner may open a domain when no selected pod sits in a domain it could reach (Karpenter's
+        ``anyCompatiblePodDomain``): two self-affine pods pinned to different zones each start their own."""
         cands = candidates if isinstance(candidates, set) else set(candidates)
         counts = self.counts
         if self.kind == SPREAD:
@@ -156,7 +170,9 @@ class TopologyGroup:
             occupied = {d for d in cands if counts.get(d, 0) > 0}
             if occupied:
                 return occupied
-            if self_selecting and not any(v > 0 for v in counts.values()):
+            if self_selecting and not any(
+                v > 0 and (pod_domains is None or pod_domains.has(d)) for d, v in counts.items()
+            ):
                 return cands
             return set()
         return {d for d in cands if counts.get(d, 0) == 0}

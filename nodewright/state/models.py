@@ -56,6 +56,7 @@ from nodewright.quantities import Resources
 from nodewright.scheduling import (
     ExistingNode,
     NodePoolSpec,
+    NodeSelectorTerm,
     Pod,
     Requirements,
     daemonset_pod,
@@ -210,8 +211,12 @@ class ClusterModels:
         if pending and spec.get("nodeName"):
             spec = {k: v for k, v in spec.items() if k != "nodeName"}
         spec = resolve_namespace_selectors(spec, self._namespaces)
-        spec = self._volumes.inject(obj, spec)
-        return pod_from_manifest({**obj, "kind": "Pod", "spec": spec})
+        volume_terms = self._volumes.requirements(obj, spec)
+        pod = pod_from_manifest({**obj, "kind": "Pod", "spec": spec})
+        if not volume_terms:
+            return pod
+        affinity = dataclasses.replace(pod.affinity, volume_required=volume_terms)
+        return dataclasses.replace(pod, affinity=affinity, shape=(), shape_key=0)
 
     def pods(self, objs: Iterable[Obj], *, pending: bool = False) -> list[Pod]:
         """:meth:`pod` of each object, invalid ones left out."""
@@ -359,7 +364,8 @@ class VolumeTopology:
     name a node that a new node can never be; a term left empty makes the volume unconstrained); an unbound
     claim contributes its StorageClass's ``allowedTopologies`` (``storageClassName`` unset: the default class;
     ``""``: none). Terms are alternatives (ORed); several volumes combine every alternative of one with every
-    alternative of the others, and the result is ANDed into each of the pod's required node-affinity terms.
+    alternative of the others. The result restricts the node (each alternative ANDed with the pod's own required
+    node affinity) but not the pod's topology domains, as Karpenter's ``PodData.VolumeRequirements``.
 
     Unusable claims (:class:`VolumeError`; the pod stays pending with the reason), as Karpenter's
     ``ValidatePersistentVolumeClaims``: a claim that is missing, being deleted or ``Lost``; one naming a volume
@@ -437,15 +443,18 @@ class VolumeTopology:
             return None
         return terms
 
-    def inject(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> Mapping[str, Any]:
-        """``spec`` with the pod's volume requirements added to its required node affinity (see class docstring).
+    def requirements(self, pod: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...]:
+        """The node requirements of the pod's volumes: alternatives, ORed (see class docstring); () when its
+        volumes do not constrain the node. They become :attr:`Affinity.volume_required
+        <nodewright.scheduling.pods.Affinity.volume_required>`, apart from the pod's own node affinity.
 
         Raises:
-            NodewrightValidationError: a claim or bound volume that is not in the cluster.
+            NodewrightValidationError: a claim or bound volume that is not in the cluster, or an invalid
+                expression in a volume's node affinity or a StorageClass's ``allowedTopologies``.
         """
         volumes = spec.get("volumes")
         if not isinstance(volumes, list):
-            return spec
+            return ()
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
         alternatives: list[list[dict[str, Any]]] = [[]]
@@ -462,16 +471,9 @@ class VolumeTopology:
             if terms is not None:
                 alternatives = [a + t for a in alternatives for t in terms][:MAX_VOLUME_ALTERNATIVES]
         if alternatives == [[]]:
-            return spec
-        affinity = dict(spec.get("affinity") or {})
-        node_affinity = dict(affinity.get("nodeAffinity") or {})
-        required = dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-        own = [t for t in required.get("nodeSelectorTerms") or [] if isinstance(t, Mapping)] or [{}]
-        required["nodeSelectorTerms"] = [
-            {**t, "matchExpressions": [*(t.get("matchExpressions") or []), *alt]} for t in own for alt in alternatives]
-        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
-        affinity["nodeAffinity"] = node_affinity
-        return {**spec, "affinity": affinity}
+            return ()
+        return tuple(NodeSelectorTerm.from_dict({"matchExpressions": alt}, f"spec.volumes (alternative {i})")
+                     for i, alt in enumerate(alternatives))
 
 
 def _resolve_term(term: Any, namespaces: Mapping[str, Mapping[str, str]]) -> Any:

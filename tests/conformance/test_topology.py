@@ -39,8 +39,6 @@ from .kit import (
 
 S2 = {"security": "s2"}
 ALL_CT = [req(CAPACITY_TYPE, "Exists")]
-PREFERRED_NARROWS = "issue 14: a preferred node affinity never narrows a topology spread's domains (aws/karpenter-provider-aws#4406)"
-POLICIES = "issue 14: nodeAffinityPolicy/nodeTaintsPolicy behave as in kube-scheduler"
 
 
 def pool(**kw):
@@ -450,7 +448,6 @@ def _mismatched_nodes():
                  labels={SPREAD_LABEL: dom, "selector": "mismatch"}) for i, dom in enumerate(["foo", "bar"])]
 
 
-@pytest.mark.xfail(strict=True, reason=POLICIES)
 def test_node_affinity_policy_ignore():
     # It("should balance pods across a label (NodeAffinityPolicy=ignore)")
     d = run(pool(labels={SPREAD_LABEL: "baz", "selector": "value"}), _mismatched_nodes(),
@@ -524,7 +521,6 @@ def test_zonal_limited_by_required_node_affinity():
     assert d3.skew(ZONE) == [4, 4, 4]
 
 
-@pytest.mark.xfail(strict=True, reason=PREFERRED_NARROWS)
 def test_zonal_not_limited_by_preferred_node_affinity():
     # It("should not limit spread options by preferred node affinity")
     d = run(pool(), spread_pods(6, "s", prefer=[expr(ZONE, "In", Z1, Z2)]))
@@ -629,8 +625,6 @@ def test_self_affinity_zone_with_constraint():
     assert set(d.domains_of(ZONE, ps)) == {Z3} and d.node_count(ps) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="not in issue 14 (bug): two self-affine pods whose node requirements share no "
-                   "zone must each open their own domain, as Karpenter does; nodewright binds the second to the first's zone")
 def test_matching_affinities_incompatible_selectors():
     # It("should allow two nodes to be created when two pods with matching affinities have incompatible selectors")
     s1 = {"security": "s1"}
@@ -876,7 +870,6 @@ def test_no_taints_generated_for_exists_toleration():
 # Describe("Topology with Volume Requirements")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14: volume topology (PV node affinity, PVC, StorageClass) restricts zones")
 def test_volume_zone_with_min_domains():
     # It("should schedule pod with PVC and TSC minDomains=3 when pods are spread across 3 zones")
     labels = {"app": "test"}
