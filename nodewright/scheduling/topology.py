@@ -200,7 +200,9 @@ class Topology:
         - ``nodeAffinityPolicy: Honor`` (default): only NodePools and nodes that meet the owner's own node
           requirements (:attr:`PodClass.strict`: nodeSelector and required node affinity; never a preferred term
           (aws/karpenter-provider-aws#4406) nor a volume's zones, as Karpenter's ``StrictRequirements``).
-        - ``nodeAffinityPolicy: Ignore``: every NodePool and node, whatever the owner's node affinity.
+        - ``nodeAffinityPolicy: Ignore``: every NodePool and node, whatever the owner's node affinity, kept to
+          the domains the owner's own requirement on ``g.key`` allows (Karpenter's ``domainMinCount`` over
+          ``podDomains``: a NodePool is a node that may exist, not one kube-scheduler already sees).
         - ``nodeTaintsPolicy: Honor``: minus NodePools and nodes whose ``NoSchedule``/``NoExecute`` taints the
           owner does not tolerate (default Ignore: taints do not matter).
         """
@@ -221,6 +223,9 @@ class Topology:
             if value is not None and own.satisfied_by_labels(node.labels):
                 if flt is None or flt.tolerates(node.node.taints):
                     domains.add(value)
+        pod_domains = cls.strict.get(key)
+        if pod_domains is not None and (flt is None or not flt.honors_affinity):
+            domains = {d for d in domains if pod_domains.has(d)}
         return domains
 
     @staticmethod

@@ -100,3 +100,65 @@ def test_node_taints_policy_honor_leaves_untolerated_pool_domains_out() -> None:
     r = schedule(ignore, [], pools, types)
     # test-1b counts as an empty domain: after one pod in test-1a the others would break maxSkew.
     assert zones_of(r, "w") == ["test-1a"] and len(r.unschedulable) == 2
+
+
+# --- which domains the spread minimum runs over (issue 14) -----------------------------------------------------
+
+ZONE_A = [{"key": ZONE, "operator": "In", "values": ["test-1a"]}]
+ZONE_B = [{"key": ZONE, "operator": "In", "values": ["test-1b"]}]
+
+
+def pinned_pools():
+    pools = [pool("a", requirements=ZONE_A), pool("b", requirements=ZONE_B)]
+    return pools, {p.name: standard_types() for p in pools}
+
+
+def test_node_affinity_policy_ignore_counts_a_pool_the_pod_cannot_use() -> None:
+    """Pool b (test-1b) is out of the pods' reach (nodeSelector pool a). Honor leaves its zone out of the
+    minimum, so all three pods share test-1a; Ignore counts it as an empty domain: one pod, then maxSkew."""
+    pools, types = pinned_pools()
+    honor = [pod(f"w{i}", 1000, 256, labels={"app": "web"}, node_selector={NODEPOOL: "a"}, topology_spread=spread())
+             for i in range(3)]
+    r = schedule(honor, [], pools, types)
+    assert r.unschedulable == {} and zones_of(r, "w") == ["test-1a"] * 3
+    ignore = [pod(f"w{i}", 1000, 256, labels={"app": "web"}, node_selector={NODEPOOL: "a"},
+                  topology_spread=spread(node_affinity_policy="Ignore")) for i in range(3)]
+    r = schedule(ignore, [], pools, types)
+    assert zones_of(r, "w") == ["test-1a"] and sorted(r.unschedulable) == ["default/w1", "default/w2"]
+
+
+def test_node_affinity_policy_ignore_keeps_the_pods_own_zone_requirement() -> None:
+    """Under Ignore the minimum still runs over the domains the pod's own requirement on the spread key allows
+    (Karpenter's domainMinCount over podDomains): pods pinned to test-1a spread over test-1a alone."""
+    pools, types = pinned_pools()
+    pinned = [pod(f"w{i}", 1000, 256, labels={"app": "web"}, node_selector={ZONE: "test-1a"},
+                  topology_spread=spread(node_affinity_policy="Ignore")) for i in range(3)]
+    r = schedule(pinned, [], pools, types)
+    assert r.unschedulable == {} and zones_of(r, "w") == ["test-1a"] * 3
+
+
+def test_preferred_zone_never_narrows_the_spread_domains() -> None:
+    """A preference for test-1a is tried first, but test-1b still counts for the minimum: the second pod cannot
+    join test-1a (skew 2 - 0 > 1), relaxes the preference and goes to test-1b (aws/karpenter-provider-aws#4406)."""
+    from nodewright.scheduling.pods import Affinity, NodeSelectorTerm, PreferredSchedulingTerm
+
+    prefer_a = Affinity(node_preferred=(PreferredSchedulingTerm(50, NodeSelectorTerm(((ZONE, "In", ("test-1a",)),))),))
+    pods = [pod(f"w{i}", 1000, 256, labels={"app": "web"}, affinity=prefer_a, topology_spread=spread())
+            for i in range(4)]
+    r = schedule(pods, [], [pool("any")], {"any": standard_types()})
+    assert r.unschedulable == {} and zones_of(r, "w") == ["test-1a", "test-1a", "test-1b", "test-1b"]
+
+
+def test_volume_zone_restricts_the_node_not_the_spread_domains() -> None:
+    """A volume alternative (zone test-1b) decides where the pod lands, while both zones stay in the spread
+    minimum and a NodeClaim in test-1b still counts the pod under nodeAffinityPolicy Honor (the pod's own
+    node affinity has no zone)."""
+    from nodewright.scheduling.pods import Affinity, NodeSelectorTerm
+
+    in_b = Affinity(volume_required=(NodeSelectorTerm(((ZONE, "In", ("test-1b",)),)),))
+    first = [pod(f"a{i}", 1000, 256, labels={"app": "web"}, node_selector={ZONE: "test-1a"}) for i in range(2)]
+    with_volume = pod("v0", 500, 256, labels={"app": "web"}, affinity=in_b, topology_spread=spread())
+    r = schedule([*first, with_volume], [], [pool("any")], {"any": standard_types()})
+    # test-1a holds two selected pods, test-1b none: the minimum is 0 over both zones, so test-1b is admissible.
+    assert r.unschedulable == {} and zones_of(r, "v") == ["test-1b"]
+    assert in_b.placement_terms() == in_b.volume_required
