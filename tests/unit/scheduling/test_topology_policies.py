@@ -162,3 +162,25 @@ def test_volume_zone_restricts_the_node_not_the_spread_domains() -> None:
     # test-1a holds two selected pods, test-1b none: the minimum is 0 over both zones, so test-1b is admissible.
     assert r.unschedulable == {} and zones_of(r, "v") == ["test-1b"]
     assert in_b.placement_terms() == in_b.volume_required
+
+
+def test_relaxing_through_volume_alternatives_keeps_the_pods_own_term() -> None:
+    """Two own required terms x two volume zones make four placement terms, tried in turn; the class's own
+    (strict) requirements follow the own term only, so the spread domains never take a volume's zone."""
+    from nodewright.scheduling.pods import Affinity, NodeSelectorTerm
+    from nodewright.scheduling.preferences import pod_classes
+    from nodewright.scheduling.topology import Topology
+
+    arch = [NodeSelectorTerm((("kubernetes.io/arch", "In", (a,)),)) for a in ("amd64", "arm64")]
+    zones = [NodeSelectorTerm(((ZONE, "In", (z,)),)) for z in ("test-1a", "test-1b")]
+    (cls,) = pod_classes([pod("v", 500, 256, affinity=Affinity(node_required=tuple(arch), volume_required=tuple(zones)))],
+                         ["cpu"])
+    topology = Topology()
+    cls.refresh(topology)
+    seen = []
+    while True:
+        seen.append((cls.strict.get("kubernetes.io/arch").values, cls.reqs.get(ZONE).values))
+        if cls.relax(topology, False) is None:
+            break
+    assert seen == [({"amd64"}, {"test-1a"}), ({"amd64"}, {"test-1b"}), ({"arm64"}, {"test-1a"}), ({"arm64"}, {"test-1b"})]
+    assert ZONE not in cls.strict

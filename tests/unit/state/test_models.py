@@ -82,3 +82,33 @@ def test_a_nodes_price_is_one_lookup() -> None:
     assert index.price({**labels, L.CAPACITY_TYPE: "on-demand"}) == 0.096  # the first type of a name wins
     assert index.price({**labels, L.ZONE: "us-east-1b"}) == 0.0  # unknown offering: never looks like a saving
     assert index.price({}) == 0.0
+
+
+def test_volume_zones_are_kept_apart_from_the_pods_own_node_affinity() -> None:
+    """A bound volume's zones become ``Affinity.volume_required`` (Karpenter's ``PodData.VolumeRequirements``):
+    the pod's own required terms stay as written, and a node must meet both (own term major, then volume)."""
+    models = ClusterModels()
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-b"},
+          "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [
+              {"matchExpressions": [{"key": L.ZONE, "operator": "In", "values": ["us-east-1b"]}]}]}}}}
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+           "metadata": {"name": "data", "namespace": "default",
+                        "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+           "spec": {"volumeName": "pv-b"}, "status": {"phase": "Bound"}}
+    models.use_volumes([pvc], [pv], [])
+    pod = _pod("db", "1")
+    pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": L.ARCH, "operator": "In", "values": ["amd64"]}]},
+                              {"matchExpressions": [{"key": L.ARCH, "operator": "In", "values": ["arm64"]}]}]}}}
+    model = models.pod(pod)
+    assert model is not None
+    zone_b = (L.ZONE, "In", ("us-east-1b",))
+    assert [t.expressions for t in model.affinity.node_required] == [((L.ARCH, "In", ("amd64",)),),
+                                                                      ((L.ARCH, "In", ("arm64",)),)]
+    assert [t.expressions for t in model.affinity.volume_required] == [(zone_b,)]
+    assert [t.expressions for t in model.affinity.placement_terms()] == [((L.ARCH, "In", ("amd64",)), zone_b),
+                                                                          ((L.ARCH, "In", ("arm64",)), zone_b)]
+    # Without volumes the placement terms are the pod's own.
+    plain = models.pod(_pod("web", "1"))
+    assert plain is not None and plain.affinity.placement_terms() == ()
