@@ -185,9 +185,10 @@ class Topology:
     def refresh_universes(
         self, cls: PodClass, templates: Sequence[NodeClaimTemplate], nodes: Sequence[ExistingNodeState]
     ) -> None:
-        """After ``cls`` relaxed: fill the universe of the spread groups it now owns that have none yet."""
+        """After ``cls`` relaxed: add to the spread groups it now owns the domains it could reach now (a relaxed
+        required term may reach others)."""
         for g in cls.owned:
-            if g.kind == SPREAD and g.key != wk.HOSTNAME and not g.universe:
+            if g.kind == SPREAD and g.key != wk.HOSTNAME:
                 g.universe |= self.eligible_domains(cls, g, templates, nodes)
 
     @staticmethod
@@ -200,9 +201,10 @@ class Topology:
         - ``nodeAffinityPolicy: Honor`` (default): only NodePools and nodes that meet the owner's own node
           requirements (:attr:`PodClass.strict`: nodeSelector and required node affinity; never a preferred term
           (aws/karpenter-provider-aws#4406) nor a volume's zones, as Karpenter's ``StrictRequirements``).
-        - ``nodeAffinityPolicy: Ignore``: every NodePool and node, whatever the owner's node affinity, kept to
-          the domains the owner's own requirement on ``g.key`` allows (Karpenter's ``domainMinCount`` over
-          ``podDomains``: a NodePool is a node that may exist, not one kube-scheduler already sees).
+        - ``nodeAffinityPolicy: Ignore``: every NodePool and node, whatever the owner's node affinity.
+
+        Under either policy the minimum then runs over those of these domains that the owner's own requirement on
+        ``g.key`` allows (:meth:`TopologyGroup.min_count`, Karpenter's ``domainMinCount`` over ``podDomains``).
         - ``nodeTaintsPolicy: Honor``: minus NodePools and nodes whose ``NoSchedule``/``NoExecute`` taints the
           owner does not tolerate (default Ignore: taints do not matter).
         """
@@ -223,9 +225,6 @@ class Topology:
             if value is not None and own.satisfied_by_labels(node.labels):
                 if flt is None or flt.tolerates(node.node.taints):
                     domains.add(value)
-        pod_domains = cls.strict.get(key)
-        if pod_domains is not None and (flt is None or not flt.honors_affinity):
-            domains = {d for d in domains if pod_domains.has(d)}
         return domains
 
     @staticmethod
@@ -309,7 +308,7 @@ def narrow_requirements(
             return None
     for g in cls.owned:
         if g.kind == SPREAD:
-            keys[g.key] = g.admissible(keys[g.key], g in cls.selecting)
+            keys[g.key] = g.admissible(keys[g.key], g in cls.selecting, cls.strict.get(g.key))
             if not keys[g.key]:
                 return None
     counted = {g.key: g for g in (*cls.selecting, *cls.owned)}

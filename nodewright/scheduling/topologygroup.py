@@ -137,27 +137,32 @@ class TopologyGroup:
             return False
         return self.selector.matches(pod.labels)
 
-    def min_count(self) -> int:
-        """Global minimum over eligible domains (see module docstring)."""
-        if self.key == wk.HOSTNAME or not self.universe:
+    def min_count(self, pod_domains: Requirement | None = None) -> int:
+        """Global minimum over the eligible domains the owner's own requirement on :attr:`key` allows
+        (``pod_domains``, None: all; Karpenter's ``domainMinCount``); see module docstring."""
+        universe = self.universe
+        if pod_domains is not None:
+            universe = {d for d in universe if pod_domains.has(d)}
+        if self.key == wk.HOSTNAME or not universe:
             return 0
-        if self.min_domains is not None and len(self.universe) < self.min_domains:
+        if self.min_domains is not None and len(universe) < self.min_domains:
             return 0
         counts = self.counts
-        return min(counts.get(d, 0) for d in self.universe)
+        return min(counts.get(d, 0) for d in universe)
 
     def admissible(
         self, candidates: Iterable[str], self_selecting: bool, pod_domains: Requirement | None = None
     ) -> set[str]:
         """The candidate domains this group allows for one more owning pod (a single domain for spread).
 
-        ``pod_domains``: the owner's own requirement on :attr:`key` (None: any domain). A self-selecting
-        affinity owner may open a domain when no selected pod sits in a domain it could reach (Karpenter's
-        ``anyCompatiblePodDomain``): two self-affine pods pinned to different zones each start their own."""
+        ``pod_domains``: the owner's own requirement on :attr:`key` (None: any domain). A spread's minimum runs
+        over the eligible domains it allows; a self-selecting affinity owner may open a domain when no selected
+        pod sits in a domain it allows (Karpenter's ``anyCompatiblePodDomain``): two self-affine pods pinned to
+        different zones each start their own."""
         cands = candidates if isinstance(candidates, set) else set(candidates)
         counts = self.counts
         if self.kind == SPREAD:
-            low = self.min_count()
+            low = self.min_count(pod_domains)
             extra = 1 if self_selecting else 0
             best: str | None = None
             best_count = 0
