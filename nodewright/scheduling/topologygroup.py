@@ -7,10 +7,10 @@ by every pod with the same constraint (one group per Deployment spread, say), so
 pod. Semantics follow the kube-scheduler and Karpenter:
 
 - **Spread** (maxSkew): a domain is admissible when ``count(domain) + self - min(counts) <= maxSkew``, where
-  ``self`` is 1 when the pod matches its own selector and the minimum runs over the eligible domains (see
-  :meth:`nodewright.scheduling.topology.Topology.eligible_domains`; 0 when
-  fewer than ``minDomains`` domains exist; always 0 for ``kubernetes.io/hostname``, since a new node is always
-  possible). Among several admissible domains the least-populated one is chosen (ties by name), as Karpenter's
+  ``self`` is 1 when the pod matches its own selector and the minimum runs over the eligible domains
+  (:meth:`nodewright.scheduling.topology.Topology.eligible_domains`) that the pod's own requirement on the key
+  allows (0 when fewer than ``minDomains`` such domains exist; always 0 for ``kubernetes.io/hostname``, since a
+  new node is always possible). Among several admissible domains the least-populated one is chosen (ties by name), as Karpenter's
   ``nextDomainTopologySpread`` does.
 - **Affinity** (required): domains already holding a selected pod; any domain when the pod selects itself and
   no selected pod sits in a domain its own node requirements allow (the first replica; or a replica pinned
