@@ -75,6 +75,9 @@ def test_preferred_zones_never_narrow_the_spread() -> None:
     ("Ignore", {"us-east-1a": 1}, 2),  # us-east-1b counts as an empty domain: one pod, then maxSkew 1
 ])
 def test_node_affinity_policy_decides_which_pools_count(policy: str, per_zone: dict[str, int], pending: int) -> None:
+    """Honor follows kube-scheduler, which counts only nodes matching the pod's nodeSelector, so it binds all
+    three pods in us-east-1a. Karpenter would count pool "right"'s zone under Honor too (its domain groups do
+    not look at node affinity on other keys) and leave two pods pending that kube-scheduler would place."""
     docs = [NODECLASS, _pool("left", ["us-east-1a"]), _pool("right", ["us-east-1b"]),
             _deployment("web", 3, "500m", {"app": "web"}, nodeSelector={"pool": "left"},
                         topologySpreadConstraints=_spread(nodeAffinityPolicy=policy))]
