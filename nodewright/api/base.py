@@ -363,8 +363,7 @@ def restricted_label_cel(key: str) -> str:
     under = f"(d, {domain} == d || {domain}.endsWith('.' + d))"
     return (
         f"!({key} in {quoted(labels.RESTRICTED_LABELS)}) && ({key} in {quoted(labels.WELL_KNOWN_LABELS)}"
-        f" || !{key}.contains('/') || {quoted(labels.LABEL_DOMAIN_EXCEPTIONS)}.exists{under}"
-        f" || !{quoted(labels.RESTRICTED_LABEL_DOMAINS)}.exists{under})"
+        f" || !{key}.contains('/') || !{quoted(labels.RESTRICTED_LABEL_DOMAINS)}.exists{under})"
     )
 
 
@@ -375,7 +374,7 @@ class TemplateMetadata(KubeModel):
         (
             f"!has(self.labels) || self.labels.all(k, {restricted_label_cel('k')})",
             "label is restricted: karpenter.sh/nodepool, kubernetes.io/hostname and unknown labels "
-            "under kubernetes.io, k8s.io, karpenter.sh, karpenter.k8s.aws",
+            "under karpenter.sh, karpenter.k8s.aws",
         ),
     )
 

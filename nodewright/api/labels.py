@@ -111,14 +111,10 @@ WELL_KNOWN_LABELS: Final[frozenset[str]] = frozenset(
 
 # Keys no NodePool may put in its requirements or template labels (Karpenter sets them itself).
 RESTRICTED_LABELS: Final[frozenset[str]] = frozenset({HOSTNAME, NODEPOOL, EC2NODECLASS})
-# Label domains reserved for Kubernetes and Karpenter: a custom label under them is rejected
-# unless it is well known or under one of the exception domains (Karpenter v1 behaviour).
-RESTRICTED_LABEL_DOMAINS: Final[frozenset[str]] = frozenset(
-    {"kubernetes.io", "k8s.io", "karpenter.sh", "karpenter.k8s.aws"}
-)
-LABEL_DOMAIN_EXCEPTIONS: Final[frozenset[str]] = frozenset(
-    {"kops.k8s.io", "node.kubernetes.io", "node-restriction.kubernetes.io"}
-)
+# Label domains reserved for Karpenter: a custom label under them (or a subdomain) is rejected unless it is well
+# known. Karpenter v1.14 restricts karpenter.sh (``pkg/apis/v1/labels.go`` RestrictedLabelDomains) and the AWS
+# provider adds karpenter.k8s.aws; kubernetes.io and k8s.io keys are allowed since Karpenter v1.9.
+RESTRICTED_LABEL_DOMAINS: Final[frozenset[str]] = frozenset({"karpenter.sh", "karpenter.k8s.aws"})
 
 # --- annotations --------------------------------------------------------------------------------
 DO_NOT_DISRUPT: Final = "karpenter.sh/do-not-disrupt"
@@ -185,19 +181,17 @@ V1BETA1_DISRUPTION_TAINT_KEY: Final = "karpenter.sh/disruption"
 def is_restricted_label(key: str) -> str | None:
     """Say why ``key`` may not be set by a NodePool (requirements or template labels).
 
-    Returns a reason sentence, or ``None`` when the key is allowed. Follows Karpenter v1: the
-    hostname and nodepool labels are always restricted; other keys under a reserved domain
-    (``kubernetes.io``, ``k8s.io``, ``karpenter.sh``, ``karpenter.k8s.aws`` and their subdomains)
-    are allowed only when well known or under an exception domain such as ``node.kubernetes.io``.
+    Returns a reason sentence, or ``None`` when the key is allowed. Follows Karpenter v1.14 (its
+    ``IsRestrictedLabel`` and the NodePool CRD's CEL rules): the hostname, nodepool and ec2nodeclass
+    labels are always restricted; other keys under ``karpenter.sh`` or ``karpenter.k8s.aws`` (or a
+    subdomain) are allowed only when well known. Keys under ``kubernetes.io`` and ``k8s.io`` (and
+    their subdomains) are allowed, as in Karpenter v1.9 and later.
     """
     if key in RESTRICTED_LABELS:
         return f"label {key!r} is restricted: Karpenter sets it itself"
     if key in WELL_KNOWN_LABELS or "/" not in key:
         return None
     domain = key.split("/", 1)[0]
-    for exception in LABEL_DOMAIN_EXCEPTIONS:
-        if domain == exception or domain.endswith("." + exception):
-            return None
     for restricted in RESTRICTED_LABEL_DOMAINS:
         if domain == restricted or domain.endswith("." + restricted):
             return f"label domain {restricted!r} is restricted (key {key!r} is not a well-known label)"

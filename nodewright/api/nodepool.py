@@ -180,7 +180,7 @@ class NodeClaimTemplateSpec(KubeModel):
         (
             f"self.requirements.all(x, {restricted_label_cel('x.key')})",
             "requirement key is restricted: karpenter.sh/nodepool, kubernetes.io/hostname and unknown "
-            "labels under kubernetes.io, k8s.io, karpenter.sh, karpenter.k8s.aws",
+            "labels under karpenter.sh, karpenter.k8s.aws",
         ),
     )
 

@@ -88,6 +88,12 @@ CASES: list[tuple[str, Doc, bool]] = [
      True),
     ("consolidateAfter in words", pool(disruption={"consolidateAfter": "5 minutes"}), False),
     ("hostname requirement", pool(template__spec__requirements=[requirement("kubernetes.io/hostname")]), False),
+    # Karpenter v1.9+ allows kubernetes.io / k8s.io keys (and subdomains); karpenter.sh stays restricted.
+    ("kubernetes.io requirement", pool(template__spec__requirements=[requirement("kubernetes.io/test")]), True),
+    ("k8s.io subdomain requirement", pool(template__spec__requirements=[requirement("sub.k8s.io/test")]), True),
+    ("karpenter.sh requirement", pool(template__spec__requirements=[requirement("karpenter.sh/test")]), False),
+    ("karpenter.k8s.aws subdomain label", pool(template__metadata={"labels": {"x.karpenter.k8s.aws/t": "v"}}), False),
+    ("subdomain.kubernetes.io label", pool(template__metadata={"labels": {"subdomain.kubernetes.io/test": "v"}}), True),
     ("In without values", pool(template__spec__requirements=[requirement(values=())]), False),
     ("Exists with values", pool(template__spec__requirements=[requirement(operator="Exists")]), False),
     ("Gt with two values", pool(template__spec__requirements=[

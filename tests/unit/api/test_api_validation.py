@@ -515,12 +515,17 @@ def test_cli_missing_file_exits_2(tmp_path: Any) -> None:
 def test_restricted_label_rules() -> None:
     assert labels.is_restricted_label("example.com/team") is None
     assert labels.is_restricted_label("team") is None
-    assert labels.is_restricted_label("node.kubernetes.io/lifecycle") is None  # exception domain
+    assert labels.is_restricted_label("node.kubernetes.io/lifecycle") is None
     assert labels.is_restricted_label("kops.k8s.io/instancegroup") is None
     assert labels.is_restricted_label(labels.INSTANCE_FAMILY) is None
     assert labels.is_restricted_label("karpenter.sh/nodepool") is not None
-    assert labels.is_restricted_label("sub.kubernetes.io/thing") is not None
+    assert labels.is_restricted_label("kubernetes.io/hostname") is not None
+    # Karpenter v1.9+ allows the kubernetes.io and k8s.io domains and their subdomains.
+    for key in ("kubernetes.io/test", "k8s.io/test", "sub.kubernetes.io/thing", "subdomain.k8s.io/test"):
+        assert labels.is_restricted_label(key) is None, key
     assert labels.is_restricted_label("karpenter.sh/custom") is not None
+    assert labels.is_restricted_label("sub.karpenter.sh/custom") is not None
+    assert labels.is_restricted_label("karpenter.k8s.aws/custom") is not None
 
 
 def test_convert_rejects_an_invalid_v1_nodepool_it_would_pass_through() -> None:
