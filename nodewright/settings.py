@@ -19,10 +19,11 @@ How each Karpenter setting is honoured:
   prices come from the bundled table.
 * ``EKS_CONTROL_PLANE``: the Kubernetes version (for AMI aliases) comes from ``eks:DescribeCluster``
   instead of the API server's ``/version``.
-* ``PREFERENCE_POLICY`` (``Respect``) and ``MIN_VALUES_POLICY`` (``Strict``): the values Karpenter defaults
-  to are what the scheduler does. They are carried to the provisioner's boundary
-  (``ControllerOptions.preference_policy`` / ``min_values_policy``); ``Ignore`` and ``BestEffort`` are
-  rejected at startup until the scheduler implements them.
+* ``PREFERENCE_POLICY`` (``Respect``): the value Karpenter defaults to is what the scheduler does; ``Ignore`` is
+  rejected at startup until the scheduler implements it.
+* ``MIN_VALUES_POLICY`` (``Strict``, or ``BestEffort``: relax a ``minValues`` the candidate instance types miss
+  instead of launching nothing; :mod:`nodewright.scheduling.minvalues`). Carried to the provisioner
+  (``ControllerOptions.min_values_policy``); ``simulate`` reads the same variable (:func:`min_values_policy`).
 * ``LOG_OUTPUT_PATHS`` (``stdout``): comma-separated ``stdout``, ``stderr`` or file paths.
 * ``FEATURE_GATES``: see :class:`FeatureGates`.
 """
@@ -149,9 +150,24 @@ def parse_feature_gates(text: str, name: str = "FEATURE_GATES") -> FeatureGates:
     return FeatureGates(**values)
 
 
-#: Accepted values of the scheduling policies, first = Karpenter's default; only the default is implemented.
+#: Accepted values of the scheduling policies, first = Karpenter's default.
 PREFERENCE_POLICIES = ("Respect", "Ignore")
 MIN_VALUES_POLICIES = ("Strict", "BestEffort")
+#: The policies whose non-default values the scheduler does not implement yet (rejected at startup).
+_DEFAULT_ONLY = ("PREFERENCE_POLICY",)
+
+
+def min_values_policy(env: Mapping[str, str]) -> str:
+    """Karpenter's ``MinValuesPolicy`` from ``MIN_VALUES_POLICY`` in ``env`` (``Strict`` when unset or empty): how
+    ``simulate -f`` and scenario replay read the controller's setting.
+
+    Raises:
+        NodewrightValidationError: a value other than Strict or BestEffort.
+    """
+    value = env.get("MIN_VALUES_POLICY") or MIN_VALUES_POLICIES[0]
+    if value not in MIN_VALUES_POLICIES:
+        raise NodewrightValidationError("MIN_VALUES_POLICY", f"{value!r} is not one of {', '.join(MIN_VALUES_POLICIES)}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -192,7 +208,7 @@ class Settings:
         isolated_vpc: no calls to AWS APIs without a VPC endpoint (the Pricing API).
         eks_control_plane: take the Kubernetes version from ``eks:DescribeCluster``.
         preference_policy: ``Respect`` (only value implemented; ``Ignore`` is rejected).
-        min_values_policy: ``Strict`` (only value implemented; ``BestEffort`` is rejected).
+        min_values_policy: ``Strict`` or ``BestEffort`` (Karpenter's ``MinValuesPolicy``).
         log_output_paths: where logs go: ``stdout``, ``stderr`` or file paths.
     """
 
@@ -347,7 +363,7 @@ def _check(s: Settings) -> None:
                                      ("MIN_VALUES_POLICY", s.min_values_policy, MIN_VALUES_POLICIES)):
         if value not in choices:
             raise NodewrightValidationError(env_name, f"{value!r} is not one of {', '.join(choices)}")
-        if value != choices[0]:
+        if value != choices[0] and env_name in _DEFAULT_ONLY:
             raise NodewrightValidationError(
                 env_name, f"{value} is not supported yet: nodewright's scheduler implements {choices[0]} "
                           f"(Karpenter's default) only; unset it")

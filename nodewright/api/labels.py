@@ -123,6 +123,8 @@ NODEPOOL_HASH_VERSION: Final = "karpenter.sh/nodepool-hash-version"
 EC2NODECLASS_HASH: Final = "karpenter.k8s.aws/ec2nodeclass-hash"
 EC2NODECLASS_HASH_VERSION: Final = "karpenter.k8s.aws/ec2nodeclass-hash-version"
 NODECLAIM_TERMINATION_TIMESTAMP: Final = "karpenter.sh/nodeclaim-termination-timestamp"
+# "true" on a NodeClaim whose minValues MinValuesPolicy=BestEffort relaxed, else "false" (Karpenter v1.14).
+NODECLAIM_MIN_VALUES_RELAXED: Final = "karpenter.sh/nodeclaim-min-values-relaxed"
 # Karpenter's conversion webhook parks a v1beta1 NodePool's kubelet block here (JSON) when it
 # cannot move it onto the EC2NodeClass itself.
 V1BETA1_KUBELET_CONVERSION: Final = "compatibility.karpenter.sh/v1beta1-kubelet-conversion"

@@ -34,8 +34,8 @@ class ControllerOptions:
 
     ``spot_to_spot_consolidation`` is Karpenter's ``SpotToSpotConsolidation`` feature gate (off by default).
     ``preference_policy`` / ``min_values_policy`` carry Karpenter's ``PREFERENCE_POLICY`` / ``MIN_VALUES_POLICY``
-    to the provisioner's boundary (``ControllerManager.options``); the scheduler implements the defaults
-    ``Respect`` / ``Strict`` and settings reject the other values until it implements them.
+    (``ControllerManager.options``); the provisioner's scheduler applies ``min_values_policy`` (``Strict`` or
+    ``BestEffort``) and implements ``Respect`` only (settings reject ``Ignore``).
     ``pricing_policy`` returns the PricingPolicy in force (``--pricing-policy``: the file re-read when it changes),
     or None: the provisioner then decides on effective marginal prices (docs/pricing.md).
     """
@@ -78,7 +78,7 @@ class ControllerManager:
         self.snapshotter = snapshotter
         self.provisioner = Provisioner(
             ctx, Batcher(opts.batch_idle_duration, opts.batch_max_duration), bind_pods=opts.bind_pods,
-            pricing_policy=opts.pricing_policy,
+            pricing_policy=opts.pricing_policy, min_values_policy=opts.min_values_policy,
         )
         self.lifecycle = LifecycleController(
             ctx, opts.launch_timeout, opts.registration_timeout, on_registered=self.provisioner.on_registered

@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.backoff import Backoff
@@ -155,6 +156,7 @@ class Provisioner:
         pricing_policy: returns the PricingPolicy in force (``nodewright run --pricing-policy``, re-read when
             its file changes; ``simulate --pricing``), or None. With one, the batch's cheapest fit and spot vs
             on-demand choice use effective marginal prices over the running fleet (docs/pricing.md).
+        min_values_policy: Karpenter's ``MIN_VALUES_POLICY`` (``Strict`` or ``BestEffort``), passed to the solver.
     """
 
     def __init__(
@@ -165,9 +167,11 @@ class Provisioner:
         solver: Solver = schedule,
         nomination_grace: float = 60.0,
         pricing_policy: Callable[[], PricingPolicy | None] | None = None,
+        min_values_policy: str = "Strict",
     ) -> None:
         self.ctx = ctx
         self.pricing_policy = pricing_policy
+        self.min_values_policy = min_values_policy
         self.batcher = batcher or Batcher()
         self.bind_pods = bind_pods
         self.solver = solver
@@ -286,7 +290,10 @@ class Provisioner:
         # (nodewright.controllers.static keeps their count); in-flight static NodeClaims still need their types.
         dynamic = {spec.name: instance_types[spec.name] for spec in pools}
         pricing = self._pricing(dynamic, [*nodes, *inflight])
-        extra = {} if pricing is None else {"pricing": pricing}  # a custom solver need not know pricing
+        # A custom solver need not know pricing nor the non-default MinValuesPolicy.
+        extra: dict[str, Any] = {} if pricing is None else {"pricing": pricing}
+        if self.min_values_policy != "Strict":
+            extra["min_values_policy"] = self.min_values_policy
         with self._scheduling_run(len(pods)):
             result = self.solver(pods, nodes, pools, dynamic, daemonsets=daemonsets, inflight=inflight,
                                  **extra) if pods else SchedulingResult()
@@ -441,8 +448,9 @@ class Provisioner:
             return
         name = name_of(claim)
         log.debug("created nodeclaim %s", name, extra={"nodeclaim": name, "nodepool": plan.nodepool})
-        # Karpenter: reason "provisioned"; min values are never relaxed (MIN_VALUES_POLICY=Strict).
-        self.ctx.metrics.nodeclaims_created.labels("provisioned", plan.nodepool, "false").inc()
+        # Karpenter: reason "provisioned"; min_values_relaxed as its annotation says (MIN_VALUES_POLICY=BestEffort).
+        relaxed = "true" if plan.min_values_relaxed else "false"
+        self.ctx.metrics.nodeclaims_created.labels("provisioned", plan.nodepool, relaxed).inc()
         for pod in plan.pods:
             self.nominations[pod.key] = Nomination(name, True, now)
             manifest = state.pods.get(pod.key)

@@ -21,14 +21,13 @@ from collections.abc import Iterable, Sequence
 from operator import le
 from typing import TYPE_CHECKING
 
+from nodewright.scheduling.minvalues import unmet_reason
 from nodewright.scheduling.nodeclaim import NodeClaim
 from nodewright.scheduling.nodeclaimtemplate import (
     MAX_INSTANCE_TYPES,
     NodeClaimTemplate,
     TypeInfo,
     fitting_prefix,
-    satisfies_min_values,
-    truncate_candidates,
 )
 from nodewright.scheduling.packing import Bin, Item, pack
 from nodewright.scheduling.pods import Pod
@@ -124,6 +123,8 @@ def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirement
     # Repeated patterns give many equal bins; without limits (which change as NodeClaims reserve them)
     # their candidates are equal too.
     memo: dict[tuple[int, ...], list[TypeInfo]] = {}
+    min_values = merged.min_values() if template.min_values else {}
+    missed = ""
     for b in bins:
         need = b.need(items, len(items[0].vec))[:base]
         key = tuple(need)
@@ -133,14 +134,21 @@ def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirement
             fitting = fitting_prefix(
                 priced,
                 need,
-                None if template.min_values else MAX_INSTANCE_TYPES,
+                None if min_values else MAX_INSTANCE_TYPES,
                 keep=template.within_limits if template.remaining is not None else None,
             )
-            candidates = truncate_candidates(fitting, MAX_INSTANCE_TYPES, template.min_values)
+            candidates = template.flexibility.truncate(fitting, MAX_INSTANCE_TYPES, min_values)
             memo[key] = candidates
-        if not candidates or (template.min_values and not satisfies_min_values(candidates, template.min_values)):
+        if not candidates:
             continue
-        claim = NodeClaim(template, len(run.claims), merged, candidates, base)
+        reqs = merged
+        unmet = template.flexibility.unmet(candidates, min_values) if min_values else {}
+        if unmet and not run.relax_min_values:
+            missed = unmet_reason(unmet, min_values)
+            continue
+        if unmet:
+            reqs = merged.with_min_values(unmet)  # MinValuesPolicy=BestEffort
+        claim = NodeClaim(template, len(run.claims), reqs, candidates, base)
         claim.packed = True
         claim.final = candidates
         claim.need = need
@@ -155,7 +163,9 @@ def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirement
     for cls in members:
         for pod in cls.pods:
             run.result.unschedulable[pod.key] = (
-                f'all available instance types exceed limits for nodepool: "{template.name}"'
+                f'incompatible with nodepool "{template.name}", {missed}'
+                if missed
+                else f'all available instance types exceed limits for nodepool: "{template.name}"'
                 if template.remaining is not None
                 else f"would need more than {run.max_new} new NodeClaim(s)"
                 if run.max_new is not None

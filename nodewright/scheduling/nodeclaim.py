@@ -16,6 +16,7 @@ from typing import NamedTuple
 from nodewright.api import labels as wk
 from nodewright.cloud.instancetype import Offering
 from nodewright.quantities import CPU, MEMORY, PODS
+from nodewright.scheduling.minvalues import relaxed
 from nodewright.scheduling.nodeclaimtemplate import (
     MAX_INSTANCE_TYPES,
     NodeClaimTemplate,
@@ -23,7 +24,6 @@ from nodewright.scheduling.nodeclaimtemplate import (
     Vector,
     capacity_type_for,
     offered_price,
-    satisfies_min_values,
 )
 from nodewright.scheduling.pods import HostPort, Pod
 from nodewright.scheduling.preferences import PodClass
@@ -126,9 +126,11 @@ class NodeClaim:
         return [b - n for b, n in zip(cheapest.budget, self.need, strict=True)]
 
     # --- one pod at a time (the Karpenter loop) -----------------------------------------------------------
-    def can_add(self, cls: PodClass) -> tuple[Addition | None, bool]:
+    def can_add(self, cls: PodClass, relax_min_values: bool = False) -> tuple[Addition | None, bool]:
         """Whether one pod of ``cls`` can join: (the change, or None when it cannot; True when it never will,
-        since the NodeClaim's pods and the topology counts only grow)."""
+        since the NodeClaim's pods and the topology counts only grow). With ``relax_min_values`` (a new NodeClaim
+        under ``MinValuesPolicy=BestEffort``, as Karpenter's ``CanAdd``) a ``minValues`` the fitting types miss is
+        lowered to what they meet instead of refusing the pod."""
         template = self.template
         if untolerated(cls.tolerations, template.taints) is not None:
             return None, True
@@ -165,8 +167,11 @@ class NodeClaim:
         if template.min_values:
             need = [a + b for a, b in zip(self.need, cls.vec, strict=True)]
             pool_types = types if types is not None else self.types
-            if not satisfies_min_values([t for t in pool_types if t.fits(need)], template.min_values):
+            unmet = template.flexibility.unmet([t for t in pool_types if t.fits(need)], reqs.min_values())
+            if unmet and not relax_min_values:
                 return None, True
+            if unmet:
+                reqs = reqs.with_min_values(unmet)
         return Addition(reqs, types, domains, index), False
 
     def add(self, cls: PodClass, change: Addition, topology: Topology) -> None:
@@ -218,8 +223,13 @@ class NodeClaim:
         if k <= 0:
             return False
         if merged is not self.reqs:
+            types = [t for t in self.types if t.compatible(merged)]
+            if self.template.min_values:
+                need = [a + v * k for a, v in zip(self.need, cls.vec, strict=True)]
+                if self.template.flexibility.unmet([t for t in types if t.fits(need)], merged.min_values()):
+                    return False
             self.reqs = merged
-            self.types = [t for t in self.types if t.compatible(merged)]
+            self.types = types
             self.ptr = 0
             self.seen = set()
         self.seen.add(cls.index)
@@ -294,6 +304,7 @@ class NodeClaim:
             requests=_shown(requests),
             daemonset_overhead=dict(template.overhead),
             hostname=self.hostname,
+            min_values_relaxed=relaxed(template.min_values, reqs),
         )
 
 

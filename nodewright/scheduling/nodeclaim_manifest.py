@@ -20,7 +20,9 @@ def nodeclaim_from_plan(plan: NodeClaimPlan, nodepool: Mapping[str, Any]) -> dic
 
     Named ``<nodepool>-<random>``; labels from the template plus ``karpenter.sh/nodepool``; requirements from
     the plan (candidate instance types included); the template's taints, startup taints, nodeClassRef,
-    expireAfter and terminationGracePeriod; owned by the NodePool; carries the termination finalizer.
+    expireAfter and terminationGracePeriod; owned by the NodePool; carries the termination finalizer and, as every
+    NodeClaim Karpenter's provisioner creates, ``karpenter.sh/nodeclaim-min-values-relaxed`` ("true" when
+    ``MinValuesPolicy=BestEffort`` relaxed a ``minValues``).
     """
     template = (nodepool.get("spec") or {}).get("template") or {}
     tspec = template.get("spec") or {}
@@ -46,7 +48,8 @@ def nodeclaim_from_plan(plan: NodeClaimPlan, nodepool: Mapping[str, Any]) -> dic
         "generateName": f"{plan.nodepool}-",
         "labels": labels,
         # Drift compares this stamp with the pool's current hash (nodewright.disruption.drift).
-        "annotations": {**dict(tmeta.get("annotations") or {}), **nodepool_hash_annotations(nodepool)},
+        "annotations": {**dict(tmeta.get("annotations") or {}), **nodepool_hash_annotations(nodepool),
+                        L.NODECLAIM_MIN_VALUES_RELAXED: "true" if plan.min_values_relaxed else "false"},
         "finalizers": [L.TERMINATION_FINALIZER],
     }
     np_meta = nodepool.get("metadata") or {}

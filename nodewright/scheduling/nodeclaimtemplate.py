@@ -29,6 +29,7 @@ from nodewright.cloud.instancetype import (
     Offering,
 )
 from nodewright.quantities import CPU, MEMORY, format_resources
+from nodewright.scheduling.minvalues import Flexibility, unmet_reason
 from nodewright.scheduling.nodepools import NodePoolSpec
 from nodewright.scheduling.requirements import INSTANCE_TYPE_KEYS, OFFERING_KEYS, Requirement, Requirements
 from nodewright.scheduling.taints import untolerated
@@ -208,7 +209,8 @@ class NodeClaimTemplate:
         self._ranked: dict[tuple[object, ...], list[TypeInfo]] = {}
         self._priced: dict[tuple[object, ...], list[tuple[TypeInfo, float]]] = {}
         self._offered: dict[tuple[object, ...], set[str]] = {}
-        self.min_values = {k: r.min_values for k, r in self.reqs.items() if r.min_values}
+        self.min_values = self.reqs.min_values()
+        self.flexibility = Flexibility(self.reqs)
 
     def _sync(self) -> None:
         """Drop the price rankings when the run's :class:`Pricing` changed its prices."""
@@ -290,10 +292,10 @@ class NodeClaimTemplate:
 
         The capacity type is the first of reserved/spot/on-demand that some fitting type (compatible with
         ``reqs``, ``allowed`` by id when given) offers; the fitting types offering it are taken cheapest
-        offering first and truncated to ``limit`` honouring ``minValues`` (Karpenter orders a NodeClaim's
-        instance types by price and truncates the fleet request to 60). Empty when nothing fits.
+        offering first and truncated to ``limit`` honouring the ``minValues`` of ``reqs`` (Karpenter orders a
+        NodeClaim's instance types by price and truncates the fleet request to 60). Empty when nothing fits.
         """
-        min_values = self.min_values
+        min_values = reqs.min_values() if self.min_values else {}
         offered = self.capacity_types(reqs)
         by_price = self.pricing is not None
         found: list[tuple[str | None, list[TypeInfo]]] = []
@@ -310,7 +312,7 @@ class NodeClaimTemplate:
         # With a Pricing, spot competes with on-demand: the first type of each list is its cheapest fit (ties
         # to spot, as capacity_type_for).
         chosen = min(found, key=lambda f: offered_price(f[1][0], reqs, f[0]))[1]
-        return truncate_candidates(chosen, limit, min_values)
+        return self.flexibility.truncate(chosen, limit, min_values)
 
     def capacity_types(self, reqs: Requirements) -> set[str]:
         """Capacity types some type of ``types_for(reqs)`` offers in any zone (a cheap superset of those it
@@ -387,10 +389,13 @@ def hosting(
     cls: PodClass,
     reasons: list[str],
     within_limits: Callable[[NodeClaimTemplate, list[TypeInfo]], list[TypeInfo]],
+    relax_min_values: bool = False,
 ) -> Iterator[tuple[NodeClaimTemplate, Requirements, list[TypeInfo]]]:
-    """The templates (in order: weight, then name) whose taints, requirements, limits and instance types can
-    host one pod of ``cls``, with the merged requirements and the types ``within_limits`` keeps; each rejected
-    template appends its reason to ``reasons`` in Karpenter's words."""
+    """The templates (in order: weight, then name) whose taints, requirements, limits, instance types and
+    ``minValues`` can host one pod of ``cls``, with the merged requirements and the types ``within_limits`` keeps;
+    each rejected template appends its reason to ``reasons`` in Karpenter's words. With ``relax_min_values``
+    (``MinValuesPolicy=BestEffort``) a ``minValues`` the fitting types miss is relaxed in the merged requirements
+    instead of rejecting the template, so a NodePool relaxes before a lower-weight one is tried."""
     for template in templates:
         taint = untolerated(cls.tolerations, template.taints)
         if taint is not None:
@@ -413,6 +418,14 @@ def hosting(
                 f"{format_resources(cls.rep.requests)} and requirements {merged!r}"
             )
             continue
+        if template.min_values:
+            min_values = merged.min_values()
+            unmet = template.flexibility.unmet([t for t in types if t.fits(cls.vec)], min_values)
+            if unmet and not relax_min_values:
+                reasons.append(f'incompatible with nodepool "{template.name}", {unmet_reason(unmet, min_values)}')
+                continue
+            if unmet:
+                merged = merged.with_min_values(unmet)
         yield template, merged, types
 
 
@@ -465,39 +478,3 @@ def offered_price(info: TypeInfo, reqs: Requirements, ct: str | None) -> float:
     """The run's price of ``info``'s cheapest ``ct`` offering under ``reqs`` (infinite when it has none)."""
     o = info.offering(reqs, ct)
     return float("inf") if o is None else info.price_of(o)
-
-
-
-def satisfies_min_values(candidates: Sequence[TypeInfo], min_values: Mapping[str, int]) -> bool:
-    """True when ``candidates`` hold at least ``min_values[key]`` distinct values of each key."""
-    for key, need in min_values.items():
-        if len({c.labels.get(key) for c in candidates if c.labels.get(key) is not None}) < need:
-            return False
-    return True
-
-
-def truncate_candidates(
-    ordered: Sequence[TypeInfo], limit: int, min_values: Mapping[str, int]
-) -> list[TypeInfo]:
-    """The first ``limit`` of ``ordered`` (cheapest first), swapping in the cheapest types that add a missing
-    value of a ``minValues`` key in place of the most expensive kept ones (Karpenter truncates to 60 while
-    keeping minValues satisfiable)."""
-    kept = list(ordered[:limit])
-    if not min_values or satisfies_min_values(kept, min_values):
-        return kept
-    for key, need in min_values.items():
-        have = {c.labels.get(key) for c in kept}
-        for info in ordered[limit:]:
-            if len({v for v in have if v is not None}) >= need:
-                break
-            value = info.labels.get(key)
-            if value is None or value in have:
-                continue
-            # Replace the most expensive kept type whose value of `key` is duplicated.
-            for i in range(len(kept) - 1, -1, -1):
-                v = kept[i].labels.get(key)
-                if sum(1 for c in kept if c.labels.get(key) == v) > 1:
-                    kept[i] = info
-                    have = {c.labels.get(key) for c in kept}
-                    break
-    return kept

@@ -41,7 +41,6 @@ from nodewright.scheduling.nodeclaimtemplate import (
     NodeClaimTemplate,
     TypeInfo,
     fitting_prefix,
-    satisfies_min_values,
 )
 from nodewright.scheduling.packing import Bin, Item, pack
 from nodewright.scheduling.pods import Pod
@@ -230,8 +229,9 @@ class _Repacker:
         for b in plan:
             need = b.need(items, len(items[0].vec))[:base]
             types = template.limited(template.types_for(reqs))
-            fitting = fitting_prefix(types, need, None if template.min_values else MAX_INSTANCE_TYPES)
-            if not fitting or (template.min_values and not satisfies_min_values(fitting, template.min_values)):
+            min_values = reqs.min_values() if template.min_values else {}
+            fitting = fitting_prefix(types, need, None if min_values else MAX_INSTANCE_TYPES)
+            if not fitting or (min_values and template.flexibility.unmet(fitting, min_values)):
                 return None
             claim = NodeClaim(template, 0, reqs, types, base)
             claim.need = need

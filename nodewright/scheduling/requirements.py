@@ -52,6 +52,9 @@ INSTANCE_TYPE_KEYS: frozenset[str] = frozenset(
     }
     - set(L.NORMALIZED_LABELS)
 )
+#: Keys :meth:`Requirements.labels` never picks a value for: restricted keys and Karpenter's lifecycle labels
+#: (its ``schedulingSimulationKeys``), which Karpenter sets itself.
+_NOT_RESOLVED: frozenset[str] = frozenset(L.RESTRICTED_LABELS | {L.REGISTERED, L.INITIALIZED})
 #: Keys whose value comes from the offering (zone x capacity type), not from the instance type.
 OFFERING_KEYS: frozenset[str] = frozenset({L.ZONE, L.CAPACITY_TYPE, L.ZONE_ID})
 
@@ -153,6 +156,25 @@ class Requirement:
         if self.complement:
             return NOT_IN if self.values else EXISTS
         return IN if self.values else DOES_NOT_EXIST
+
+    def any_value(self) -> str | None:
+        """One value this requirement allows, as Karpenter's ``Requirement.Any()`` picks a label value for it;
+        None for ``DoesNotExist`` or an empty range.
+
+        ``In``: the smallest of its values (Karpenter takes an arbitrary one; ours is deterministic, so equal
+        inputs give equal NodeClaims). ``NotIn``/``Exists``/``Gt``/``Lt``: the smallest non-negative integer
+        within the bounds and not excluded (Karpenter draws a random integer within the bounds).
+        """
+        if not self.complement:
+            return min(self.values) if self.values else None
+        value = 0 if self.gt is None else self.gt + 1
+        for _ in range(len(self.values) + 1):
+            if self.lt is not None and value >= self.lt:
+                return None
+            if str(value) not in self.values:
+                return str(value)
+            value += 1
+        return None
 
     def allows_absence(self) -> bool:
         """True for NotIn/DoesNotExist without bounds: satisfied by a node that lacks the label."""
@@ -307,6 +329,21 @@ class Requirements(Mapping[str, Requirement]):
         """A copy with ``req`` intersected in."""
         return Requirements([*self._reqs.values(), req])
 
+    def min_values(self) -> dict[str, int]:
+        """key -> ``minValues`` of the requirements that set one."""
+        return {key: req.min_values for key, req in self._reqs.items() if req.min_values}
+
+    def with_min_values(self, changes: Mapping[str, int]) -> Requirements:
+        """A copy whose requirements on the keys of ``changes`` ask for that ``minValues`` instead (0: none), as
+        Karpenter's ``MinValuesPolicy=BestEffort`` rewrites a NodeClaim's requirements to what its instance types
+        meet."""
+        out = []
+        for key, req in self._reqs.items():
+            if key in changes:
+                req = Requirement(key, req.complement, req.values, req.gt, req.lt, changes[key] or None)
+            out.append(req)
+        return Requirements(out)
+
     def incompatibility(self, incoming: Requirements, allow_undefined: frozenset[str] | None = None) -> str | None:
         """Why ``incoming`` (a pod's requirements) cannot be met by a node template with these requirements.
 
@@ -343,12 +380,19 @@ class Requirements(Mapping[str, Requirement]):
         return True
 
     def labels(self) -> dict[str, str]:
-        """Single-valued ``In`` requirements as labels (what a NodeClaim from these requirements carries)."""
-        return {
-            key: next(iter(req.values))
-            for key, req in self._reqs.items()
-            if not req.complement and len(req.values) == 1
-        }
+        """The labels a NodeClaim from these requirements carries (Karpenter's ``ToNodeClaim``): every
+        single-valued ``In`` requirement, and a value for every other key that resolves to one (multi-valued
+        ``In``, ``NotIn``, ``Exists``, ``Gt``, ``Lt``: :meth:`Requirement.any_value`) unless the key is well known
+        (the instance type and offering supply it), restricted, or one of Karpenter's lifecycle labels."""
+        out: dict[str, str] = {}
+        for key, req in self._reqs.items():
+            if not req.complement and len(req.values) == 1:
+                out[key] = next(iter(req.values))
+            elif key not in L.WELL_KNOWN_LABELS and key not in _NOT_RESOLVED:
+                value = req.any_value()
+                if value is not None:
+                    out[key] = value
+        return out
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """As NodeClaim ``spec.requirements`` dicts, sorted by key."""

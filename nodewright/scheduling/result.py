@@ -25,7 +25,8 @@ class NodeClaimPlan:
         offering: that type's cheapest compatible offering (zone, capacity type, USD/hour).
         requirements: requirements for the NodeClaim spec (pool ∩ pods ∩ topology, plus
             ``node.kubernetes.io/instance-type In <candidates>``).
-        labels: labels the node will carry (pool template labels and single-valued requirements).
+        labels: labels the node will carry (pool template labels, and a value for each requirement key that
+            resolves to one: :meth:`~nodewright.scheduling.requirements.Requirements.labels`).
         taints, startup_taints: from the NodePool template.
         pods: pods planned onto it.
         requests: pods' requests plus :attr:`daemonset_overhead` (cpu millicores, memory bytes, pods count).
@@ -33,6 +34,8 @@ class NodeClaimPlan:
         hostname: placeholder hostname (the topology domain used for hostname constraints).
         effective_price: with a pricing policy, USD/hour it adds to the bill (its marginal price over the
             existing fleet and the NodeClaims planned before it); None without one.
+        min_values_relaxed: ``MinValuesPolicy=BestEffort`` lowered a ``minValues`` of its NodePool to what its
+            candidates meet (Karpenter's ``karpenter.sh/nodeclaim-min-values-relaxed`` annotation).
     """
 
     nodepool: str
@@ -48,6 +51,7 @@ class NodeClaimPlan:
     daemonset_overhead: Resources
     hostname: str = ""
     effective_price: float | None = None
+    min_values_relaxed: bool = False
 
     @property
     def price(self) -> float:

@@ -34,6 +34,7 @@ from nodewright.quantities import CPU, MEMORY, PODS, Resources
 from nodewright.scheduling import events
 from nodewright.scheduling.existingnode import ExistingNodeState
 from nodewright.scheduling.freepods import ambiguous_ports, fill_claims, fill_existing, pack_free
+from nodewright.scheduling.minvalues import BEST_EFFORT
 from nodewright.scheduling.nodeclaim import NodeClaim, PlanMemo
 from nodewright.scheduling.nodeclaimtemplate import (
     NodeClaimTemplate,
@@ -79,9 +80,11 @@ class Scheduler:
         allowed: Collection[str] | None,
         optimize: bool,
         pricing: Pricing | None = None,
+        relax_min_values: bool = False,
     ) -> None:
         self.result = SchedulingResult()
         self.pricing = pricing
+        self.relax_min_values = relax_min_values
         self.event(events.found(len(pods)))
         self.max_new = max_new
         ds = list(daemonsets) if daemonsets is not None else None
@@ -162,7 +165,7 @@ class Scheduler:
         self, cls: PodClass, reasons: list[str]
     ) -> Iterator[tuple[NodeClaimTemplate, Requirements, list[TypeInfo]]]:
         """The templates that can host a pod of ``cls``, in order (see :func:`~.nodeclaimtemplate.hosting`)."""
-        return hosting(self.templates, cls, reasons, self.within_limits)
+        return hosting(self.templates, cls, reasons, self.within_limits, self.relax_min_values)
 
     def relax(self, cls: PodClass, pod: str) -> bool:
         """Relax one preference of ``cls`` (Karpenter's order), after a pod of it (``pod``, its key) found no
@@ -251,7 +254,7 @@ class Scheduler:
             return False
         for template, _merged, types in self.hosting(cls, reasons):
             claim = NodeClaim(template, len(self.claims), template.reqs, types, len(self.dims))
-            change, _ = claim.can_add(cls)
+            change, _ = claim.can_add(cls, self.relax_min_values)
             if change is None:
                 reasons.append(f'incompatible with nodepool "{template.name}", unsatisfiable topology constraints')
                 continue
@@ -307,6 +310,7 @@ def schedule(
     allowed_nodepools: Collection[str] | None = None,
     optimize: bool = True,
     pricing: PricingFactory | None = None,
+    min_values_policy: str = "Strict",
 ) -> SchedulingResult:
     """Decide where ``pods`` go: existing nodes, in-flight NodeClaims, or new NodeClaims.
 
@@ -326,6 +330,10 @@ def schedule(
             the existing fleet, :class:`nodewright.pricing.MarginalPricing`); every ranking, the spot vs
             on-demand choice and the packer's costs then use it instead of list prices, and each plan gets its
             ``effective_price``. None (default): list prices.
+        min_values_policy: Karpenter's ``MinValuesPolicy``: ``Strict`` (default) launches no NodeClaim whose
+            candidate types miss a ``minValues``; ``BestEffort`` lowers the ``minValues`` to what they meet, a
+            NodePool relaxing before a lower-weight one or a pod preference is tried
+            (:mod:`~nodewright.scheduling.minvalues`).
 
     Returns:
         A :class:`SchedulingResult`; its ``events`` hold Karpenter's sentences about the decision
@@ -341,7 +349,8 @@ def schedule(
 
     def run(stages: tuple[Stage, ...], optimized: bool) -> SchedulingResult:
         scheduler = Scheduler(pods, all_nodes, nodepools, instance_types, daemonsets, max_new_nodeclaims,
-                              allowed_nodepools, optimized, None if pricing is None else pricing())
+                              allowed_nodepools, optimized, None if pricing is None else pricing(),
+                              min_values_policy == BEST_EFFORT)
         for stage in stages:
             stage(scheduler)
         return scheduler.result

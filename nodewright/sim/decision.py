@@ -24,6 +24,7 @@ The JSON output is the contract of DESIGN.md (``nodeclaims``, ``existing``, ``un
 from __future__ import annotations
 
 import logging
+import os
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -58,6 +59,7 @@ from nodewright.scheduling import (
     pods_from_workload,
 )
 from nodewright.scheduling.pods import WORKLOAD_KINDS
+from nodewright.settings import min_values_policy
 from nodewright.sim.workloads import pod_manifest
 from nodewright.state.cluster import snapshot
 from nodewright.state.models import models_for
@@ -217,11 +219,15 @@ def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any,
     leaving node) scheduled at once; NodeClaims are created in ``cluster``. Static NodePools (``spec.replicas``)
     get their NodeClaims first (:class:`~nodewright.controllers.static.StaticCapacityController`), so pending
     pods land on them as in-flight capacity and the batch never launches for those pools. With ``policy``, the
-    provisioner decides on effective marginal prices (docs/pricing.md)."""
+    provisioner decides on effective marginal prices (docs/pricing.md). Karpenter's ``MIN_VALUES_POLICY`` is read
+    from the environment, as the controller reads it.
+
+    Raises:
+        NodewrightValidationError: ``MIN_VALUES_POLICY`` is neither Strict nor BestEffort."""
     ctx = Context(cluster, cloud, clock, Metrics(), "simulate")
     current = None if policy is None else lambda: policy
     StaticCapacityController(ctx, current).reconcile(snapshot(cluster))  # static NodePools' replicas exist first
-    provisioner = Provisioner(ctx, pricing_policy=current)
+    provisioner = Provisioner(ctx, pricing_policy=current, min_values_policy=min_values_policy(os.environ))
     state = snapshot(cluster)
     pending = provisioner.pending_pods(state, clock())
     result = provisioner.provision(pending, state, clock()) if pending else None

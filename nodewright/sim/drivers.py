@@ -17,6 +17,7 @@ passes) -- and every :data:`QUIET_SECONDS` (10 s, Karpenter's disruption poll) o
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Protocol
 
 from nodewright.api import labels as L
@@ -31,6 +32,7 @@ from nodewright.kube.objects import Obj, condition_true, is_deleting, name_of, p
 from nodewright.kube.resources import ResourceKind
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingPolicy
+from nodewright.settings import min_values_policy
 from nodewright.sim.world import World
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import models_for
@@ -111,7 +113,8 @@ class NodewrightDriver:
 
     Args:
         world: the simulated cluster.
-        options: controller tunables (Karpenter's defaults, NodePool status once a minute, when None).
+        options: controller tunables (Karpenter's defaults, NodePool status every 5 minutes, and
+            ``MIN_VALUES_POLICY`` from the environment as ``nodewright run`` reads it, when None).
 
     Attributes:
         passes_skipped: disruption passes left out because they provably had nothing to do.
@@ -131,7 +134,7 @@ class NodewrightDriver:
         self.ctx = Context(world.cluster, self.cloud, world.clock, Metrics(), f"sim-{world.scenario.name}")
         self.snapshots = CachedSnapshots(world)
         # NodePool status only feeds metrics and status fields nobody reads in a simulation: every 5 minutes.
-        opts = options or ControllerOptions(status_period=300.0)
+        opts = options or ControllerOptions(status_period=300.0, min_values_policy=min_values_policy(os.environ))
         if pricing is not None:  # simulate --scenario --pricing: provisioning and launches on effective prices
             opts = dataclasses.replace(opts, pricing_policy=lambda: pricing)
             self.cloud.launch_pricing = launch_pricing_hook(lambda: pricing, world.cluster)

@@ -28,9 +28,6 @@ from .kit import (
     run,
 )
 
-LABEL_VALIDATION = "issue 14: label validation follows Karpenter v1.14 (kubernetes.io-domain keys allowed)"
-
-
 # Describe("Custom Constraints") / Context("NodePool with Labels")
 
 
@@ -205,7 +202,6 @@ def test_validation_restricted_domains(domain):
     assert not d.claims and "default/p" in d.unschedulable
 
 
-@pytest.mark.xfail(strict=True, reason=LABEL_VALIDATION)
 @pytest.mark.parametrize("domain", ["kubernetes.io", "k8s.io"])
 def test_validation_kubernetes_domains_allowed(domain):
     # It("should schedule pods that have node selectors with label in the kubernetes domains")
@@ -214,7 +210,6 @@ def test_validation_kubernetes_domains_allowed(domain):
     assert d.labels_of("p")[f"{domain}/test"] == "test-value"
 
 
-@pytest.mark.xfail(strict=True, reason=LABEL_VALIDATION)
 @pytest.mark.parametrize("domain", ["kubernetes.io", "k8s.io"])
 def test_validation_kubernetes_subdomains_allowed(domain):
     # It("should schedule pods that have node selectors with label in subdomain from kubernetes domains")

@@ -401,7 +401,6 @@ def test_min_values_gt_not_satisfied():
     assert not d.claims and len(d.unschedulable) == 2
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14: minValues on any key; when minValues cannot be met, the reason says so")
 def test_min_values_not_satisfied_reason():
     # It("scheduler should fail if the minValues in Gt operator is not satisfied")  (its error text)
     """Karpenter's error names the label whose minValues is not met."""

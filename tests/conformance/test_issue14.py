@@ -85,14 +85,11 @@ def test_terminating_pending_pod_ignored():
 
 # --- Requirements and labels ----------------------------------------------------------------------
 
-MIN_VALUES = _reason("minValues works on any key (zone, capacity type, family, custom labels)")
-
-
 @pytest.mark.parametrize(("key", "values"), [
-    pytest.param(ZONE, None, id="zone", marks=pytest.mark.xfail(strict=True, reason=MIN_VALUES)),
-    pytest.param(CAPACITY_TYPE, ("spot", "on-demand"), id="capacity-type", marks=pytest.mark.xfail(strict=True, reason=MIN_VALUES)),
+    pytest.param(ZONE, None, id="zone"),
+    pytest.param(CAPACITY_TYPE, ("spot", "on-demand"), id="capacity-type"),
     pytest.param(FAMILY, None, id="family"),
-    pytest.param("team", ("a", "b"), id="custom", marks=pytest.mark.xfail(strict=True, reason=MIN_VALUES)),
+    pytest.param("team", ("a", "b"), id="custom"),
 ])
 def test_min_values_on_any_key(key, values):
     extra = [req(key, "In", *values, min_values=1)] if values else [req(key, "Exists", min_values=1)]
@@ -100,7 +97,6 @@ def test_min_values_on_any_key(key, values):
     assert d.scheduled("p")
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("a NodeClaim is labelled for keys constrained by NotIn, Exists, Gt, Lt"))
 def test_exists_requirement_labels_the_node():
     d = run(nodepool(requirements=[req("team", "Exists")]), pod("p", required=[expr("team", "Exists")]))
     assert "team" in d.labels_of("p")

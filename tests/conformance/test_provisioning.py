@@ -48,9 +48,6 @@ from .kit import (
 DS_HOST_PORTS = "issue 14: host ports of DaemonSet pods are reserved on every new NodeClaim they would land on"
 DS_PER_TYPE = "issue 14: DaemonSet overhead is worked out per instance type"
 DS_TERMS = "issue 14: every nodeSelectorTerm of a DaemonSet's required node affinity is considered (ORed)"
-NODECLAIM_LABELS = "issue 14: a NodeClaim is labelled for NotIn/Exists/Gt/Lt requirement keys"
-LABEL_VALIDATION = "issue 14: label validation follows Karpenter v1.14 (kubernetes.io-domain keys allowed)"
-MIN_VALUES = "issue 14: minValues on any key; Karpenter's MinValuesPolicy (Strict/BestEffort) is a setting"
 
 GPU = {"families": ("g4dn",), "requirements": [req(SIZE, "In", "xlarge", "2xlarge")]}
 
@@ -402,7 +399,6 @@ def test_daemonset_host_ports_only_where_it_runs():
 # Context("Labels")
 
 
-@pytest.mark.xfail(strict=True, reason=NODECLAIM_LABELS)
 def test_label_nodes():
     # It("should label nodes")
     pool = nodepool(labels={"test-key-1": "test-value-1"}, requirements=[
@@ -417,7 +413,6 @@ def test_label_nodes():
     assert "test-key-6" in labels and "test-key-7" not in labels
 
 
-@pytest.mark.xfail(strict=True, reason=LABEL_VALIDATION)
 @pytest.mark.parametrize("key", ["kubernetes.io/test", "k8s.io/test"])
 def test_label_nodes_kubernetes_domains(key):
     # It("should label nodes with labels in the kubernetes domains")
@@ -425,7 +420,6 @@ def test_label_nodes_kubernetes_domains(key):
     assert d.labels_of("p")[key] == "test-value"
 
 
-@pytest.mark.xfail(strict=True, reason=LABEL_VALIDATION)
 @pytest.mark.parametrize("key", ["subdomain.kubernetes.io/test", "subdomain.k8s.io/test"])
 def test_label_nodes_kubernetes_subdomains(key):
     # It("should label nodes with labels in the subdomain from kubernetes domains")
@@ -679,7 +673,6 @@ def test_min_values_policy_strict():
     assert not d.claims and "default/p" in d.unschedulable
 
 
-@pytest.mark.xfail(strict=True, reason=MIN_VALUES)
 def test_min_values_policy_best_effort():
     # It("should schedule even when minValues requirement is not met")  (BestEffort)
     d = run(nodepool(weight=100, requirements=TWO_OF_THREE), pod("p", cpu="0.9"), settings=BEST_EFFORT)
@@ -687,7 +680,6 @@ def test_min_values_policy_best_effort():
     assert claim["instance_type"] == "c6g.large" and set(claim["instance_types"]) == {"c6g.large", "c6g.xlarge"}
 
 
-@pytest.mark.xfail(strict=True, reason=MIN_VALUES)
 def test_min_values_policy_relax_before_fallback():
     # It("should relax minValues before falling back to other nodepools")
     plain = nodepool("plain", weight=10, requirements=[req(INSTANCE_TYPE, "In", "c6g.large", "c6g.xlarge")])
@@ -695,7 +687,6 @@ def test_min_values_policy_relax_before_fallback():
     assert d.claim_of("p")["nodepool"] == "default"
 
 
-@pytest.mark.xfail(strict=True, reason=MIN_VALUES)
 def test_min_values_policy_higher_weight_when_relaxing():
     # It("should choose nodepool with higher weight when relaxing minValues")
     lighter = nodepool("lighter", weight=10, requirements=TWO_OF_THREE)
@@ -714,14 +705,12 @@ def test_min_values_policy_zone_strict():
     assert not d.claims and "default/p" in d.unschedulable
 
 
-@pytest.mark.xfail(strict=True, reason=MIN_VALUES)
 def test_min_values_policy_zone_best_effort():
     # It("should schedule even when zone minValues requirement is not met")  (BestEffort)
     d = run(nodepool(**ZONE_MIN3), pod("p", cpu="0.9"), settings=BEST_EFFORT)
     assert d.claim_of("p")["zone"] in (Z1, Z2)
 
 
-@pytest.mark.xfail(strict=True, reason=MIN_VALUES)
 def test_min_values_policy_type_and_zone_best_effort():
     # It("should schedule when minValues requirement is not met")  (instance type and zone, BestEffort)
     pool = nodepool(families=("c6g",), zones=None, requirements=[*TWO_OF_THREE, req(ZONE, "In", Z1, Z2, "us-east-1e", min_values=3)])

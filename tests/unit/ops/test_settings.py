@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nodewright.errors import NodewrightValidationError
-from nodewright.settings import FeatureGates, load_settings, parse_feature_gates
+from nodewright.settings import FeatureGates, load_settings, min_values_policy, parse_feature_gates
 
 BASE = {"CLUSTER_NAME": "demo", "AWS_REGION": "us-east-1"}
 
@@ -57,13 +57,22 @@ def test_honoured_settings_parse() -> None:
     assert s.log_output_paths == ("stdout", "/tmp/nodewright.log")
 
 
+def test_min_values_policy_best_effort_is_accepted() -> None:
+    """Karpenter's MinValuesPolicy: BestEffort is implemented (issue 14); simulate reads the same variable."""
+    assert load_settings({**BASE, "MIN_VALUES_POLICY": "BestEffort"}).min_values_policy == "BestEffort"
+    assert min_values_policy({"MIN_VALUES_POLICY": "BestEffort"}) == "BestEffort"
+    assert min_values_policy({}) == "Strict"
+    with pytest.raises(NodewrightValidationError) as err:
+        min_values_policy({"MIN_VALUES_POLICY": "loose"})
+    assert str(err.value) == "MIN_VALUES_POLICY: 'loose' is not one of Strict, BestEffort"
+
+
 @pytest.mark.parametrize(("env", "message"), [
     ({"VM_MEMORY_OVERHEAD_PERCENT": "7.5"}, "VM_MEMORY_OVERHEAD_PERCENT: 7.5 is not a fraction in [0, 1)"),
     ({"VM_MEMORY_OVERHEAD_PERCENT": "lots"}, "VM_MEMORY_OVERHEAD_PERCENT: 'lots' is not a number"),
     ({"RESERVED_ENIS": "-1"}, "RESERVED_ENIS: -1 is negative"),
     ({"PREFERENCE_POLICY": "Ignore"}, "PREFERENCE_POLICY: Ignore is not supported yet: nodewright's scheduler "
                                       "implements Respect (Karpenter's default) only"),
-    ({"MIN_VALUES_POLICY": "BestEffort"}, "MIN_VALUES_POLICY: BestEffort is not supported yet"),
     ({"MIN_VALUES_POLICY": "Loose"}, "MIN_VALUES_POLICY: 'Loose' is not one of Strict, BestEffort"),
 ])
 def test_refused_settings_say_why(env: dict[str, str], message: str) -> None:
