@@ -127,7 +127,7 @@ def test_annotations_rbac_pdb_and_service_monitor(docs: list[Doc]) -> None:
     ("settings: {featureGates: {nodeRepair: true}}", "at '/settings/featureGates'"),
     ("settings: {featureGates: {spotToSpot: true}}", "at '/settings/featureGates'"),
     ("settings: {preferencePolicy: Ignore}", "at '/settings/preferencePolicy'"),
-    ("settings: {minValuesPolicy: BestEffort}", "at '/settings/minValuesPolicy'"),
+    ("settings: {minValuesPolicy: Loose}", "at '/settings/minValuesPolicy'"),
     ("settings: {enableZonalShift: true}", "at '/settings/enableZonalShift'"),
     ("settings: {vmMemoryOverheadPercent: 7.5}", "at '/settings/vmMemoryOverheadPercent'"),
     ("controller: {securityContext: {privileged: true}}", "additional properties 'privileged' not allowed"),
@@ -140,6 +140,13 @@ def test_typos_and_unsupported_settings_are_rejected(helm: Path, tmp_path: Path,
     with pytest.raises(render_chart.HelmError) as err:
         render_chart.render([VALUES, path], include_crds=False)
     assert expected in str(err.value)
+
+
+def test_min_values_policy_best_effort_reaches_the_controller(helm: Path, tmp_path: Path) -> None:
+    path = tmp_path / "best-effort.yaml"
+    path.write_text("settings: {minValuesPolicy: BestEffort}\n")
+    rendered = render_chart.documents(render_chart.render([VALUES, path], include_crds=False))
+    assert _env(_pod(rendered)["containers"][0])["MIN_VALUES_POLICY"] == "BestEffort"
 
 
 def test_rendered_builtin_objects_validate_strictly(docs: list[Doc]) -> None:

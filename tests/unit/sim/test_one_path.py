@@ -111,9 +111,11 @@ class _Clock:
         return self.now
 
 
-def _controller(docs: list[dict[str, Any]], extra: list[Obj] = ()) -> list[dict[str, Any]]:  # type: ignore[assignment]
+def _controller(docs: list[dict[str, Any]], extra: list[Obj] = (),  # type: ignore[assignment]
+                options: ControllerOptions | None = None) -> list[dict[str, Any]]:
     """``nodewright run``'s controllers (ControllerManager.step) until the first batch closed: pods come from
-    kube-scheduler marking them Unschedulable, the batch waits out its idle window."""
+    kube-scheduler marking them Unschedulable, the batch waits out its idle window. ``options``: the settings
+    (Karpenter's defaults when None)."""
     clock = _Clock()
     cluster = InMemoryCluster(clock, seed=5)
     created = _record_created(cluster)
@@ -122,7 +124,7 @@ def _controller(docs: list[dict[str, Any]], extra: list[Obj] = ()) -> list[dict[
         cluster.create(r.PODS, obj)
     ec2 = SimulatedEC2(clock, random.Random(0), LatencyDistribution(30.0, 30.0))
     cloud = SimulatedCloudProvider(ec2, REGION, region_zones(REGION), lambda n: cluster.get(r.EC2NODECLASSES, n))
-    manager = ControllerManager(Context(cluster, cloud, clock, Metrics(), "test"), ControllerOptions())
+    manager = ControllerManager(Context(cluster, cloud, clock, Metrics(), "test"), options or ControllerOptions())
     for _ in range(5):
         manager.step()
         if cluster.list(r.NODECLAIMS):
