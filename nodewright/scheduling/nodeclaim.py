@@ -222,12 +222,13 @@ class NodeClaim:
                 k = min(k, r // v)
         if k <= 0:
             return False
+        types = [t for t in self.types if t.compatible(merged)] if merged is not self.reqs else self.types
+        if self.template.min_values:
+            # More pods leave fewer types fitting: keep every minValues met (the cheapest type stays).
+            need = [a + v * k for a, v in zip(self.need, cls.vec, strict=True)]
+            if self.template.flexibility.unmet([t for t in types if t.fits(need)], merged.min_values()):
+                return False
         if merged is not self.reqs:
-            types = [t for t in self.types if t.compatible(merged)]
-            if self.template.min_values:
-                need = [a + v * k for a, v in zip(self.need, cls.vec, strict=True)]
-                if self.template.flexibility.unmet([t for t in types if t.fits(need)], merged.min_values()):
-                    return False
             self.reqs = merged
             self.types = types
             self.ptr = 0
