@@ -50,6 +50,7 @@ from nodewright.disruption.model import (
 from nodewright.disruption.replacement import consolidation_replacements
 from nodewright.disruption.screen import Screen, Vec, vec
 from nodewright.disruption.simulation import Simulator
+from nodewright.scheduling import Requirements
 
 #: Karpenter's ``MultiNodeConsolidation`` window.
 KARPENTER_MULTI_NODE_CANDIDATES = 100
@@ -121,6 +122,7 @@ class _Search:
         self.options = options
         self.screen = _screen(view, simulator)
         self.evaluated = 0
+        self.requirements = pool_requirements(view)
 
     def screened_out(self, candidates: Sequence[Node]) -> bool:
         """True when the screen proves (sums, first-fit + price floor) the set cannot consolidate."""
@@ -136,12 +138,17 @@ class _Search:
         if self.screened_out(candidates):
             return None
         result = self.simulator.simulate(candidates, max_new=1)
-        replacements = consolidation_replacements(result, candidates, self.options.spot_to_spot)
+        replacements = consolidation_replacements(result, candidates, self.options.spot_to_spot, self.requirements)
         if replacements is None:
             return None
         if balanced_rejection(self.view, candidates, sum(p.price for p in replacements)) is not None:
             return None
         return Decision(method, REASON_UNDERUTILIZED, list(candidates), replacements=replacements, result=result)
+
+
+def pool_requirements(view: ClusterView) -> dict[str, Requirements]:
+    """NodePool name -> requirements (what a replacement's ``minValues`` are counted over)."""
+    return {name: pool.spec.requirements for name, pool in view.pools.items()}
 
 
 def _prefix_sums(candidates: Sequence[Node], screen: Screen) -> tuple[list[Vec], list[Vec]]:
@@ -284,7 +291,7 @@ def validate_consolidation(decision: Decision, nodes: list[Node], view: ClusterV
     if any(consolidation_problem(n, view.pools[n.nodepool], now, REASON_UNDERUTILIZED) is not None for n in nodes):
         return None
     result = Simulator(view).simulate(nodes, max_new=1)
-    replacements = consolidation_replacements(result, nodes, options.spot_to_spot)
+    replacements = consolidation_replacements(result, nodes, options.spot_to_spot, pool_requirements(view))
     if replacements is None:
         return None
     if balanced_rejection(view, nodes, sum(p.price for p in replacements)) is not None:

@@ -8,21 +8,26 @@
   (the price filter assumed the spot price; if spot capacity is missing the launch fails and the candidates
   stay, rather than a dearer on-demand node replacing them).
 * Spot to spot (every candidate spot, replacement spot): for a single candidate only when at least
-  :data:`MIN_SPOT_TO_SPOT_TYPES` (15) cheaper types exist, launching the 15 cheapest -- so a node is not
-  replaced by a marginally cheaper, likely interrupted type; multi-node spot consolidation is not bounded this
-  way (several nodes collapse into one).
+  :data:`MIN_SPOT_TO_SPOT_TYPES` (15) cheaper types exist, launching the 15 cheapest (or as many of the cheapest
+  as its ``minValues`` need, when more) -- so a node is not replaced by a marginally cheaper, likely interrupted
+  type; multi-node spot consolidation is not bounded this way (several nodes collapse into one).
+* The cheaper types must still meet the replacement's ``minValues`` (counted over its NodePool's requirements,
+  :mod:`nodewright.scheduling.minvalues`), else no option: Karpenter's
+  ``RemoveInstanceTypeOptionsByPriceAndMinValues``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from nodewright.api import labels as L
 from nodewright.cloud.instancetype import InstanceType, Offering
 from nodewright.disruption.model import Node
 from nodewright.disruption.screen import offering_for
-from nodewright.scheduling import NodeClaimPlan, Requirement, SchedulingResult
+from nodewright.scheduling import NodeClaimPlan, Requirement, Requirements, SchedulingResult
+from nodewright.scheduling.minvalues import Flexibility
+from nodewright.scheduling.nodeclaimtemplate import TypeInfo
 
 #: Karpenter's ``MinInstanceTypesForSpotToSpotConsolidation``.
 MIN_SPOT_TO_SPOT_TYPES = 15
@@ -58,9 +63,11 @@ def _with_types(plan: NodeClaimPlan, priced: list[tuple[InstanceType, Offering]]
 
 
 def cheaper_replacement(
-    plan: NodeClaimPlan, candidates: Sequence[Node], spot_to_spot: bool = True
+    plan: NodeClaimPlan, candidates: Sequence[Node], spot_to_spot: bool = True,
+    pool_requirements: Requirements | None = None,
 ) -> NodeClaimPlan | None:
-    """``plan`` narrowed to types strictly cheaper than ``candidates`` (rules in the module docstring), or None."""
+    """``plan`` narrowed to types strictly cheaper than ``candidates`` (rules in the module docstring), or None.
+    ``pool_requirements``: its NodePool's, to count ``minValues`` over (None: minValues not checked)."""
     total = sum(c.price for c in candidates)
     ct_req = plan.requirements.get(L.CAPACITY_TYPE)
     pin: str | None = None
@@ -69,6 +76,13 @@ def cheaper_replacement(
     priced = [(it, o) for it, o in _priced(plan, pin) if o.price < total]
     if not priced:
         return None
+    min_values = plan.requirements.min_values() if pool_requirements is not None else {}
+    needed: int | None = 0
+    if min_values:
+        assert pool_requirements is not None
+        needed = Flexibility(pool_requirements).needed([TypeInfo(it, ()) for it, _ in priced], min_values)
+        if needed is None:
+            return None
     all_spot = all(c.capacity_type == SPOT for c in candidates)
     if all_spot and priced[0][1].capacity_type == SPOT:
         if not spot_to_spot:
@@ -76,17 +90,21 @@ def cheaper_replacement(
         if len(candidates) == 1:
             if len(priced) < MIN_SPOT_TO_SPOT_TYPES:
                 return None
-            priced = priced[:MIN_SPOT_TO_SPOT_TYPES]
+            priced = priced[:max(MIN_SPOT_TO_SPOT_TYPES, needed or 0)]
     return _with_types(plan, priced, pin)
 
 
 def consolidation_replacements(
-    result: SchedulingResult, candidates: Sequence[Node], spot_to_spot: bool = True
+    result: SchedulingResult, candidates: Sequence[Node], spot_to_spot: bool = True,
+    pool_requirements: Mapping[str, Requirements] | None = None,
 ) -> list[NodeClaimPlan] | None:
-    """The replacements a consolidation of ``candidates`` needs ([] = delete), or None when not worth it."""
+    """The replacements a consolidation of ``candidates`` needs ([] = delete), or None when not worth it.
+    ``pool_requirements``: NodePool name -> its requirements, for the replacement's ``minValues``."""
     if result.unschedulable or len(result.new_nodeclaims) > 1:
         return None
     if not result.new_nodeclaims:
         return []
-    plan = cheaper_replacement(result.new_nodeclaims[0], candidates, spot_to_spot)
+    first = result.new_nodeclaims[0]
+    reqs = None if pool_requirements is None else pool_requirements.get(first.nodepool)
+    plan = cheaper_replacement(first, candidates, spot_to_spot, reqs)
     return None if plan is None else [plan]

@@ -98,6 +98,14 @@ class Flexibility:
                 out[key] = len(have)
         return out
 
+    def needed(self, ordered: Sequence[TypeInfo], min_values: Mapping[str, int]) -> int | None:
+        """How many of the first types of ``ordered`` meet every ``minValues`` (Karpenter's
+        ``minNeededInstanceTypes``); None when all of them do not."""
+        for n in range(1, len(ordered) + 1):
+            if not self.unmet(ordered[:n], min_values):
+                return n
+        return None
+
     def truncate(self, ordered: Sequence[TypeInfo], limit: int, min_values: Mapping[str, int]) -> list[TypeInfo]:
         """The first ``limit`` of ``ordered`` (cheapest first), swapping in the cheapest later types that add a
         missing value of a ``minValues`` key in place of the most expensive kept ones whose values the others
