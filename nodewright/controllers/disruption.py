@@ -117,6 +117,7 @@ class DisruptionController:
         nominated: names of the Nodes/NodeClaims pending pods are nominated to (the provisioner's
             :meth:`~nodewright.controllers.provisioning.Provisioner.nominated_targets`); such nodes are never
             disruption candidates, so a node waiting for its pods is not deleted as empty.
+        min_values_policy: Karpenter's ``MIN_VALUES_POLICY`` for the disruption simulations (as the provisioner).
     """
 
     def __init__(
@@ -130,8 +131,10 @@ class DisruptionController:
         replacement_timeout: float = 600.0,
         drift_check_period: float = 300.0,
         nominated: Callable[[ClusterState], set[str]] | None = None,
+        min_values_policy: str = "Strict",
     ) -> None:
         self.nominated = nominated
+        self.min_values_policy = min_values_policy
         self.ctx = ctx
         self.terminator = terminator
         self.options = options or DecisionOptions()
@@ -183,6 +186,8 @@ class DisruptionController:
         """The pure decision inputs of ``state`` (instance types from the cloud provider, per NodePool)."""
         view = self.views.build(state, now, self._instance_types(state), self._last_pod_event,
                                 self._drift_reasons(state, now))
+        if self.min_values_policy != view.min_values_policy:
+            view = dataclasses.replace(view, min_values_policy=self.min_values_policy)
         names = self.nominated(state) if self.nominated is not None else set()
         if not names or not any(n.name in names or n.nodeclaim in names for n in view.nodes):
             return view

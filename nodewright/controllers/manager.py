@@ -87,7 +87,7 @@ class ControllerManager:
         self.terminator: Terminator = self.termination.terminator
         self.disruption = DisruptionController(ctx, self.terminator, DecisionOptions(
             consolidation=ConsolidationOptions(spot_to_spot=opts.spot_to_spot_consolidation)),
-            nominated=self.provisioner.nominated_targets)
+            nominated=self.provisioner.nominated_targets, min_values_policy=opts.min_values_policy)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
         self.status = NodePoolStatusController(ctx, opts.status_period, opts.pricing_policy)

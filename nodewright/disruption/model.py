@@ -208,6 +208,8 @@ class ClusterView:
         pdbs: PodDisruptionBudgets.
         unmanaged: nodes no NodePool owns: destinations only, never candidates.
         daemonsets: daemonset pods (recompute each pool's overhead); None to use ``Pool.spec.daemonset_overhead``.
+        min_values_policy: Karpenter's ``MinValuesPolicy`` its scheduling simulations use (``Strict`` or
+            ``BestEffort``, as the provisioner: Karpenter's disruption passes the same setting).
     """
 
     nodes: list[Node]
@@ -216,6 +218,7 @@ class ClusterView:
     pdbs: list[PDB] = field(default_factory=list)
     unmanaged: list[ExistingNode] = field(default_factory=list)
     daemonsets: list[Pod] | None = None
+    min_values_policy: str = "Strict"
 
 
 @dataclass(slots=True)

@@ -95,4 +95,5 @@ class Simulator:
             daemonsets=self.view.daemonsets,
             max_new_nodeclaims=max_new,
             optimize=self.optimize,
+            min_values_policy=self.view.min_values_policy,
         )

@@ -49,3 +49,17 @@ def test_spot_to_spot_launches_what_min_values_needs_beyond_fifteen() -> None:
     d = decide(cluster([candidate], [p]), NOW)
     assert d is not None and d.method == "single-node-consolidation"
     assert [it.name for it in d.replacements[0].instance_types] == [*(f"s.t{i:02d}" for i in range(16)), "t.t16"]
+
+
+def test_drift_simulation_follows_the_min_values_policy() -> None:
+    """Karpenter's disruption simulations use MinValuesPolicy too: under BestEffort a drifted node of a pool whose
+    minValues its types cannot meet (one family only) is replaced by a relaxed NodeClaim; under Strict its pod has
+    nowhere to go, so it is not disrupted."""
+    drifted = node("old", MEDIUM, [pod("a-0", 3000)], hash="stale")
+    view = cluster([drifted], [_with_min_values(pool())])
+    assert decide(view, NOW) is None
+    d = decide(dataclasses.replace(view, min_values_policy="BestEffort"), NOW)
+    assert d is not None and (d.method, d.reason) == ("drift", "Drifted")
+    plan = d.replacements[0]
+    assert plan.instance_type.name == "c.medium" and plan.min_values_relaxed
+    assert plan.requirements[L.INSTANCE_FAMILY].min_values == 1
