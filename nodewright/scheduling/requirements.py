@@ -383,12 +383,14 @@ class Requirements(Mapping[str, Requirement]):
         """The labels a NodeClaim from these requirements carries (Karpenter's ``ToNodeClaim``): every
         single-valued ``In`` requirement, and a value for every other key that resolves to one (multi-valued
         ``In``, ``NotIn``, ``Exists``, ``Gt``, ``Lt``: :meth:`Requirement.any_value`) unless the key is well known
-        (the instance type and offering supply it), restricted, or one of Karpenter's lifecycle labels."""
+        (the instance type and offering supply it; any key NodePool validation admits under karpenter.sh or
+        karpenter.k8s.aws is one of Karpenter's well-known labels), restricted, or one of Karpenter's lifecycle
+        labels."""
         out: dict[str, str] = {}
         for key, req in self._reqs.items():
             if not req.complement and len(req.values) == 1:
                 out[key] = next(iter(req.values))
-            elif key not in L.WELL_KNOWN_LABELS and key not in _NOT_RESOLVED:
+            elif key not in L.WELL_KNOWN_LABELS and key not in _NOT_RESOLVED and not _karpenter_domain(key):
                 value = req.any_value()
                 if value is not None:
                     out[key] = value
@@ -400,6 +402,12 @@ class Requirements(Mapping[str, Requirement]):
         for key in sorted(self._reqs):
             out.extend(self._reqs[key].to_dicts())
         return out
+
+
+def _karpenter_domain(key: str) -> bool:
+    """True for a key under one of Karpenter's reserved label domains (or a subdomain)."""
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    return any(domain == d or domain.endswith("." + d) for d in L.RESTRICTED_LABEL_DOMAINS)
 
 
 def _within(value: str, gt: int | None, lt: int | None) -> bool:
