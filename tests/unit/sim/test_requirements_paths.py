@@ -129,3 +129,24 @@ def test_karpenter_domains_stay_restricted() -> None:
     with pytest.raises(NodewrightValidationError) as err:
         decide([copy.deepcopy(NODECLASS), pool, _pod("p")], REGION)
     assert "label domain 'karpenter.sh' is restricted" in str(err.value)
+
+
+def test_best_effort_relaxes_min_values_before_a_preference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Karpenter relaxes a pod's preferences only when no NodePool can take it; under BestEffort a NodePool
+    relaxes its minValues instead, so the preference (family c6g) holds. Under Strict the preference goes."""
+    two_families = {"key": L.INSTANCE_FAMILY, "operator": "In", "values": ["c6g", "m6g"], "minValues": 2}
+    pool = _nodepool("arm", [two_families, {"key": L.ZONE, "operator": "In", "values": ["us-east-1a"]}])
+    prefers_c6g = _pod("p", affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": {"matchExpressions": [{"key": L.INSTANCE_FAMILY, "operator": "In",
+                                                           "values": ["c6g"]}]}}]}})
+    decision, claims = _every_path([NODECLASS, pool, prefers_c6g], "BestEffort", monkeypatch)
+    (claim,) = claims
+    assert claim["annotations"][RELAXED] == "true"
+    assert _requirement(claim, L.INSTANCE_FAMILY) == {"key": L.INSTANCE_FAMILY, "operator": "In", "values": ["c6g"],
+                                                      "minValues": 1}
+    decision, claims = _every_path([NODECLASS, pool, prefers_c6g], "Strict", monkeypatch)
+    (claim,) = claims
+    assert claim["annotations"][RELAXED] == "false"
+    assert _requirement(claim, L.INSTANCE_FAMILY) == {"key": L.INSTANCE_FAMILY, "operator": "In",
+                                                      "values": ["c6g", "m6g"], "minValues": 2}
+    assert {t.split(".")[0] for t in decision["nodeclaims"][0]["instance_types"]} == {"c6g", "m6g"}
