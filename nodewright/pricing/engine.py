@@ -467,10 +467,13 @@ class FleetPrices:
 
 
 def offering_price_table(instance_types: Iterable[InstanceType]) -> PriceTable | None:
-    """The on-demand list prices a scheduling run sees (each type's cheapest on-demand ``Offering.price``) as the
-    engine's :class:`PriceTable`, for the region of their zones; None when no offering names a region. So the
-    engine and the scheduler price the same list, whatever the cloud provider read it from."""
+    """The list prices a scheduling run sees as the engine's :class:`PriceTable`, for the region of their zones:
+    each type's cheapest on-demand ``Offering.price``, and its cheapest spot ``Offering.price`` per zone (so a
+    running spot node is billed at the price its NodePool's offerings show, as consolidation's list-price rule
+    does). None when no offering names a region. So the engine and the scheduler price the same list, whatever
+    the cloud provider read it from."""
     on_demand: dict[str, float] = {}
+    spot: dict[str, dict[str, float]] = {}
     region = None
     for it in instance_types:
         for o in it.offerings:
@@ -478,9 +481,13 @@ def offering_price_table(instance_types: Iterable[InstanceType]) -> PriceTable |
             if o.capacity_type == wk.CAPACITY_TYPE_ON_DEMAND:
                 known = on_demand.get(it.name)
                 on_demand[it.name] = o.price if known is None else min(known, o.price)
+            elif o.capacity_type == wk.CAPACITY_TYPE_SPOT:
+                zones = spot.setdefault(it.name, {})
+                zones[o.zone] = min(zones.get(o.zone, o.price), o.price)
     if region is None:
         return None
-    return PriceTable(region, on_demand, "the offerings' on-demand prices", fallback=False)
+    return PriceTable(region, on_demand, "the offerings' on-demand prices", fallback=False, spot=spot,
+                      spot_source="the offerings' spot prices")
 
 
 def marginal_pricing(policy: PricingPolicy, instance_types: Iterable[InstanceType],
