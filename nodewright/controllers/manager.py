@@ -37,7 +37,7 @@ class ControllerOptions:
     to the provisioner's boundary (``ControllerManager.options``); the scheduler implements the defaults
     ``Respect`` / ``Strict`` and settings reject the other values until it implements them.
     ``pricing_policy`` returns the PricingPolicy in force (``--pricing-policy``: the file re-read when it changes),
-    or None: the provisioner then decides on effective marginal prices (docs/pricing.md).
+    or None: the provisioner and consolidation then decide on effective marginal prices (docs/pricing.md).
     """
 
     batch_idle_duration: float = 1.0
@@ -87,7 +87,7 @@ class ControllerManager:
         self.terminator: Terminator = self.termination.terminator
         self.disruption = DisruptionController(ctx, self.terminator, DecisionOptions(
             consolidation=ConsolidationOptions(spot_to_spot=opts.spot_to_spot_consolidation)),
-            nominated=self.provisioner.nominated_targets)
+            nominated=self.provisioner.nominated_targets, pricing_policy=opts.pricing_policy)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
         self.status = NodePoolStatusController(ctx, opts.status_period, opts.pricing_policy)

@@ -29,7 +29,7 @@ An option whose saving is below the minimum of its candidates' NodePools (``node
 saving[-percent]``), or that saves nothing at effective prices, counts as no option and is recorded as a
 :class:`~nodewright.disruption.pricing.Skip` (the controller's event); the screen drops, unsimulated, sets whose
 best possible saving (the candidates' cost minus the cheapest replacement that could hold the leftover pods)
-cannot clear it.
+is not positive.
 
 Target utilization: destinations are offered at ``target x allocatable`` (see
 :mod:`nodewright.disruption.simulation`) and a node is a candidate only below ``target - hysteresis`` (see
@@ -141,37 +141,23 @@ class _Search:
 
 
     def screened_out(self, candidates: Sequence[Node]) -> bool:
-        """True when the screen proves (sums, first-fit + price floor, minimum saving) the set cannot
-        consolidate. A set whose pods all fit elsewhere is simulated even below the minimum saving, so that
-        the skip it records is a proven move."""
+        """True when the screen proves (sums, first-fit + price floor) the set cannot consolidate, or (under a
+        PricingPolicy) that removing it saves nothing. The minimum saving is judged on simulated options only,
+        so every skip recorded is a proven move."""
         leftover = self.screen.place([p for c in candidates for p in c.pods], {c.name for c in candidates})
         if leftover is None:
             return False
-        threshold = _threshold(self.view, candidates)
-        gated = self.pricing.gated(threshold)
-        if not leftover and not gated:
-            return False
-        removed = self.pricing.removed_cost(candidates)
-        best = removed
-        if leftover:
-            floor = self.screen.replacement_floor(leftover)
-            if floor is None:
-                return True
-            best = removed - self.pricing.floor(floor)
-            if best <= 0:
-                return True
-        if not gated:
-            return False
-        if removed <= 0:
-            return True  # nothing to save: every candidate is free under an RI or commitment
-        return bool(leftover) and threshold.shortfall(MoveSaving(best, removed)) is not None
+        if not leftover:
+            return self.pricing.effective and self.pricing.removed_cost(candidates) <= 0
+        floor = self.screen.replacement_floor(leftover)
+        return floor is None or self.pricing.floor(floor) >= self.pricing.removed_cost(candidates)
 
     def option(self, candidates: Sequence[Node], method: str) -> Decision | None:
         """The consolidation decision for exactly ``candidates``, or None."""
         self.evaluated += 1
         if self.screened_out(candidates):
             return None
-        result = self.simulator.simulate(candidates, max_new=1)
+        result = self.simulator.simulate(candidates, max_new=1, pricing=self.pricing.scheduler_pricing(candidates))
         return _judge(self.view, method, candidates, result, self.pricing, self.options, self.skipped)
 
 
@@ -352,8 +338,9 @@ def validate_consolidation(decision: Decision, nodes: list[Node], view: ClusterV
     as when it was made (at the prices in force now)."""
     if any(consolidation_problem(n, view.pools[n.nodepool], now, REASON_UNDERUTILIZED) is not None for n in nodes):
         return None
-    result = Simulator(view).simulate(nodes, max_new=1)
-    fresh = _judge(view, decision.method, nodes, result, MovePricing(view, options.pricing), options, None)
+    pricing = MovePricing(view, options.pricing)
+    result = Simulator(view).simulate(nodes, max_new=1, pricing=pricing.scheduler_pricing(nodes))
+    fresh = _judge(view, decision.method, nodes, result, pricing, options, None)
     if fresh is None:
         return None
     fresh.evaluated = decision.evaluated

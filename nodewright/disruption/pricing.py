@@ -36,6 +36,7 @@ from nodewright.cloud.instancetype import InstanceType, Offering
 from nodewright.disruption.model import ClusterView, Node, Pool
 from nodewright.pricing.engine import (
     FleetPrices,
+    MarginalPricing,
     MinimumSaving,
     MoveSaving,
     PricingEngine,
@@ -44,13 +45,15 @@ from nodewright.pricing.engine import (
 )
 from nodewright.pricing.policy import PricingPolicy
 from nodewright.scheduling import NodeClaimPlan
+from nodewright.scheduling.nodeclaimtemplate import PricingFactory
 
 
 def move_threshold(pools: Iterable[Pool]) -> MinimumSaving:
     """The minimum saving a move over nodes of ``pools`` must clear: the largest USD/hour and the largest percent
     any of them sets (each None when none sets it)."""
-    usd = [p.minimum_saving.usd_per_hour for p in pools if p.minimum_saving.usd_per_hour is not None]
-    pct = [p.minimum_saving.percent for p in pools if p.minimum_saving.percent is not None]
+    limits = [p.minimum_saving for p in pools]
+    usd = [m.usd_per_hour for m in limits if m.usd_per_hour is not None]
+    pct = [m.percent for m in limits if m.percent is not None]
     return MinimumSaving(max(usd) if usd else None, max(pct) if pct else None)
 
 
@@ -141,15 +144,26 @@ class MovePricing:
         key = self._key(candidates)
         prices = self._after.get(key)
         if prices is None:
-            gone = self._usages(candidates)
-            rest = list(self.fleet)
-            for usage in gone:
-                rest.remove(usage)
-            prices = self._after[key] = self.engine.for_fleet(rest)
+            prices = self._after[key] = self.engine.for_fleet(self._rest(candidates))
             if len(self._after) > 64:  # a pass probes many sets; keep the recent ones
                 self._after.pop(next(iter(self._after)))
         marginal = prices.marginal_price(Usage(it.name, offering.zone, offering.capacity_type))
         return offering.price if marginal is None else marginal
+
+    def _rest(self, candidates: Sequence[Node]) -> list[Usage]:
+        """The fleet without ``candidates``."""
+        rest = list(self.fleet)
+        for usage in self._usages(candidates):
+            rest.remove(usage)
+        return rest
+
+    def scheduler_pricing(self, candidates: Sequence[Node]) -> PricingFactory | None:
+        """The scheduler's prices for simulating the move of ``candidates`` (None: list prices): marginal prices
+        over the fleet without them, so the simulation's new NodeClaim is the type and capacity type that is
+        cheapest once they are gone (what provisioning would launch)."""
+        if self.engine is None:
+            return None
+        return MarginalPricing(self.engine, self._rest(candidates)).fresh
 
     def move_saving(self, candidates: Sequence[Node], replacements: Sequence[NodeClaimPlan]) -> MoveSaving:
         """What removing ``candidates`` and launching ``replacements`` (their chosen offering) saves."""
