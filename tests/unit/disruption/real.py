@@ -42,6 +42,11 @@ def real_node(name: str, type_name: str, pods: Sequence[tuple[int, int]], *, poo
     return Node(name, f"{name}-claim", pool, view, bound, created=NOW - 86_400, price=price)
 
 
+def remake(name: str, type_name: str, pods: Sequence[Pod]) -> Node:
+    """A node of ``type_name`` running ``pods`` (their requests), for :func:`nodewright.disruption.replay.converge`."""
+    return real_node(name, type_name, [(p.requests["cpu"], p.requests["memory"] // MiB) for p in pods])
+
+
 def view_of(nodes: Sequence[Node], *pools: Pool) -> ClusterView:
     return ClusterView(nodes=list(nodes), pools={p.name: p for p in pools or (real_pool(),)})
 

@@ -10,11 +10,12 @@ its CPU) and 6 GiB (93% of its memory), too much CPU for any 2-vCPU type.
 from __future__ import annotations
 
 from nodewright.api import labels as L
-from nodewright.disruption import ClusterView, Decision, decide
+from nodewright.disruption import ClusterView, decide
+from nodewright.disruption.replay import converge
 from nodewright.scheduling import Requirement
 
 from .helpers import NOW
-from .real import real_node, real_pool
+from .real import real_node, real_pool, remake
 
 #: The families and sizes of the report (its NodePool offered these).
 REPORTED_FAMILIES = ("c5a", "c6a", "m6a", "m5a", "c7a", "r6a", "r5a", "r4")
@@ -30,31 +31,6 @@ def _pool(families: tuple[str, ...], sizes: tuple[str, ...]):
                             Requirement(L.INSTANCE_SIZE, False, sizes)])
 
 
-def converge(view: ClusterView, limit: int = 10) -> tuple[ClusterView, list[Decision]]:
-    """Apply decisions (the candidates go, their pods land where the simulation put them, each replacement joins
-    as a node of its cheapest type) until none is left."""
-    done: list[Decision] = []
-    for _ in range(limit):
-        d = decide(view, NOW)
-        if d is None:
-            return view, done
-        done.append(d)
-        gone = {c.name for c in d.candidates}
-        assert d.result is not None
-        nodes = []
-        for node in view.nodes:
-            if node.name in gone:
-                continue
-            moved = d.result.existing.get(node.name, [])
-            nodes.append(real_node(node.name, node.instance_type,
-                                   [(p.requests["cpu"], p.requests["memory"] // 2**20) for p in [*node.pods, *moved]]))
-        for i, plan in enumerate(d.replacements):
-            nodes.append(real_node(f"r{len(done)}-{i}", plan.instance_type.name,
-                                   [(p.requests["cpu"], p.requests["memory"] // 2**20) for p in plan.pods]))
-        view = ClusterView(nodes=nodes, pools=view.pools)
-    raise AssertionError("consolidation did not converge")
-
-
 def _types(view: ClusterView) -> list[str]:
     return sorted(n.instance_type for n in view.nodes)
 
@@ -62,7 +38,7 @@ def _types(view: ClusterView) -> list[str]:
 def test_six_half_idle_c5a_xlarge_become_three_m6a_xlarge() -> None:
     view = ClusterView(nodes=_fleet(6), pools={"default": _pool(("c5a", "m6a"), ("xlarge",))})
     assert round(sum(n.price for n in view.nodes), 4) == 0.924
-    final, done = converge(view)
+    final, done = converge(view, NOW, remake)
     assert [d.message() for d in done] == ["Consolidating 2 nodes into 1 m6a.xlarge, saving $0.14/h"] * 3
     assert [d.method for d in done] == ["multi-node-consolidation"] * 3
     assert _types(final) == ["m6a.xlarge"] * 3
@@ -74,7 +50,7 @@ def test_with_the_reported_nodepool_the_pairs_go_to_the_cheapest_memory_type() -
     """Offered the report's eight families, nodewright merges four into one m5a.2xlarge (7.8 vCPU, 24 GiB), then
     the last two into one m5a.xlarge: $0.924/h -> $0.516/h."""
     view = ClusterView(nodes=_fleet(6), pools={"default": _pool(REPORTED_FAMILIES, REPORTED_SIZES)})
-    final, done = converge(view)
+    final, done = converge(view, NOW, remake)
     assert [d.message() for d in done] == ["Consolidating 4 nodes into 1 m5a.2xlarge, saving $0.27/h",
                                            "Consolidating 2 nodes into 1 m5a.xlarge, saving $0.14/h"]
     assert _types(final) == ["m5a.2xlarge", "m5a.xlarge"]
