@@ -13,7 +13,10 @@ Then kubernetes-sigs/karpenter#1962 ("cheaper combinations"): c5a.xlarge nodes, 
 of c5a/m6a xlarge and in the report's NodePool (c5a, c6a, m6a, m5a, c7a, r6a, r5a, r4; large to 2xlarge):
 nodes and $/h before and after, the moves and the types left.
 
-Run: ``.venv/bin/python scripts/bench_consolidation.py [--sizes 100,1000,5000] [--seed 7]``
+With ``--pricing FILE`` (a PricingPolicy) the synthetic passes decide on effective marginal prices (what that
+costs in time; docs/pricing.md#consolidation).
+
+Run: ``.venv/bin/python scripts/bench_consolidation.py [--sizes 100,1000,5000] [--seed 7] [--pricing FILE]``
 """
 
 from __future__ import annotations
@@ -29,9 +32,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nodewright.api import labels as L  # noqa: E402
 from nodewright.api.nodepool import Budget  # noqa: E402
 from nodewright.cloud.catalog import load_instance_types  # noqa: E402
-from nodewright.disruption import MULTI_NODE, SINGLE_NODE, ClusterView, DecisionOptions, Node, Pool, decide  # noqa: E402
+from nodewright.disruption import (  # noqa: E402
+    MULTI_NODE,
+    SINGLE_NODE,
+    ClusterView,
+    ConsolidationOptions,
+    DecisionOptions,
+    Node,
+    Pool,
+    decide,
+)
 from nodewright.disruption.replay import converge  # noqa: E402
 from nodewright.disruption.simulation import Simulator  # noqa: E402
+from nodewright.pricing import load_pricing_policy  # noqa: E402
 from nodewright.scheduling import ExistingNode, NodePoolSpec, Pod, Requirement, Requirements  # noqa: E402
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
@@ -139,16 +152,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,5000")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--pricing", default=None, help="a PricingPolicy file: decide on effective prices")
     parser.add_argument("--combinations", type=int, default=24, help="c5a.xlarge nodes of the karpenter#1962 case")
     args = parser.parse_args()
+    policy = load_pricing_policy(args.pricing) if args.pricing else None
     header = ("nodes", "pass", "seconds", "method", "evaluated", "simulations", "$/h saved", "decision")
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
         view = build(n, args.seed)
         pods = sum(len(node.pods) for node in view.nodes)
         cost = sum(node.price for node in view.nodes)
-        for label, opts in (("all methods", None), ("multi-node", DecisionOptions(methods=(MULTI_NODE,))),
-                            ("single-node", DecisionOptions(methods=(SINGLE_NODE,)))):
+        for label, methods in (("all methods", None), ("multi-node", (MULTI_NODE,)), ("single-node", (SINGLE_NODE,))):
+            opts = DecisionOptions(consolidation=ConsolidationOptions(pricing=policy),
+                                   **({} if methods is None else {"methods": methods}))
             row = run(view, opts, label)
             rows.append((f"{n} ({pods} pods, ${cost:.0f}/h)", *row))
     _table(header, rows)
