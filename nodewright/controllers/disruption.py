@@ -41,7 +41,7 @@ changes; ``simulate --scenario --pricing``) every consolidation saving is at eff
 feasible but skipped for its saving (below its NodePools' ``nodewright.io/consolidation-minimum-saving[-percent]``,
 or nothing saved at effective prices) gets a Normal Event ``ConsolidationSkipped`` on each of its NodePools and an
 INFO log line, once per change: per NodePool, the skipped move with the most nodes (then the largest saving) of
-the pass, reported again only when that sentence changes.
+the pass, reported again only when that sentence changes (or when it comes back after a full search without it).
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ class DisruptionController:
         started = time.perf_counter()
         outcome = decide_pass(view, now, self.decision_options())
         decision = outcome.decision
-        self._report_skips(outcome.skipped, state)
+        self._report_skips(outcome.skipped, state, searched=decision is None)
         for method in outcome.stopped_early:
             self.ctx.metrics.disruption_consolidation_timeouts.labels(consolidation_type(method)).inc()
         self._observe_budgets(view, now)
@@ -204,8 +204,10 @@ class DisruptionController:
         return dataclasses.replace(self.options, consolidation=dataclasses.replace(
             self.options.consolidation, pricing=policy))
 
-    def _report_skips(self, skipped: tuple[Skip, ...], state: ClusterState) -> None:
-        """A ``ConsolidationSkipped`` Event (and a log line) per NodePool whose reported skip changed."""
+    def _report_skips(self, skipped: tuple[Skip, ...], state: ClusterState, searched: bool) -> None:
+        """A ``ConsolidationSkipped`` Event (and a log line) per NodePool whose reported skip changed. After a
+        pass that searched everything (no decision) a NodePool without a skip forgets its last one, so the same
+        skip coming back later is reported again."""
         best: dict[str, Skip] = {}
         for skip in skipped:
             for pool in skip.pools:
@@ -213,6 +215,9 @@ class DisruptionController:
                 if known is None or (len(skip.candidates), skip.saving.usd_per_hour) > (
                         len(known.candidates), known.saving.usd_per_hour):
                     best[pool] = skip
+        if searched:
+            for pool in [p for p in self.skips_reported if p not in best]:
+                del self.skips_reported[pool]
         for pool, skip in sorted(best.items()):
             message = skip.message()
             if self.skips_reported.get(pool) == message:

@@ -94,12 +94,21 @@ def test_a_move_below_the_minimum_is_skipped_with_one_event_per_change(env: Env)
     assert env.skipped() == [first, (
         "NodePool", "default", "Not consolidating 1 node (a) into 1 c5.large: it would save 50% of the $0.1700/h the "
         "nodes it removes cost, below the minimum 60%")]
+    # A full search that finds no skip (consolidation switched off) forgets it: when it comes back it is
+    # reported again.
+    env.cluster.patch(r.NODEPOOLS, "default", {"spec": {"disruption": {"consolidationPolicy": "WhenEmpty"}}})
+    env.next_pass()
+    assert env.controller.command is None and len(env.skipped()) == 2
+    env.cluster.patch(r.NODEPOOLS, "default",
+                      {"spec": {"disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized"}}})
+    env.next_pass()
+    assert len(env.skipped()) == 3 and env.skipped()[-1] == env.skipped()[-2]
     # Under the Savings Plan the move saves all $0.17/h (an m6i.large under the commitment): taken.
     env.policy = M6I_PLAN
     env.next_pass()
     command = env.controller.command
     assert command is not None and command.decision.replacements[0].instance_type.name == "m6i.large"
-    assert len(env.skipped()) == 2
+    assert len(env.skipped()) == 3
 
 
 def test_the_manager_gives_disruption_the_provisioners_policy() -> None:
