@@ -139,7 +139,6 @@ class _Search:
         self.skipped = skipped if skipped is not None else []
         self.evaluated = 0
 
-
     def screened_out(self, candidates: Sequence[Node]) -> bool:
         """True when the screen proves (sums, first-fit + price floor) the set cannot consolidate, or (under a
         PricingPolicy) that removing it saves nothing. The minimum saving is judged on simulated options only,
