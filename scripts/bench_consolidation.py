@@ -8,7 +8,15 @@ multi-node, single-node; here multi-node wins) and a single-node-only pass, and 
 candidates evaluated, full scheduling simulations and USD/hour saved. Targets (issue 6, one core):
 1,000 nodes < 5 s, 5,000 nodes < 30 s.
 
-Run: ``.venv/bin/python scripts/bench_consolidation.py [--sizes 100,1000,5000] [--seed 7]``
+Then kubernetes-sigs/karpenter#1962 ("cheaper combinations"): c5a.xlarge nodes, memory-full and half idle on CPU
+(three 650m/2Gi pods each), consolidated to the end (:func:`nodewright.disruption.replay.converge`) in a NodePool
+of c5a/m6a xlarge and in the report's NodePool (c5a, c6a, m6a, m5a, c7a, r6a, r5a, r4; large to 2xlarge):
+nodes and $/h before and after, the moves and the types left.
+
+With ``--pricing FILE`` (a PricingPolicy) the synthetic passes decide on effective marginal prices (what that
+costs in time; docs/pricing.md#consolidation).
+
+Run: ``.venv/bin/python scripts/bench_consolidation.py [--sizes 100,1000,5000] [--seed 7] [--pricing FILE]``
 """
 
 from __future__ import annotations
@@ -24,8 +32,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nodewright.api import labels as L  # noqa: E402
 from nodewright.api.nodepool import Budget  # noqa: E402
 from nodewright.cloud.catalog import load_instance_types  # noqa: E402
-from nodewright.disruption import MULTI_NODE, SINGLE_NODE, ClusterView, DecisionOptions, Node, Pool, decide  # noqa: E402
+from nodewright.disruption import (  # noqa: E402
+    MULTI_NODE,
+    SINGLE_NODE,
+    ClusterView,
+    ConsolidationOptions,
+    DecisionOptions,
+    Node,
+    Pool,
+    decide,
+)
+from nodewright.disruption.replay import converge  # noqa: E402
 from nodewright.disruption.simulation import Simulator  # noqa: E402
+from nodewright.pricing import load_pricing_policy  # noqa: E402
 from nodewright.scheduling import ExistingNode, NodePoolSpec, Pod, Requirement, Requirements  # noqa: E402
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
@@ -84,24 +103,74 @@ def run(view: ClusterView, options: DecisionOptions | None, label: str) -> tuple
             f"{decision.savings:.2f}", decision.message())
 
 
+def _node(types: dict, name: str, type_name: str, pods: list[Pod]) -> Node:
+    it = types[type_name]
+    labels = {L.NODEPOOL: "default", L.INSTANCE_TYPE: type_name, L.ZONE: ZONES[0], L.CAPACITY_TYPE: "on-demand",
+              L.HOSTNAME: name, **it.labels}
+    bound = [Pod(namespace="default", name=p.name, labels=p.labels, requests=p.requests, node_name=name) for p in pods]
+    price = next(o.price for o in it.offerings if o.zone == ZONES[0] and o.capacity_type == "on-demand")
+    view = ExistingNode(name=name, labels=labels, allocatable=it.allocatable(), pods=list(bound), price=price)
+    return Node(name, f"{name}-claim", "default", view, bound, created=NOW - 86_400, price=price)
+
+
+def cheaper_combinations(n: int) -> list[tuple[str, ...]]:
+    """karpenter#1962 rows: ``n`` half-idle c5a.xlarge consolidated to the end, in two NodePools."""
+    types = {it.name: it for it in load_instance_types("us-east-1", zones=ZONES[:1])}
+    rows = []
+    for label, families, sizes in (("c5a/m6a xlarge", ("c5a", "m6a"), ("xlarge",)),
+                                   ("the report's pool", ("c5a", "c6a", "m6a", "m5a", "c7a", "r6a", "r5a", "r4"),
+                                    ("large", "xlarge", "2xlarge"))):
+        reqs = Requirements([Requirement(L.NODEPOOL, False, ("default",)),
+                             Requirement(L.CAPACITY_TYPE, False, ("on-demand",)),
+                             Requirement(L.INSTANCE_FAMILY, False, families),
+                             Requirement(L.INSTANCE_SIZE, False, sizes)])
+        pool = Pool("default", NodePoolSpec("default", reqs, labels={L.NODEPOOL: "default"}), list(types.values()),
+                    budgets=[Budget(nodes="100%")])
+        pods = [[Pod(namespace="default", name=f"app-{i}-{j}", labels={"app": "app"},
+                     requests={"cpu": 650, "memory": 2 * 2**30, "pods": 1}) for j in range(3)] for i in range(n)]
+        nodes = [_node(types, f"c5a-{i}", "c5a.xlarge", pods[i]) for i in range(n)]
+        view = ClusterView(nodes=nodes, pools={"default": pool})
+        started = time.perf_counter()
+        final, done = converge(view, NOW, lambda name, t, p: _node(types, name, t, list(p)))
+        elapsed = time.perf_counter() - started
+        left: dict[str, int] = {}
+        for node in final.nodes:
+            left[node.instance_type] = left.get(node.instance_type, 0) + 1
+        rows.append((label, f"{n} x c5a.xlarge", f"${sum(x.price for x in view.nodes):.4f}/h",
+                     str(len(final.nodes)), f"${sum(x.price for x in final.nodes):.4f}/h", str(len(done)),
+                     f"{elapsed:.2f}", ", ".join(f"{c} {t}" for t, c in sorted(left.items()))))
+    return rows
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for r in [header, tuple("-" * w for w in widths), *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,5000")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--pricing", default=None, help="a PricingPolicy file: decide on effective prices")
+    parser.add_argument("--combinations", type=int, default=24, help="c5a.xlarge nodes of the karpenter#1962 case")
     args = parser.parse_args()
+    policy = load_pricing_policy(args.pricing) if args.pricing else None
     header = ("nodes", "pass", "seconds", "method", "evaluated", "simulations", "$/h saved", "decision")
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
         view = build(n, args.seed)
         pods = sum(len(node.pods) for node in view.nodes)
         cost = sum(node.price for node in view.nodes)
-        for label, opts in (("all methods", None), ("multi-node", DecisionOptions(methods=(MULTI_NODE,))),
-                            ("single-node", DecisionOptions(methods=(SINGLE_NODE,)))):
+        for label, methods in (("all methods", None), ("multi-node", (MULTI_NODE,)), ("single-node", (SINGLE_NODE,))):
+            opts = DecisionOptions(consolidation=ConsolidationOptions(pricing=policy),
+                                   **({} if methods is None else {"methods": methods}))
             row = run(view, opts, label)
             rows.append((f"{n} ({pods} pods, ${cost:.0f}/h)", *row))
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    for r in [header, tuple("-" * w for w in widths), *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
+    _table(header, rows)
+    print("\nkubernetes-sigs/karpenter#1962: half-idle c5a.xlarge into fewer, bigger-memory nodes")
+    _table(("nodepool", "before", "before $/h", "after nodes", "after $/h", "moves", "seconds", "left"),
+           cheaper_combinations(args.combinations))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,15 @@ annotation                                 accepted values (the whole string mus
                                            [0%, 100%] (``"10%"``)
 ``nodewright.io/min-node-lifetime``        a duration of whole ``h``/``m``/``s`` parts (``"1h"``,   0s
                                            ``"1h30m"``, ``"90s"``), Karpenter's duration grammar
+``nodewright.io/consolidation-minimum-     USD per hour a consolidation move must save at least,   none
+saving``                                   a number >= 0 (``"0.05"``, ``".5"``, ``"0"``)
+``nodewright.io/consolidation-minimum-     percent of what the removed nodes cost a move must      none
+saving-percent``                           save at least, in [0, 100] (``"10"``, ``"12.5%"``)
 =========================================  =====================================================  ==========
+
+The two minimum-saving annotations gate consolidation (delete and replace, single- and multi-node) at the prices
+in force (effective marginal prices under a ``PricingPolicy``, list prices otherwise); a move spanning NodePools
+must clear the strictest of each (:func:`nodewright.disruption.pricing.move_threshold`; ``docs/pricing.md``).
 
 Numbers are plain decimals: digits with at most one ``.`` (a leading ``.`` is fine, ``"1."`` is not); no sign,
 exponent, spaces, ``inf``/``nan``, and no empty string. Any other ``nodewright.io/`` key on a NodePool is
@@ -48,6 +56,8 @@ PREFIX = "nodewright.io/"
 TARGET_UTILIZATION = "nodewright.io/target-utilization"
 CONSOLIDATION_HYSTERESIS = "nodewright.io/consolidation-hysteresis"
 MIN_NODE_LIFETIME = "nodewright.io/min-node-lifetime"
+CONSOLIDATION_MINIMUM_SAVING = "nodewright.io/consolidation-minimum-saving"
+CONSOLIDATION_MINIMUM_SAVING_PERCENT = "nodewright.io/consolidation-minimum-saving-percent"
 
 #: Hysteresis used when the annotation is absent or malformed (fraction of allocatable).
 DEFAULT_HYSTERESIS = 0.1
@@ -59,6 +69,8 @@ _OPEN_PERCENT = r"(0*100(\.0+)?|0*[1-9][0-9]?(\.[0-9]+)?|0*\.[0-9]*[1-9][0-9]*)%
 _CLOSED_FRACTION = r"0*1(\.0+)?|0*\.[0-9]+|0+"  # [0, 1]
 _CLOSED_PERCENT = r"(0*100(\.0+)?|0*[0-9]?[0-9](\.[0-9]+)?|0*\.[0-9]+)%"  # [0%, 100%]
 _DURATION = r"([0-9]+(s|m|h))+"  # Karpenter's duration parts, without "Never"
+_NON_NEGATIVE = r"[0-9]+(\.[0-9]+)?|\.[0-9]+"  # [0, inf): USD/hour
+_PERCENT_NUMBER = r"(0*100(\.0+)?|0*[0-9]?[0-9](\.[0-9]+)?|0*\.[0-9]+)%?"  # [0, 100], "%" optional
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,10 @@ RULES: dict[str, AnnotationRule] = {
                        'a number in [0, 1] like "0.1", or a percentage in [0%, 100%] like "10%"'),
         AnnotationRule(MIN_NODE_LIFETIME, f"^{_DURATION}$",
                        'a duration of whole h/m/s parts like "1h", "30m" or "1h30m"'),
+        AnnotationRule(CONSOLIDATION_MINIMUM_SAVING, f"^({_NON_NEGATIVE})$",
+                       'USD per hour, a number >= 0 like "0.05"'),
+        AnnotationRule(CONSOLIDATION_MINIMUM_SAVING_PERCENT, f"^{_PERCENT_NUMBER}$",
+                       'a percentage in [0, 100] like "10" or "10%"'),
     )
 }
 
@@ -170,6 +186,16 @@ def min_node_lifetime(annotations: Mapping[str, object] | None) -> float:
     """``nodewright.io/min-node-lifetime`` in seconds; 0 when absent or malformed."""
     value = _accepted(annotations, MIN_NODE_LIFETIME)
     return 0.0 if value is None else float(to_seconds(value) or 0)
+
+
+def consolidation_minimum_saving(annotations: Mapping[str, object] | None) -> tuple[float | None, float | None]:
+    """(``nodewright.io/consolidation-minimum-saving`` in USD/hour, ``...-minimum-saving-percent`` in percent);
+    each None when absent or malformed (malformed values are reported by :func:`nodepool_annotation_problems`,
+    and the move is then gated by the other limit, or by "saves something" alone)."""
+    usd = _accepted(annotations, CONSOLIDATION_MINIMUM_SAVING)
+    percent = _accepted(annotations, CONSOLIDATION_MINIMUM_SAVING_PERCENT)
+    return (None if usd is None else float(usd),
+            None if percent is None else float(percent.rstrip("%")))
 
 
 def format_target(fraction: float | None) -> str:

@@ -34,6 +34,14 @@ search the ``max_simulations`` bound cut short: nodewright bounds by simulations
 Ready when a command is rolled back);
 events with the reason and the saving in $/h
 ("Consolidating 3 nodes into 1 t4g.large, saving $0.21/h").
+
+Prices: with ``pricing_policy`` (the provisioner's, ``nodewright run --pricing-policy`` re-read when the file
+changes; ``simulate --scenario --pricing``) every consolidation saving is at effective marginal prices
+(:mod:`nodewright.disruption.pricing`); each pass and each re-validation read the policy in force. A move found
+feasible but skipped for its saving (below its NodePools' ``nodewright.io/consolidation-minimum-saving[-percent]``,
+or nothing saved at effective prices) gets a Normal Event ``ConsolidationSkipped`` on each of its NodePools and an
+INFO log line, once per change: per NodePool, the skipped move with the most nodes (then the largest saving) of
+the pass, reported again only when that sentence changes (or when it comes back after a full search without it).
 """
 
 from __future__ import annotations
@@ -69,10 +77,12 @@ from nodewright.disruption.model import (
     SINGLE_NODE,
     ClusterView,
 )
+from nodewright.disruption.pricing import Skip
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
 from nodewright.kube.objects import Obj, is_deleting, meta, name_of
+from nodewright.pricing import PricingPolicy
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.incremental_view import ViewCache
@@ -118,6 +128,8 @@ class DisruptionController:
             :meth:`~nodewright.controllers.provisioning.Provisioner.nominated_targets`); such nodes are never
             disruption candidates, so a node waiting for its pods is not deleted as empty.
         min_values_policy: Karpenter's ``MIN_VALUES_POLICY`` for the disruption simulations (as the provisioner).
+        pricing_policy: returns the PricingPolicy in force (the provisioner's), or None: consolidation savings
+            are then at list prices.
     """
 
     def __init__(
@@ -132,9 +144,13 @@ class DisruptionController:
         drift_check_period: float = 300.0,
         nominated: Callable[[ClusterState], set[str]] | None = None,
         min_values_policy: str = "Strict",
+        pricing_policy: Callable[[], PricingPolicy | None] | None = None,
     ) -> None:
         self.nominated = nominated
         self.min_values_policy = min_values_policy
+        self.pricing_policy = pricing_policy
+        #: NodePool -> the last ConsolidationSkipped sentence reported on it (events once per change).
+        self.skips_reported: dict[str, str] = {}
         self.ctx = ctx
         self.terminator = terminator
         self.options = options or DecisionOptions()
@@ -170,8 +186,9 @@ class DisruptionController:
             return None
         self.last_decision_at = now
         started = time.perf_counter()
-        outcome = decide_pass(view, now, self.options)
+        outcome = decide_pass(view, now, self.decision_options())
         decision = outcome.decision
+        self._report_skips(outcome.skipped, state, searched=decision is None)
         for method in outcome.stopped_early:
             self.ctx.metrics.disruption_consolidation_timeouts.labels(consolidation_type(method)).inc()
         self._observe_budgets(view, now)
@@ -181,6 +198,39 @@ class DisruptionController:
                      extra={"method": decision.method, "nodes": [c.name for c in decision.candidates]})
             self.command = Command(decision, now)
         return None
+
+    def decision_options(self) -> DecisionOptions:
+        """:attr:`options` with the PricingPolicy in force now (re-read every pass: the file may have changed)."""
+        policy = self.pricing_policy() if self.pricing_policy is not None else None
+        if policy is self.options.consolidation.pricing:
+            return self.options
+        return dataclasses.replace(self.options, consolidation=dataclasses.replace(
+            self.options.consolidation, pricing=policy))
+
+    def _report_skips(self, skipped: tuple[Skip, ...], state: ClusterState, searched: bool) -> None:
+        """A ``ConsolidationSkipped`` Event (and a log line) per NodePool whose reported skip changed. After a
+        pass that searched everything (no decision) a NodePool without a skip forgets its last one, so the same
+        skip coming back later is reported again."""
+        best: dict[str, Skip] = {}
+        for skip in skipped:
+            for pool in skip.pools:
+                known = best.get(pool)
+                if known is None or (len(skip.candidates), skip.saving.usd_per_hour) > (
+                        len(known.candidates), known.saving.usd_per_hour):
+                    best[pool] = skip
+        if searched:
+            for pool in [p for p in self.skips_reported if p not in best]:
+                del self.skips_reported[pool]
+        for pool, skip in sorted(best.items()):
+            message = skip.message()
+            if self.skips_reported.get(pool) == message:
+                continue
+            self.skips_reported[pool] = message
+            log.info("consolidation skipped: %s", message,
+                     extra={"nodepool": pool, "method": skip.method, "nodes": list(skip.candidates)})
+            doc = state.nodepools.get(pool)
+            if doc is not None:
+                self.ctx.event(doc, "ConsolidationSkipped", message)
 
     def view(self, state: ClusterState, now: float) -> ClusterView:
         """The pure decision inputs of ``state`` (instance types from the cloud provider, per NodePool)."""
@@ -325,7 +375,7 @@ class DisruptionController:
         if command.phase == VALIDATING:
             if now - command.decided_at < self.validation_delay:
                 return None
-            fresh = validate(command.decision, view, now, self.options)
+            fresh = validate(command.decision, view, now, self.decision_options())
             if fresh is None:
                 self.ctx.metrics.disruption_failed_validations.labels(
                     consolidation_type(command.decision.method)).inc()

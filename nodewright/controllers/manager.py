@@ -37,7 +37,7 @@ class ControllerOptions:
     (``ControllerManager.options``); the provisioner's scheduler applies ``min_values_policy`` (``Strict`` or
     ``BestEffort``) and implements ``Respect`` only (settings reject ``Ignore``).
     ``pricing_policy`` returns the PricingPolicy in force (``--pricing-policy``: the file re-read when it changes),
-    or None: the provisioner then decides on effective marginal prices (docs/pricing.md).
+    or None: the provisioner and consolidation then decide on effective marginal prices (docs/pricing.md).
     """
 
     batch_idle_duration: float = 1.0
@@ -87,7 +87,8 @@ class ControllerManager:
         self.terminator: Terminator = self.termination.terminator
         self.disruption = DisruptionController(ctx, self.terminator, DecisionOptions(
             consolidation=ConsolidationOptions(spot_to_spot=opts.spot_to_spot_consolidation)),
-            nominated=self.provisioner.nominated_targets, min_values_policy=opts.min_values_policy)
+            nominated=self.provisioner.nominated_targets, min_values_policy=opts.min_values_policy,
+            pricing_policy=opts.pricing_policy)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
         self.status = NodePoolStatusController(ctx, opts.status_period, opts.pricing_policy)

@@ -7,6 +7,9 @@ Stable entry points (the disruption controller, the simulator, benchmarks and te
   consolidation searches the simulation bound cut short) (emptiness, drift, multi-node, single-node consolidation, in that order,
   the first that finds work acts) and :func:`decide_expiration` (forceful, not budgeted);
 - :func:`validate` -- re-check a decision on a fresh view before executing it;
+- :class:`~nodewright.disruption.pricing.MovePricing` -- the prices consolidation decides by (list, or effective
+  under ``ConsolidationOptions.pricing``), and :class:`Skip`, a move skipped for its saving
+  (``PassOutcome.skipped``); :mod:`~nodewright.disruption.replay` applies decisions to a view (benchmarks);
 - :mod:`nodewright.disruption.budgets`, :mod:`~nodewright.disruption.candidates`,
   :mod:`~nodewright.disruption.drift` for the individual rules (the drift hashes are
   :mod:`nodewright.api.hashing`).
@@ -41,6 +44,7 @@ from nodewright.disruption.model import (
     NodeClassInfo,
     Pool,
 )
+from nodewright.disruption.pricing import Skip
 
 __all__ = [
     "DELETE",
@@ -52,6 +56,7 @@ __all__ = [
     "PDB",
     "REPLACE",
     "SINGLE_NODE",
+    "Skip",
     "ClusterView",
     "ConsolidationOptions",
     "Decision",

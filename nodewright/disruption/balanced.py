@@ -89,13 +89,17 @@ def score_move(savings: float, disruption: float, totals: tuple[float, float], p
     return BalancedScore(pool, score, savings_fraction, disruption_fraction, threshold)
 
 
-def balanced_verdicts(view: ClusterView, candidates: Sequence[Node], replacement_price: float) -> list[BalancedScore]:
-    """The verdict of every Balanced pool among ``candidates``' pools (empty when none is Balanced)."""
+def balanced_verdicts(view: ClusterView, candidates: Sequence[Node], replacement_price: float,
+                      savings: float | None = None) -> list[BalancedScore]:
+    """The verdict of every Balanced pool among ``candidates``' pools (empty when none is Balanced). ``savings``
+    (USD/hour) replaces candidates minus ``replacement_price`` when given: the move's saving at effective prices
+    under a PricingPolicy (:mod:`nodewright.disruption.pricing`), scored against the pools' list-price totals."""
     by_pool: dict[str, list[Node]] = {}
     for node in candidates:
         by_pool.setdefault(node.nodepool, []).append(node)
     current = sum(c.price for c in candidates)
-    savings = current - replacement_price
+    if savings is None:
+        savings = current - replacement_price
     out = []
     for name, nodes in by_pool.items():
         pool = view.pools.get(name)
@@ -109,9 +113,10 @@ def balanced_verdicts(view: ClusterView, candidates: Sequence[Node], replacement
     return out
 
 
-def balanced_rejection(view: ClusterView, candidates: Sequence[Node], replacement_price: float) -> str | None:
+def balanced_rejection(view: ClusterView, candidates: Sequence[Node], replacement_price: float,
+                       savings: float | None = None) -> str | None:
     """Why a Balanced pool rejects the move, or None when every Balanced pool (or none is) approves it."""
-    for verdict in balanced_verdicts(view, candidates, replacement_price):
+    for verdict in balanced_verdicts(view, candidates, replacement_price, savings):
         if not verdict.approved:
             return verdict.reason()
     return None

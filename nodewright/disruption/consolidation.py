@@ -23,6 +23,14 @@ Balanced NodePools: an option found for candidates of a ``consolidationPolicy: B
 its savings justify its disruption (:mod:`nodewright.disruption.balanced`, Karpenter v1.14's score); a rejected
 option counts as no option, so the search moves on (shorter prefix, next candidate).
 
+Prices and the minimum saving: every price of a search is the pass's :class:`~nodewright.disruption.pricing.
+MovePricing` (list prices, or effective marginal prices under a PricingPolicy: ``ConsolidationOptions.pricing``).
+An option whose saving is below the minimum of its candidates' NodePools (``nodewright.io/consolidation-minimum-
+saving[-percent]``), or that saves nothing at effective prices, counts as no option and is recorded as a
+:class:`~nodewright.disruption.pricing.Skip` (the controller's event); the screen drops, unsimulated, sets whose
+best possible saving (the candidates' cost minus the cheapest replacement that could hold the leftover pods)
+is not positive.
+
 Target utilization: destinations are offered at ``target x allocatable`` (see
 :mod:`nodewright.disruption.simulation`) and a node is a candidate only below ``target - hysteresis`` (see
 :mod:`nodewright.disruption.candidates`), so provisioning packs to the target, consolidation never packs above
@@ -33,7 +41,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
 from nodewright.disruption.balanced import balanced_rejection
@@ -47,10 +55,13 @@ from nodewright.disruption.model import (
     Decision,
     Node,
 )
+from nodewright.disruption.pricing import MovePricing, Skip, move_threshold, pass_pricing
 from nodewright.disruption.replacement import consolidation_replacements
 from nodewright.disruption.screen import Screen, Vec, vec
 from nodewright.disruption.simulation import Simulator
-from nodewright.scheduling import Requirements
+from nodewright.pricing.engine import MinimumSaving, MoveSaving
+from nodewright.pricing.policy import PricingPolicy
+from nodewright.scheduling import NodeClaimPlan, Requirements, SchedulingResult
 
 #: Karpenter's ``MultiNodeConsolidation`` window.
 KARPENTER_MULTI_NODE_CANDIDATES = 100
@@ -65,12 +76,14 @@ class ConsolidationOptions:
         max_candidates: the largest multi-node window when whole windows keep consolidating.
         max_simulations: single-node full simulations per pass (Karpenter bounds by a 3-minute timeout instead).
         spot_to_spot: allow spot -> spot replacement (Karpenter feature gate ``SpotToSpotConsolidation``).
+        pricing: the PricingPolicy in force (savings at effective marginal prices), or None (list prices).
     """
 
     window: int = KARPENTER_MULTI_NODE_CANDIDATES
     max_candidates: int = 1_000
     max_simulations: int = 30
     spot_to_spot: bool = True
+    pricing: PricingPolicy | None = field(default=None, compare=False)
 
 
 def underutilized_candidates(view: ClusterView, now: float) -> list[Node]:
@@ -116,34 +129,69 @@ def _screen(view: ClusterView, simulator: Simulator) -> Screen:
 class _Search:
     """Evaluates consolidation options for candidate sets: screen, then simulate."""
 
-    def __init__(self, view: ClusterView, simulator: Simulator, options: ConsolidationOptions) -> None:
+    def __init__(self, view: ClusterView, simulator: Simulator, options: ConsolidationOptions,
+                 skipped: list[Skip] | None = None) -> None:
         self.view = view
         self.simulator = simulator
         self.options = options
         self.screen = _screen(view, simulator)
+        self.pricing = pass_pricing(simulator, view, options.pricing)
+        self.skipped = skipped if skipped is not None else []
         self.evaluated = 0
-        self.requirements = pool_requirements(view)
 
     def screened_out(self, candidates: Sequence[Node]) -> bool:
-        """True when the screen proves (sums, first-fit + price floor) the set cannot consolidate."""
+        """True when the screen proves (sums, first-fit + price floor) the set cannot consolidate, or (under a
+        PricingPolicy) that removing it saves nothing. The minimum saving is judged on simulated options only,
+        so every skip recorded is a proven move."""
         leftover = self.screen.place([p for c in candidates for p in c.pods], {c.name for c in candidates})
-        if leftover is None or not leftover:
+        if leftover is None:
             return False
+        if not leftover:
+            return self.pricing.effective and self.pricing.removed_cost(candidates) <= 0
         floor = self.screen.replacement_floor(leftover)
-        return floor is None or floor >= sum(c.price for c in candidates)
+        return floor is None or self.pricing.floor(floor) >= self.pricing.removed_cost(candidates)
 
     def option(self, candidates: Sequence[Node], method: str) -> Decision | None:
         """The consolidation decision for exactly ``candidates``, or None."""
         self.evaluated += 1
         if self.screened_out(candidates):
             return None
-        result = self.simulator.simulate(candidates, max_new=1)
-        replacements = consolidation_replacements(result, candidates, self.options.spot_to_spot, self.requirements)
-        if replacements is None:
+        result = self.simulator.simulate(candidates, max_new=1, pricing=self.pricing.scheduler_pricing(candidates))
+        return _judge(self.view, method, candidates, result, self.pricing, self.options, self.skipped)
+
+
+def _judge(view: ClusterView, method: str, candidates: Sequence[Node], result: SchedulingResult,
+           pricing: MovePricing, options: ConsolidationOptions, skipped: list[Skip] | None) -> Decision | None:
+    """The decision a simulation of ``candidates`` supports: a cheaper replacement (or none), a saving that clears
+    the minimum of the candidates' pools (else a :class:`Skip` appended to ``skipped``), Balanced's approval."""
+    replacements = consolidation_replacements(result, candidates, options.spot_to_spot,
+                                              pool_requirements=pool_requirements(view), pricing=pricing)
+    if replacements is None:
+        return None
+    saving = pricing.move_saving(candidates, replacements)
+    threshold = _threshold(view, candidates)
+    if pricing.gated(threshold):
+        why = threshold.shortfall(saving)
+        if why is not None:
+            if skipped is not None:
+                skipped.append(_skip(method, candidates, replacements, saving, why))
             return None
-        if balanced_rejection(self.view, candidates, sum(p.price for p in replacements)) is not None:
-            return None
-        return Decision(method, REASON_UNDERUTILIZED, list(candidates), replacements=replacements, result=result)
+    override = saving.usd_per_hour if pricing.effective else None
+    if balanced_rejection(view, candidates, sum(p.price for p in replacements), savings=override) is not None:
+        return None
+    return Decision(method, REASON_UNDERUTILIZED, list(candidates), replacements=replacements, result=result,
+                    saving=saving, effective=pricing.effective)
+
+
+def _threshold(view: ClusterView, candidates: Sequence[Node]) -> MinimumSaving:
+    """The minimum saving a move of ``candidates`` must clear (the strictest of their NodePools')."""
+    return move_threshold(view.pools[name] for name in {c.nodepool for c in candidates})
+
+
+def _skip(method: str, candidates: Sequence[Node], replacements: Sequence[NodeClaimPlan], saving: MoveSaving,
+          why: str) -> Skip:
+    return Skip(method, tuple(sorted({c.nodepool for c in candidates})), tuple(c.name for c in candidates),
+                replacements[0].instance_type.name if replacements else None, saving, why)
 
 
 def pool_requirements(view: ClusterView) -> dict[str, Requirements]:
@@ -172,14 +220,16 @@ def multi_node(view: ClusterView, now: float, simulator: Simulator,
 
 
 def multi_node_search(view: ClusterView, now: float, simulator: Simulator,
-                      options: ConsolidationOptions | None = None) -> tuple[Decision | None, bool]:
+                      options: ConsolidationOptions | None = None,
+                      skipped: list[Skip] | None = None) -> tuple[Decision | None, bool]:
     """:func:`multi_node`'s decision, and whether the ``max_simulations`` bound stopped the group search with
-    groups left untried (nodewright's counterpart of Karpenter's multi-node consolidation timeout)."""
+    groups left untried (nodewright's counterpart of Karpenter's multi-node consolidation timeout). Moves skipped
+    for their saving are appended to ``skipped``."""
     opts = options or ConsolidationOptions()
     allowed = budget_mapping(view.pools, view.nodes, REASON_UNDERUTILIZED, now)
     ordered = _candidates(view, now, simulator)
     candidates = within_budget(ordered, allowed)[: opts.max_candidates]
-    search = _Search(view, simulator, opts)
+    search = _Search(view, simulator, opts, skipped)
     best = _largest_prefix(candidates, search, opts)
     stopped = False
     if best is None:
@@ -266,13 +316,15 @@ def single_node(view: ClusterView, now: float, simulator: Simulator,
 
 
 def single_node_search(view: ClusterView, now: float, simulator: Simulator,
-                       options: ConsolidationOptions | None = None) -> tuple[Decision | None, bool]:
+                       options: ConsolidationOptions | None = None,
+                       skipped: list[Skip] | None = None) -> tuple[Decision | None, bool]:
     """:func:`single_node`'s decision, and whether the ``max_simulations`` bound stopped the search with
-    candidates left untried (nodewright's counterpart of Karpenter's single-node consolidation timeout)."""
+    candidates left untried (nodewright's counterpart of Karpenter's single-node consolidation timeout). Moves
+    skipped for their saving are appended to ``skipped``."""
     opts = options or ConsolidationOptions()
     allowed = budget_mapping(view.pools, view.nodes, REASON_UNDERUTILIZED, now)
     candidates = [c for c in _candidates(view, now, simulator) if allowed.get(c.nodepool, 0) > 0]
-    search = _Search(view, simulator, opts)
+    search = _Search(view, simulator, opts, skipped)
     start = simulator.calls
     for candidate in candidates:
         if simulator.calls - start >= opts.max_simulations:
@@ -287,17 +339,16 @@ def single_node_search(view: ClusterView, now: float, simulator: Simulator,
 def validate_consolidation(decision: Decision, nodes: list[Node], view: ClusterView, now: float,
                            options: ConsolidationOptions) -> Decision | None:
     """Multi- or single-node consolidation re-checked on a fresh view: every candidate still consolidatable,
-    the pods still fit (re-simulated) and the decision saves at least as much as when it was made."""
+    the pods still fit (re-simulated), the decision still clears the minimum saving and saves at least as much
+    as when it was made (at the prices in force now)."""
     if any(consolidation_problem(n, view.pools[n.nodepool], now, REASON_UNDERUTILIZED) is not None for n in nodes):
         return None
-    result = Simulator(view).simulate(nodes, max_new=1)
-    replacements = consolidation_replacements(result, nodes, options.spot_to_spot, pool_requirements(view))
-    if replacements is None:
+    pricing = MovePricing(view, options.pricing)
+    result = Simulator(view).simulate(nodes, max_new=1, pricing=pricing.scheduler_pricing(nodes))
+    fresh = _judge(view, decision.method, nodes, result, pricing, options, None)
+    if fresh is None:
         return None
-    if balanced_rejection(view, nodes, sum(p.price for p in replacements)) is not None:
-        return None
-    fresh = Decision(decision.method, decision.reason, nodes, replacements=replacements, result=result,
-                     evaluated=decision.evaluated)
+    fresh.evaluated = decision.evaluated
     # A decision that now needs a replacement where it needed none (or a dearer one) is a different decision.
     if fresh.savings + 1e-9 < decision.savings:
         return None

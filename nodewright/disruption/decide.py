@@ -31,6 +31,7 @@ from nodewright.disruption.model import (
     ClusterView,
     Decision,
 )
+from nodewright.disruption.pricing import Skip
 from nodewright.disruption.simulation import Simulator
 
 #: The graceful methods in the order they are tried.
@@ -61,10 +62,13 @@ class PassOutcome:
         stopped_early: the methods (:data:`MULTI_NODE`, :data:`SINGLE_NODE`) whose search the
             ``max_simulations`` bound ended with candidates left untried, in the order they ran (the
             disruption controller counts them as Karpenter's consolidation timeouts).
+        skipped: consolidation moves found feasible but not taken for their saving (below the NodePool's
+            minimum saving, or nothing saved at effective prices), in the order found.
     """
 
     decision: Decision | None
     stopped_early: tuple[str, ...] = ()
+    skipped: tuple[Skip, ...] = ()
 
 
 def decide(view: ClusterView, now: float, options: DecisionOptions | None = None,
@@ -85,17 +89,18 @@ def decide_pass(view: ClusterView, now: float, options: DecisionOptions | None =
     runners: dict[str, Callable[[], tuple[Decision | None, bool]]] = {
         EMPTINESS: lambda: (emptiness(view, now), False),
         DRIFT: lambda: (drift(view, now, simulator, opts.drift_simulations), False),
-        MULTI_NODE: lambda: multi_node_search(view, now, simulator, opts.consolidation),
-        SINGLE_NODE: lambda: single_node_search(view, now, simulator, opts.consolidation),
+        MULTI_NODE: lambda: multi_node_search(view, now, simulator, opts.consolidation, skipped),
+        SINGLE_NODE: lambda: single_node_search(view, now, simulator, opts.consolidation, skipped),
     }
     stopped: list[str] = []
+    skipped: list[Skip] = []
     for method in opts.methods:
         decision, cut_short = runners[method]()
         if cut_short:
             stopped.append(method)
         if decision is not None:
-            return PassOutcome(decision, tuple(stopped))
-    return PassOutcome(None, tuple(stopped))
+            return PassOutcome(decision, tuple(stopped), tuple(skipped))
+    return PassOutcome(None, tuple(stopped), tuple(skipped))
 
 
 def decide_expiration(view: ClusterView, now: float) -> Decision | None:

@@ -15,6 +15,7 @@ from nodewright.api import labels as L
 from nodewright.api.annotations import CONSOLIDATION_HYSTERESIS, DEFAULT_HYSTERESIS, MIN_NODE_LIFETIME
 from nodewright.api.nodepool import Budget
 from nodewright.cloud.instancetype import InstanceType, PriceIndex
+from nodewright.pricing.engine import MinimumSaving, MoveSaving
 from nodewright.scheduling import ExistingNode, NodeClaimPlan, NodePoolSpec, Pod, SchedulingResult
 from nodewright.selectors import LabelSelector, selects
 
@@ -81,6 +82,8 @@ class Pool:
         hysteresis: fraction below ``spec.target_utilization`` a node must be to be underutilized.
         static: ``spec.replicas`` is set (a static NodePool): never consolidated, its size is the static
             controller's (:mod:`nodewright.controllers.static`).
+        minimum_saving: the least a consolidation move of its nodes must save (``nodewright.io/consolidation-
+            minimum-saving`` USD/hour, ``...-percent``; :mod:`nodewright.disruption.pricing`).
     """
 
     name: str
@@ -93,6 +96,7 @@ class Pool:
     min_node_lifetime: float = 0.0
     hysteresis: float = DEFAULT_HYSTERESIS
     static: bool = False
+    minimum_saving: MinimumSaving = field(default_factory=MinimumSaving)
     _prices: PriceIndex | None = field(default=None, repr=False, compare=False)
 
     def price_of(self, labels: Mapping[str, str]) -> float:
@@ -233,6 +237,9 @@ class Decision:
         result: the scheduling simulation that proves every moved pod has a place (None for emptiness/expiry).
         evaluated: candidates the method evaluated (for benchmarks and logs).
         detail: drift reason per candidate name, or other per-candidate notes.
+        saving: for consolidation, what the move saves at the prices it was decided by (effective marginal
+            prices under a PricingPolicy, :mod:`nodewright.disruption.pricing`); None: list prices.
+        effective: True when ``saving`` is at effective prices (a PricingPolicy was in force).
     """
 
     method: str
@@ -242,6 +249,8 @@ class Decision:
     result: SchedulingResult | None = None
     evaluated: int = 0
     detail: dict[str, str] = field(default_factory=dict)
+    saving: MoveSaving | None = None
+    effective: bool = False
 
     @property
     def decision(self) -> str:
@@ -260,14 +269,17 @@ class Decision:
 
     @property
     def savings(self) -> float:
-        """USD/hour saved: candidates minus replacements (may be negative for drift/expiry)."""
+        """USD/hour saved: :attr:`saving` when set, else candidates minus replacements at list prices (may be
+        negative for drift/expiry)."""
+        if self.saving is not None:
+            return self.saving.usd_per_hour
         return self.current_price - self.replacement_price
 
     def message(self) -> str:
         """The event sentence, e.g. ``"Consolidating 3 nodes into 1 t4g.large, saving $0.21/h"``."""
         n = len(self.candidates)
         nodes = f"{n} node{'s' if n != 1 else ''}"
-        saving = f"${self.savings:.2f}/h"
+        saving = f"${self.savings:.2f}/h" + (" at effective prices" if self.effective else "")
         if self.method in (MULTI_NODE, SINGLE_NODE):
             if self.replacements:
                 types = ", ".join(f"1 {p.instance_type.name}" for p in self.replacements)

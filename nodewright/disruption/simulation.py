@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from nodewright.disruption.model import ClusterView, Node, Pool
 from nodewright.quantities import CPU, MEMORY
 from nodewright.scheduling import ExistingNode, SchedulingResult, schedule
+from nodewright.scheduling.nodeclaimtemplate import PricingFactory
 
 
 def scaled_view(node: ExistingNode, target: float | None) -> ExistingNode:
@@ -80,9 +81,12 @@ class Simulator:
         # cost-optimal fleet search buys nothing and costs up to a second per simulation.
         self.optimize = False
 
-    def simulate(self, candidates: Sequence[Node], max_new: int | None) -> SchedulingResult:
+    def simulate(self, candidates: Sequence[Node], max_new: int | None,
+                 pricing: PricingFactory | None = None) -> SchedulingResult:
         """Schedule the candidates' reschedulable pods on every other destination plus at most ``max_new``
-        new NodeClaims (None: any number). Pods that need more are in ``result.unschedulable``."""
+        new NodeClaims (None: any number). Pods that need more are in ``result.unschedulable``. ``pricing``: the
+        scheduler's prices under a PricingPolicy (:meth:`~nodewright.disruption.pricing.MovePricing.
+        scheduler_pricing`); None for list prices."""
         self.calls += 1
         gone = {c.name for c in candidates}
         nodes = [n for n in self.destinations if n.name not in gone]
@@ -96,4 +100,5 @@ class Simulator:
             max_new_nodeclaims=max_new,
             optimize=self.optimize,
             min_values_policy=self.view.min_values_policy,
+            pricing=pricing,
         )

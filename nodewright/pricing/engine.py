@@ -188,6 +188,8 @@ class PricingEngine:
     prices: PriceTable
     _reserved_cost: float = field(init=False, default=0.0)
     _price_cache: dict[Usage, tuple[float | None, float | None]] = field(init=False, default_factory=dict)
+    _committable_cache: dict[Usage, bool] = field(init=False, default_factory=dict)
+    _discount_cache: dict[tuple[Usage, float], float] = field(init=False, default_factory=dict)
     _plans: tuple[SavingsPlan, ...] = field(init=False, default=())
     _reserved: tuple[ReservedInstance, ...] = field(init=False, default=())
 
@@ -215,13 +217,24 @@ class PricingEngine:
         price = self.list_price(usage) if list_price is None else list_price
         if price is None:
             return None
-        capacity = wk.CAPACITY_TYPE_SPOT if usage.capacity_type == wk.CAPACITY_TYPE_SPOT else wk.CAPACITY_TYPE_ON_DEMAND
-        rule = self.policy.discount_for(usage.instance_type, self.region, capacity)
-        return rule.apply(price) if rule else price
+        key = (usage, price)  # the policy is fixed: cached (a scheduling run or consolidation pass asks per offering)
+        cached = self._discount_cache.get(key)
+        if cached is None:
+            capacity = (wk.CAPACITY_TYPE_SPOT if usage.capacity_type == wk.CAPACITY_TYPE_SPOT
+                        else wk.CAPACITY_TYPE_ON_DEMAND)
+            rule = self.policy.discount_for(usage.instance_type, self.region, capacity)
+            cached = self._discount_cache[key] = rule.apply(price) if rule else price
+        return cached
 
     def committable(self, usage: Usage) -> bool:
         """True when some RI or Savings Plan of the region could cover ``usage`` (on-demand only); otherwise its
-        marginal price is simply :meth:`discounted_price`, whatever the fleet."""
+        marginal price is simply :meth:`discounted_price`, whatever the fleet. Cached per usage."""
+        cached = self._committable_cache.get(usage)
+        if cached is None:
+            cached = self._committable_cache[usage] = self._could_commit(usage)
+        return cached
+
+    def _could_commit(self, usage: Usage) -> bool:
         if usage.capacity_type not in _ON_DEMAND_LIKE:
             return False
         if any(plan.covers(usage.family, self.region) for plan in self._plans):
@@ -467,10 +480,13 @@ class FleetPrices:
 
 
 def offering_price_table(instance_types: Iterable[InstanceType]) -> PriceTable | None:
-    """The on-demand list prices a scheduling run sees (each type's cheapest on-demand ``Offering.price``) as the
-    engine's :class:`PriceTable`, for the region of their zones; None when no offering names a region. So the
-    engine and the scheduler price the same list, whatever the cloud provider read it from."""
+    """The list prices a scheduling run sees as the engine's :class:`PriceTable`, for the region of their zones:
+    each type's cheapest on-demand ``Offering.price``, and its cheapest spot ``Offering.price`` per zone (so a
+    running spot node is billed at the price its NodePool's offerings show, as consolidation's list-price rule
+    does). None when no offering names a region. So the engine and the scheduler price the same list, whatever
+    the cloud provider read it from."""
     on_demand: dict[str, float] = {}
+    spot: dict[str, dict[str, float]] = {}
     region = None
     for it in instance_types:
         for o in it.offerings:
@@ -478,9 +494,13 @@ def offering_price_table(instance_types: Iterable[InstanceType]) -> PriceTable |
             if o.capacity_type == wk.CAPACITY_TYPE_ON_DEMAND:
                 known = on_demand.get(it.name)
                 on_demand[it.name] = o.price if known is None else min(known, o.price)
+            elif o.capacity_type == wk.CAPACITY_TYPE_SPOT:
+                zones = spot.setdefault(it.name, {})
+                zones[o.zone] = min(zones.get(o.zone, o.price), o.price)
     if region is None:
         return None
-    return PriceTable(region, on_demand, "the offerings' on-demand prices", fallback=False)
+    return PriceTable(region, on_demand, "the offerings' on-demand prices", fallback=False, spot=spot,
+                      spot_source="the offerings' spot prices")
 
 
 def marginal_pricing(policy: PricingPolicy, instance_types: Iterable[InstanceType],

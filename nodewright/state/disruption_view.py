@@ -18,7 +18,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.api import labels as L
-from nodewright.api.annotations import consolidation_hysteresis, min_node_lifetime
+from nodewright.api.annotations import (
+    consolidation_hysteresis,
+    consolidation_minimum_saving,
+    min_node_lifetime,
+)
 from nodewright.api.durations import to_seconds
 from nodewright.api.hashing import ec2nodeclass_hash, nodepool_hash
 from nodewright.api.nodepool import DEFAULT_EXPIRE_AFTER
@@ -42,6 +46,7 @@ from nodewright.kube.objects import (
     parse_time,
 )
 from nodewright.kube.pdb import disruptions_allowed
+from nodewright.pricing.engine import MinimumSaving
 from nodewright.scheduling import Pod
 from nodewright.selectors import LabelSelector
 from nodewright.state.cluster import ClusterState
@@ -84,6 +89,7 @@ def pool_from_doc(doc: Obj, instance_types: Sequence[InstanceType], daemonsets: 
         min_node_lifetime=min_node_lifetime(annotations),
         hysteresis=consolidation_hysteresis(annotations),
         static=model.spec.replicas is not None,
+        minimum_saving=MinimumSaving(*consolidation_minimum_saving(annotations)),
     )
 
 

@@ -14,11 +14,14 @@ import yaml
 
 from nodewright.api.annotations import (
     CONSOLIDATION_HYSTERESIS,
+    CONSOLIDATION_MINIMUM_SAVING,
+    CONSOLIDATION_MINIMUM_SAVING_PERCENT,
     MIN_NODE_LIFETIME,
     RULES,
     TARGET_UTILIZATION,
     annotation_problem,
     consolidation_hysteresis,
+    consolidation_minimum_saving,
     document_annotation_problems,
     min_node_lifetime,
     nodepool_annotation_problems,
@@ -27,6 +30,7 @@ from nodewright.api.annotations import (
 
 CHART = Path(__file__).resolve().parents[3] / "helm" / "nodewright"
 TU, HY, LT = TARGET_UTILIZATION, CONSOLIDATION_HYSTERESIS, MIN_NODE_LIFETIME
+MS, MP = CONSOLIDATION_MINIMUM_SAVING, CONSOLIDATION_MINIMUM_SAVING_PERCENT
 TU_WANT = 'want a number in (0, 1] like "0.8", or a percentage in (0%, 100%] like "80%"'
 
 # (key, value, what the reader returns; None = rejected). For target-utilization "pack fully" is None too, so
@@ -42,10 +46,17 @@ TABLE: list[tuple[str, str, float | None]] = [
     (HY, "1.5", None), (HY, "-0.1", None), (HY, "", None), (HY, "abc", None), (HY, "101%", None),
     (LT, "1h", 3600.0), (LT, "30m", 1800.0), (LT, "1h30m", 5400.0), (LT, "90s", 90.0),
     (LT, "1.5h", None), (LT, "Never", None), (LT, "", None), (LT, "1d", None), (LT, "-1h", None), (LT, "h", None),
+    (MS, "0.05", 0.05), (MS, ".5", 0.5), (MS, "0", 0.0), (MS, "2", 2.0), (MS, "0.0125", 0.0125),
+    (MS, "-0.05", None), (MS, "$0.05", None), (MS, "0.05/h", None), (MS, "1.", None), (MS, "", None),
+    (MS, "5%", None), (MS, "1e-2", None),
+    (MP, "10", 10.0), (MP, "10%", 10.0), (MP, "12.5", 12.5), (MP, "0", 0.0), (MP, "100", 100.0), (MP, ".5%", 0.5),
+    (MP, "101", None), (MP, "100.5%", None), (MP, "-1", None), (MP, "0.1.", None), (MP, "", None), (MP, "ten", None),
 ]
 
 
 def _read(key: str, annotations: dict[str, str]) -> float | None:
+    if key in (MS, MP):
+        return consolidation_minimum_saving(annotations)[0 if key == MS else 1]
     if key == TU:
         return target_utilization(annotations)
     if key == HY:
@@ -61,7 +72,7 @@ def test_python_validator_and_readers(key: str, value: str, parsed: float | None
         assert str(problems[0]) == (f'metadata.annotations[{key}]: "{value}" is not accepted; '
                                     f"want {RULES[key].accepted}")
         # Never raises: the default the pool keeps working with.
-        assert _read(key, {key: value}) == {TU: None, HY: 0.1, LT: 0.0}[key]
+        assert _read(key, {key: value}) == {TU: None, HY: 0.1, LT: 0.0, MS: None, MP: None}[key]
     else:
         assert problems == []
         got = _read(key, {key: value})
@@ -80,8 +91,9 @@ def test_the_briefs_malformed_values_get_one_clear_message_each() -> None:
 def test_unknown_nodewright_keys_are_rejected_others_ignored() -> None:
     problem = annotation_problem("nodewright.io/target-utilisation", "0.8")
     assert str(problem) == ("metadata.annotations[nodewright.io/target-utilisation]: unknown nodewright.io annotation "
-                            "on a NodePool; known: nodewright.io/consolidation-hysteresis, nodewright.io/min-node-lifetime,"
-                            " nodewright.io/target-utilization")
+                            "on a NodePool; known: nodewright.io/consolidation-hysteresis, "
+                            "nodewright.io/consolidation-minimum-saving, nodewright.io/consolidation-minimum-saving-percent,"
+                            " nodewright.io/min-node-lifetime, nodewright.io/target-utilization")
     assert annotation_problem("karpenter.sh/nodepool-hash", "x") is None
     assert target_utilization(None) is None and consolidation_hysteresis({}) == 0.1 and min_node_lifetime({}) == 0.0
 

@@ -3,12 +3,14 @@ roll back, expire, re-stamp hashes, metrics and events."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from nodewright.api import labels as L
 from nodewright.api.hashing import NODEPOOL_HASH_VERSION, nodepool_hash, nodepool_hash_annotations
+from nodewright.cloud.instancetype import InstanceType
 from nodewright.controllers.common import Context
 from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.termination import Terminator, has_disrupted_taint
@@ -60,8 +62,9 @@ def env() -> tuple[InMemoryCluster, Clock, Cloud, DisruptionController, Metrics]
 
 
 def add_node(cluster: InMemoryCluster, name: str, type_name: str, cpus: list[int], *, hashed: bool = True,
-             expire: str = "720h", pod_annotations: dict[str, str] | None = None) -> None:
-    it = BY_NAME[type_name]
+             expire: str = "720h", pod_annotations: dict[str, str] | None = None,
+             types: Mapping[str, InstanceType] = BY_NAME) -> None:
+    it = types[type_name]
     labels = {L.NODEPOOL: "default", L.INSTANCE_TYPE: type_name, L.ZONE: "us-east-1a",
               L.CAPACITY_TYPE: "on-demand", L.INITIALIZED: "true"}
     pid = f"aws:///us-east-1a/i-{abs(hash(name)) % 10**12:017x}"
