@@ -69,6 +69,7 @@ from nodewright.scheduling import (
 )
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.scheduling.nodeclaimtemplate import PricingFactory
+from nodewright.state.registering import registering_nodes
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import VolumeError, models_for
 from nodewright.state.pods import (
@@ -385,6 +386,8 @@ class Provisioner:
             if claim is not None:
                 current.pods.extend(nominated.get(name_of(claim), []))
             nodes.append(current)
+        # A Node not initialized yet: its NodeClaim's startup taints and launched allocatable (state/registering.py).
+        nodes = registering_nodes(nodes, state, instance_types)
         inflight = []
         for claim in state.nodeclaims.values():
             if is_deleting(claim) or state.node_for(claim) is not None:

@@ -4,7 +4,10 @@ An :class:`ExistingNode` carries what placement needs: labels, taints, allocatab
 bound to it. Karpenter tries existing nodes before opening new NodeClaims, initialized nodes first; for a node
 that is not initialized yet its startup taints and the transient taints a booting node carries
 (``node.kubernetes.io/not-ready``, ``node.kubernetes.io/unreachable``, ``karpenter.sh/unregistered``,
-``node.cloudprovider.kubernetes.io/uninitialized``) are ignored, as Karpenter does.
+``node.cloudprovider.kubernetes.io/uninitialized``, and the Node Readiness Controller's ``readiness.k8s.io/*``)
+are ignored, as Karpenter does (``state/statenode.go`` ``Taints()``, ``scheduling/taints.go``
+``IsKnownEphemeralTaint``). A managed node reporting ``Ready=False`` is still coming up (or back): its transient
+taints are ignored too, so a pod still counts as going there (Karpenter's "tainted NotReady node as in-flight").
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ from nodewright.scheduling.taints import Taint, taint_from_dict
 EPHEMERAL_TAINT_KEYS = frozenset(
     {L.NOT_READY_TAINT_KEY, L.UNREACHABLE_TAINT_KEY, L.UNREGISTERED_TAINT_KEY, L.UNINITIALIZED_TAINT_KEY}
 )
+#: Key prefixes of transient taint families (the Node Readiness Controller's ``readiness.k8s.io/<rule>``).
+EPHEMERAL_TAINT_PREFIXES = ("readiness.k8s.io/",)
+
+
+def is_ephemeral_taint(taint: Taint) -> bool:
+    """A taint a node carries only while it boots (see module docstring)."""
+    return taint.key in EPHEMERAL_TAINT_KEYS or taint.key.startswith(EPHEMERAL_TAINT_PREFIXES)
 
 
 @dataclass(slots=True, eq=False)
@@ -40,7 +50,8 @@ class ExistingNode:
         instance_type, capacity_type, zone: from labels, for reports.
         price: USD/hour when known (0.0 otherwise).
         capacity: node capacity when known.
-        startup_taints: taints ignored while not initialized.
+        startup_taints: taints ignored while not initialized (the NodeClaim's, else its NodePool's).
+        ready: False for a managed node reporting ``Ready=False``: its transient taints are ignored.
         marked_for_deletion: being disrupted/terminated: never a placement target.
         unschedulable: ``spec.unschedulable`` (cordoned): never a placement target.
     """
@@ -58,6 +69,7 @@ class ExistingNode:
     price: float = 0.0
     capacity: Resources = field(default_factory=dict)
     startup_taints: tuple[Taint, ...] = ()
+    ready: bool = True
     marked_for_deletion: bool = False
     unschedulable: bool = False
 
@@ -76,11 +88,12 @@ class ExistingNode:
         return total
 
     def scheduling_taints(self) -> tuple[Taint, ...]:
-        """Taints that block placement now (startup/ephemeral taints dropped while not initialized)."""
-        if self.initialized:
+        """Taints that block placement now: startup taints (matched by key and effect, as Karpenter's
+        ``MatchTaint``) dropped while not initialized, transient ones while not initialized or not Ready."""
+        if self.initialized and self.ready:
             return self.taints
-        ignored = set(self.startup_taints)
-        return tuple(t for t in self.taints if t not in ignored and t.key not in EPHEMERAL_TAINT_KEYS)
+        startup = set() if self.initialized else {(t.key, t.effect) for t in self.startup_taints}
+        return tuple(t for t in self.taints if (t.key, t.effect) not in startup and not is_ephemeral_taint(t))
 
 
 def node_from_manifest(doc: Mapping[str, Any], pods: Iterable[Pod] = ()) -> ExistingNode:
@@ -119,6 +132,7 @@ def node_from_manifest(doc: Mapping[str, Any], pods: Iterable[Pod] = ()) -> Exis
         taints=taints,
         pods=[p for p in pods if p.node_name == name],
         initialized=initialized,
+        ready=ready or not managed,
         marked_for_deletion=disrupted or bool(meta.get("deletionTimestamp")),
         unschedulable=bool(spec.get("unschedulable")),
     )
