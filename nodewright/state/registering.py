@@ -19,7 +19,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodewright.api import labels as L
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.errors import NodewrightValidationError
 from nodewright.quantities import Resources, parse_resource_list
