@@ -25,7 +25,8 @@ and Bottlerocket's kube-reserved defaults):
   entries override per resource.
 * system-reserved: empty unless kubelet ``systemReserved`` is set.
 * eviction threshold: ``memory.available`` 100Mi and ``nodefs.available`` 10% of ephemeral storage; kubelet
-  ``evictionHard`` entries (absolute quantities or percentages of capacity) override per signal.
+  ``evictionHard`` entries (absolute quantities or percentages of capacity) override per signal;
+  ``evictionSoft`` reserves nothing (Karpenter v1.14).
 
 All quantities are integers in canonical units: cpu millicores, memory and storage bytes.
 """
@@ -82,8 +83,9 @@ class KubeletSettings:
         instance_store_raid0: EC2NodeClass ``instanceStorePolicy: RAID0``: a type's instance store, when it has
             one, is its ``ephemeral-storage`` capacity.
         reserved_enis: ENIs kept out of pod networking (Karpenter ``RESERVED_ENIS``, default 0).
-        eviction_soft: kubelet ``evictionSoft``, same shape as ``eviction_hard``; per signal the larger of
-            the hard and soft reservation counts (Karpenter).
+        eviction_soft: kubelet ``evictionSoft``, same shape as ``eviction_hard``; its signal names are checked,
+            but it reserves nothing: a soft threshold only warns (Karpenter v1.14 ``evictionThreshold`` uses
+            ``evictionHard`` alone, aws/karpenter-provider-aws#8565).
     """
 
     max_pods: int | None = None
@@ -336,13 +338,12 @@ def eviction_threshold(
     memory_bytes: int,
     storage_bytes: int,
     eviction_hard: Mapping[str, Any] | None = None,
-    eviction_soft: Mapping[str, Any] | None = None,
 ) -> Resources:
     """Eviction reservations: memory 100Mi, ephemeral-storage ``ceil(10% of storage)`` by default.
 
-    A ``memory.available`` / ``nodefs.available`` signal in ``eviction_hard`` or ``eviction_soft`` replaces
-    the default for its resource (the larger of hard and soft when both are set). Percentages are of the
-    node's memory / ephemeral-storage capacity; ``100%`` disables the threshold.
+    A ``memory.available`` / ``nodefs.available`` signal in ``eviction_hard`` replaces the default for its
+    resource. Percentages are of the node's memory / ephemeral-storage capacity; ``100%`` disables the
+    threshold. ``evictionSoft`` does not count (Karpenter v1.14: a soft threshold only warns).
     """
     threshold: Resources = {
         "memory": EVICTION_MEMORY_AVAILABLE_BYTES,
@@ -350,14 +351,10 @@ def eviction_threshold(
     }
     capacities = {"memory": memory_bytes, "ephemeral-storage": storage_bytes}
     overrides: Resources = {}
-    for field_name, signals in (("evictionHard", eviction_hard), ("evictionSoft", eviction_soft)):
-        for signal, value in (signals or {}).items():
-            resource = _EVICTION_SIGNALS.get(signal)
-            if resource is None:
-                continue
-            path = f"kubelet.{field_name}.{signal}"
-            amount = _eviction_signal(capacities[resource], value, path, resource)
-            overrides[resource] = max(overrides.get(resource, 0), amount)
+    for signal, value in (eviction_hard or {}).items():
+        resource = _EVICTION_SIGNALS.get(signal)
+        if resource is not None:
+            overrides[resource] = _eviction_signal(capacities[resource], value, f"kubelet.evictionHard.{signal}", resource)
     threshold.update(overrides)
     return threshold
 
@@ -368,6 +365,6 @@ def compute_overhead(capacity: Mapping[str, int], settings: KubeletSettings) -> 
         kube_reserved=kube_reserved(capacity["cpu"], capacity["pods"], settings.kube_reserved),
         system_reserved=_parse_resources(settings.system_reserved, "kubelet.systemReserved"),
         eviction_threshold=eviction_threshold(
-            capacity["memory"], capacity["ephemeral-storage"], settings.eviction_hard, settings.eviction_soft
+            capacity["memory"], capacity["ephemeral-storage"], settings.eviction_hard
         ),
     )

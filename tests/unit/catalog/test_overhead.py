@@ -162,13 +162,52 @@ def test_invalid_settings_raise_validation_errors() -> None:
         KubeletSettings(eviction_hard={"memory.availble": "1Mi"})
 
 
-def test_eviction_soft_counts_when_larger_than_hard() -> None:
-    hard = {"memory.available": "200Mi"}
-    soft = {"memory.available": "500Mi", "nodefs.available": "15%"}
-    assert eviction_threshold(8 * GIB, 20 * GIB, hard, soft) == {
-        "memory": 500 * MIB,
-        "ephemeral-storage": 3 * GIB,
+def test_eviction_soft_reserves_nothing() -> None:
+    """Karpenter v1.14 (aws/karpenter-provider-aws#8565): only evictionHard is subtracted from allocatable."""
+    settings = KubeletSettings(eviction_hard={"memory.available": "200Mi"},
+                               eviction_soft={"memory.available": "500Mi", "nodefs.available": "15%"})
+    capacity = {"cpu": 2000, "memory": 8 * GIB, "ephemeral-storage": 20 * GIB, "pods": 29}
+    assert compute_overhead(capacity, settings).eviction_threshold == {
+        "memory": 200 * MIB,
+        "ephemeral-storage": 2 * GIB,
     }
-    assert eviction_threshold(8 * GIB, 20 * GIB, {"memory.available": "1Gi"}, soft)["memory"] == GIB
     with pytest.raises(NodewrightValidationError, match="kubelet.evictionSoft.memory.free"):
         KubeletSettings(eviction_soft={"memory.free": "1Mi"})
+
+
+def _nodeclass_spec(alias: str | None = "al2023@latest", **spec: object) -> object:
+    from nodewright.api.manifests import parse_ec2nodeclass
+
+    body: dict[str, object] = {"role": "r", "subnetSelectorTerms": [{"tags": {"a": "b"}}],
+                               "securityGroupSelectorTerms": [{"tags": {"a": "b"}}], **spec}
+    if alias:
+        body["amiSelectorTerms"] = [{"alias": alias}]
+    return parse_ec2nodeclass({"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+                               "metadata": {"name": "c"}, "spec": body}).spec
+
+
+def test_ephemeral_volume_follows_karpenter_ephemeral_storage() -> None:
+    """Karpenter ``ephemeralStorage``: rootVolume first, then the family's device, then its default."""
+    from nodewright.cloud.overhead import ephemeral_volume_bytes
+
+    xvda = {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "80Gi"}}
+    xvdb = {"deviceName": "/dev/xvdb", "ebs": {"volumeSize": "200G"}}
+    assert ephemeral_volume_bytes(_nodeclass_spec()) == 20 * GIB
+    assert ephemeral_volume_bytes(_nodeclass_spec(blockDeviceMappings=[xvda])) == 80 * GIB
+    assert ephemeral_volume_bytes(_nodeclass_spec(blockDeviceMappings=[xvda, {**xvdb, "rootVolume": True}])) == 200 * 10**9
+    # Bottlerocket's kubelet is on /dev/xvdb; with only the OS volume given, its 20Gi default data volume counts.
+    assert ephemeral_volume_bytes(_nodeclass_spec("bottlerocket@latest", blockDeviceMappings=[xvda, xvdb])) == 200 * 10**9
+    assert ephemeral_volume_bytes(_nodeclass_spec("bottlerocket@latest", blockDeviceMappings=[xvda])) == 20 * GIB
+    assert ephemeral_volume_bytes(_nodeclass_spec("windows2022@latest")) == 50 * GIB
+    # Custom: the last mapping's size (nothing else is known about a custom AMI).
+    custom = _nodeclass_spec(None, amiFamily="Custom", amiSelectorTerms=[{"id": "ami-0123456789abcdef0"}],
+                             blockDeviceMappings=[xvda, {"deviceName": "/dev/xvdc", "ebs": {"volumeSize": "30Gi"}}])
+    assert ephemeral_volume_bytes(custom) == 30 * GIB
+
+
+def test_raid0_instance_store_is_ephemeral_storage_of_types_that_have_one() -> None:
+    from nodewright.cloud.catalog import load_instance_types
+
+    types = {t.name: t for t in load_instance_types("us-east-1", zones=["us-east-1a"], instance_store_raid0=True)}
+    assert types["c5d.2xlarge"].capacity["ephemeral-storage"] == 200 * 10**9  # one 200 GB NVMe disk
+    assert types["c5.2xlarge"].capacity["ephemeral-storage"] == 20 * GIB  # no instance store: the EBS volume

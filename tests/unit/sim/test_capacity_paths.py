@@ -228,3 +228,39 @@ def test_dra_pod_launches_nothing_on_every_path() -> None:
     assert claims == [] and _controller(docs) == [] and _scenario_first_batch(docs) == []
     (entry,) = decision["unschedulable"]
     assert "Dynamic Resource Allocation" in entry["reason"]
+
+
+def test_runtime_class_scheduling_steers_the_pod() -> None:
+    """RuntimeClass ``scheduling``: its nodeSelector (arm64) joins the pod's, its toleration lets the pod onto a
+    tainted pool."""
+    gvisor = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "gvisor"},
+              "handler": "runsc", "scheduling": {"nodeSelector": {L.ARCH: "arm64"},
+                                                 "tolerations": [{"key": "sandbox", "operator": "Exists"}]}}
+    pool = _pool(["m5.large", "m6g.large"], taints=[{"key": "sandbox", "effect": "NoSchedule"}])
+    docs = [_nodeclass(), pool, gvisor, _deployment(1, {"cpu": "100m"}, runtimeClassName="gvisor")]
+    decision, claims = _simulate_f(docs)
+    assert [c["instance_type"] for c in decision["nodeclaims"]] == ["m6g.large"]
+    assert claims == _controller(docs)
+
+
+def test_runtime_class_conflicting_node_selector_is_refused(caplog: Any) -> None:
+    """The admission plugin refuses a pod whose nodeSelector contradicts its RuntimeClass: nothing launches and
+    the log line names the field."""
+    gvisor = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "gvisor"},
+              "handler": "runsc", "scheduling": {"nodeSelector": {L.ARCH: "arm64"}}}
+    docs = [_nodeclass(), _pool(["m5.large", "m6g.large"]), gvisor,
+            _deployment(1, {"cpu": "100m"}, runtimeClassName="gvisor", nodeSelector={L.ARCH: "amd64"})]
+    with caplog.at_level("WARNING"):
+        decision, claims = _simulate_f(docs)
+    assert claims == [] and decision["nodeclaims"] == []
+    assert any("spec.nodeSelector.kubernetes.io/arch" in r.getMessage() for r in caplog.records)
+
+
+def test_missing_runtime_class_is_named_in_one_warning(caplog: Any) -> None:
+    docs = [_nodeclass(), _pool(["m5.large"]), _deployment(2, {"cpu": "100m"}, runtimeClassName="kata")]
+    with caplog.at_level("WARNING"):
+        decision, _ = _simulate_f(docs)
+    lines = [r.getMessage() for r in caplog.records if "RuntimeClass" in r.getMessage()]
+    assert lines == ["RuntimeClass 'kata' not in the input: 2 pod(s) name it (default/app-0, default/app-1), "
+                     "read without its overhead"]
+    assert len(decision["nodeclaims"]) == 1
