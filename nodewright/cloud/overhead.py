@@ -10,8 +10,9 @@ and Bottlerocket's kube-reserved defaults):
   ``M - ceil(M x vm_memory_overhead_percent)`` MiB, default percent 0.075 (Karpenter's
   ``VM_MEMORY_OVERHEAD_PERCENT``).
 * capacity ``pods`` = kubelet ``maxPods`` when set, else the ENI-limited density of the VPC CNI:
-  ``ENIs x (IPv4 per ENI - 1) + 2`` with ENIs of the default network card (EKS ``eni-max-pods.txt``);
-  optionally capped by ``podsPerCore x vCPUs``.
+  ``ENIs x (IPv4 per ENI - 1) + 2`` with ENIs of the default network card (EKS ``eni-max-pods.txt``), or 110 for
+  the Windows families (no ENI-limited density); capped by ``podsPerCore x vCPUs`` when set, except on
+  Bottlerocket (Karpenter's AMI family ``FeatureFlags``).
 * capacity ``ephemeral-storage`` (Karpenter ``ephemeralStorage``): with ``instanceStorePolicy: RAID0`` and a
   type that has instance store, the instance store's ``TotalSizeInGB`` (decimal GB); else the EC2NodeClass's
   volume the kubelet uses (:func:`ephemeral_volume_bytes`: the ``rootVolume: true`` mapping, else the AMI
@@ -21,7 +22,9 @@ and Bottlerocket's kube-reserved defaults):
   ``vpc.amazonaws.com/efa`` (``EfaInfo.MaximumEfaInterfaces``); only non-zero ones are present.
 * kube-reserved ``cpu`` by EKS tiers: 6% of the first core, 1% of the second, 0.5% of cores 3-4, 0.25% of
   every core above 4 (each tier truncated to whole millicores, as Karpenter does); kube-reserved
-  ``memory`` = ``255Mi + 11Mi x pods``; kube-reserved ``ephemeral-storage`` = 1Gi. Kubelet ``kubeReserved``
+  ``memory`` = ``255Mi + 11Mi x pods`` where pods is the ENI-limited density (no reserved ENIs) on AL2, AL2023
+  and Custom whatever ``maxPods`` says, and the pods capacity on Bottlerocket and Windows (Karpenter
+  ``UsesENILimitedMemoryOverhead``, :func:`kube_reserved_pods`); kube-reserved ``ephemeral-storage`` = 1Gi. Kubelet ``kubeReserved``
   entries override per resource.
 * system-reserved: empty unless kubelet ``systemReserved`` is set.
 * eviction threshold: ``memory.available`` 100Mi and ``nodefs.available`` 10% of ephemeral storage; kubelet
@@ -82,6 +85,8 @@ class KubeletSettings:
             (default 20 GiB; :func:`ephemeral_volume_bytes` of the EC2NodeClass).
         instance_store_raid0: EC2NodeClass ``instanceStorePolicy: RAID0``: a type's instance store, when it has
             one, is its ``ephemeral-storage`` capacity.
+        ami_family: the EC2NodeClass's resolved AMI family (``AL2023``, ``Bottlerocket``, ``Windows2022``, ...;
+            ``""``: the default family's rules, as AL2023) for the family-specific pods and kube-reserved rules.
         reserved_enis: ENIs kept out of pod networking (Karpenter ``RESERVED_ENIS``, default 0).
         eviction_soft: kubelet ``evictionSoft``, same shape as ``eviction_hard``; its signal names are checked,
             but it reserves nothing: a soft threshold only warns (Karpenter v1.14 ``evictionThreshold`` uses
@@ -98,6 +103,7 @@ class KubeletSettings:
     reserved_enis: int = 0
     eviction_soft: Mapping[str, Any] = field(default_factory=dict)
     instance_store_raid0: bool = False
+    ami_family: str = ""
 
     def __post_init__(self) -> None:
         if self.max_pods is not None and self.max_pods < 0:
@@ -125,7 +131,8 @@ class KubeletSettings:
                 "kube_reserved": dict(self.kube_reserved) or None, "system_reserved": dict(self.system_reserved) or None,
                 "eviction_hard": dict(self.eviction_hard) or None, "eviction_soft": dict(self.eviction_soft) or None,
                 "vm_memory_overhead_percent": self.vm_memory_overhead_percent,
-                "root_volume_bytes": self.root_volume_bytes, "instance_store_raid0": self.instance_store_raid0}
+                "root_volume_bytes": self.root_volume_bytes, "instance_store_raid0": self.instance_store_raid0,
+                "ami_family": self.ami_family}
 
 
 # --- quantities ---------------------------------------------------------------------------------
@@ -225,7 +232,8 @@ def kubelet_settings(nodeclass: Any) -> KubeletSettings:
         nodeclass: a :class:`nodewright.api.ec2nodeclass.EC2NodeClass`.
     """
     storage = {"root_volume_bytes": ephemeral_volume_bytes(nodeclass.spec),
-               "instance_store_raid0": nodeclass.spec.instance_store_policy == "RAID0"}
+               "instance_store_raid0": nodeclass.spec.instance_store_policy == "RAID0",
+               "ami_family": nodeclass.spec.resolved_ami_family}
     kubelet = nodeclass.spec.kubelet
     if kubelet is None:
         return KubeletSettings(**storage)
@@ -240,16 +248,33 @@ def kubelet_settings(nodeclass: Any) -> KubeletSettings:
                            eviction_soft=mapping(kubelet.eviction_soft), **storage)
 
 
+#: AMI families without ENI-limited pod density (110 pods unless maxPods) and whose kube-reserved memory follows the
+#: pods capacity (Karpenter ``FeatureFlags``: ``SupportsENILimitedPodDensity``/``UsesENILimitedMemoryOverhead`` false).
+_WINDOWS = frozenset({"Windows2019", "Windows2022", "Windows2025"})
+DEFAULT_WINDOWS_MAX_PODS = 110
+
+
 def max_pods(record: Mapping[str, Any], settings: KubeletSettings) -> int:
-    """Pods capacity: kubelet ``maxPods`` if set, else ENI-limited; capped by ``podsPerCore x vCPUs`` if set."""
-    count = (
-        settings.max_pods
-        if settings.max_pods is not None
-        else eni_limited_pods(record, settings.reserved_enis)
-    )
-    if settings.pods_per_core:
+    """Pods capacity: kubelet ``maxPods`` if set, else ENI-limited (110 on Windows); capped by
+    ``podsPerCore x vCPUs`` if set, except on Bottlerocket (Karpenter ``pods``)."""
+    if settings.max_pods is not None:
+        count = settings.max_pods
+    elif settings.ami_family in _WINDOWS:
+        count = DEFAULT_WINDOWS_MAX_PODS
+    else:
+        count = eni_limited_pods(record, settings.reserved_enis)
+    if settings.pods_per_core and settings.ami_family != "Bottlerocket":
         count = min(count, settings.pods_per_core * int(record["VCpuInfo"]["DefaultVCpus"]))
     return count
+
+
+def kube_reserved_pods(record: Mapping[str, Any], settings: KubeletSettings) -> int:
+    """The pod count kube-reserved memory is computed from: the ENI-limited density without reserved ENIs on
+    AL2/AL2023/Custom (whatever ``maxPods`` says), the pods capacity on Bottlerocket and Windows (Karpenter
+    ``NewInstanceType``, ``UsesENILimitedMemoryOverhead``)."""
+    if settings.ami_family == "Bottlerocket" or settings.ami_family in _WINDOWS:
+        return max_pods(record, settings)
+    return eni_limited_pods(record, 0)
 
 
 def _extended_resources(record: Mapping[str, Any]) -> Resources:
@@ -359,10 +384,12 @@ def eviction_threshold(
     return threshold
 
 
-def compute_overhead(capacity: Mapping[str, int], settings: KubeletSettings) -> Overhead:
-    """The :class:`Overhead` of a node with ``capacity`` (from :func:`compute_capacity`) under ``settings``."""
+def compute_overhead(capacity: Mapping[str, int], settings: KubeletSettings, reserved_pods: int | None = None) -> Overhead:
+    """The :class:`Overhead` of a node with ``capacity`` (from :func:`compute_capacity`) under ``settings``;
+    kube-reserved memory for ``reserved_pods`` pods (:func:`kube_reserved_pods`; default: the pods capacity)."""
+    pods = capacity["pods"] if reserved_pods is None else reserved_pods
     return Overhead(
-        kube_reserved=kube_reserved(capacity["cpu"], capacity["pods"], settings.kube_reserved),
+        kube_reserved=kube_reserved(capacity["cpu"], pods, settings.kube_reserved),
         system_reserved=_parse_resources(settings.system_reserved, "kubelet.systemReserved"),
         eviction_threshold=eviction_threshold(
             capacity["memory"], capacity["ephemeral-storage"], settings.eviction_hard

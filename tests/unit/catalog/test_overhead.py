@@ -15,6 +15,7 @@ from nodewright.cloud.overhead import (
     eviction_threshold,
     kube_reserved,
     kube_reserved_cpu_millis,
+    kube_reserved_pods,
     parse_quantity,
     vm_memory_bytes,
 )
@@ -28,7 +29,7 @@ def record(name: str) -> dict:
 def allocatable(name: str, settings: KubeletSettings | None = None) -> dict[str, int]:
     settings = settings or KubeletSettings()
     capacity = compute_capacity(record(name), settings)
-    reserved = compute_overhead(capacity, settings).total()
+    reserved = compute_overhead(capacity, settings, kube_reserved_pods(record(name), settings)).total()
     return {k: v - reserved.get(k, 0) for k, v in capacity.items()}
 
 
@@ -77,11 +78,21 @@ def test_graviton_loses_64mi_cma_before_vm_overhead() -> None:
     assert allocatable("m6g.large")["memory"] == 6844 * MIB
 
 
-def test_max_pods_override_changes_pods_and_kube_reserved_memory() -> None:
+def test_max_pods_override_changes_pods_and_kube_reserved_memory_per_family() -> None:
+    """Karpenter ``NewInstanceType``: AL2/AL2023/Custom reserve memory for the ENI-limited pods whatever maxPods
+    says (``UsesENILimitedMemoryOverhead``); Bottlerocket and Windows for the pods capacity."""
     alloc = allocatable("t3.large", KubeletSettings(max_pods=110))
     assert alloc["pods"] == 110
+    # 7577Mi - (255 + 11 x 35 ENI-limited pods = 640Mi) - 100Mi
+    assert alloc["memory"] == 6837 * MIB
+    bottlerocket = allocatable("t3.large", KubeletSettings(max_pods=110, ami_family="Bottlerocket"))
     # 7577Mi - (255 + 11 x 110 = 1465Mi) - 100Mi
-    assert alloc["memory"] == 6012 * MIB
+    assert bottlerocket["pods"] == 110 and bottlerocket["memory"] == 6012 * MIB
+
+
+def test_windows_has_110_pods_and_bottlerocket_ignores_pods_per_core() -> None:
+    assert allocatable("t3.large", KubeletSettings(ami_family="Windows2022"))["pods"] == 110
+    assert allocatable("m5.xlarge", KubeletSettings(pods_per_core=10, ami_family="Bottlerocket"))["pods"] == 58
 
 
 def test_pods_per_core_caps_pods() -> None:
