@@ -6,8 +6,9 @@ that is not initialized yet its startup taints and the transient taints a bootin
 (``node.kubernetes.io/not-ready``, ``node.kubernetes.io/unreachable``, ``karpenter.sh/unregistered``,
 ``node.cloudprovider.kubernetes.io/uninitialized``, and the Node Readiness Controller's ``readiness.k8s.io/*``)
 are ignored, as Karpenter does (``state/statenode.go`` ``Taints()``, ``scheduling/taints.go``
-``IsKnownEphemeralTaint``). A managed node reporting ``Ready=False`` is still coming up (or back): its transient
-taints are ignored too, so a pod still counts as going there (Karpenter's "tainted NotReady node as in-flight").
+``IsKnownEphemeralTaint``). Once initialized, every taint counts again, even on a node that went ``NotReady``:
+its pods need capacity elsewhere (Karpenter v1.14; its 2022 code ignored the not-ready/unreachable taints on every
+node).
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ class ExistingNode:
         price: USD/hour when known (0.0 otherwise).
         capacity: node capacity when known.
         startup_taints: taints ignored while not initialized (the NodeClaim's, else its NodePool's).
-        ready: False for a managed node reporting ``Ready=False``: its transient taints are ignored.
         marked_for_deletion: being disrupted/terminated: never a placement target.
         unschedulable: ``spec.unschedulable`` (cordoned): never a placement target.
     """
@@ -69,7 +69,6 @@ class ExistingNode:
     price: float = 0.0
     capacity: Resources = field(default_factory=dict)
     startup_taints: tuple[Taint, ...] = ()
-    ready: bool = True
     marked_for_deletion: bool = False
     unschedulable: bool = False
 
@@ -89,10 +88,10 @@ class ExistingNode:
 
     def scheduling_taints(self) -> tuple[Taint, ...]:
         """Taints that block placement now: startup taints (matched by key and effect, as Karpenter's
-        ``MatchTaint``) dropped while not initialized, transient ones while not initialized or not Ready."""
-        if self.initialized and self.ready:
+        ``MatchTaint``) and transient ones dropped while not initialized."""
+        if self.initialized:
             return self.taints
-        startup = set() if self.initialized else {(t.key, t.effect) for t in self.startup_taints}
+        startup = {(t.key, t.effect) for t in self.startup_taints}
         return tuple(t for t in self.taints if (t.key, t.effect) not in startup and not is_ephemeral_taint(t))
 
 
@@ -132,7 +131,6 @@ def node_from_manifest(doc: Mapping[str, Any], pods: Iterable[Pod] = ()) -> Exis
         taints=taints,
         pods=[p for p in pods if p.node_name == name],
         initialized=initialized,
-        ready=ready or not managed,
         marked_for_deletion=disrupted or bool(meta.get("deletionTimestamp")),
         unschedulable=bool(spec.get("unschedulable")),
     )
