@@ -1,6 +1,11 @@
 """What the API server's admission does to pods before any scheduler sees them, for manifests read from files.
 
-Only ``LimitRange`` defaulting for now (the ``LimitRanger`` admission plugin, Kubernetes "Limit Ranges" docs), in
+``RuntimeClass`` (the ``RuntimeClass`` admission plugin, Kubernetes "Pod Overhead" and "Runtime Class" docs,
+:func:`apply_runtime_class`): a pod naming a RuntimeClass gets its ``overhead.podFixed`` as ``spec.overhead``
+(counted on top of the containers' requests, as kube-scheduler and Karpenter's ``RequestsForPods`` do), its
+``scheduling.nodeSelector`` merged into the pod's and its ``scheduling.tolerations`` added.
+
+``LimitRange`` defaulting (the ``LimitRanger`` admission plugin, Kubernetes "Limit Ranges" docs), in
 the API server's order: a container's unset requests default to its own explicit limits (pod defaulting); then,
 in the LimitRange's namespace, unset limits get ``default`` and unset requests get ``defaultRequest`` (which itself
 defaults to ``default``). Init containers are defaulted the same way. Only ``type: Container``
@@ -12,6 +17,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from nodewright.errors import NodewrightValidationError
 
 #: Where the pod spec sits in each workload kind.
 _POD_SPEC_PATHS: Mapping[str, tuple[str, ...]] = {
@@ -101,3 +108,51 @@ def _default_container(container: dict[str, Any], default_limits: Mapping[str, A
         resources["limits"] = limits
     if requests:
         resources["requests"] = requests
+
+
+def runtime_classes(objs: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """``node.k8s.io/v1`` RuntimeClass objects by name (cluster-scoped)."""
+    return {str((o.get("metadata") or {}).get("name") or ""): o for o in objs}
+
+
+def apply_runtime_class(spec: Mapping[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
+    """A pod ``spec`` as the RuntimeClass admission plugin leaves it (module docstring); ``spec`` itself when it
+    names no RuntimeClass, or one not in ``classes`` (the API server would have refused such a pod: the caller
+    reports it, see :func:`missing_runtime_class`). A pod that already carries ``spec.overhead`` was admitted
+    already and keeps it.
+
+    Raises:
+        NodewrightValidationError: the pod's ``nodeSelector`` sets a key of the RuntimeClass's
+            ``scheduling.nodeSelector`` to another value (the plugin rejects the pod).
+    """
+    name = spec.get("runtimeClassName")
+    rc = classes.get(str(name)) if name else None
+    if rc is None:
+        return spec
+    out = dict(spec)
+    fixed = (rc.get("overhead") or {}).get("podFixed")
+    if isinstance(fixed, Mapping) and fixed and not spec.get("overhead"):
+        out["overhead"] = dict(fixed)
+    scheduling = rc.get("scheduling") or {}
+    selector = scheduling.get("nodeSelector")
+    if isinstance(selector, Mapping) and selector:
+        own = dict(spec.get("nodeSelector") or {})
+        for key, value in selector.items():
+            if key in own and own[key] != value:
+                raise NodewrightValidationError(
+                    f"spec.nodeSelector.{key}",
+                    f"{own[key]!r} conflicts with RuntimeClass {name!r} scheduling.nodeSelector {value!r}")
+            own[key] = value
+        out["nodeSelector"] = own
+    tolerations = scheduling.get("tolerations")
+    if isinstance(tolerations, list) and tolerations:
+        own_tolerations = list(spec.get("tolerations") or [])
+        out["tolerations"] = own_tolerations + [t for t in tolerations if t not in own_tolerations]
+    return out
+
+
+def missing_runtime_class(spec: Mapping[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The ``runtimeClassName`` of a not yet admitted pod ``spec`` (no ``spec.overhead``) that names no object in
+    ``classes``; None otherwise."""
+    name = spec.get("runtimeClassName")
+    return str(name) if name and str(name) not in classes and not spec.get("overhead") else None

@@ -41,6 +41,7 @@ from nodewright.cloud.overhead import (
     KubeletSettings,
     compute_capacity,
     compute_overhead,
+    kube_reserved_pods,
 )
 from nodewright.cloud.prices import PriceTable, load_spot_prices, on_demand_prices
 from nodewright.errors import NodewrightValidationError
@@ -262,7 +263,7 @@ def instance_type_from_aws(
         name=str(record["InstanceType"]),
         labels=ReadOnlyDict(instance_type_labels(record)),
         capacity=ReadOnlyDict(capacity),
-        overhead=compute_overhead(capacity, settings),
+        overhead=compute_overhead(capacity, settings, kube_reserved_pods(record, settings)),
         offerings=make_offerings(record, zones, prices, unavailable),
     )
 
@@ -284,6 +285,8 @@ def load_instance_types(
     pods_per_core: int | None = None,
     eviction_soft: Mapping[str, Any] | None = None,
     root_volume_bytes: int = DEFAULT_ROOT_VOLUME_BYTES,
+    instance_store_raid0: bool = False,
+    ami_family: str = "",
 ) -> list[InstanceType]:
     """Every instance type offered in ``region`` (optionally only in ``zones``), sorted by name.
 
@@ -293,7 +296,9 @@ def load_instance_types(
     :func:`nodewright.cloud.prices.load_spot_prices`) or the documented model. Kubelet arguments mirror an
     EC2NodeClass's ``spec.kubelet`` (``maxPods``, ``podsPerCore``, ``kubeReserved``, ``systemReserved``,
     ``evictionHard``, ``evictionSoft``; quantities as strings such as ``"100m"``/``"1Gi"``, or canonical
-    ints); ``root_volume_bytes`` is the root EBS volume (the ``ephemeral-storage`` capacity, default 20 GiB).
+    ints); ``root_volume_bytes`` is the kubelet's EBS volume (the ``ephemeral-storage`` capacity, default 20 GiB)
+    and ``instance_store_raid0`` (``instanceStorePolicy: RAID0``) puts a type's instance store there instead;
+    ``ami_family`` selects the family's pods and kube-reserved rules (:mod:`nodewright.cloud.overhead`).
 
     Results are cached per argument set (the returned list is a fresh copy; the InstanceTypes are shared
     and must not be mutated). About 1,345 types for us-east-1; a cold call takes ~0.25 s, a cached one ~5 µs.
@@ -315,6 +320,8 @@ def load_instance_types(
             pods_per_core,
             _frozen(eviction_soft),
             root_volume_bytes,
+            instance_store_raid0,
+            ami_family,
         )
     )
 
@@ -332,6 +339,8 @@ def _load_cached(
     pods_per_core: int | None,
     eviction_soft: tuple[tuple[str, Any], ...],
     root_volume_bytes: int,
+    instance_store_raid0: bool,
+    ami_family: str,
 ) -> tuple[InstanceType, ...]:
     region_zone_list, offered = _region_offerings(region)
     by_name = {z.name: z for z in region_zone_list}
@@ -351,6 +360,8 @@ def _load_cached(
         pods_per_core=pods_per_core,
         eviction_soft=dict(eviction_soft),
         root_volume_bytes=root_volume_bytes,
+        instance_store_raid0=instance_store_raid0,
+        ami_family=ami_family,
     )
     prices = price_table(region, Path(spot_prices) if spot_prices else None)
     records = _specs()[1]

@@ -10,20 +10,26 @@ and Bottlerocket's kube-reserved defaults):
   ``M - ceil(M x vm_memory_overhead_percent)`` MiB, default percent 0.075 (Karpenter's
   ``VM_MEMORY_OVERHEAD_PERCENT``).
 * capacity ``pods`` = kubelet ``maxPods`` when set, else the ENI-limited density of the VPC CNI:
-  ``ENIs x (IPv4 per ENI - 1) + 2`` with ENIs of the default network card (EKS ``eni-max-pods.txt``);
-  optionally capped by ``podsPerCore x vCPUs``.
-* capacity ``ephemeral-storage`` = the root volume (20 GiB, the default EBS root volume of Karpenter's
-  AMI families).
+  ``ENIs x (IPv4 per ENI - 1) + 2`` with ENIs of the default network card (EKS ``eni-max-pods.txt``), or 110 for
+  the Windows families (no ENI-limited density); capped by ``podsPerCore x vCPUs`` when set, except on
+  Bottlerocket (Karpenter's AMI family ``FeatureFlags``).
+* capacity ``ephemeral-storage`` (Karpenter ``ephemeralStorage``): with ``instanceStorePolicy: RAID0`` and a
+  type that has instance store, the instance store's ``TotalSizeInGB`` (decimal GB); else the EC2NodeClass's
+  volume the kubelet uses (:func:`ephemeral_volume_bytes`: the ``rootVolume: true`` mapping, else the AMI
+  family's ephemeral device, else that family's default: 20 GiB, Windows 50 GiB).
 * extended resources: ``nvidia.com/gpu``, ``amd.com/gpu``, ``habana.ai/gaudi`` (GPU counts by manufacturer),
   ``aws.amazon.com/neuron`` and ``aws.amazon.com/neuroncore`` (Neuron devices and cores),
   ``vpc.amazonaws.com/efa`` (``EfaInfo.MaximumEfaInterfaces``); only non-zero ones are present.
 * kube-reserved ``cpu`` by EKS tiers: 6% of the first core, 1% of the second, 0.5% of cores 3-4, 0.25% of
   every core above 4 (each tier truncated to whole millicores, as Karpenter does); kube-reserved
-  ``memory`` = ``255Mi + 11Mi x pods``; kube-reserved ``ephemeral-storage`` = 1Gi. Kubelet ``kubeReserved``
+  ``memory`` = ``255Mi + 11Mi x pods`` where pods is the ENI-limited density (no reserved ENIs) on AL2, AL2023
+  and Custom whatever ``maxPods`` says, and the pods capacity on Bottlerocket and Windows (Karpenter
+  ``UsesENILimitedMemoryOverhead``, :func:`kube_reserved_pods`); kube-reserved ``ephemeral-storage`` = 1Gi. Kubelet ``kubeReserved``
   entries override per resource.
 * system-reserved: empty unless kubelet ``systemReserved`` is set.
 * eviction threshold: ``memory.available`` 100Mi and ``nodefs.available`` 10% of ephemeral storage; kubelet
-  ``evictionHard`` entries (absolute quantities or percentages of capacity) override per signal.
+  ``evictionHard`` entries (absolute quantities or percentages of capacity) override per signal;
+  ``evictionSoft`` reserves nothing (Karpenter v1.14).
 
 All quantities are integers in canonical units: cpu millicores, memory and storage bytes.
 """
@@ -75,10 +81,16 @@ class KubeletSettings:
         eviction_hard: kubelet ``evictionHard``, signal (``memory.available``, ``nodefs.available``) ->
             quantity or percentage (``"5%"``).
         vm_memory_overhead_percent: fraction of reported memory the hypervisor keeps (Karpenter default 0.075).
-        root_volume_bytes: root EBS volume size, the node's ``ephemeral-storage`` capacity (default 20 GiB).
+        root_volume_bytes: size of the EBS volume the kubelet uses, the node's ``ephemeral-storage`` capacity
+            (default 20 GiB; :func:`ephemeral_volume_bytes` of the EC2NodeClass).
+        instance_store_raid0: EC2NodeClass ``instanceStorePolicy: RAID0``: a type's instance store, when it has
+            one, is its ``ephemeral-storage`` capacity.
+        ami_family: the EC2NodeClass's resolved AMI family (``AL2023``, ``Bottlerocket``, ``Windows2022``, ...;
+            ``""``: the default family's rules, as AL2023) for the family-specific pods and kube-reserved rules.
         reserved_enis: ENIs kept out of pod networking (Karpenter ``RESERVED_ENIS``, default 0).
-        eviction_soft: kubelet ``evictionSoft``, same shape as ``eviction_hard``; per signal the larger of
-            the hard and soft reservation counts (Karpenter).
+        eviction_soft: kubelet ``evictionSoft``, same shape as ``eviction_hard``; its signal names are checked,
+            but it reserves nothing: a soft threshold only warns (Karpenter v1.14 ``evictionThreshold`` uses
+            ``evictionHard`` alone, aws/karpenter-provider-aws#8565).
     """
 
     max_pods: int | None = None
@@ -90,6 +102,8 @@ class KubeletSettings:
     root_volume_bytes: int = DEFAULT_ROOT_VOLUME_BYTES
     reserved_enis: int = 0
     eviction_soft: Mapping[str, Any] = field(default_factory=dict)
+    instance_store_raid0: bool = False
+    ami_family: str = ""
 
     def __post_init__(self) -> None:
         if self.max_pods is not None and self.max_pods < 0:
@@ -117,7 +131,8 @@ class KubeletSettings:
                 "kube_reserved": dict(self.kube_reserved) or None, "system_reserved": dict(self.system_reserved) or None,
                 "eviction_hard": dict(self.eviction_hard) or None, "eviction_soft": dict(self.eviction_soft) or None,
                 "vm_memory_overhead_percent": self.vm_memory_overhead_percent,
-                "root_volume_bytes": self.root_volume_bytes}
+                "root_volume_bytes": self.root_volume_bytes, "instance_store_raid0": self.instance_store_raid0,
+                "ami_family": self.ami_family}
 
 
 # --- quantities ---------------------------------------------------------------------------------
@@ -173,16 +188,55 @@ def eni_limited_pods(record: Mapping[str, Any], reserved_enis: int = 0) -> int:
     return usable * (int(network.get("Ipv4AddressesPerInterface", 1)) - 1) + 2
 
 
+#: The block device the kubelet's filesystem lives on, per AMI family (Karpenter ``EphemeralBlockDevice()``);
+#: Custom has none known.
+EPHEMERAL_BLOCK_DEVICE = {"AL2": "/dev/xvda", "AL2023": "/dev/xvda", "Bottlerocket": "/dev/xvdb",
+                          "Windows2019": "/dev/sda1", "Windows2022": "/dev/sda1", "Windows2025": "/dev/sda1"}
+#: That device's size when the EC2NodeClass sets none (Karpenter ``DefaultBlockDeviceMappings()``; 20 GiB else).
+_DEFAULT_EPHEMERAL_BYTES = {"Windows2019": 50 * GIB, "Windows2022": 50 * GIB, "Windows2025": 50 * GIB}
+
+
+def _volume_bytes(mapping: Any, path: str) -> int | None:
+    size = mapping.ebs.volume_size if mapping.ebs is not None else None
+    return None if size is None else quantities.parse_quantity(size, "ephemeral-storage", path)
+
+
+def ephemeral_volume_bytes(spec: Any) -> int:
+    """Bytes of the EBS volume that holds the kubelet's ``ephemeral-storage``, from an EC2NodeClass spec
+    (:class:`nodewright.api.ec2nodeclass.EC2NodeClassSpec`), as Karpenter's ``ephemeralStorage``: the
+    ``blockDeviceMappings`` entry with ``rootVolume: true`` and a ``volumeSize``; else for ``Custom`` the last
+    mapping's size; else the mapping on the family's :data:`EPHEMERAL_BLOCK_DEVICE`; else the family default
+    (20 GiB; Windows 50 GiB). Sizes are quantities (``100Gi``, ``100G``: decimal).
+    """
+    family = spec.resolved_ami_family
+    mappings = list(spec.block_device_mappings or [])
+    paths = {id(m): f"blockDeviceMappings[{i}].ebs.volumeSize" for i, m in enumerate(mappings)}
+    root = next((m for m in mappings if m.root_volume), None)
+    sized = _volume_bytes(root, paths[id(root)]) if root is not None else None
+    if sized is None and mappings:
+        if family == "Custom":
+            sized = _volume_bytes(mappings[-1], paths[id(mappings[-1])])
+        else:
+            device = EPHEMERAL_BLOCK_DEVICE.get(family)
+            match = next((m for m in mappings if m.device_name == device), None)
+            sized = _volume_bytes(match, paths[id(match)]) if match is not None else None
+    return sized if sized is not None else _DEFAULT_EPHEMERAL_BYTES.get(family, DEFAULT_ROOT_VOLUME_BYTES)
+
+
 def kubelet_settings(nodeclass: Any) -> KubeletSettings:
-    """The capacity-relevant ``spec.kubelet`` settings of an EC2NodeClass model (``maxPods``, ``podsPerCore``,
-    ``kubeReserved``, ``systemReserved``, ``evictionHard``, ``evictionSoft``); defaults without a kubelet block.
+    """The capacity-relevant settings of an EC2NodeClass model: ``spec.kubelet`` (``maxPods``, ``podsPerCore``,
+    ``kubeReserved``, ``systemReserved``, ``evictionHard``, ``evictionSoft``; defaults without a kubelet block)
+    and the storage the kubelet gets (:func:`ephemeral_volume_bytes`, ``instanceStorePolicy``).
 
     Args:
         nodeclass: a :class:`nodewright.api.ec2nodeclass.EC2NodeClass`.
     """
+    storage = {"root_volume_bytes": ephemeral_volume_bytes(nodeclass.spec),
+               "instance_store_raid0": nodeclass.spec.instance_store_policy == "RAID0",
+               "ami_family": nodeclass.spec.resolved_ami_family}
     kubelet = nodeclass.spec.kubelet
     if kubelet is None:
-        return KubeletSettings()
+        return KubeletSettings(**storage)
 
     def mapping(value: Any) -> dict[str, Any]:
         return {str(k): v for k, v in (value or {}).items()}
@@ -191,19 +245,36 @@ def kubelet_settings(nodeclass: Any) -> KubeletSettings:
                            kube_reserved=mapping(kubelet.kube_reserved),
                            system_reserved=mapping(kubelet.system_reserved),
                            eviction_hard=mapping(kubelet.eviction_hard),
-                           eviction_soft=mapping(kubelet.eviction_soft))
+                           eviction_soft=mapping(kubelet.eviction_soft), **storage)
+
+
+#: AMI families without ENI-limited pod density (110 pods unless maxPods) and whose kube-reserved memory follows the
+#: pods capacity (Karpenter ``FeatureFlags``: ``SupportsENILimitedPodDensity``/``UsesENILimitedMemoryOverhead`` false).
+_WINDOWS = frozenset({"Windows2019", "Windows2022", "Windows2025"})
+DEFAULT_WINDOWS_MAX_PODS = 110
 
 
 def max_pods(record: Mapping[str, Any], settings: KubeletSettings) -> int:
-    """Pods capacity: kubelet ``maxPods`` if set, else ENI-limited; capped by ``podsPerCore x vCPUs`` if set."""
-    count = (
-        settings.max_pods
-        if settings.max_pods is not None
-        else eni_limited_pods(record, settings.reserved_enis)
-    )
-    if settings.pods_per_core:
+    """Pods capacity: kubelet ``maxPods`` if set, else ENI-limited (110 on Windows); capped by
+    ``podsPerCore x vCPUs`` if set, except on Bottlerocket (Karpenter ``pods``)."""
+    if settings.max_pods is not None:
+        count = settings.max_pods
+    elif settings.ami_family in _WINDOWS:
+        count = DEFAULT_WINDOWS_MAX_PODS
+    else:
+        count = eni_limited_pods(record, settings.reserved_enis)
+    if settings.pods_per_core and settings.ami_family != "Bottlerocket":
         count = min(count, settings.pods_per_core * int(record["VCpuInfo"]["DefaultVCpus"]))
     return count
+
+
+def kube_reserved_pods(record: Mapping[str, Any], settings: KubeletSettings) -> int:
+    """The pod count kube-reserved memory is computed from: the ENI-limited density without reserved ENIs on
+    AL2/AL2023/Custom (whatever ``maxPods`` says), the pods capacity on Bottlerocket and Windows (Karpenter
+    ``NewInstanceType``, ``UsesENILimitedMemoryOverhead``)."""
+    if settings.ami_family == "Bottlerocket" or settings.ami_family in _WINDOWS:
+        return max_pods(record, settings)
+    return eni_limited_pods(record, 0)
 
 
 def _extended_resources(record: Mapping[str, Any]) -> Resources:
@@ -225,12 +296,22 @@ def _extended_resources(record: Mapping[str, Any]) -> Resources:
     return {k: v for k, v in out.items() if v > 0}
 
 
+def ephemeral_storage_bytes(record: Mapping[str, Any], settings: KubeletSettings) -> int:
+    """``ephemeral-storage`` capacity: the instance store's ``TotalSizeInGB`` x 10^9 under RAID0 when the type
+    has instance store, else ``settings.root_volume_bytes``."""
+    if settings.instance_store_raid0:
+        total = (record.get("InstanceStorageInfo") or {}).get("TotalSizeInGB")
+        if total:
+            return int(total) * 10**9
+    return settings.root_volume_bytes
+
+
 def compute_capacity(record: Mapping[str, Any], settings: KubeletSettings) -> Resources:
     """Node capacity (cpu m, memory bytes net of VM overhead, pods, ephemeral-storage bytes, extended)."""
     capacity: Resources = {
         "cpu": int(record["VCpuInfo"]["DefaultVCpus"]) * 1000,
         "memory": vm_memory_bytes(record, settings.vm_memory_overhead_percent),
-        "ephemeral-storage": settings.root_volume_bytes,
+        "ephemeral-storage": ephemeral_storage_bytes(record, settings),
         "pods": max_pods(record, settings),
     }
     capacity.update(_extended_resources(record))
@@ -282,13 +363,12 @@ def eviction_threshold(
     memory_bytes: int,
     storage_bytes: int,
     eviction_hard: Mapping[str, Any] | None = None,
-    eviction_soft: Mapping[str, Any] | None = None,
 ) -> Resources:
     """Eviction reservations: memory 100Mi, ephemeral-storage ``ceil(10% of storage)`` by default.
 
-    A ``memory.available`` / ``nodefs.available`` signal in ``eviction_hard`` or ``eviction_soft`` replaces
-    the default for its resource (the larger of hard and soft when both are set). Percentages are of the
-    node's memory / ephemeral-storage capacity; ``100%`` disables the threshold.
+    A ``memory.available`` / ``nodefs.available`` signal in ``eviction_hard`` replaces the default for its
+    resource. Percentages are of the node's memory / ephemeral-storage capacity; ``100%`` disables the
+    threshold. ``evictionSoft`` does not count (Karpenter v1.14: a soft threshold only warns).
     """
     threshold: Resources = {
         "memory": EVICTION_MEMORY_AVAILABLE_BYTES,
@@ -296,24 +376,22 @@ def eviction_threshold(
     }
     capacities = {"memory": memory_bytes, "ephemeral-storage": storage_bytes}
     overrides: Resources = {}
-    for field_name, signals in (("evictionHard", eviction_hard), ("evictionSoft", eviction_soft)):
-        for signal, value in (signals or {}).items():
-            resource = _EVICTION_SIGNALS.get(signal)
-            if resource is None:
-                continue
-            path = f"kubelet.{field_name}.{signal}"
-            amount = _eviction_signal(capacities[resource], value, path, resource)
-            overrides[resource] = max(overrides.get(resource, 0), amount)
+    for signal, value in (eviction_hard or {}).items():
+        resource = _EVICTION_SIGNALS.get(signal)
+        if resource is not None:
+            overrides[resource] = _eviction_signal(capacities[resource], value, f"kubelet.evictionHard.{signal}", resource)
     threshold.update(overrides)
     return threshold
 
 
-def compute_overhead(capacity: Mapping[str, int], settings: KubeletSettings) -> Overhead:
-    """The :class:`Overhead` of a node with ``capacity`` (from :func:`compute_capacity`) under ``settings``."""
+def compute_overhead(capacity: Mapping[str, int], settings: KubeletSettings, reserved_pods: int | None = None) -> Overhead:
+    """The :class:`Overhead` of a node with ``capacity`` (from :func:`compute_capacity`) under ``settings``;
+    kube-reserved memory for ``reserved_pods`` pods (:func:`kube_reserved_pods`; default: the pods capacity)."""
+    pods = capacity["pods"] if reserved_pods is None else reserved_pods
     return Overhead(
-        kube_reserved=kube_reserved(capacity["cpu"], capacity["pods"], settings.kube_reserved),
+        kube_reserved=kube_reserved(capacity["cpu"], pods, settings.kube_reserved),
         system_reserved=_parse_resources(settings.system_reserved, "kubelet.systemReserved"),
         eviction_threshold=eviction_threshold(
-            capacity["memory"], capacity["ephemeral-storage"], settings.eviction_hard, settings.eviction_soft
+            capacity["memory"], capacity["ephemeral-storage"], settings.eviction_hard
         ),
     )

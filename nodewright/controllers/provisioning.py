@@ -69,8 +69,9 @@ from nodewright.scheduling import (
 )
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.scheduling.nodeclaimtemplate import PricingFactory
+from nodewright.state.blocked import PodBlocked
 from nodewright.state.cluster import ClusterState, snapshot
-from nodewright.state.models import VolumeError, models_for
+from nodewright.state.models import models_for
 from nodewright.state.pods import (
     holds_node,
     is_do_not_disrupt,
@@ -80,6 +81,7 @@ from nodewright.state.pods import (
     node_name,
     pod_key,
 )
+from nodewright.state.registering import registering_nodes
 
 Solver = Callable[..., SchedulingResult]
 
@@ -264,12 +266,12 @@ class Provisioner:
     def provision(self, pending: list[Obj], state: ClusterState, now: float) -> SchedulingResult | None:
         """Schedule ``pending`` on ``state`` and create the NodeClaims decided."""
         pods = []
-        blocked: dict[str, str] = {}  # pod key -> why its volumes keep it pending
+        blocked: dict[str, str] = {}  # pod key -> why it stays pending (its volumes, DRA: state/blocked.py)
         for doc in pending:
             pod = state.models.pod(doc, pending=True)
             if pod is None:
-                error = state.models.pod_error(doc)
-                if isinstance(error, VolumeError):
+                error = state.models.pod_error(doc, pending=True)
+                if isinstance(error, PodBlocked):
                     blocked[pod_key(doc)] = error.reason
                 else:
                     log.warning("ignoring pod %s: %s", pod_key(doc), error, extra={"pod": pod_key(doc)})
@@ -385,6 +387,8 @@ class Provisioner:
             if claim is not None:
                 current.pods.extend(nominated.get(name_of(claim), []))
             nodes.append(current)
+        # A Node not initialized yet: its NodeClaim's startup taints and launched allocatable (state/registering.py).
+        nodes = registering_nodes(nodes, state, instance_types)
         inflight = []
         for claim in state.nodeclaims.values():
             if is_deleting(claim) or state.node_for(claim) is not None:

@@ -62,6 +62,7 @@ PVS = ResourceKind("", "v1", "persistentvolumes", "PersistentVolume", False)
 DAEMONSETS = ResourceKind("apps", "v1", "daemonsets", "DaemonSet", True)
 PDBS = ResourceKind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)
 STORAGECLASSES = ResourceKind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+RUNTIMECLASSES = ResourceKind("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False)
 LEASES = ResourceKind("coordination.k8s.io", "v1", "leases", "Lease", True)
 NODECLAIMS = ResourceKind("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False)
 NODEPOOLS = ResourceKind("karpenter.sh", "v1", "nodepools", "NodePool", False)
@@ -81,6 +82,7 @@ WATCHED: tuple[ResourceKind, ...] = (
     LIMITRANGES,
     NAMESPACES,
     PVS,
+    RUNTIMECLASSES,
 )
 
 ALL: tuple[ResourceKind, ...] = (*WATCHED, EVENTS, LEASES)

@@ -4,7 +4,11 @@ An :class:`ExistingNode` carries what placement needs: labels, taints, allocatab
 bound to it. Karpenter tries existing nodes before opening new NodeClaims, initialized nodes first; for a node
 that is not initialized yet its startup taints and the transient taints a booting node carries
 (``node.kubernetes.io/not-ready``, ``node.kubernetes.io/unreachable``, ``karpenter.sh/unregistered``,
-``node.cloudprovider.kubernetes.io/uninitialized``) are ignored, as Karpenter does.
+``node.cloudprovider.kubernetes.io/uninitialized``, and the Node Readiness Controller's ``readiness.k8s.io/*``)
+are ignored, as Karpenter does (``state/statenode.go`` ``Taints()``, ``scheduling/taints.go``
+``IsKnownEphemeralTaint``). Once initialized, every taint counts again, even on a node that went ``NotReady``:
+its pods need capacity elsewhere (Karpenter v1.14; its 2022 code ignored the not-ready/unreachable taints on every
+node).
 """
 
 from __future__ import annotations
@@ -23,6 +27,13 @@ from nodewright.scheduling.taints import Taint, taint_from_dict
 EPHEMERAL_TAINT_KEYS = frozenset(
     {L.NOT_READY_TAINT_KEY, L.UNREACHABLE_TAINT_KEY, L.UNREGISTERED_TAINT_KEY, L.UNINITIALIZED_TAINT_KEY}
 )
+#: Key prefixes of transient taint families (the Node Readiness Controller's ``readiness.k8s.io/<rule>``).
+EPHEMERAL_TAINT_PREFIXES = ("readiness.k8s.io/",)
+
+
+def is_ephemeral_taint(taint: Taint) -> bool:
+    """A taint a node carries only while it boots (see module docstring)."""
+    return taint.key in EPHEMERAL_TAINT_KEYS or taint.key.startswith(EPHEMERAL_TAINT_PREFIXES)
 
 
 @dataclass(slots=True, eq=False)
@@ -40,7 +51,7 @@ class ExistingNode:
         instance_type, capacity_type, zone: from labels, for reports.
         price: USD/hour when known (0.0 otherwise).
         capacity: node capacity when known.
-        startup_taints: taints ignored while not initialized.
+        startup_taints: taints ignored while not initialized (the NodeClaim's, else its NodePool's).
         marked_for_deletion: being disrupted/terminated: never a placement target.
         unschedulable: ``spec.unschedulable`` (cordoned): never a placement target.
     """
@@ -76,11 +87,12 @@ class ExistingNode:
         return total
 
     def scheduling_taints(self) -> tuple[Taint, ...]:
-        """Taints that block placement now (startup/ephemeral taints dropped while not initialized)."""
+        """Taints that block placement now: startup taints (matched by key and effect, as Karpenter's
+        ``MatchTaint``) and transient ones dropped while not initialized."""
         if self.initialized:
             return self.taints
-        ignored = set(self.startup_taints)
-        return tuple(t for t in self.taints if t not in ignored and t.key not in EPHEMERAL_TAINT_KEYS)
+        startup = {(t.key, t.effect) for t in self.startup_taints}
+        return tuple(t for t in self.taints if (t.key, t.effect) not in startup and not is_ephemeral_taint(t))
 
 
 def node_from_manifest(doc: Mapping[str, Any], pods: Iterable[Pod] = ()) -> ExistingNode:

@@ -2,7 +2,7 @@
 
 Reads multi-document YAML (NodePool of any version or Provisioner, EC2NodeClass/AWSNodeTemplate, NodeClaim,
 Deployment, StatefulSet, ReplicaSet, Job, CronJob (one run), Pod, DaemonSet, PodDisruptionBudget, LimitRange, Namespace
-(its labels, for pod affinity ``namespaceSelector``), PersistentVolumeClaim/PersistentVolume/StorageClass (volume
+(its labels, for pod affinity ``namespaceSelector``), RuntimeClass (pod overhead), PersistentVolumeClaim/PersistentVolume/StorageClass (volume
 zones), Node with pods bound by ``spec.nodeName``), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads every
 object into an in-memory cluster (:class:`~nodewright.kube.memory.InMemoryCluster`: workloads become their
 pods, pending ones marked ``Unschedulable`` as kube-scheduler would) and runs the provisioning controller's
@@ -29,7 +29,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodewright.admission import apply_limit_ranges
+from nodewright.admission import apply_limit_ranges, missing_runtime_class, runtime_classes
 from nodewright.api import labels as L
 from nodewright.api.manifests import KarpenterObjects, parse_documents
 from nodewright.cloud.catalog import (
@@ -63,6 +63,7 @@ from nodewright.settings import min_values_policy
 from nodewright.sim.workloads import pod_manifest
 from nodewright.state.cluster import snapshot
 from nodewright.state.models import models_for
+from nodewright.state.pods import pod_key
 
 log = logging.getLogger("nodewright.sim")
 #: Kinds whose zones restrict the pods mounting them (:class:`nodewright.state.models.VolumeTopology`).
@@ -142,6 +143,8 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
                 cluster.create(r.LIMITRANGES, doc)
             elif kind == "Namespace":
                 cluster.create(r.NAMESPACES, doc)
+            elif kind == "RuntimeClass":
+                cluster.create(r.RUNTIMECLASSES, doc)
             elif kind == "DaemonSet":
                 daemonset_pod(doc)  # validated here, so an invalid one is reported with its path
                 cluster.create(r.DAEMONSETS, doc)
@@ -164,9 +167,24 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
             ) from None
     for resource, name, namespace in leaving:
         cluster.delete(resource, name, namespace)
+    _warn_missing_runtime_classes(cluster)
     line = skipped.skipped_line()
     if line:
         log.warning(line)
+
+
+def _warn_missing_runtime_classes(cluster: InMemoryCluster) -> None:
+    """One warning line per RuntimeClass that pods name but the input lacks: the API server would refuse those
+    pods; here they are read without its overhead."""
+    classes = runtime_classes(cluster.list(r.RUNTIMECLASSES))
+    missing: dict[str, list[str]] = {}
+    for pod in cluster.list(r.PODS):
+        name = missing_runtime_class(pod.get("spec") or {}, classes)
+        if name is not None:
+            missing.setdefault(name, []).append(pod_key(pod))
+    for name, keys in sorted(missing.items()):
+        log.warning("RuntimeClass %r not in the input: %d pod(s) name it (%s), read without its overhead",
+                    name, len(keys), ", ".join(keys[:3]) + (", ..." if len(keys) > 3 else ""))
 
 
 def _create_held(cluster: InMemoryCluster, kind: r.ResourceKind, doc: Obj,

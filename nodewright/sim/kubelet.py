@@ -5,9 +5,10 @@ into cluster objects:
 
 * ``registered``: the kubelet creates the Node (name ``ip-10-x-y-z.<region>.compute.internal``, the
   instance's labels and registration taints, capacity/allocatable of its type, ``Ready=False`` with
-  ``node.kubernetes.io/not-ready:NoSchedule``);
+  ``node.kubernetes.io/not-ready:NoSchedule``); extended resources (GPUs, Neuron, EFA) read ``0`` until their
+  device plugins start, as on a real node;
 * ``ready``: ``Ready=True``; the not-ready taint and the NodeClaim's startup taints are removed (as the CNI
-  and the agents owning startup taints would);
+  and the agents owning startup taints would) and the device plugins report the extended resources;
 * ``interruption-warning``: handed to a callback (nodewright: the interruption queue);
 * ``terminated``: the instance is gone; the cloud node-lifecycle controller deletes its Node (which drains
   through the termination finalizer if nodewright put one there).
@@ -18,7 +19,7 @@ Pods bound to a node turn ``Running`` ``start_delay`` seconds after binding (ima
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodewright.api import labels as L
@@ -43,6 +44,15 @@ def node_name_for(index: int, region: str) -> str:
     b, c = divmod(rest, 256)
     suffix = "ec2.internal" if region == "us-east-1" else f"{region}.compute.internal"
     return f"ip-10-{a}-{b}-{c}.{suffix}"
+
+
+#: What the kubelet itself reports at registration; other resources come from device plugins later.
+_KUBELET_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
+
+
+def _without_devices(resources: Mapping[str, int]) -> dict[str, int]:
+    """``resources`` with every extended resource at 0 (a registering node before its device plugins run)."""
+    return {k: (v if k in _KUBELET_RESOURCES or k.startswith("hugepages-") else 0) for k, v in resources.items()}
 
 
 def _ready_condition(status: str, now: float, reason: str) -> dict[str, Any]:
@@ -129,11 +139,12 @@ class SimulatedKubelet:
         labels = {**instance.node_labels, L.HOSTNAME: name, L.REGION: self.region}
         taints = [dict(t) for t in instance.node_taints] + [dict(NOT_READY_TAINT)]
         it = instance.instance_type
+        capacity, allocatable = _without_devices(it.capacity), _without_devices(it.allocatable())
         self.cluster.create(r.NODES, {
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": labels},
             "spec": {"providerID": make_provider_id(instance.zone, instance.id), "taints": taints},
-            "status": {"capacity": format_resource_list(it.capacity), "allocatable": format_resource_list(it.allocatable()),
+            "status": {"capacity": format_resource_list(capacity), "allocatable": format_resource_list(allocatable),
                        "conditions": [_ready_condition("False", now, "KubeletNotReady")],
                        "nodeInfo": {"kubeletVersion": "v1.31.0-eks", "architecture": labels.get(L.ARCH, "")}},
         })
@@ -146,7 +157,10 @@ class SimulatedKubelet:
         taints = [t for t in (node.get("spec") or {}).get("taints") or []
                   if t.get("key") != L.NOT_READY_TAINT_KEY and (t.get("key"), t.get("effect")) not in startup]
         self.cluster.patch(r.NODES, name_of(node), {"spec": {"taints": taints}})
-        self.cluster.patch_status(r.NODES, name_of(node), {"conditions": [_ready_condition("True", now, "KubeletReady")]})
+        it = instance.instance_type
+        self.cluster.patch_status(r.NODES, name_of(node), {
+            "conditions": [_ready_condition("True", now, "KubeletReady")],
+            "capacity": format_resource_list(it.capacity), "allocatable": format_resource_list(it.allocatable())})
         self.ready_at[name_of(node)] = now
 
     def _gone(self, instance: SimInstance) -> None:

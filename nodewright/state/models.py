@@ -16,6 +16,8 @@ EC2NodeClass       the validated model and its kubelet/overhead settings
                    (:meth:`ClusterModels.kubelet`, :class:`~nodewright.cloud.overhead.KubeletSettings`)
 DaemonSet          the pod it runs on every node (:meth:`ClusterModels.daemonset_pods`: its running pod, else its
                    template with LimitRange defaults)
+RuntimeClass       the pod overhead, node selector and tolerations admission writes into the pods naming it
+                   (:meth:`ClusterModels.use_runtimeclasses`)
 PVC, PV, SC        the zones (node requirements) of the pods that mount them (:class:`VolumeTopology`)
 Namespace          its labels, which resolve pod affinity ``namespaceSelector`` into the term's namespaces
                    (:meth:`ClusterModels.use_namespaces`, :func:`resolve_namespace_selectors`)
@@ -43,7 +45,7 @@ import weakref
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from nodewright.admission import apply_limit_ranges
+from nodewright.admission import apply_limit_ranges, apply_runtime_class, runtime_classes
 from nodewright.api import labels as wk
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeclaim, parse_nodepool
@@ -65,6 +67,7 @@ from nodewright.scheduling import (
     pod_from_manifest,
 )
 from nodewright.selectors import selects
+from nodewright.state.blocked import DRA_REASON, DRAError, PodBlocked, has_dra_requirements
 
 log = logging.getLogger("nodewright.state")
 
@@ -135,6 +138,9 @@ class ClusterModels:
         self._namespaces: dict[str, dict[str, str]] = {}
         self._namespaces_key: tuple[Hashable, ...] = ()
         self._volumes = VolumeTopology()
+        #: RuntimeClass name -> object, whose overhead and scheduling admission writes into pods.
+        self._runtimeclasses: dict[str, Mapping[str, Any]] = {}
+        self._runtimeclasses_key: tuple[Hashable, ...] = ()
 
     def use_volumes(self, pvcs: Sequence[Obj], pvs: Sequence[Obj], storageclasses: Sequence[Obj]) -> None:
         """The cluster's PersistentVolumeClaims, PersistentVolumes and StorageClasses, whose zones restrict the
@@ -156,6 +162,19 @@ class ClusterModels:
             name = str((ns.get("metadata") or {}).get("name") or "")
             labels = dict((ns.get("metadata") or {}).get("labels") or {})
             self._namespaces[name] = {**labels, NAMESPACE_NAME_LABEL: name}
+        self._cache = _Cache()
+        self._same.clear()
+        self._daemonsets = None
+
+    def use_runtimeclasses(self, runtimeclasses: Sequence[Obj]) -> None:
+        """The cluster's ``node.k8s.io/v1`` RuntimeClass objects: a pod (or DaemonSet template) naming one is
+        converted as RuntimeClass admission leaves it (:func:`nodewright.admission.apply_runtime_class`: pod
+        overhead, node selector, tolerations). A change drops every cached conversion."""
+        key = versions(runtimeclasses)
+        if key == self._runtimeclasses_key:
+            return
+        self._runtimeclasses_key = key
+        self._runtimeclasses = runtime_classes(runtimeclasses)
         self._cache = _Cache()
         self._same.clear()
         self._daemonsets = None
@@ -208,8 +227,11 @@ class ClusterModels:
 
     def _build_pod(self, obj: Obj, pending: bool) -> Pod:
         spec = obj.get("spec") or {}
+        if pending and has_dra_requirements(spec):
+            raise DRAError("spec.resourceClaims", DRA_REASON)
         if pending and spec.get("nodeName"):
             spec = {k: v for k, v in spec.items() if k != "nodeName"}
+        spec = apply_runtime_class(spec, self._runtimeclasses)
         spec = resolve_namespace_selectors(spec, self._namespaces)
         volume_terms = self._volumes.requirements(obj, spec)
         pod = pod_from_manifest({**obj, "kind": "Pod", "spec": spec})
@@ -233,10 +255,11 @@ class ClusterModels:
         pod = self.pod(obj)
         return dict(pod.requests) if pod is not None else {}
 
-    def pod_error(self, obj: Obj) -> NodewrightValidationError | None:
-        """Why :meth:`pod` rejects the object (None when it is valid)."""
-        variant: Hashable = (False, self._volumes.key) if _claims_volumes(obj) else False
-        value = self._convert("Pod", obj, variant, lambda: self._build_pod(obj, False))
+    def pod_error(self, obj: Obj, *, pending: bool = False) -> NodewrightValidationError | None:
+        """Why :meth:`pod` (with the same ``pending``) rejects the object (None when it is valid); a
+        :class:`~nodewright.state.blocked.PodBlocked` is a valid pod no new node can serve now."""
+        variant: Hashable = (pending, self._volumes.key) if _claims_volumes(obj) else pending
+        value = self._convert("Pod", obj, variant, lambda: self._build_pod(obj, pending))
         return value if isinstance(value, NodewrightValidationError) else None
 
     def node(self, obj: Obj, pods: Iterable[Pod] = ()) -> ExistingNode | None:
@@ -267,10 +290,12 @@ class ClusterModels:
             return self._daemonsets[1]
         out = []
         for ds, pod in zip(daemonsets, used, strict=True):
+            if has_dra_requirements(((ds.get("spec") or {}).get("template") or {}).get("spec") or {}):
+                continue  # no overhead for a DaemonSet using DRA (Karpenter, IGNORE_DRA_REQUESTS=true)
             ranges = [lr for lr in limitranges if _ds_key(lr)[0] == _ds_key(ds)[0]]
             variant = (object_version(pod) if pod else None, versions(ranges))
-            value = self._convert("DaemonSet", ds, variant,
-                                  lambda ds=ds, pod=pod, ranges=ranges: daemonset_pod(_daemonset_doc(ds, pod, ranges)))
+            value = self._convert("DaemonSet", ds, variant, lambda ds=ds, pod=pod, ranges=ranges: daemonset_pod(
+                _daemonset_doc(ds, pod, ranges, self._runtimeclasses)))
             if isinstance(value, NodewrightValidationError):
                 log.debug("ignoring %s: %s", describe(ds, "DaemonSet"), value)
             else:
@@ -344,7 +369,7 @@ def _claims_volumes(obj: Mapping[str, Any]) -> bool:
         isinstance(v, Mapping) and ("persistentVolumeClaim" in v or "ephemeral" in v) for v in volumes)
 
 
-class VolumeError(NodewrightValidationError):
+class VolumeError(PodBlocked):
     """A pod's claim that no new node can serve now: the pod is unschedulable (not invalid) for this reason."""
 
 
@@ -524,8 +549,10 @@ def _ds_key(ds: Mapping[str, Any]) -> tuple[str, str]:
     return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
 
 
-def _daemonset_doc(ds: Mapping[str, Any], pod: Mapping[str, Any] | None, limitranges: Sequence[Obj]) -> Obj:
-    """The DaemonSet document whose template is what its pods really run (see :meth:`ClusterModels.daemonset_pods`)."""
+def _daemonset_doc(ds: Mapping[str, Any], pod: Mapping[str, Any] | None, limitranges: Sequence[Obj],
+                   runtimeclasses: Mapping[str, Mapping[str, Any]]) -> Obj:
+    """The DaemonSet document whose template is what its pods really run (see :meth:`ClusterModels.daemonset_pods`),
+    RuntimeClass admission applied."""
     spec = ds.get("spec") or {}
     template = spec.get("template")
     if not isinstance(template, Mapping):
@@ -549,6 +576,7 @@ def _daemonset_doc(ds: Mapping[str, Any], pod: Mapping[str, Any] | None, limitra
         if not affinity:
             own.pop("affinity")
         pod_spec = own
+    pod_spec = dict(apply_runtime_class(pod_spec, runtimeclasses))
     doc = {**ds, "kind": "DaemonSet", "spec": {**spec, "template": {**template, "spec": pod_spec}}}
     return apply_limit_ranges([*limitranges, doc])[-1]
 

@@ -32,8 +32,6 @@ from .kit import (
     taint,
 )
 
-STARTUP = "issue 14: in-flight and registering nodes carry their NodePool's startup taints"
-
 
 def inflight(name: str, **kw):
     """A node Karpenter launched that has not initialized yet."""
@@ -126,7 +124,6 @@ def test_initialized_tainted_node_not_used():
     assert d.where("second")[0] == "new"
 
 
-@pytest.mark.xfail(strict=True, reason=STARTUP)
 def test_inflight_custom_startup_taint():
     # It("should assume pod will schedule to a tainted node with a custom startup taint")
     startup = taint("foo.com/taint", "tainted")
@@ -143,15 +140,23 @@ def test_initialized_node_with_startup_taint_not_used():
     assert d.where("second")[0] == "new"
 
 
-@pytest.mark.xfail(strict=True, reason=STARTUP + " (a NotReady node with the transient taints is still in flight)")
 def test_tainted_not_ready_node_in_flight_even_if_initialized():
     # It("should consider a tainted NotReady node as in-flight even if initialized")
+    """Deliberate difference, following Karpenter v1.14's code rather than this test's stale state: Karpenter's
+    test relabels the node ``initialized`` but never reconciles its cluster state, so the scheduler still sees
+    the node as not initialized. v1.14's ``StateNode.Taints()`` ignores the transient taints only before
+    initialization (the 2022 code behind the test's name ignored them on every node). So: while the node is not
+    initialized it is in flight; once initialized, a NotReady node's taints count and the pod needs a new node
+    (otherwise pods evicted from a dead node would wait on it forever)."""
     transient = [taint("node.kubernetes.io/not-ready"), taint("node.kubernetes.io/unreachable"),
                  taint("node.cloudprovider.kubernetes.io/uninitialized", "true")]
-    n1 = node("n1", taints=transient)
-    n1["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
-    d = run(nodepool(), n1, pod("first", cpu="10m", node_name="n1"), pod("second", cpu="10m"))
+    booting = inflight("n1", taints=transient)
+    d = run(nodepool(), booting, pod("first", cpu="10m", node_name="n1"), pod("second", cpu="10m"))
     assert d.where("second") == ("existing", "n1")
+    initialized = node("n1", taints=transient)
+    initialized["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    d = run(nodepool(), initialized, pod("first", cpu="10m", node_name="n1"), pod("second", cpu="10m"))
+    assert d.where("second")[0] == "new"
 
 
 # Context("Daemonsets")
@@ -275,8 +280,6 @@ def test_no_prebinding_inflight_node_reused():
     assert d.where("second") == ("existing", "n1")
 
 
-@pytest.mark.xfail(strict=True, reason="not in issue 14 (bug): an in-flight node whose kubelet zeroed an extended "
-                   "resource should count its instance type's capacity, as Karpenter does")
 def test_no_prebinding_extended_resource_zeroed_by_kubelet():
     # It("should handle resource zeroing of extended resources by kubelet")
     n1 = inflight("n1", instance_type="g4dn.xlarge")

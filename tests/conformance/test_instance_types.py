@@ -169,13 +169,14 @@ def test_binpack_smallest_possible_type():
     assert claim["price_per_hour"] == pytest.approx(cheapest_price(needs={"memory": 2_000_000_000, "pods": 1}))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14: simulate reads RuntimeClass documents (pod overhead)")
 def test_binpack_runtime_class_overhead():
     # It("should take pod runtime class into consideration")
+    """RuntimeClass admission writes the class's ``overhead.podFixed`` into the pod: 1 + 2 vCPU must fit."""
     runtime_class = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"},
                      "handler": "kata", "overhead": {"podFixed": {"cpu": "2"}}}
     d = run(nodepool(), runtime_class, pod("p", cpu="1", extra={"runtimeClassName": "kata"}))
-    assert d.claim_of("p")["requests"]["cpu"] == 3000
+    claim = d.claim_of("p")
+    assert claim["requests"]["cpu"] == 3000 and fits(claim)
 
 
 def test_binpack_runtime_class_overhead_on_pod():

@@ -118,17 +118,33 @@ ROOT_100G = [{"deviceName": "/dev/xvda", "rootVolume": True,
               "ebs": {"volumeSize": "100Gi", "volumeType": "gp3", "encrypted": True}}]
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("ephemeral storage comes from the EC2NodeClass root volume (blockDeviceMappings)"))
 def test_ephemeral_storage_from_root_volume():
+    """A 100Gi root volume leaves 100Gi - 1Gi kube-reserved - 10% eviction = 89Gi (Karpenter ``types.go``)."""
     d = run(nodepool(), ec2nodeclass(blockDeviceMappings=ROOT_100G), pod("p", requests={"ephemeral-storage": "50Gi"}))
     assert d.scheduled("p")
+    assert run(nodepool(), ec2nodeclass(blockDeviceMappings=ROOT_100G),
+               pod("p", requests={"ephemeral-storage": "89Gi"})).scheduled("p")
+    assert "default/p" in run(nodepool(), ec2nodeclass(blockDeviceMappings=ROOT_100G),
+                              pod("p", requests={"ephemeral-storage": "90Gi"})).unschedulable
+    # The default 20Gi volume: 17Gi is the most a pod can ask (20 - 1 - 2).
+    assert "default/p" in run(nodepool(), ec2nodeclass(), pod("p", requests={"ephemeral-storage": "50Gi"})).unschedulable
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("instanceStorePolicy RAID0 sets ephemeral storage from the instance store"))
-def test_ephemeral_storage_from_instance_store_raid0():
-    d = run(nodepool(families=("c5d",), requirements=[req(SIZE, "In", "2xlarge")]),
-            ec2nodeclass(instanceStorePolicy="RAID0"), pod("p", requests={"ephemeral-storage": "150Gi"}))
+def test_ephemeral_storage_from_bottlerocket_data_volume():
+    """Bottlerocket's kubelet lives on /dev/xvdb (its data volume), not on the 4Gi OS volume /dev/xvda."""
+    mappings = [{"deviceName": "/dev/xvda", "ebs": {"volumeSize": "4Gi"}},
+                {"deviceName": "/dev/xvdb", "ebs": {"volumeSize": "80Gi"}}]
+    d = run(nodepool(), ec2nodeclass(amiSelectorTerms=[{"alias": "bottlerocket@latest"}], blockDeviceMappings=mappings),
+            pod("p", requests={"ephemeral-storage": "60Gi"}))
     assert d.scheduled("p")
+
+
+def test_ephemeral_storage_from_instance_store_raid0():
+    """c5d.2xlarge has one 200 GB NVMe disk: under RAID0 ephemeral storage is 200e9 bytes less 1Gi and 10%."""
+    pool = nodepool(families=("c5d",), requirements=[req(SIZE, "In", "2xlarge")])
+    d = run(pool, ec2nodeclass(instanceStorePolicy="RAID0"), pod("p", requests={"ephemeral-storage": "150Gi"}))
+    assert d.claim_of("p")["instance_type"] == "c5d.2xlarge"
+    assert "default/p" in run(pool, ec2nodeclass(), pod("p", requests={"ephemeral-storage": "150Gi"})).unschedulable
 
 
 def test_kubelet_max_pods_in_simulate():
@@ -137,12 +153,28 @@ def test_kubelet_max_pods_in_simulate():
     assert all(len(c["pods"]) <= 10 for c in d.claims) and len(d.claims) >= 3
 
 
-@pytest.mark.xfail(strict=True, reason=_reason("EC2NodeClass kubelet settings apply in simulate -f (kubeReserved)"))
 def test_kubelet_kube_reserved_in_simulate():
-    """3 vCPU of kubeReserved leave an m5.xlarge under 1 vCPU: a 1-vCPU pod needs something bigger."""
-    d = run(nodepool(families=("m5",)), ec2nodeclass(kubelet={"kubeReserved": {"cpu": "3"}}), pod("p", cpu="1"))
-    assert d.claim_of("p")["instance_type"] != "m5.xlarge"
-    assert d.claim_of("p")["instance_type"] != "m5.large"
+    """kubeReserved replaces the EKS cpu tiers (Karpenter ``kubeReservedResources``): 3 vCPU reserved leave an
+    m5.xlarge exactly 1 vCPU and an m5.large nothing, so a 1.5-vCPU pod needs an m5.2xlarge (5 vCPU left)."""
+    d = run(nodepool(families=("m5",)), ec2nodeclass(kubelet={"kubeReserved": {"cpu": "3"}}), pod("p", cpu="1500m"))
+    assert d.claim_of("p")["instance_type"] == "m5.2xlarge"
+    # The same pod without the setting fits an m5.large (1930m allocatable).
+    assert run(nodepool(families=("m5",)), ec2nodeclass(), pod("p", cpu="1500m")).claim_of("p")["instance_type"] == "m5.large"
+
+
+def test_kubelet_system_reserved_in_simulate():
+    """systemReserved adds to kube-reserved: 6Gi of it leave an m5.large (8 GiB) too little for a 2Gi pod."""
+    d = run(nodepool(families=("m5",)), ec2nodeclass(kubelet={"systemReserved": {"memory": "6Gi"}}),
+            pod("p", cpu="100m", memory="2Gi"))
+    assert d.claim_of("p")["instance_type"] == "m5.xlarge"
+
+
+def test_kubelet_eviction_hard_in_simulate():
+    """evictionHard ``memory.available: 50%`` keeps half of the memory: a 3500Mi pod no longer fits an m5.large
+    (7578Mi - 3789Mi evicted - 574Mi kube-reserved = 3215Mi)."""
+    d = run(nodepool(families=("m5",)), ec2nodeclass(kubelet={"evictionHard": {"memory.available": "50%"}}),
+            pod("p", cpu="100m", memory="3500Mi"))
+    assert d.claim_of("p")["instance_type"] == "m5.xlarge"
 
 
 def test_unsupported_kind_is_skipped():

@@ -19,6 +19,7 @@ from .kit import (
     ZONE,
     affinity_term,
     claim_volume,
+    daemonset,
     expr,
     nodepool,
     persistent_volume,
@@ -195,18 +196,14 @@ def test_filtered_out_by_zones():
 
 # Describe("Dynamic Resource Allocation (DRA)")
 
-DRA = ("not in issue 14 (gap): Karpenter does not provision for pods that use DRA resource claims; nodewright "
-       "ignores spec.resourceClaims")
-
-
 def _claim_ref(name: str) -> dict:
     return {"name": name, "resourceClaimName": f"{name}-rc"}
 
 
 @pytest.mark.parametrize("case", [
-    pytest.param("container", id="container with resource claims", marks=pytest.mark.xfail(strict=True, reason=DRA)),
-    pytest.param("init", id="init container with resource claims", marks=pytest.mark.xfail(strict=True, reason=DRA)),
-    pytest.param("both", id="container and init container resource claims", marks=pytest.mark.xfail(strict=True, reason=DRA)),
+    pytest.param("container", id="container with resource claims"),
+    pytest.param("init", id="init container with resource claims"),
+    pytest.param("both", id="container and init container resource claims"),
     pytest.param("none", id="non-DRA pod"),
 ])
 def test_dra_pods(case):
@@ -218,3 +215,17 @@ def test_dra_pods(case):
     extra = {"resourceClaims": [_claim_ref(c) for c in claims]} if claims else None
     d = run(nodepool(), pod("p", containers=containers, extra=extra))
     assert bool(d.claims) is (case == "none")
+    if case != "none":  # Karpenter's DRA error (IGNORE_DRA_REQUESTS=true, its default)
+        assert "Dynamic Resource Allocation" in d.unschedulable["default/p"]
+
+
+def test_dra_daemonset_adds_no_overhead():
+    # It("should handle DaemonSet pods with DRA requirements based on IgnoreDRARequests flag value")
+    """Only Karpenter's default half (IGNORE_DRA_REQUESTS=true; nodewright has no such setting): a DaemonSet whose
+    pods claim a DRA device reserves nothing, so its 3 vCPU do not push a 1-vCPU pod off a 2-vCPU type."""
+    containers = [{"name": "agent", "image": "agent", "resources": {"requests": {"cpu": "3"}, "claims": [{"name": "gpu"}]}}]
+    ds = daemonset("dra-daemon", containers=containers, extra={"resourceClaims": [_claim_ref("gpu")]})
+    d = run(nodepool(), ds, pod("app", cpu="1"))
+    assert d.claim_of("app")["instance_type"].endswith(".large")
+    plain = daemonset("plain", cpu="3")
+    assert not run(nodepool(), plain, pod("app", cpu="1")).claim_of("app")["instance_type"].endswith(".large")

@@ -111,6 +111,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("apps", "v1", "daemonsets", "DaemonSet", True),
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     Kind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, status=False),
+    Kind("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False, status=False),
     Kind("coordination.k8s.io", "v1", "leases", "Lease", True, status=False),
     Kind("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False, custom=True),
     Kind("karpenter.sh", "v1", "nodepools", "NodePool", False, custom=True),

@@ -211,8 +211,9 @@ def test_pods_per_core_eviction_soft_and_root_volume_arguments() -> None:
     )
     m5 = types["m5.large"]
     assert m5.capacity["pods"] == 8
-    # 7577Mi - (255 + 11 x 8) kube-reserved - 300Mi soft eviction
-    assert m5.allocatable()["memory"] == (7577 - 343 - 300) * MIB
+    # 7577Mi - (255 + 11 x 29) kube-reserved (AL2023: the ENI-limited 29 pods, not the 8 podsPerCore allows;
+    # Karpenter UsesENILimitedMemoryOverhead) - 100Mi hard eviction (the soft threshold reserves nothing)
+    assert m5.allocatable()["memory"] == (7577 - 574 - 100) * MIB
     # 100Gi - 1Gi kube-reserved - 10Gi nodefs eviction
     assert m5.allocatable()["ephemeral-storage"] == 89 * 1024 * MIB
 

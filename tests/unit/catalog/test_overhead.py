@@ -15,6 +15,7 @@ from nodewright.cloud.overhead import (
     eviction_threshold,
     kube_reserved,
     kube_reserved_cpu_millis,
+    kube_reserved_pods,
     parse_quantity,
     vm_memory_bytes,
 )
@@ -28,7 +29,7 @@ def record(name: str) -> dict:
 def allocatable(name: str, settings: KubeletSettings | None = None) -> dict[str, int]:
     settings = settings or KubeletSettings()
     capacity = compute_capacity(record(name), settings)
-    reserved = compute_overhead(capacity, settings).total()
+    reserved = compute_overhead(capacity, settings, kube_reserved_pods(record(name), settings)).total()
     return {k: v - reserved.get(k, 0) for k, v in capacity.items()}
 
 
@@ -77,11 +78,21 @@ def test_graviton_loses_64mi_cma_before_vm_overhead() -> None:
     assert allocatable("m6g.large")["memory"] == 6844 * MIB
 
 
-def test_max_pods_override_changes_pods_and_kube_reserved_memory() -> None:
+def test_max_pods_override_changes_pods_and_kube_reserved_memory_per_family() -> None:
+    """Karpenter ``NewInstanceType``: AL2/AL2023/Custom reserve memory for the ENI-limited pods whatever maxPods
+    says (``UsesENILimitedMemoryOverhead``); Bottlerocket and Windows for the pods capacity."""
     alloc = allocatable("t3.large", KubeletSettings(max_pods=110))
     assert alloc["pods"] == 110
+    # 7577Mi - (255 + 11 x 35 ENI-limited pods = 640Mi) - 100Mi
+    assert alloc["memory"] == 6837 * MIB
+    bottlerocket = allocatable("t3.large", KubeletSettings(max_pods=110, ami_family="Bottlerocket"))
     # 7577Mi - (255 + 11 x 110 = 1465Mi) - 100Mi
-    assert alloc["memory"] == 6012 * MIB
+    assert bottlerocket["pods"] == 110 and bottlerocket["memory"] == 6012 * MIB
+
+
+def test_windows_has_110_pods_and_bottlerocket_ignores_pods_per_core() -> None:
+    assert allocatable("t3.large", KubeletSettings(ami_family="Windows2022"))["pods"] == 110
+    assert allocatable("m5.xlarge", KubeletSettings(pods_per_core=10, ami_family="Bottlerocket"))["pods"] == 58
 
 
 def test_pods_per_core_caps_pods() -> None:
@@ -162,13 +173,52 @@ def test_invalid_settings_raise_validation_errors() -> None:
         KubeletSettings(eviction_hard={"memory.availble": "1Mi"})
 
 
-def test_eviction_soft_counts_when_larger_than_hard() -> None:
-    hard = {"memory.available": "200Mi"}
-    soft = {"memory.available": "500Mi", "nodefs.available": "15%"}
-    assert eviction_threshold(8 * GIB, 20 * GIB, hard, soft) == {
-        "memory": 500 * MIB,
-        "ephemeral-storage": 3 * GIB,
+def test_eviction_soft_reserves_nothing() -> None:
+    """Karpenter v1.14 (aws/karpenter-provider-aws#8565): only evictionHard is subtracted from allocatable."""
+    settings = KubeletSettings(eviction_hard={"memory.available": "200Mi"},
+                               eviction_soft={"memory.available": "500Mi", "nodefs.available": "15%"})
+    capacity = {"cpu": 2000, "memory": 8 * GIB, "ephemeral-storage": 20 * GIB, "pods": 29}
+    assert compute_overhead(capacity, settings).eviction_threshold == {
+        "memory": 200 * MIB,
+        "ephemeral-storage": 2 * GIB,
     }
-    assert eviction_threshold(8 * GIB, 20 * GIB, {"memory.available": "1Gi"}, soft)["memory"] == GIB
     with pytest.raises(NodewrightValidationError, match="kubelet.evictionSoft.memory.free"):
         KubeletSettings(eviction_soft={"memory.free": "1Mi"})
+
+
+def _nodeclass_spec(alias: str | None = "al2023@latest", **spec: object) -> object:
+    from nodewright.api.manifests import parse_ec2nodeclass
+
+    body: dict[str, object] = {"role": "r", "subnetSelectorTerms": [{"tags": {"a": "b"}}],
+                               "securityGroupSelectorTerms": [{"tags": {"a": "b"}}], **spec}
+    if alias:
+        body["amiSelectorTerms"] = [{"alias": alias}]
+    return parse_ec2nodeclass({"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+                               "metadata": {"name": "c"}, "spec": body}).spec
+
+
+def test_ephemeral_volume_follows_karpenter_ephemeral_storage() -> None:
+    """Karpenter ``ephemeralStorage``: rootVolume first, then the family's device, then its default."""
+    from nodewright.cloud.overhead import ephemeral_volume_bytes
+
+    xvda = {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "80Gi"}}
+    xvdb = {"deviceName": "/dev/xvdb", "ebs": {"volumeSize": "200G"}}
+    assert ephemeral_volume_bytes(_nodeclass_spec()) == 20 * GIB
+    assert ephemeral_volume_bytes(_nodeclass_spec(blockDeviceMappings=[xvda])) == 80 * GIB
+    assert ephemeral_volume_bytes(_nodeclass_spec(blockDeviceMappings=[xvda, {**xvdb, "rootVolume": True}])) == 200 * 10**9
+    # Bottlerocket's kubelet is on /dev/xvdb; with only the OS volume given, its 20Gi default data volume counts.
+    assert ephemeral_volume_bytes(_nodeclass_spec("bottlerocket@latest", blockDeviceMappings=[xvda, xvdb])) == 200 * 10**9
+    assert ephemeral_volume_bytes(_nodeclass_spec("bottlerocket@latest", blockDeviceMappings=[xvda])) == 20 * GIB
+    assert ephemeral_volume_bytes(_nodeclass_spec("windows2022@latest")) == 50 * GIB
+    # Custom: the last mapping's size (nothing else is known about a custom AMI).
+    custom = _nodeclass_spec(None, amiFamily="Custom", amiSelectorTerms=[{"id": "ami-0123456789abcdef0"}],
+                             blockDeviceMappings=[xvda, {"deviceName": "/dev/xvdc", "ebs": {"volumeSize": "30Gi"}}])
+    assert ephemeral_volume_bytes(custom) == 30 * GIB
+
+
+def test_raid0_instance_store_is_ephemeral_storage_of_types_that_have_one() -> None:
+    from nodewright.cloud.catalog import load_instance_types
+
+    types = {t.name: t for t in load_instance_types("us-east-1", zones=["us-east-1a"], instance_store_raid0=True)}
+    assert types["c5d.2xlarge"].capacity["ephemeral-storage"] == 200 * 10**9  # one 200 GB NVMe disk
+    assert types["c5.2xlarge"].capacity["ephemeral-storage"] == 20 * GIB  # no instance store: the EBS volume
