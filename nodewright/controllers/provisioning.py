@@ -67,6 +67,7 @@ from nodewright.scheduling import (
     Taint,
     schedule,
 )
+from nodewright.scheduling.cache import SchedulingCache
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.scheduling.nodeclaimtemplate import PricingFactory
 from nodewright.state.blocked import PodBlocked
@@ -185,6 +186,8 @@ class Provisioner:
         self.last_result: SchedulingResult | None = None
         self._scheduling_id: str | None = None  # the last run's karpenter_scheduler_queue_depth series
         self.pod_times = PodProvisioningTimes(ctx.metrics, ctx.clock)
+        #: The NodePools' compiled instance types, reused by the next batch while unchanged (issue 19).
+        self.scheduling_cache = SchedulingCache()
 
     # --- which pods ---------------------------------------------------------------------------
 
@@ -296,6 +299,9 @@ class Provisioner:
         extra: dict[str, Any] = {} if pricing is None else {"pricing": pricing}
         if self.min_values_policy != "Strict":
             extra["min_values_policy"] = self.min_values_policy
+        if self.solver is schedule:
+            self.scheduling_cache.retain([spec.name for spec in pools])
+            extra["cache"] = self.scheduling_cache
         with self._scheduling_run(len(pods)):
             result = self.solver(pods, nodes, pools, dynamic, daemonsets=daemonsets, inflight=inflight,
                                  **extra) if pods else SchedulingResult()

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from operator import le
 from typing import TYPE_CHECKING
 
+from nodewright.scheduling.fronts import pack_inputs
 from nodewright.scheduling.minvalues import unmet_reason
 from nodewright.scheduling.nodeclaim import NodeClaim
 from nodewright.scheduling.nodeclaimtemplate import (
@@ -111,23 +112,24 @@ def pack_free(run: Scheduler) -> None:
 
 def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirements, members: list[PodClass]) -> None:
     run.within_limits(template, template.types_for(merged))  # says once per pool how many types limits exclude
-    ranked = template.priced(merged)
-    prices = {t.name: price for t, price in ranked}
-    priced = [t for t, _ in ranked]
+    priced, prices, front = pack_inputs(template, merged)
     items, pack_types = _with_port_dims(members, priced)
-    bins, _left = pack(items, pack_types, prices)
+    bins, _left = pack(items, pack_types, prices, front=front if pack_types is priced else None)
     cap_left = None if run.max_new is None else run.max_new - len(run.claims)
     if cap_left is not None and len(bins) > cap_left:
         bins = _squeeze(bins, pack_types, prices, items, cap_left)
     base = len(run.dims)
     # Repeated patterns give many equal bins; without limits (which change as NodeClaims reserve them)
-    # their candidates are equal too.
-    memo: dict[tuple[int, ...], list[TypeInfo]] = {}
+    # their candidates are equal too. Without a Pricing they are kept with the pool's cached types: the next
+    # batch's bins often have the same needs.
+    shared = template.remaining is None and template.pricing is None
+    memo: dict[tuple[object, ...], list[TypeInfo]] = template.shared.candidates if shared else {}
+    ident = merged.identity()
     min_values = merged.min_values() if template.min_values else {}
     missed = ""
     for b in bins:
         need = b.need(items, len(items[0].vec))[:base]
-        key = tuple(need)
+        key = ("packed", ident, tuple(need))
         candidates = memo.get(key) if template.remaining is None else None
         if candidates is None:
             # `priced` is cheapest first: without minValues only the first 60 fitting types matter.
@@ -138,7 +140,10 @@ def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirement
                 keep=template.within_limits if template.remaining is not None else None,
             )
             candidates = template.flexibility.truncate(fitting, MAX_INSTANCE_TYPES, min_values)
-            memo[key] = candidates
+            if shared:
+                template.shared.remember(key, candidates)
+            else:
+                memo[key] = candidates
         if not candidates:
             continue
         reqs = merged

@@ -11,6 +11,7 @@ applies it. Its types stay sorted cheapest first, so the first type fitting the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import le
 from typing import NamedTuple
 
 from nodewright.api import labels as wk
@@ -98,9 +99,11 @@ class NodeClaim:
     def fit_index(self, vec: Vector) -> int | None:
         """Index of the cheapest type fitting need + vec (types before ``ptr`` never fit the current need)."""
         need = [a + b for a, b in zip(self.need, vec, strict=True)]
+        cpu, memory = need[0], need[1]  # dims start cpu, memory: most misfits fail there, cheaply
         types = self.types
         for i in range(self.ptr, len(types)):
-            if types[i].fits(need):
+            budget = types[i].budget
+            if budget[0] >= cpu and budget[1] >= memory and all(map(le, need, budget)):
                 return i
         return None
 

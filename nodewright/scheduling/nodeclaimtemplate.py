@@ -33,6 +33,7 @@ from nodewright.scheduling.minvalues import Flexibility, unmet_reason
 from nodewright.scheduling.nodepools import NodePoolSpec
 from nodewright.scheduling.requirements import INSTANCE_TYPE_KEYS, OFFERING_KEYS, Requirement, Requirements
 from nodewright.scheduling.taints import untolerated
+from nodewright.scheduling.templatetypes import TemplateTypes
 
 if TYPE_CHECKING:
     from nodewright.scheduling.preferences import PodClass
@@ -93,6 +94,11 @@ class TypeInfo:
         self._price_cache: dict[tuple[object, ...], Offering | None] = {}
         self._version = -1 if pricing is None else pricing.version
         self._by_price = self._rank_offerings()
+
+    @property
+    def cached_lookups(self) -> int:
+        """How many (requirement set, capacity type) offering lookups it has cached (memory accounting)."""
+        return len(self._price_cache)
 
     def price_of(self, offering: Offering) -> float:
         """USD/hour of one of its offerings this run: the list price, or the :class:`Pricing`'s."""
@@ -165,6 +171,32 @@ class TypeInfo:
         return all(map(le, need, self.budget))
 
 
+def pool_budget(spec: NodePoolSpec, it: InstanceType, dims: Sequence[str], overhead: Mapping[str, int]) -> Vector:
+    """``it``'s budget on ``spec``'s nodes: allocatable (cpu and memory scaled by the target utilization) minus
+    the daemonset ``overhead``, in ``dims`` order (a negative entry: the daemonsets alone do not fit)."""
+    alloc = it.allocatable()
+    util = spec.target_utilization
+    budget = []
+    for d in dims:
+        value = alloc.get(d, 0)
+        if util is not None and d in (CPU, MEMORY):
+            value = int(value * util)
+        budget.append(value - int(overhead.get(d, 0)))
+    return tuple(budget)
+
+
+def pool_type(
+    spec: NodePoolSpec, it: InstanceType, dims: Sequence[str], overhead: Mapping[str, int], pricing: Pricing | None
+) -> TypeInfo | None:
+    """``it`` as ``spec``'s nodes see it, or None when the daemonsets alone do not fit or the pool's requirements
+    rule it out (labels, or no allowed available offering)."""
+    budget = pool_budget(spec, it, dims, overhead)
+    if min(budget) < 0:
+        return None
+    info = TypeInfo(it, budget, pricing)
+    return info if info.compatible(spec.requirements) else None
+
+
 class NodeClaimTemplate:
     """A NodePool compiled for one scheduling run."""
 
@@ -176,7 +208,10 @@ class NodeClaimTemplate:
         dims: Sequence[str],
         overhead: Mapping[str, int],
         pricing: Pricing | None = None,
+        shared: TemplateTypes | None = None,
     ) -> None:
+        """``shared``: the pool's :class:`TemplateTypes` built earlier for the same inputs (the scheduling
+        cache's); None builds them from ``instance_types``."""
         self.spec = spec
         self.pricing = pricing
         self._version = -1 if pricing is None else pricing.version
@@ -187,28 +222,17 @@ class NodeClaimTemplate:
         self.dims = tuple(dims)
         self.overhead = dict(overhead)
         self.overhead_vec: Vector = tuple(int(overhead.get(d, 0)) for d in dims)
-        util = spec.target_utilization
-        infos = []
-        for it in instance_types:
-            alloc = it.allocatable()
-            budget = []
-            for d in dims:
-                value = alloc.get(d, 0)
-                if util is not None and d in (CPU, MEMORY):
-                    value = int(value * util)
-                budget.append(value - int(overhead.get(d, 0)))
-            if min(budget) < 0:
-                continue  # the daemonsets alone do not fit
-            info = TypeInfo(it, tuple(budget), pricing)
-            if info.compatible(self.reqs):
-                infos.append(info)
-        self.types = infos
-        self.remaining = spec.remaining()
-        self._compat: dict[tuple[object, ...], list[TypeInfo]] = {}
-        self._domains: dict[tuple[str, tuple[object, ...]], frozenset[str]] = {}
-        self._ranked: dict[tuple[object, ...], list[TypeInfo]] = {}
-        self._priced: dict[tuple[object, ...], list[tuple[TypeInfo, float]]] = {}
-        self._offered: dict[tuple[object, ...], set[str]] = {}
+        if shared is None:
+            infos = (pool_type(spec, it, dims, overhead, pricing) for it in instance_types)
+            shared = TemplateTypes([info for info in infos if info is not None])
+        self.shared = shared
+        self.types = shared.types
+        self.remaining = spec.remaining()  # per run: NodeClaims reserve from it
+        self._compat = shared.compat
+        self._domains = shared.domains
+        self._ranked = shared.ranked
+        self._priced = shared.priced
+        self._offered = shared.offered
         self.min_values = self.reqs.min_values()
         self.flexibility = Flexibility(self.reqs)
 
@@ -219,6 +243,7 @@ class NodeClaimTemplate:
             self._compat.clear()
             self._ranked.clear()
             self._priced.clear()
+            self.shared.candidates.clear()
 
     def types_for(self, reqs: Requirements) -> list[TypeInfo]:
         """Pool types compatible with ``reqs`` (which already include the pool's requirements), cheapest
@@ -294,7 +319,22 @@ class NodeClaimTemplate:
         ``reqs``, ``allowed`` by id when given) offers; the fitting types offering it are taken cheapest
         offering first and truncated to ``limit`` honouring the ``minValues`` of ``reqs`` (Karpenter orders a
         NodeClaim's instance types by price and truncates the fleet request to 60). Empty when nothing fits.
+        Cached (without ``allowed``) per requirement set (``minValues`` included), ``need`` and ``limit``.
         """
+        if allowed is not None:
+            return self._launch_candidates(reqs, need, limit, allowed)
+        self._sync()
+        key = (reqs.identity(), tuple(need), limit)
+        found = self.shared.candidates.get(key)
+        if found is None:
+            found = self._launch_candidates(reqs, need, limit, None)
+            self.shared.remember(key, found)
+        return found
+
+    def _launch_candidates(
+        self, reqs: Requirements, need: Sequence[int], limit: int, allowed: Collection[int] | None
+    ) -> list[TypeInfo]:
+        """Uncached :meth:`launch_candidates`."""
         min_values = reqs.min_values() if self.min_values else {}
         offered = self.capacity_types(reqs)
         by_price = self.pricing is not None
@@ -452,8 +492,10 @@ def fitting_prefix(
     """The first ``limit`` (None: all) types of ``ordered`` whose budget fits ``need``, optionally only those
     whose id is in ``allowed`` and for which ``keep`` holds; order preserved."""
     out: list[TypeInfo] = []
+    cpu, memory = need[0], need[1]  # the run's dims start cpu, memory: most misfits fail there, cheaply
     for t in ordered:
-        if all(map(le, need, t.budget)):
+        budget = t.budget
+        if budget[0] >= cpu and budget[1] >= memory and all(map(le, need, budget)):
             if allowed is not None and id(t) not in allowed:
                 continue
             if keep is not None and not keep(t):

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from operator import ge, le, mul
+from operator import le, mul
 
+from nodewright.scheduling.fronts import Front
 from nodewright.scheduling.nodeclaimtemplate import TypeInfo, Vector
 
 BEAM_WIDTH = 8
@@ -71,18 +72,14 @@ def _fits(need: Sequence[int], budget: Sequence[int]) -> bool:
     return all(map(le, need, budget))
 
 
-def _pareto(types: Sequence[TypeInfo], prices: dict[str, float]) -> list[TypeInfo]:
-    """Drop types another type dominates (at least the budget in every dimension, at most the price)."""
-    ordered = sorted(types, key=lambda t: (prices[t.name], t.name))
-    kept: list[TypeInfo] = []
-    budgets: list[Vector] = []
-    for t in ordered:
-        tb = t.budget
-        # Everything kept so far is at most t's price: t is dominated when one of them holds its budget.
-        if not any(all(map(ge, kb, tb)) for kb in budgets):
-            kept.append(t)
-            budgets.append(tb)
-    return kept
+def pareto(types: Sequence[TypeInfo], prices: dict[str, float]) -> list[TypeInfo]:
+    """Drop types another type dominates (at least the budget in every dimension, at most the price); the rest
+    by (price, name) (:class:`~.fronts.Front`, all at once).
+
+    A type's dominators fit whatever it fits, so the front of any subset closed that way (the types that fit
+    some pod, a cheapest-first prefix) is this front filtered to the subset, order kept: :func:`pack` takes a
+    front computed once per (NodePool, requirements) instead of one per batch."""
+    return Front([(t, prices[t.name]) for t in types]).below(None)
 
 
 def _fit_weights(types: Sequence[TypeInfo], prices: dict[str, float], dims: int, mode: str) -> list[float]:
@@ -438,7 +435,12 @@ def _cost(bins: Sequence[Bin]) -> float:
 
 
 def pack(
-    items: Sequence[Item], types: Sequence[TypeInfo], prices: dict[str, float], *, thorough: bool = True
+    items: Sequence[Item],
+    types: Sequence[TypeInfo],
+    prices: dict[str, float],
+    *,
+    thorough: bool = True,
+    front: Sequence[TypeInfo] | None = None,
 ) -> tuple[list[Bin], list[int]]:
     """Pack ``items`` onto new nodes of ``types`` at minimum total price.
 
@@ -448,6 +450,7 @@ def pack(
         prices: type name -> USD/hour of the offering a launch would get.
         thorough: False skips the beam search on small problems (greedy, downsizing and pairwise merging
             only): the topology re-pack calls the packer once per NodeClaim and needs it cheap.
+        front: :func:`pareto` of ``types`` under ``prices``, when the caller has it (None: computed here).
 
     Returns:
         (bins, leftover counts per item): pods of an item that fits no type stay in the leftovers.
@@ -455,12 +458,25 @@ def pack(
     if not items or not types:
         return [], [it.count for it in items]
     total_pods = sum(it.count for it in items)
+    if total_pods == 1 and front is not None:
+        # One pod needs one node: the cheapest type that fits it (the first such in the front, which is by
+        # price then name, is the first such of all the types) is the optimum.
+        idx = next(i for i, it in enumerate(items) if it.count)
+        vec = items[idx].vec
+        for t in front:
+            if _fits(vec, t.budget):
+                return [Bin(t, prices[t.name], ((idx, 1),))], [0] * len(items)
+        return [], [it.count for it in items]
     best_bins: list[Bin] | None = None
     best_left: list[int] = []
     all_types = sorted(types, key=lambda t: (prices[t.name], t.name))
     # Only types that fit at least one item matter for the greedy moves.
-    useful = [t for t in types if any(_fits(it.vec, t.budget) for it in items)]
-    shared = _Shared(items, _pareto(useful, prices), prices)
+    if front is None:
+        useful = [t for t in types if any(_fits(it.vec, t.budget) for it in items)]
+        front = pareto(useful, prices)
+    else:
+        front = [t for t in front if any(_fits(it.vec, t.budget) for it in items)]
+    shared = _Shared(items, front, prices)
     for mode in ("fit", "cpu", "memory"):
         problem = _Problem(items, all_types, shared, prices, mode)
         counts = [it.count for it in items]

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from nodewright.api import labels as wk
 from nodewright.scheduling.freepods import with_port_slots
+from nodewright.scheduling.fronts import pool_front
 from nodewright.scheduling.nodeclaim import NodeClaim
 from nodewright.scheduling.nodeclaimtemplate import (
     MAX_INSTANCE_TYPES,
@@ -144,6 +145,7 @@ def repack_topology(run: Scheduler) -> None:
         claim.index = i
         claim.hostname = f"hostname-placeholder-{i:04d}"
     run.claims = claims
+    run.repacked = True
 
 
 class _Repacker:
@@ -201,9 +203,14 @@ class _Repacker:
         if not priced:
             return None
         extra = len(items[0].vec) - self.dims
+        front = None
         if extra:
             priced = with_port_slots(priced, extra)
-        bins, left = pack(items, priced, prices, thorough=False)
+        else:
+            # A cheapest-first prefix's front is the pool's front cut at the same price (packing.Front).
+            pool = pool_front(template, reqs)
+            front = None if pool is None else pool.below(old_cost - PRICE_EPSILON)
+        bins, left = pack(items, priced, prices, thorough=False, front=front)
         if any(left) or not bins or sum(b.price for b in bins) >= old_cost - PRICE_EPSILON:
             return None
         return bins

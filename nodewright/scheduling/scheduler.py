@@ -32,6 +32,7 @@ from typing import TypeVar
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.quantities import CPU, MEMORY, PODS, Resources
 from nodewright.scheduling import events
+from nodewright.scheduling.cache import SchedulingCache
 from nodewright.scheduling.existingnode import ExistingNodeState
 from nodewright.scheduling.freepods import ambiguous_ports, fill_claims, fill_existing, pack_free
 from nodewright.scheduling.minvalues import BEST_EFFORT
@@ -81,6 +82,7 @@ class Scheduler:
         optimize: bool,
         pricing: Pricing | None = None,
         relax_min_values: bool = False,
+        cache: SchedulingCache | None = None,
     ) -> None:
         self.result = SchedulingResult()
         self.pricing = pricing
@@ -99,8 +101,9 @@ class Scheduler:
             names.update(o)
         self.dims = [CPU, MEMORY, PODS] + sorted(names - {CPU, MEMORY, PODS})
         ordered = sorted(nodepools, key=lambda n: (-n.weight, n.name))
+        build = NodeClaimTemplate if cache is None else cache.template
         self.templates = [
-            NodeClaimTemplate(np, i, instance_types.get(np.name, ()), self.dims, overheads[np.name], pricing)
+            build(np, i, instance_types.get(np.name, ()), self.dims, overheads[np.name], pricing)
             for i, np in enumerate(ordered)
             if allowed is None or np.name in allowed
         ]
@@ -108,6 +111,8 @@ class Scheduler:
         self.topology = Topology()
         self.claims: list[NodeClaim] = []
         self.limit_logged: set[str] = set()
+        #: Set by the re-pack stage when it replaced a NodeClaim of the loop.
+        self.repacked = False
         self.plan_memo: PlanMemo = {}
         self.live: dict[int, _Live] = {}
         # Existing nodes: initialized first (Karpenter), skipping nodes that cannot take pods.
@@ -311,6 +316,7 @@ def schedule(
     optimize: bool = True,
     pricing: PricingFactory | None = None,
     min_values_policy: str = "Strict",
+    cache: SchedulingCache | None = None,
 ) -> SchedulingResult:
     """Decide where ``pods`` go: existing nodes, in-flight NodeClaims, or new NodeClaims.
 
@@ -334,6 +340,9 @@ def schedule(
             candidate types miss a ``minValues``; ``BestEffort`` lowers the ``minValues`` to what they meet, a
             NodePool relaxing before a lower-weight one or a pod preference is tried
             (:mod:`~nodewright.scheduling.minvalues`).
+        cache: per-NodePool state kept between calls (:class:`~.cache.SchedulingCache`; the provisioner keeps
+            one): the pools' compiled instance types are reused while their inputs are unchanged. None: built
+            for this call. Decisions are the same either way.
 
     Returns:
         A :class:`SchedulingResult`; its ``events`` hold Karpenter's sentences about the decision
@@ -341,25 +350,41 @@ def schedule(
 
     The function is pure: it logs nothing, inputs are not mutated and equal inputs give equal outputs.
 
-    With ``optimize``, the plan is never worse than Karpenter's greedy one: the greedy plan is computed too and
-    wins when it places more pods, or the same pods for strictly less USD/hour. (The cost packer changes which
-    pods the one-by-one loop sees, so on rare inputs its plan can lose to greedy; this keeps the guarantee.)
+    With ``optimize``, the plan is never worse than Karpenter's greedy one: the greedy plan wins when it places
+    more pods, or the same pods for strictly less USD/hour. (The cost packer changes which pods the one-by-one
+    loop sees, so on rare inputs its plan can lose to greedy; this keeps the guarantee.) The greedy plan is
+    computed only when it can differ from, and beat, the optimized one, i.e. unless (see :func:`_greedy_moot`)
+
+    * the optimized pass took no nodewright path: no pod was topology-free (so none skipped the loop) and the
+      re-pack replaced no NodeClaim; its stages then were the greedy pass's on the same queue, same plan; or
+    * the optimized plan places every pod and opens no new NodeClaim: nothing can rank before it.
     """
     all_nodes = [*nodes, *inflight]
 
-    def run(stages: tuple[Stage, ...], optimized: bool) -> SchedulingResult:
+    def run(stages: tuple[Stage, ...], optimized: bool) -> Scheduler:
         scheduler = Scheduler(pods, all_nodes, nodepools, instance_types, daemonsets, max_new_nodeclaims,
                               allowed_nodepools, optimized, None if pricing is None else pricing(),
-                              min_values_policy == BEST_EFFORT)
+                              min_values_policy == BEST_EFFORT, cache)
         for stage in stages:
             stage(scheduler)
-        return scheduler.result
+        return scheduler
 
     if not optimize:
-        return run(GREEDY, False)
-    optimized = run(OPTIMIZED, True)
-    greedy = run(GREEDY, False)
+        return run(GREEDY, False).result
+    first = run(OPTIMIZED, True)
+    optimized = first.result
+    if _greedy_moot(first):
+        return optimized
+    greedy = run(GREEDY, False).result
     return optimized if _plan_rank(optimized) <= _plan_rank(greedy) else greedy
+
+
+def _greedy_moot(run: Scheduler) -> bool:
+    """True when the greedy pass could not return a plan ranked before the optimized ``run``'s (the conditions
+    in :func:`schedule`'s docstring)."""
+    if not run.free and not run.repacked:
+        return True
+    return not run.result.unschedulable and not run.result.new_nodeclaims
 
 
 def _plan_rank(result: SchedulingResult) -> tuple[int, float]:

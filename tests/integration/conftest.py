@@ -5,6 +5,7 @@ Everything listens on 127.0.0.1 with a free port and is torn down after each tes
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from nodewright.kube.rest import RestClient
 
 from .awsmoto import Account, MotoServer, fresh_account
 from .emulator import EmulatorThread, NodewrightKubeEmulator
+from .harness import TIMINGS
 
 INTEGRATION_DIR = Path(__file__).parent
 
@@ -26,6 +28,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(30))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The timings the integration tests recorded (:func:`.harness.record_timing`), with the load average."""
+    if not TIMINGS:
+        return
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    terminalreporter.write_sep("-", f"integration timings (load average {load})")
+    for what, seconds in TIMINGS:
+        terminalreporter.write_line(f"{seconds * 1000:9.1f} ms  {what}")
 
 
 @pytest.fixture

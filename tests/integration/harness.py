@@ -32,6 +32,15 @@ CA_BUNDLE = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJJVEVTVAotLS0tLUVORCBDRVJ
 SERVICE_CIDR = "10.100.0.0/16"
 
 
+#: (what, seconds) measured by the tests, printed in the terminal summary (``tests/integration/conftest.py``).
+TIMINGS: list[tuple[str, float]] = []
+
+
+def record_timing(what: str, seconds: float) -> None:
+    """Report a duration the suite measured (never asserted: timings only inform)."""
+    TIMINGS.append((what, seconds))
+
+
 def wait_for(predicate: Callable[[], T], timeout: float = 10.0, what: str = "condition", interval: float = 0.02) -> T:
     """Poll ``predicate`` until it returns something truthy (returned); AssertionError after ``timeout`` s."""
     deadline = time.monotonic() + timeout

@@ -10,7 +10,7 @@ import pytest
 
 from nodewright.scheduling import packing
 from nodewright.scheduling.nodeclaimtemplate import TypeInfo
-from nodewright.scheduling.packing import Item, _dot_fill, _ffd, _pareto, _Problem, _Shared
+from nodewright.scheduling.packing import Item, _dot_fill, _ffd, _Problem, _Shared, pareto
 
 from .helpers import MIB, make_type
 
@@ -61,7 +61,7 @@ def reference_best(problem: _Problem, counts: list[int]):
 def test_bounded_search_equals_full_scan(seed: int) -> None:
     items, types, prices = random_problem(seed)
     useful = [t for t in types if any(packing._fits(it.vec, t.budget) for it in items)]
-    shared = _Shared(items, _pareto(useful, prices), prices)
+    shared = _Shared(items, pareto(useful, prices), prices)
     rng = random.Random(seed)
     for mode in ("fit", "cpu", "memory"):
         problem = _Problem(items, sorted(types, key=lambda t: (prices[t.name], t.name)), shared, prices, mode)
@@ -81,10 +81,10 @@ def test_bounded_search_equals_full_scan(seed: int) -> None:
                 break
 
 
-def test_pareto_drops_dominated_types() -> None:
+def testpareto_drops_dominated_types() -> None:
     a = TypeInfo(make_type("a.x2", 2, 4, 0.11), (2000, 4 * 2**30, 110))
     b = TypeInfo(make_type("b.x2", 2, 8, 0.1), (2000, 8 * 2**30, 110))  # cheaper, more memory: dominates a
     c = TypeInfo(make_type("c.x4", 4, 8, 0.2), (4000, 8 * 2**30, 110))
     d = TypeInfo(make_type("d.x4", 4, 8, 0.3), (4000, 8 * 2**30, 110))  # c holds the same for less
     prices = {"a.x2": 0.11, "b.x2": 0.1, "c.x4": 0.2, "d.x4": 0.3}
-    assert [t.name for t in _pareto([a, b, c, d], prices)] == ["b.x2", "c.x4"]
+    assert [t.name for t in pareto([a, b, c, d], prices)] == ["b.x2", "c.x4"]

@@ -1,0 +1,78 @@
+"""The packer's Pareto fronts, kept with a NodePool's cached types (issue 19).
+
+A type is on the front of a priced list when no other type has at least its budget in every dimension for at
+most its price. The packer only ever considers front types; computing the front is a scan of the whole list,
+so it is done once per (NodePool, requirement set) and extended only as far as a caller's prices reach.
+"""
+
+from __future__ import annotations
+
+from operator import ge
+from typing import TYPE_CHECKING
+
+from nodewright.scheduling.nodeclaimtemplate import TypeInfo, Vector
+
+if TYPE_CHECKING:
+    from nodewright.scheduling.nodeclaimtemplate import NodeClaimTemplate
+    from nodewright.scheduling.requirements import Requirements
+
+
+class Front:
+    """The Pareto front of one priced list, extended only as far as asked: a price prefix's front is the
+    front's prefix at that price, so the re-pack (types cheaper than the NodeClaims it replaces) never pays for
+    the whole list, and the free pods' packing extends it to the end once per (NodePool, requirements).
+
+    ``ranked``: the :meth:`~.NodeClaimTemplate.priced` list it was made from (the cache checks it is the same
+    object); ``types``/``prices``: that list's types and prices by name."""
+
+    __slots__ = ("ranked", "types", "prices", "_ordered", "_next", "_kept", "_budgets")
+
+    def __init__(self, ranked: list[tuple[TypeInfo, float]]) -> None:
+        self.ranked = ranked
+        self.types = [t for t, _ in ranked]
+        self.prices = {t.name: price for t, price in ranked}
+        prices = self.prices
+        self._ordered = sorted(self.types, key=lambda t: (prices[t.name], t.name))
+        self._next = 0
+        self._kept: list[TypeInfo] = []
+        self._budgets: list[Vector] = []
+
+    def below(self, limit: float | None) -> list[TypeInfo]:
+        """The front of the types priced under ``limit`` (None: all of them), by (price, name)."""
+        ordered, prices, kept, budgets = self._ordered, self.prices, self._kept, self._budgets
+        i = self._next
+        while i < len(ordered) and (limit is None or prices[ordered[i].name] < limit):
+            tb = ordered[i].budget
+            # Everything kept so far is at most its price: it is dominated when one of them holds its budget.
+            if not any(all(map(ge, kb, tb)) for kb in budgets):
+                kept.append(ordered[i])
+                budgets.append(tb)
+            i += 1
+        self._next = i
+        return kept if limit is None else [t for t in kept if prices[t.name] < limit]
+
+
+def pool_front(template: NodeClaimTemplate, reqs: Requirements) -> Front | None:
+    """The :class:`Front` of ``template``'s :meth:`~.NodeClaimTemplate.priced` list under ``reqs``, kept with the
+    pool's cached types for as long as that list is the same object; None while the pool has limits (the list
+    then changes as NodeClaims reserve)."""
+    if template.remaining is not None:
+        return None
+    ranked = template.priced(reqs)
+    key = reqs.identity()
+    found = template.shared.fronts.get(key)
+    if found is None or found.ranked is not ranked:
+        found = template.shared.fronts[key] = Front(ranked)
+    return found
+
+
+def pack_inputs(
+    template: NodeClaimTemplate, reqs: Requirements
+) -> tuple[list[TypeInfo], dict[str, float], list[TypeInfo] | None]:
+    """What the packer takes for a group of ``template``'s pods under ``reqs``: its :meth:`~.NodeClaimTemplate.priced`
+    types, their prices by name and their Pareto front (None while the pool has limits)."""
+    front = pool_front(template, reqs)
+    if front is None:
+        ranked = template.priced(reqs)
+        return [t for t, _ in ranked], {t.name: price for t, price in ranked}, None
+    return front.types, front.prices, front.below(None)
