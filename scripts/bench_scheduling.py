@@ -22,8 +22,12 @@ to the cost-optimal packer: 3-1,000 pods of 1-8 shapes, spot and on-demand); the
 MILP optimum (SciPy/HiGHS) on the small random suite of ``tests/unit/scheduling/test_optimality.py``. The header
 shows the machine's load average: other work on this 2-core machine slows every number down.
 
+``--daemonsets`` adds eight DaemonSets of a typical EKS cluster to every batch: five that run on every node
+(``node-exporter`` with hostPort 9100) and three that run only on some instance types (GPU, Neuron, more than 8
+vCPU), so each type's daemonset overhead is worked out for the 1,300 types.
+
 Run: ``.venv/bin/python scripts/bench_scheduling.py [--sizes 1,10,50,100,500,1000,5000,20000,50000] [--repeat 3]
-[--pack-cases 30] [--milp-cases 30]``
+[--pack-cases 30] [--milp-cases 30] [--daemonsets]``
 """
 
 from __future__ import annotations
@@ -41,8 +45,10 @@ from nodewright.cloud.catalog import load_instance_types
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.scheduling import (
     Affinity,
+    HostPort,
     LabelSelector,
     NodePoolSpec,
+    NodeSelectorTerm,
     Pod,
     PodAffinityTerm,
     Requirements,
@@ -95,14 +101,32 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def make_daemonsets() -> list[Pod]:
+    """Eight DaemonSet pods: five on every node, three only on some instance types (see the module docstring)."""
+    def ds(name: str, cpu: int, mib: int, term: tuple[tuple[str, str, tuple[str, ...]], ...] = (),
+           ports: tuple[HostPort, ...] = ()) -> Pod:
+        affinity = Affinity(node_required=(NodeSelectorTerm(term),)) if term else Affinity()
+        return Pod(namespace="kube-system", name=name, requests={"cpu": cpu, "memory": mib * 2**20, "pods": 1},
+                   affinity=affinity, host_ports=ports, owner_kind="DaemonSet", owner_name=name)
+
+    return [
+        ds("aws-node", 25, 64), ds("kube-proxy", 100, 64), ds("ebs-csi-node", 30, 120), ds("fluent-bit", 100, 200),
+        ds("node-exporter", 50, 50, ports=(HostPort(9100),)),
+        ds("nvidia-device-plugin", 50, 100, (("karpenter.k8s.aws/instance-gpu-manufacturer", "In", ("nvidia",)),)),
+        ds("neuron-device-plugin", 50, 100, (("karpenter.k8s.aws/instance-accelerator-manufacturer", "In", ("aws",)),)),
+        ds("big-node-agent", 500, 1024, (("karpenter.k8s.aws/instance-cpu", "Gt", ("8",)),)),
+    ]
+
+
 def _fmt_seconds(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def bench(sizes: list[int], repeat: int) -> None:
+def bench(sizes: list[int], repeat: int, daemonsets: bool = False) -> None:
     types = load_instance_types("us-east-1")
     pool = NodePoolSpec(name="default", requirements=Requirements())
-    print(f"instance types: {len(types)}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+    ds = make_daemonsets() if daemonsets else None
+    print(f"instance types: {len(types)}; daemonsets: {len(ds or ())}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"best of {repeat}")
     print(f"{'pods':>7} {'batch':>5} {'time':>10} {'ms/pod':>8} {'Karpenter':>10} {'ratio':>6} {'nodes':>6} "
           f"{'$/h':>9} {'unsched':>7} {'peak RSS MiB':>12}")
@@ -111,11 +135,11 @@ def bench(sizes: list[int], repeat: int) -> None:
         cold: tuple[float, tuple[int, float, int]] = (float("inf"), (0, 0.0, 0))
         for _ in range(repeat):
             cache = SchedulingCache()
-            cold = min(cold, _timed(make_pods(n), pool, types, cache))
+            cold = min(cold, _timed(make_pods(n), pool, types, cache, ds))
         warm: tuple[float, tuple[int, float, int]] = (float("inf"), (0, 0.0, 0))
         for r in range(repeat):
             # The next batch: other pods of the same mix and size (a new seed each time), unchanged NodePools.
-            warm = min(warm, _timed(make_pods(n, seed=43 + r), pool, types, cache))
+            warm = min(warm, _timed(make_pods(n, seed=43 + r), pool, types, cache, ds))
         karpenter = KARPENTER_SECONDS.get(n)
         for label, (seconds, (nodes, price, unsched)) in (("cold", cold), ("warm", warm)):
             ratio = f"{karpenter / seconds:>5.2f}x" if karpenter else f"{'-':>6}"
@@ -126,12 +150,12 @@ def bench(sizes: list[int], repeat: int) -> None:
             )
 
 
-def _timed(pods: list[Pod], pool: NodePoolSpec, types: list[InstanceType],
-           cache: SchedulingCache) -> tuple[float, tuple[int, float, int]]:
+def _timed(pods: list[Pod], pool: NodePoolSpec, types: list[InstanceType], cache: SchedulingCache,
+           daemonsets: list[Pod] | None = None) -> tuple[float, tuple[int, float, int]]:
     """Seconds :func:`schedule` takes on ``pods`` and (NodeClaims, $/h, unschedulable) of its plan; only one batch
     and one plan are alive at a time, so the peak RSS is a controller's, not the benchmark's."""
     start = time.perf_counter()
-    result = schedule(pods, [], [pool], {"default": types}, cache=cache)
+    result = schedule(pods, [], [pool], {"default": types}, daemonsets=daemonsets, cache=cache)
     seconds = time.perf_counter() - start
     return seconds, (len(result.new_nodeclaims), result.total_price, len(result.unschedulable))
 
@@ -202,8 +226,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per size; the fastest is reported")
     parser.add_argument("--pack-cases", type=int, default=30)
     parser.add_argument("--milp-cases", type=int, default=30)
+    parser.add_argument("--daemonsets", action="store_true", help="add eight DaemonSets (see the docstring)")
     args = parser.parse_args()
-    bench([int(s) for s in args.sizes.split(",")], max(1, args.repeat))
+    bench([int(s) for s in args.sizes.split(",")], max(1, args.repeat), args.daemonsets)
     if args.pack_cases:
         pack_suite(args.pack_cases)
     if args.milp_cases:
