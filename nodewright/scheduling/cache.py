@@ -19,8 +19,9 @@ What a pool's entry is keyed by, and how each input reaches the key:
   (:mod:`nodewright.cloud.unavailable` copies the types it flags) or a capacity reservation's remaining room.
   When only some types changed (an ICE'd offering), only those are rebuilt; the rankings per requirement set
   are dropped and rebuilt on demand.
-* **resource dims and the daemonset overhead** (the set of DaemonSets matters only through it: a new DaemonSet
-  that would not run on the pool's nodes changes nothing).
+* **resource dims, the daemonset overhead and the DaemonSets some node of the pool could run** (each type's budget
+  is net of the DaemonSets that type runs, :mod:`~.daemonsets`: their shapes are in the key; a new DaemonSet that
+  would not run on the pool's nodes changes nothing).
 * **pricing**: with a pricing policy the run's prices are marginal prices over the fleet, which changes between
   batches, so the price-dependent part (offering rankings, cheapest-first lists, Pareto fronts) is built per
   batch; only which types the pool can use and their budgets are reused. A changed policy thus takes effect on
@@ -43,6 +44,7 @@ from dataclasses import dataclass, field
 from operator import is_
 
 from nodewright.cloud.instancetype import InstanceType
+from nodewright.scheduling.daemonsets import PoolDaemons
 from nodewright.scheduling.nodeclaimtemplate import NodeClaimTemplate, Pricing, TypeInfo, pool_type
 from nodewright.scheduling.nodepools import NodePoolSpec
 from nodewright.scheduling.templatetypes import TemplateTypes
@@ -51,7 +53,8 @@ from nodewright.scheduling.templatetypes import TemplateTypes
 MAX_REQUIREMENT_SETS = 512
 
 
-def pool_key(spec: NodePoolSpec, dims: Sequence[str], overhead: Mapping[str, int]) -> tuple[object, ...]:
+def pool_key(spec: NodePoolSpec, dims: Sequence[str], overhead: Mapping[str, int],
+             daemons: PoolDaemons | None = None) -> tuple[object, ...]:
     """Everything but the instance types that a pool's :class:`TemplateTypes` depends on."""
     return (
         spec.name,
@@ -60,6 +63,7 @@ def pool_key(spec: NodePoolSpec, dims: Sequence[str], overhead: Mapping[str, int
         spec.target_utilization,
         tuple(dims),
         tuple(int(overhead.get(d, 0)) for d in dims),
+        None if daemons is None else tuple(p.shape for p in daemons.admitted),
     )
 
 
@@ -109,15 +113,17 @@ class SchedulingCache:
     stats: CacheStats = field(default_factory=CacheStats)
 
     def template(self, spec: NodePoolSpec, order: int, instance_types: Sequence[InstanceType], dims: Sequence[str],
-                 overhead: Mapping[str, int], pricing: Pricing | None = None) -> NodeClaimTemplate:
+                 overhead: Mapping[str, int], pricing: Pricing | None = None,
+                 daemons: PoolDaemons | None = None) -> NodeClaimTemplate:
         """A fresh :class:`NodeClaimTemplate` for one run (its own limits, order and pricing) over the pool's
         cached :class:`TemplateTypes`, rebuilt first if any input changed (see the module docstring)."""
         return NodeClaimTemplate(spec, order, instance_types, dims, overhead, pricing,
-                                 shared=self._shared(spec, instance_types, dims, overhead, pricing))
+                                 shared=self._shared(spec, instance_types, dims, overhead, pricing, daemons),
+                                 daemons=daemons)
 
     def _shared(self, spec: NodePoolSpec, instance_types: Sequence[InstanceType], dims: Sequence[str],
-                overhead: Mapping[str, int], pricing: Pricing | None) -> TemplateTypes:
-        key = pool_key(spec, dims, overhead)
+                overhead: Mapping[str, int], pricing: Pricing | None, daemons: PoolDaemons | None) -> TemplateTypes:
+        key = pool_key(spec, dims, overhead, daemons)
         entry = self.entries.get(spec.name)
         if entry is not None and _oversized(entry):
             entry = None  # its per-requirement-set caches (and the types' offering caches) start over
@@ -128,7 +134,7 @@ class SchedulingCache:
                 return entry.shared
             # Same types and budgets; prices are this run's.
             self.stats.misses += 1
-            return TemplateTypes([TypeInfo(t.it, t.budget, pricing) for t in entry.shared.types])
+            return TemplateTypes([TypeInfo(t.it, t.budget, pricing, t.daemons) for t in entry.shared.types])
         self.stats.misses += 1
         old = entry.verdicts if entry is not None and entry.key == key else {}
         verdicts: dict[int, TypeInfo | None] = {}
@@ -138,14 +144,14 @@ class SchedulingCache:
             if ident in old:
                 info = old[ident]
             else:
-                info = pool_type(spec, it, dims, overhead, None)
+                info = pool_type(spec, it, dims, overhead, None, daemons)
                 self.stats.types_built += 1
             verdicts[ident] = info
             if info is not None:
                 infos.append(info)
         self.entries[spec.name] = _Entry(key, list(instance_types), verdicts, TemplateTypes(infos))
         if pricing is not None:
-            return TemplateTypes([TypeInfo(t.it, t.budget, pricing) for t in infos])
+            return TemplateTypes([TypeInfo(t.it, t.budget, pricing, t.daemons) for t in infos])
         return self.entries[spec.name].shared
 
     def retain(self, names: Sequence[str]) -> None:

@@ -28,13 +28,20 @@ class ExistingNodeState:
             pods placed in this run).
         labels: the node's labels (its topology domains).
         taints: taints that block placement (startup taints ignored while the node is not initialized).
-        ports: host ports taken by bound and placed pods.
+        ports: host ports taken by bound and placed pods, and by the DaemonSet pods it will run (in flight).
         placed: pods this run places on it, in order.
     """
 
     __slots__ = ("node", "index", "free", "labels", "taints", "ports", "placed")
 
-    def __init__(self, node: ExistingNode, index: int, dims: Sequence[str], pending_overhead: Resources) -> None:
+    def __init__(
+        self,
+        node: ExistingNode,
+        index: int,
+        dims: Sequence[str],
+        pending_overhead: Resources,
+        pending_ports: Sequence[HostPort] = (),
+    ) -> None:
         self.node = node
         self.index = index
         used = node.requested()
@@ -44,6 +51,7 @@ class ExistingNodeState:
         self.labels = node.labels
         self.taints = node.scheduling_taints()
         self.ports: list[HostPort] = [p for pod in node.pods for p in pod.host_ports]
+        self.ports.extend(pending_ports)
         self.placed: list[Pod] = []
 
     def can_add(self, cls: PodClass) -> tuple[dict[str, str] | None, bool]:

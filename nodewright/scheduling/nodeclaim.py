@@ -1,8 +1,8 @@
 """A NodeClaim being built in one scheduling run (Karpenter's ``nodeclaim.go``).
 
 A :class:`NodeClaim` starts from a :class:`~nodewright.scheduling.nodeclaimtemplate.NodeClaimTemplate` and
-absorbs pods while some instance type still fits their summed requests (plus the pool's daemonset overhead,
-already taken out of each type's budget). :meth:`NodeClaim.can_add` checks one pod of a class -- taints, host
+absorbs pods while some instance type still fits their summed requests (plus the overhead of the DaemonSets that
+type runs, already taken out of its budget) and none of their host ports is held by those DaemonSets. :meth:`NodeClaim.can_add` checks one pod of a class -- taints, host
 ports, requirements, resources, topology, minValues -- and says how the NodeClaim would change; :meth:`NodeClaim.add`
 applies it. Its types stay sorted cheapest first, so the first type fitting the pods is the cheapest.
 :meth:`NodeClaim.to_plan` turns it into the :class:`~nodewright.scheduling.result.NodeClaimPlan` returned.
@@ -159,7 +159,8 @@ class NodeClaim:
         types: list[TypeInfo] | None = None
         if reqs is not self.reqs:
             candidates = template.types_for(reqs)
-            if template.remaining is None:
+            # Limits and daemonset host ports may have narrowed ``self.types``: stay within them.
+            if template.remaining is None and not (self.ports and template.daemon_ports):
                 types = candidates
             else:
                 allowed = {id(t) for t in self.types}
@@ -167,6 +168,14 @@ class NodeClaim:
             need = [a + b for a, b in zip(self.need, cls.vec, strict=True)]
             if not any(t.fits(need) for t in types):
                 return None, not topo
+        if cls.rep.host_ports and template.daemon_ports:
+            current = self.types if types is None else types
+            free = template.port_free(current, cls.rep.host_ports)
+            if len(free) != len(current):
+                need = [a + b for a, b in zip(self.need, cls.vec, strict=True)]
+                if not any(t.fits(need) for t in free):
+                    return None, not topo
+                types = free
         if template.min_values:
             need = [a + b for a, b in zip(self.need, cls.vec, strict=True)]
             pool_types = types if types is not None else self.types
@@ -216,7 +225,7 @@ class NodeClaim:
             return False
         merged = self.reqs.intersect(cls.reqs) if cls.index not in self.seen else self.reqs
         cheapest = self.cheapest()
-        if cheapest is None or not cheapest.compatible(merged):
+        if cheapest is None or not cheapest.compatible(merged) or cheapest.daemons.blocks(ports):
             return False
         # Replicas share their host ports, so a node holds one of them.
         k = 1 if ports else len(cls.pods)
@@ -236,6 +245,9 @@ class NodeClaim:
             self.types = types
             self.ptr = 0
             self.seen = set()
+        if ports and self.template.daemon_ports:
+            self.types = self.template.port_free(self.types, ports)
+            self.ptr = 0
         self.seen.add(cls.index)
         self.need = [a + v * k for a, v in zip(self.need, cls.vec, strict=True)]
         for _ in range(k):
@@ -294,7 +306,10 @@ class NodeClaim:
         labels.update({k: str(v) for k, v in chosen.labels.items()})
         labels[wk.ZONE] = offering.zone
         labels[wk.CAPACITY_TYPE] = offering.capacity_type
-        requests = {d: self.need[i] + template.overhead_vec[i] for i, d in enumerate(template.dims)}
+        # The DaemonSets of the type the launch most likely gets (Karpenter adds the least overhead among the
+        # candidates; the first candidate is what nodewright plans on).
+        overhead = chosen.daemons.requests
+        requests = {d: self.need[i] + int(overhead.get(d, 0)) for i, d in enumerate(template.dims)}
         return NodeClaimPlan(
             nodepool=template.name,
             instance_types=[t.it for t in candidates],
@@ -306,7 +321,7 @@ class NodeClaim:
             startup_taints=template.spec.startup_taints,
             pods=list(self.pods),
             requests=_shown(requests),
-            daemonset_overhead=dict(template.overhead),
+            daemonset_overhead=dict(overhead),
             hostname=self.hostname,
             min_values_relaxed=relaxed(template.min_values, reqs),
         )

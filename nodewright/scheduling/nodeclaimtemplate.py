@@ -6,8 +6,9 @@ one "cheapest first, with prices" list), and what remains of the pool's limits.
 
 Resources are handled as fixed-order integer vectors (``dims``: cpu millicores, memory bytes, pods, then any
 other requested resource) so fit checks are tuple comparisons. A type's *budget* on a pool is its allocatable
-(cpu and memory scaled by the pool's target utilization) minus the pool's daemonset overhead: pods fit when
-their summed requests are within the budget.
+(cpu and memory scaled by the pool's target utilization) minus the requests of the DaemonSets that type runs
+(:mod:`nodewright.scheduling.daemonsets`; Karpenter's daemon overhead groups): pods fit when their summed requests
+are within the budget. A pod whose host port one of those DaemonSets holds cannot use that type.
 
 Instance-type compatibility with requirements follows Karpenter: a key the type labels must be allowed; a
 well-known instance label the type lacks (``instance-gpu-name`` on a non-GPU type) behaves as
@@ -28,9 +29,11 @@ from nodewright.cloud.instancetype import (
     InstanceType,
     Offering,
 )
-from nodewright.quantities import CPU, MEMORY, format_resources
+from nodewright.quantities import CPU, MEMORY, Resources, format_resources
+from nodewright.scheduling.daemonsets import NO_DAEMONS, DaemonGroup, PoolDaemons
 from nodewright.scheduling.minvalues import Flexibility, unmet_reason
 from nodewright.scheduling.nodepools import NodePoolSpec
+from nodewright.scheduling.pods import HostPort
 from nodewright.scheduling.requirements import INSTANCE_TYPE_KEYS, OFFERING_KEYS, Requirement, Requirements
 from nodewright.scheduling.taints import untolerated
 from nodewright.scheduling.templatetypes import TemplateTypes
@@ -80,15 +83,20 @@ def offering_filter(reqs: Requirements) -> OfferingFilter:
 
 
 class TypeInfo:
-    """One instance type as seen by one pool: budget vector, capacity, and a per-requirements price cache."""
+    """One instance type as seen by one pool: budget vector, capacity, the DaemonSets it runs (``daemons``), and a
+    per-requirements price cache."""
 
-    __slots__ = ("it", "name", "labels", "budget", "capacity", "pricing", "_price_cache", "_by_price", "_version")
+    __slots__ = ("it", "name", "labels", "budget", "daemons", "capacity", "pricing", "_price_cache", "_by_price",
+                 "_version")
 
-    def __init__(self, it: InstanceType, budget: Vector, pricing: Pricing | None = None) -> None:
+    def __init__(
+        self, it: InstanceType, budget: Vector, pricing: Pricing | None = None, daemons: DaemonGroup = NO_DAEMONS
+    ) -> None:
         self.it = it
         self.name = it.name
         self.labels = it.labels
         self.budget = budget
+        self.daemons = daemons
         self.capacity = dict(it.capacity)
         self.pricing = pricing
         self._price_cache: dict[tuple[object, ...], Offering | None] = {}
@@ -186,19 +194,40 @@ def pool_budget(spec: NodePoolSpec, it: InstanceType, dims: Sequence[str], overh
 
 
 def pool_type(
-    spec: NodePoolSpec, it: InstanceType, dims: Sequence[str], overhead: Mapping[str, int], pricing: Pricing | None
+    spec: NodePoolSpec,
+    it: InstanceType,
+    dims: Sequence[str],
+    overhead: Mapping[str, int],
+    pricing: Pricing | None,
+    daemons: PoolDaemons | None = None,
 ) -> TypeInfo | None:
-    """``it`` as ``spec``'s nodes see it, or None when the daemonsets alone do not fit or the pool's requirements
-    rule it out (labels, or no allowed available offering)."""
-    budget = pool_budget(spec, it, dims, overhead)
-    if min(budget) < 0:
+    """``it`` as ``spec``'s nodes see it, or None when its daemonsets alone do not fit or the pool's requirements
+    rule it out (labels, or no allowed available offering). ``daemons``: which DaemonSets each type runs (the
+    budget is net of the type's own); None: every type carries ``overhead``."""
+    if daemons is None:
+        budget = pool_budget(spec, it, dims, overhead)
+        if min(budget) < 0:
+            return None
+        info = TypeInfo(it, budget, pricing, DaemonGroup(requests=dict(overhead)) if overhead else NO_DAEMONS)
+        return info if info.compatible(spec.requirements) else None
+    info = TypeInfo(it, (), pricing)
+    if not info.compatible(spec.requirements):
         return None
-    info = TypeInfo(it, budget, pricing)
-    return info if info.compatible(spec.requirements) else None
+    group = daemons.group_for(info.labels, info.compatible)
+    budget = pool_budget(spec, it, dims, group.requests)
+    if min(budget) < 0:
+        return None  # its daemonsets alone do not fit
+    info.budget = budget
+    info.daemons = group
+    return info
 
 
 class NodeClaimTemplate:
-    """A NodePool compiled for one scheduling run."""
+    """A NodePool compiled for one scheduling run.
+
+    ``daemons`` says which DaemonSets each instance type runs (its budget is net of their requests); without it
+    every type carries ``overhead``. ``overhead`` is also what reasons quote: the most a node of the pool carries.
+    """
 
     def __init__(
         self,
@@ -209,6 +238,7 @@ class NodeClaimTemplate:
         overhead: Mapping[str, int],
         pricing: Pricing | None = None,
         shared: TemplateTypes | None = None,
+        daemons: PoolDaemons | None = None,
     ) -> None:
         """``shared``: the pool's :class:`TemplateTypes` built earlier for the same inputs (the scheduling
         cache's); None builds them from ``instance_types``."""
@@ -221,9 +251,10 @@ class NodeClaimTemplate:
         self.taints = spec.taints
         self.dims = tuple(dims)
         self.overhead = dict(overhead)
-        self.overhead_vec: Vector = tuple(int(overhead.get(d, 0)) for d in dims)
+        #: whether some DaemonSet holds a host port (else no type ever blocks a pod's ports)
+        self.daemon_ports = daemons is not None and daemons.has_ports
         if shared is None:
-            infos = (pool_type(spec, it, dims, overhead, pricing) for it in instance_types)
+            infos = (pool_type(spec, it, dims, overhead, pricing, daemons) for it in instance_types)
             shared = TemplateTypes([info for info in infos if info is not None])
         self.shared = shared
         self.types = shared.types
@@ -390,6 +421,12 @@ class NodeClaimTemplate:
         self._domains[cache_key] = found
         return found
 
+    def port_free(self, types: list[TypeInfo], ports: Collection[HostPort]) -> list[TypeInfo]:
+        """``types`` whose DaemonSets hold none of ``ports`` (order kept; ``types`` itself when none can)."""
+        if not ports or not self.daemon_ports:
+            return types
+        return [t for t in types if not t.daemons.blocks(ports)]
+
     def within_limits(self, info: TypeInfo) -> bool:
         """True when launching ``info`` keeps every limited resource within what remains."""
         if self.remaining is None:
@@ -451,22 +488,50 @@ def hosting(
         if compatible and not types:
             reasons.append(f'all available instance types exceed limits for nodepool: "{template.name}"')
             continue
-        if not any(t.fits(cls.vec) for t in types):
+        free = template.port_free(types, cls.rep.host_ports)
+        if types and not free:
+            reasons.append(f'incompatible with nodepool "{template.name}", {_port_taken(types, cls.rep.host_ports)}')
+            continue
+        if not any(t.fits(cls.vec) for t in free):
             reasons.append(
                 f'incompatible with nodepool "{template.name}", daemonset overhead='
-                f"{format_resources(template.overhead)}, no instance type satisfied resources "
-                f"{format_resources(cls.rep.requests)} and requirements {merged!r}"
+                f"{_overhead_text(free or template.types, template.overhead)}, no instance type satisfied "
+                f"resources {format_resources(cls.rep.requests)} and requirements {merged!r}"
             )
             continue
         if template.min_values:
             min_values = merged.min_values()
-            unmet = template.flexibility.unmet([t for t in types if t.fits(cls.vec)], min_values)
+            unmet = template.flexibility.unmet([t for t in free if t.fits(cls.vec)], min_values)
             if unmet and not relax_min_values:
                 reasons.append(f'incompatible with nodepool "{template.name}", {unmet_reason(unmet, min_values)}')
                 continue
             if unmet:
                 merged = merged.with_min_values(unmet)
-        yield template, merged, types
+        yield template, merged, free
+
+
+def _port_taken(types: Sequence[TypeInfo], ports: Sequence[HostPort]) -> str:
+    """Why no type of ``types`` takes a pod with ``ports``: the DaemonSet holding one of them on each type."""
+    for port in ports:
+        holder = types[0].daemons.holder(port)
+        if holder is not None:
+            return (f"host port {port.port}/{port.protocol} is taken by daemonset {holder.namespace}/"
+                    f"{holder.owner_name or holder.name} on every instance type it allows")
+    return "its host ports are taken by daemonsets on every instance type it allows"
+
+
+def _overhead_text(types: Sequence[TypeInfo], fallback: Resources) -> str:
+    """The daemonset overhead of ``types`` as a reason quotes it: one value, or min/max per resource when types
+    carry different DaemonSets (Karpenter's wording); ``fallback`` when there is no type."""
+    groups = list({id(t.daemons): t.daemons.requests for t in types}.values())
+    if not groups:
+        return format_resources(fallback)
+    if len(groups) == 1:
+        return format_resources(groups[0])
+    names = {k for g in groups for k in g}
+    low = {k: min(g.get(k, 0) for g in groups) for k in names}
+    high = {k: max(g.get(k, 0) for g in groups) for k in names}
+    return f"min={format_resources(low)}, max={format_resources(high)}"
 
 
 def _by_price(types: Iterable[TypeInfo], offering: Callable[[TypeInfo], Offering | None]) -> list[TypeInfo]:

@@ -4,10 +4,10 @@
 (the :mod:`nodewright.api` model or its manifest dict). The template labels become ``In [value]``
 requirements and ``karpenter.sh/nodepool In [name]`` is added, as Karpenter's NodeClaimTemplate does.
 
-Daemonset overhead (Karpenter's ``getDaemonOverhead``): the summed requests of the daemonsets whose pod would
-run on the pool's nodes, i.e. whose strict requirements (nodeSelector + first required node-affinity term)
-are compatible with the pool's requirements and whose tolerations tolerate the pool's taints (startup taints
-and PreferNoSchedule excluded).
+Daemonset overhead: :attr:`NodePoolSpec.daemonsets` are the DaemonSet pods some node of the pool could run
+(:mod:`nodewright.scheduling.daemonsets`: taints tolerated, one required node-affinity term compatible with what a
+new node of the pool carries); the scheduler works out which of them each instance type runs.
+:attr:`NodePoolSpec.daemonset_overhead` sums them all: the most a node of the pool can carry.
 
 Target utilization (nodewright's addition): annotation ``nodewright.io/target-utilization: "0.8"`` (or ``"80%"``)
 makes new nodes of the pool large enough that pod + daemonset requests use at most 80% of allocatable cpu and
@@ -23,10 +23,11 @@ from typing import Any
 from nodewright.api import labels as L
 from nodewright.api.annotations import TARGET_UTILIZATION, target_utilization
 from nodewright.errors import NodewrightValidationError
-from nodewright.quantities import Resources, add, parse_resource_list
+from nodewright.quantities import Resources, parse_resource_list
+from nodewright.scheduling.daemonsets import PoolDaemons, node_requirements
 from nodewright.scheduling.pods import Pod
 from nodewright.scheduling.requirements import Requirement, Requirements
-from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, Taint, taint_from_dict, untolerated
+from nodewright.scheduling.taints import Taint, taint_from_dict
 
 TARGET_UTILIZATION_ANNOTATION = TARGET_UTILIZATION  # re-exported; the rules live in nodewright.api.annotations
 
@@ -45,7 +46,9 @@ class NodePoolSpec:
         limits: ``spec.limits`` in canonical units (``nodes`` as a count); None when unlimited.
         usage: resources already provisioned by the pool (capacity of its nodes/NodeClaims).
         target_utilization: fraction in (0, 1) or None (pack fully: no annotation, "1", or a malformed value).
-        daemonset_overhead: summed requests of the daemonsets that would run on the pool's nodes.
+        daemonset_overhead: summed requests of :attr:`daemonsets` (the most a node of the pool carries; each
+            instance type's own overhead is the scheduler's, :mod:`nodewright.scheduling.daemonsets`).
+        daemonsets: the DaemonSet pods some node of the pool could run (empty when built without them).
         node_class_ref: ``spec.template.spec.nodeClassRef`` as a dict.
         annotations: NodePool annotations.
     """
@@ -60,8 +63,19 @@ class NodePoolSpec:
     usage: Resources = field(default_factory=dict)
     target_utilization: float | None = None
     daemonset_overhead: Resources = field(default_factory=dict)
+    daemonsets: tuple[Pod, ...] = ()
     node_class_ref: dict[str, Any] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+
+    def node_class(self) -> str:
+        """The name of its EC2NodeClass ("" for another kind of node class): a label its nodes carry."""
+        ref = self.node_class_ref
+        return str(ref.get("name") or "") if ref.get("kind", "EC2NodeClass") == "EC2NodeClass" else ""
+
+    def daemons(self, daemonsets: Iterable[Pod] | None = None) -> PoolDaemons:
+        """Which of ``daemonsets`` (default: :attr:`daemonsets`) its new nodes run, per instance type."""
+        pods = self.daemonsets if daemonsets is None else daemonsets
+        return PoolDaemons(pods, node_requirements(self.requirements, self.node_class()), self.taints)
 
     def remaining(self) -> Resources | None:
         """``limits - usage`` per limited resource (may be negative), or None when unlimited."""
@@ -82,20 +96,11 @@ def pool_requirements(name: str, requirements: Iterable[Mapping[str, Any]], labe
     return Requirements([*reqs.values(), *extra])
 
 
-def daemonset_overhead(requirements: Requirements, taints: Iterable[Taint], daemonsets: Iterable[Pod]) -> Resources:
-    """Summed requests of the daemonset pods that would run on a node with these requirements and taints."""
-    blocking = tuple(t for t in taints if t.effect != PREFER_NO_SCHEDULE)
-    total: Resources = {}
-    for pod in daemonsets:
-        if untolerated(pod.tolerations, blocking) is not None:
-            continue
-        strict = Requirements.from_node_selector(pod.node_selector)
-        if pod.affinity.node_required:
-            strict = strict.intersect(pod.affinity.node_required[0].requirements())
-        if not requirements.compatible(strict):
-            continue
-        total = add(total, pod.requests)
-    return total
+def daemonset_overhead(requirements: Requirements, taints: Iterable[Taint], daemonsets: Iterable[Pod],
+                       node_class: str = "") -> Resources:
+    """Summed requests of the daemonset pods that could run on a new node with these requirements and taints
+    (some instance type of the pool runs each; see :mod:`nodewright.scheduling.daemonsets`)."""
+    return PoolDaemons(daemonsets, node_requirements(requirements, node_class), taints).overhead()
 
 
 def nodepool_spec_from_model(
@@ -127,7 +132,8 @@ def nodepool_spec_from_model(
     taints = tuple(taint_from_dict(t) for t in tspec.get("taints") or [])
     annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
     limits = parse_resource_list(spec.get("limits"), "spec.limits") if spec.get("limits") is not None else None
-    return NodePoolSpec(
+    node_class_ref = dict(tspec.get("nodeClassRef") or {})
+    pool = NodePoolSpec(
         name=name,
         weight=int(spec.get("weight") or 0),
         requirements=requirements,
@@ -137,7 +143,10 @@ def nodepool_spec_from_model(
         limits=limits,
         usage=dict(usage or {}),
         target_utilization=target_utilization(annotations),
-        daemonset_overhead=daemonset_overhead(requirements, taints, daemonsets),
-        node_class_ref=dict(tspec.get("nodeClassRef") or {}),
+        node_class_ref=node_class_ref,
         annotations=annotations,
     )
+    daemons = pool.daemons(daemonsets)
+    pool.daemonsets = daemons.admitted
+    pool.daemonset_overhead = daemons.overhead()
+    return pool

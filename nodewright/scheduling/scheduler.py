@@ -6,7 +6,8 @@ Order and placement follow Karpenter's provisioning scheduler (``scheduler.go``)
 2. Each pod tries existing nodes (initialized first, then in-flight ones; :mod:`~nodewright.scheduling.existingnode`),
    then NodeClaims already opened in this batch, then a new NodeClaim from the NodePools by weight descending,
    then name (:mod:`~nodewright.scheduling.nodeclaim`). A NodeClaim keeps every instance type that is compatible
-   with its pods' requirements and still fits their summed requests plus the pool's daemonset overhead.
+   with its pods' requirements and still fits their summed requests plus the overhead of the DaemonSets that type
+   runs (:mod:`~nodewright.scheduling.daemonsets`), whose host ports its pods may not use.
 3. A pod that fails everywhere relaxes one soft constraint (:mod:`~nodewright.scheduling.preferences`) and is
    requeued; the loop ends when a full pass over the queue makes no progress.
 4. New NodeClaims list their candidate types by cheapest compatible offering, at most 60, honouring
@@ -33,6 +34,7 @@ from nodewright.cloud.instancetype import InstanceType
 from nodewright.quantities import CPU, MEMORY, PODS, Resources
 from nodewright.scheduling import events
 from nodewright.scheduling.cache import SchedulingCache
+from nodewright.scheduling.daemonsets import LIFECYCLE_LABELS, DaemonGroup, PoolDaemons, runs_on_node
 from nodewright.scheduling.existingnode import ExistingNodeState
 from nodewright.scheduling.freepods import ambiguous_ports, fill_claims, fill_existing, pack_free
 from nodewright.scheduling.minvalues import BEST_EFFORT
@@ -44,9 +46,9 @@ from nodewright.scheduling.nodeclaimtemplate import (
     TypeInfo,
     hosting,
 )
-from nodewright.scheduling.nodepools import NodePoolSpec, daemonset_overhead
+from nodewright.scheduling.nodepools import NodePoolSpec
 from nodewright.scheduling.nodes import ExistingNode
-from nodewright.scheduling.pods import Pod
+from nodewright.scheduling.pods import HostPort, Pod
 from nodewright.scheduling.preferences import PodClass, pod_classes
 from nodewright.scheduling.repack import repack_topology
 from nodewright.scheduling.requirements import Requirements
@@ -90,10 +92,12 @@ class Scheduler:
         self.event(events.found(len(pods)))
         self.max_new = max_new
         ds = list(daemonsets) if daemonsets is not None else None
-        overheads = {
-            np.name: (daemonset_overhead(np.requirements, np.taints, ds) if ds is not None else np.daemonset_overhead)
-            for np in nodepools
+        # Which DaemonSets each pool's types run; a pool built without its DaemonSet pods (by hand) carries its
+        # daemonset_overhead on every type.
+        daemons: dict[str, PoolDaemons | None] = {
+            np.name: np.daemons(ds) if ds is not None or np.daemonsets else None for np in nodepools
         }
+        overheads = {np.name: d.overhead() if (d := daemons[np.name]) else np.daemonset_overhead for np in nodepools}
         names: set[str] = set()
         for p in pods:
             names.update(p.requests)
@@ -103,7 +107,8 @@ class Scheduler:
         ordered = sorted(nodepools, key=lambda n: (-n.weight, n.name))
         build = NodeClaimTemplate if cache is None else cache.template
         self.templates = [
-            build(np, i, instance_types.get(np.name, ()), self.dims, overheads[np.name], pricing)
+            build(np, i, instance_types.get(np.name, ()), self.dims, overheads[np.name], pricing,
+                  daemons=daemons[np.name])
             for i, np in enumerate(ordered)
             if allowed is None or np.name in allowed
         ]
@@ -118,13 +123,13 @@ class Scheduler:
         # Existing nodes: initialized first (Karpenter), skipping nodes that cannot take pods.
         usable = [n for n in nodes if not n.marked_for_deletion and not n.unschedulable]
         usable.sort(key=lambda n: (not n.initialized, n.name))
-        pool_overhead = {p.name: p.overhead for p in self.templates}
         self.nodes: list[ExistingNodeState] = []
         for i, n in enumerate(usable):
             pending: Resources = {}
+            ports: tuple[HostPort, ...] = ()
             if not n.initialized and not any(p.is_daemonset for p in n.pods):
-                pending = pool_overhead.get(n.nodepool, {})
-            self.nodes.append(ExistingNodeState(n, i, self.dims, pending))
+                pending, ports = _pending_daemons(n, ds, daemons, overheads)
+            self.nodes.append(ExistingNodeState(n, i, self.dims, pending, ports))
         self.classes = pod_classes(pods, self.dims)
         self.topology.register(self.classes, nodes)
         self.topology.init_universes(self.classes, self.templates, self.nodes)
@@ -291,6 +296,25 @@ class Scheduler:
         self.result.events.extend(events.outcome(self.result, used))
 
 
+def _pending_daemons(
+    node: ExistingNode,
+    daemonsets: Sequence[Pod] | None,
+    daemons: Mapping[str, PoolDaemons | None],
+    overheads: Mapping[str, Resources],
+) -> tuple[Resources, tuple[HostPort, ...]]:
+    """What the DaemonSets will take on an in-flight node none of them runs on yet: their requests and host ports.
+    They are the DaemonSets that run on its labels (plus Karpenter's lifecycle labels, which it carries once it
+    joins) and taints; for a pool built without its DaemonSet pods, the pool's overhead."""
+    pool = daemons.get(node.nodepool)
+    pods = daemonsets if daemonsets is not None else pool.admitted if pool is not None else None
+    if pods is None:
+        return overheads.get(node.nodepool, {}), ()
+    labels = {**node.labels, **LIFECYCLE_LABELS}
+    taints = node.scheduling_taints()
+    group = DaemonGroup.of([p for p in pods if runs_on_node(p, labels, taints)])
+    return group.requests, group.ports
+
+
 Stage = Callable[[Scheduler], None]
 
 #: The stages of a pass with ``optimize=True``, in order: free pods take room on existing nodes first (Karpenter
@@ -325,8 +349,9 @@ def schedule(
         nodes: existing nodes, with their bound pods (used for capacity and topology counts).
         nodepools: NodePools (weight descending then name decides the order new NodeClaims are tried).
         instance_types: NodePool name -> the instance types it may launch (already filtered by its node class).
-        daemonsets: daemonset pods; when given, each pool's daemonset overhead is recomputed from them,
-            otherwise :attr:`NodePoolSpec.daemonset_overhead` is used.
+        daemonsets: daemonset pods; when given, which of them each pool's instance types run is worked out from
+            them, otherwise from :attr:`NodePoolSpec.daemonsets` (a pool without those carries
+            :attr:`NodePoolSpec.daemonset_overhead` on every type).
         inflight: NodeClaims launched earlier without a node yet (``initialized=False``), tried after nodes.
         max_new_nodeclaims: at most this many new NodeClaims (consolidation asks for 0 or 1); pods that would
             need more are reported unschedulable.

@@ -186,7 +186,6 @@ def test_inflight_unexpected_daemonset_pod():
     assert d.where("big")[0] == "new"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14: Karpenter's node labels (registered, initialized) in DaemonSet compatibility")
 def test_daemonset_affinity_on_karpenter_lifecycle_labels():
     # It("Should properly handle DaemonSet resources with Node Affinity for `karpenter.sh/initialized` and `karpenter.sh/registered`")
     ds1 = daemonset("ds1", cpu="1", required=[expr("karpenter.sh/initialized", "In", "true")])
