@@ -12,8 +12,8 @@ The screen knows cpu, memory and pod count, node labels and blocking taints:
   returns the pods left over. Pods the screen cannot judge (topology spread, pod (anti-)affinity, host ports,
   hostname selectors, extended resources) make it answer "unknown" and the caller simulates.
 * :meth:`Screen.replacement_floor`: the cheapest price any pool could launch one node at for some pods (the
-  Pareto frontier of each pool's instance types by price vs. allocatable, after target utilization and
-  daemonset overhead): a lower bound, since the pods' own requirements can only make it dearer.
+  Pareto frontier of each pool's instance types by price vs. allocatable, after target utilization and the
+  overhead of the DaemonSets each type runs): a lower bound, since the pods' own requirements can only make it dearer.
 * :meth:`Screen.aggregate_fits`: sums only -- a necessary condition used to bound the multi-node search.
 """
 
@@ -26,6 +26,7 @@ from nodewright.cloud.instancetype import InstanceType, Offering
 from nodewright.disruption.model import Pool
 from nodewright.quantities import CPU, MEMORY, PODS
 from nodewright.scheduling import ExistingNode, Pod, Requirements
+from nodewright.scheduling.nodeclaimtemplate import type_daemons
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, untolerated
 
 Vec = tuple[int, int, int]
@@ -123,9 +124,11 @@ def type_allowed(it: InstanceType, reqs: Requirements) -> bool:
 
 def pool_frontier(pool: Pool) -> list[tuple[float, Vec]]:
     """(price, room for pods) of the pool's types, Pareto-minimal: no kept type is dearer than another kept type
-    with at least as much room in every dimension. Room = allocatable x target utilization - daemonset overhead."""
+    with at least as much room in every dimension. Room = allocatable x target utilization - the overhead of the
+    DaemonSets the type runs (the pool's daemonset overhead when its spec was built without DaemonSet pods)."""
     target = pool.target_utilization or 1.0
     overhead = vec(pool.spec.daemonset_overhead)
+    daemons = pool.spec.daemons() if pool.spec.daemonsets else None
     options: list[tuple[float, Vec]] = []
     for it in pool.instance_types:
         if not type_allowed(it, pool.spec.requirements):
@@ -133,6 +136,8 @@ def pool_frontier(pool: Pool) -> list[tuple[float, Vec]]:
         offering = offering_for(it, pool.spec.requirements)
         if offering is None:
             continue
+        if daemons is not None:
+            overhead = vec(type_daemons(daemons, it).requests)
         alloc = vec(it.allocatable())
         room = (int(alloc[0] * target) - overhead[0], int(alloc[1] * target) - overhead[1], alloc[2] - overhead[2])
         options.append((offering.price, room))

@@ -31,7 +31,7 @@ from nodewright.scheduling.nodeclaimtemplate import (
     fitting_prefix,
 )
 from nodewright.scheduling.packing import Bin, Item, pack
-from nodewright.scheduling.pods import Pod
+from nodewright.scheduling.pods import HostPort, Pod
 from nodewright.scheduling.preferences import PodClass
 from nodewright.scheduling.requirements import Requirements
 
@@ -129,12 +129,13 @@ def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirement
     missed = ""
     for b in bins:
         need = b.need(items, len(items[0].vec))[:base]
-        key = ("packed", ident, tuple(need))
+        ports = frozenset(hp for idx, _ in b.fill for hp in members[idx].rep.host_ports)
+        key = ("packed", ident, tuple(need), ports)  # the bin's ports rule out types whose DaemonSets hold them
         candidates = memo.get(key) if template.remaining is None else None
         if candidates is None:
             # `priced` is cheapest first: without minValues only the first 60 fitting types matter.
             fitting = fitting_prefix(
-                priced,
+                template.port_free(priced, ports),
                 need,
                 None if min_values else MAX_INSTANCE_TYPES,
                 keep=template.within_limits if template.remaining is not None else None,
@@ -198,20 +199,26 @@ def _with_port_dims(members: Sequence[PodClass], types: list[TypeInfo]) -> tuple
     """Packing items for ``members`` and the types to pack them on, with host ports as resources.
 
     Each (protocol, port) used by a member becomes one more dimension: a pod using it requests 1 and every
-    node offers 1, so the packer never puts two pods sharing a host port on one node. Members only share a
-    key when their ports conflict (see :func:`ambiguous_ports`), so this is exact.
+    node offers 1 (0 where a DaemonSet of its type holds the port), so the packer never puts two pods sharing a
+    host port on one node. Members only share a key when their ports conflict (see :func:`ambiguous_ports`), so
+    this is exact.
     """
-    keys = sorted({(p.protocol, p.port) for cls in members for p in cls.rep.host_ports})
+    on_key: dict[tuple[str, int], list[HostPort]] = {}
+    for cls in members:
+        for p in cls.rep.host_ports:
+            on_key.setdefault((p.protocol, p.port), []).append(p)
+    keys = sorted(on_key)
     if not keys:
         return [Item(cls.vec, len(cls.pods)) for cls in members], types
     items = []
     for cls in members:
         used = {(p.protocol, p.port) for p in cls.rep.host_ports}
         items.append(Item(cls.vec + tuple(1 if k in used else 0 for k in keys), len(cls.pods)))
-    return items, with_port_slots(types, len(keys))
+    return items, with_port_slots(types, [on_key[k] for k in keys])
 
 
-def with_port_slots(types: Sequence[TypeInfo], count: int) -> list[TypeInfo]:
-    """``types`` whose budgets offer one unit of each of ``count`` host-port dimensions (appended last)."""
-    ones = (1,) * count
-    return [TypeInfo(t.it, t.budget + ones) for t in types]
+def with_port_slots(types: Sequence[TypeInfo], ports: Sequence[Sequence[HostPort]]) -> list[TypeInfo]:
+    """``types`` whose budgets offer one unit of each host-port dimension (appended last; ``ports[i]``: the pods'
+    host ports on dimension i), none where the type's DaemonSets hold one of them."""
+    return [TypeInfo(t.it, t.budget + tuple(0 if t.daemons.blocks(on) else 1 for on in ports), daemons=t.daemons)
+            for t in types]

@@ -461,6 +461,13 @@ class NodeClaimTemplate:
                 self.remaining[name] += max(i.capacity.get(name, 0) for i in infos)
 
 
+def type_daemons(daemons: PoolDaemons, it: InstanceType) -> DaemonGroup:
+    """The DaemonSets ``it`` runs as a new node of the pool ``daemons`` belongs to, outside a scheduling run (the
+    same rule as a template's types; the disruption screen's room per type)."""
+    info = TypeInfo(it, ())
+    return daemons.group_for(info.labels, info.compatible)
+
+
 def hosting(
     templates: Sequence[NodeClaimTemplate],
     cls: PodClass,

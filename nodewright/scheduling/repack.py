@@ -44,7 +44,7 @@ from nodewright.scheduling.nodeclaimtemplate import (
     fitting_prefix,
 )
 from nodewright.scheduling.packing import Bin, Item, pack
-from nodewright.scheduling.pods import Pod
+from nodewright.scheduling.pods import HostPort, Pod
 from nodewright.scheduling.preferences import PodClass
 from nodewright.scheduling.requirements import Requirements
 
@@ -169,15 +169,18 @@ class _Repacker:
         if old_cost is None:
             return None
         class_of = self.run.class_of
-        items, pods_of = _repack_items([p for claim in group for p in claim.pods], class_of, ports)
+        pods = [p for claim in group for p in claim.pods]
+        items, pods_of = _repack_items(pods, class_of, ports)
+        # Types whose DaemonSets hold none of the pods' host ports (each NodeClaim of the group had only such types).
+        held = [hp for p in pods for hp in p.host_ports]
         saved = None if template.remaining is None else dict(template.remaining)
         for claim in group:
             template.release(claim.reserved)
-        key = (template.order, reqs.identity(), round(old_cost, 9), tuple(items))
+        key = (template.order, reqs.identity(), round(old_cost, 9), tuple(items), tuple(held))
         if saved is None and key in self.memo:
             plan = self.memo[key]
         else:
-            plan = self._plan(template, reqs, items, old_cost)
+            plan = self._plan(template, reqs, items, old_cost, held)
             if saved is None:
                 self.memo[key] = plan
         new = self._claims(template, reqs, items, pods_of, plan, len(group)) if plan else None
@@ -190,14 +193,18 @@ class _Repacker:
             template.remaining = saved
         return None
 
-    def _plan(self, template: NodeClaimTemplate, reqs: Requirements, items: list[Item], old_cost: float) -> list[Bin] | None:
-        """The packer's bins for ``items`` when they cost less than ``old_cost`` (only types cheaper than it
-        can be part of a cheaper plan), else None."""
+    def _plan(self, template: NodeClaimTemplate, reqs: Requirements, items: list[Item], old_cost: float,
+              held: list[HostPort]) -> list[Bin] | None:
+        """The packer's bins for ``items`` (whose pods hold host ports ``held``) when they cost less than
+        ``old_cost`` (only types cheaper than it can be part of a cheaper plan), else None."""
         prices: dict[str, float] = {}
         priced: list[TypeInfo] = []
+        blocked = template.daemon_ports and bool(held)
         for t, price in template.priced(reqs):
             if price >= old_cost - PRICE_EPSILON:
                 break
+            if blocked and t.daemons.blocks(held):
+                continue
             prices[t.name] = price
             priced.append(t)
         if not priced:
@@ -205,8 +212,8 @@ class _Repacker:
         extra = len(items[0].vec) - self.dims
         front = None
         if extra:
-            priced = with_port_slots(priced, extra)
-        else:
+            priced = with_port_slots(priced, [held] * extra)  # none of them is held on these types: one slot each
+        elif not blocked:
             # A cheapest-first prefix's front is the pool's front cut at the same price (packing.Front).
             pool = pool_front(template, reqs)
             front = None if pool is None else pool.below(old_cost - PRICE_EPSILON)
@@ -235,19 +242,22 @@ class _Repacker:
         new: list[NodeClaim] = []
         for b in plan:
             need = b.need(items, len(items[0].vec))[:base]
-            types = template.limited(template.types_for(reqs))
+            pods: list[Pod] = []
+            for idx, k in b.fill:
+                start = taken[idx]
+                pods.extend(pods_of[idx][start:start + k])
+                taken[idx] = start + k
+            ports = [hp for p in pods for hp in p.host_ports]
+            types = template.port_free(template.limited(template.types_for(reqs)), ports)
             min_values = reqs.min_values() if template.min_values else {}
             fitting = fitting_prefix(types, need, None if min_values else MAX_INSTANCE_TYPES)
             if not fitting or (min_values and template.flexibility.unmet(fitting, min_values)):
                 return None
             claim = NodeClaim(template, 0, reqs, types, base)
             claim.need = need
-            for idx, k in b.fill:
-                start = taken[idx]
-                claim.pods.extend(pods_of[idx][start:start + k])
-                taken[idx] = start + k
+            claim.pods = pods
             claim.seen = {class_of[id(p)].index for p in claim.pods}
-            claim.ports = [hp for p in claim.pods for hp in p.host_ports]
+            claim.ports = ports
             claim.reserve()
             new.append(claim)
         return new

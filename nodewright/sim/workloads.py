@@ -31,8 +31,9 @@ from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import Obj, is_deleting, labels_of, name_of, parse_time
-from nodewright.scheduling import Requirements, daemonset_pod
-from nodewright.scheduling.taints import taint_from_dict, untolerated
+from nodewright.scheduling import Pod, daemonset_pod
+from nodewright.scheduling.daemonsets import runs_on_node
+from nodewright.scheduling.taints import taint_from_dict
 from nodewright.sim.scenario import parse_duration
 
 DURATION_ANNOTATION = "sim.nodewright.io/duration"
@@ -296,13 +297,13 @@ class CronJobWorkload:
 
 @dataclass
 class DaemonSetWorkload:
-    """A DaemonSet: one pod bound to each Ready node whose taints it tolerates and whose labels it selects."""
+    """A DaemonSet: one pod bound to each Ready node whose taints it tolerates and whose labels it selects (the
+    scheduler's rule, :func:`nodewright.scheduling.daemonsets.runs_on_node`)."""
 
     name: str
     namespace: str
     template: dict[str, Any]
-    selector: Requirements
-    tolerations: tuple[Any, ...]
+    pod: Pod
     pods: dict[str, str] = field(default_factory=dict)  # node name -> pod name
 
     @classmethod
@@ -313,20 +314,15 @@ class DaemonSetWorkload:
             NodewrightValidationError: invalid template fields.
         """
         pod = daemonset_pod({**doc, "kind": "DaemonSet"})
-        selector = Requirements.from_node_selector(pod.node_selector)
-        if pod.affinity.node_required:
-            selector = selector.intersect(pod.affinity.node_required[0].requirements())
         meta = doc.get("metadata") or {}
         return cls(str(meta["name"]), str(meta.get("namespace") or "default"),
-                   _template(doc.get("spec") or {}, f"{meta['name']}.spec.template"), selector, pod.tolerations)
+                   _template(doc.get("spec") or {}, f"{meta['name']}.spec.template"), pod)
 
     def runs_on(self, node: Obj) -> bool:
-        """Whether this DaemonSet places a pod on ``node`` (NoSchedule/NoExecute taints tolerated, selector)."""
-        taints = [taint_from_dict(t) for t in (node.get("spec") or {}).get("taints") or []
-                  if t.get("effect") in ("NoSchedule", "NoExecute")]
-        if untolerated(self.tolerations, taints) is not None:
-            return False
-        return self.selector.satisfied_by_labels(labels_of(node))
+        """Whether this DaemonSet places a pod on ``node`` (NoSchedule/NoExecute taints tolerated, node selector
+        and one required node-affinity term)."""
+        taints = [taint_from_dict(t) for t in (node.get("spec") or {}).get("taints") or []]
+        return runs_on_node(self.pod, labels_of(node), taints)
 
     def reconcile(self, cluster: InMemoryCluster, ready_nodes: Iterable[Obj]) -> None:
         """Create the pod of every Ready node that lacks one; forget pods of nodes that went away."""
