@@ -176,7 +176,7 @@ class _Repacker:
         saved = None if template.remaining is None else dict(template.remaining)
         for claim in group:
             template.release(claim.reserved)
-        key = (template.order, reqs.identity(), round(old_cost, 9), tuple(items), tuple(held))
+        key = (template.order, reqs.identity(), round(old_cost, 9), tuple(items), frozenset(held))
         if saved is None and key in self.memo:
             plan = self.memo[key]
         else:

@@ -45,10 +45,10 @@ from nodewright.scheduling import (
     ExistingNode,
     NodePoolSpec,
     Pod,
-    daemonset_overhead,
     nodepool_spec_from_model,
     schedule,
 )
+from nodewright.scheduling.daemonsets import runs_on_node
 from nodewright.sim.scenario import ClusterAutoscalerConfig, NodeGroup
 from nodewright.sim.world import World
 from nodewright.state.cluster import sync_models
@@ -271,7 +271,7 @@ class ClusterAutoscalerDriver:
                 if instance.alive and instance.node_name not in ready:
                     labels = {**group.instance_type.labels, **group.pool.labels, L.ZONE: instance.zone,
                               L.CAPACITY_TYPE: instance.capacity_type}
-                    ds = [p for p in daemonsets if daemonset_overhead(group.pool.requirements, group.pool.taints, [p])]
+                    ds = [p for p in daemonsets if runs_on_node(p, labels, group.pool.taints)]
                     out.append(ExistingNode(name=f"upcoming-{instance.id}", labels=labels,
                                             allocatable=group.instance_type.allocatable(),
                                             taints=group.pool.taints, pods=ds))
