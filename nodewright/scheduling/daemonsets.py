@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
-from nodewright.quantities import Resources, add
+from nodewright.quantities import Resources, add, format_resources
 from nodewright.scheduling.pods import HostPort, Pod
 from nodewright.scheduling.requirements import OFFERING_KEYS, Requirements
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE, Taint, untolerated
@@ -180,3 +180,29 @@ class PoolDaemons:
             pods = [p for p in self.admitted if id(p) in chosen]
             found = self._groups[key] = DaemonGroup.of(pods) if pods else NO_DAEMONS
         return found
+
+
+def port_taken(group: DaemonGroup, ports: Sequence[HostPort], where: str = "on every instance type it allows") -> str:
+    """The reason a pod with ``ports`` gets no new node when the DaemonSets of every type it could use (``where``)
+    hold one of them (``group``: one such type's DaemonSets)."""
+    for port in ports:
+        holder = group.holder(port)
+        if holder is not None:
+            return (f"host port {port.port}/{port.protocol} is taken by daemonset {holder.namespace}/"
+                    f"{holder.owner_name or holder.name} {where}")
+    return f"its host ports are taken by daemonsets {where}"
+
+
+def overhead_text(groups: Iterable[DaemonGroup], fallback: Resources) -> str:
+    """The daemonset overhead of some types (their ``groups``) as a reason quotes it: one value, or the least and
+    the most per resource when the types run different DaemonSets (Karpenter's ``min=..., max=...``);
+    ``fallback`` when there is no type."""
+    distinct = list({id(g): g.requests for g in groups}.values())
+    if not distinct:
+        return format_resources(fallback)
+    if len(distinct) == 1:
+        return format_resources(distinct[0])
+    names = {k for g in distinct for k in g}
+    low = {k: min(g.get(k, 0) for g in distinct) for k in names}
+    high = {k: max(g.get(k, 0) for g in distinct) for k in names}
+    return f"min={format_resources(low)}, max={format_resources(high)}"

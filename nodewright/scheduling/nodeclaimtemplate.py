@@ -29,8 +29,8 @@ from nodewright.cloud.instancetype import (
     InstanceType,
     Offering,
 )
-from nodewright.quantities import CPU, MEMORY, Resources, format_resources
-from nodewright.scheduling.daemonsets import NO_DAEMONS, DaemonGroup, PoolDaemons
+from nodewright.quantities import CPU, MEMORY, format_resources
+from nodewright.scheduling.daemonsets import NO_DAEMONS, DaemonGroup, PoolDaemons, overhead_text, port_taken
 from nodewright.scheduling.minvalues import Flexibility, unmet_reason
 from nodewright.scheduling.nodepools import NodePoolSpec
 from nodewright.scheduling.pods import HostPort
@@ -497,12 +497,18 @@ def hosting(
             continue
         free = template.port_free(types, cls.rep.host_ports)
         if types and not free:
-            reasons.append(f'incompatible with nodepool "{template.name}", {_port_taken(types, cls.rep.host_ports)}')
+            why = port_taken(types[0].daemons, cls.rep.host_ports)
+            reasons.append(f'incompatible with nodepool "{template.name}", {why}')
             continue
         if not any(t.fits(cls.vec) for t in free):
+            fitting = next((t for t in types if t.fits(cls.vec)), None) if free is not types else None
+            if fitting is not None:  # only types whose daemonsets hold one of its host ports are large enough
+                why = port_taken(fitting.daemons, cls.rep.host_ports, "on every instance type large enough for it")
+                reasons.append(f'incompatible with nodepool "{template.name}", {why}')
+                continue
             reasons.append(
                 f'incompatible with nodepool "{template.name}", daemonset overhead='
-                f"{_overhead_text(free or template.types, template.overhead)}, no instance type satisfied "
+                f"{overhead_text([t.daemons for t in free or template.types], template.overhead)}, no instance type satisfied "
                 f"resources {format_resources(cls.rep.requests)} and requirements {merged!r}"
             )
             continue
@@ -516,29 +522,6 @@ def hosting(
                 merged = merged.with_min_values(unmet)
         yield template, merged, free
 
-
-def _port_taken(types: Sequence[TypeInfo], ports: Sequence[HostPort]) -> str:
-    """Why no type of ``types`` takes a pod with ``ports``: the DaemonSet holding one of them on each type."""
-    for port in ports:
-        holder = types[0].daemons.holder(port)
-        if holder is not None:
-            return (f"host port {port.port}/{port.protocol} is taken by daemonset {holder.namespace}/"
-                    f"{holder.owner_name or holder.name} on every instance type it allows")
-    return "its host ports are taken by daemonsets on every instance type it allows"
-
-
-def _overhead_text(types: Sequence[TypeInfo], fallback: Resources) -> str:
-    """The daemonset overhead of ``types`` as a reason quotes it: one value, or min/max per resource when types
-    carry different DaemonSets (Karpenter's wording); ``fallback`` when there is no type."""
-    groups = list({id(t.daemons): t.daemons.requests for t in types}.values())
-    if not groups:
-        return format_resources(fallback)
-    if len(groups) == 1:
-        return format_resources(groups[0])
-    names = {k for g in groups for k in g}
-    low = {k: min(g.get(k, 0) for g in groups) for k in names}
-    high = {k: max(g.get(k, 0) for g in groups) for k in names}
-    return f"min={format_resources(low)}, max={format_resources(high)}"
 
 
 def _by_price(types: Iterable[TypeInfo], offering: Callable[[TypeInfo], Offering | None]) -> list[TypeInfo]:

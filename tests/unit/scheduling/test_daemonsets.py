@@ -66,7 +66,13 @@ def test_pods_too_big_for_the_port_free_types_are_unschedulable_with_the_reason(
     # 9 vCPU only fits a c5.4xlarge, where the daemonset holds the port: no node, and the reason says why.
     result = _decide([_pod("big", 9000, host_ports=(HostPort(9100),))], [_agent()])
     assert result.new_nodeclaims == []
-    assert result.unschedulable["default/big"].startswith('incompatible with nodepool "default", daemonset overhead=')
+    assert result.unschedulable == {"default/big": 'incompatible with nodepool "default", host port 9100/TCP is taken '
+                                                   "by daemonset kube-system/big-agent on every instance type large "
+                                                   "enough for it"}
+    # Too big for any type: the reason quotes the least and the most daemonset overhead of the pool's types.
+    result = _decide([_pod("huge", 19000)], [_agent()])
+    assert ("daemonset overhead=min={cpu: 0, memory: 0, pods: 0}, max={cpu: 1500m, memory: 1Gi, pods: 1}, no "
+            "instance type satisfied resources {cpu: 19, memory: 1Gi, pods: 1}") in result.unschedulable["default/huge"]
     # Without the port it gets the c5.4xlarge, carrying the daemonset: 9000m + 1500m.
     (nc,) = _decide([_pod("big", 9000)], [_agent()]).new_nodeclaims
     assert nc.instance_type.name == "c5.4xlarge" and nc.requests["cpu"] == 10500
