@@ -163,7 +163,7 @@ class PoolDaemons:
         if not self.varying:
             return self._group(())
         if self.by_labels:
-            signature = tuple(labels.get(k) for k in self.keys)
+            signature = tuple(map(labels.get, self.keys))
             found = self._by_labels.get(signature)
             if found is None:
                 found = self._by_labels[signature] = self._group_of(compatible)
