@@ -11,6 +11,7 @@ import pytest
 
 from .kit import (
     CAPACITY_TYPE,
+    CPU_LABEL,
     FAMILY,
     GIB,
     HOSTNAME,
@@ -24,6 +25,7 @@ from .kit import (
     daemonset,
     ec2nodeclass,
     expr,
+    fits,
     limit_range,
     namespace,
     node,
@@ -32,6 +34,7 @@ from .kit import (
     pods,
     req,
     run,
+    type_labels,
 )
 
 
@@ -46,6 +49,22 @@ def test_daemonset_selecting_the_nodepool_label_counts():
     """A DaemonSet pinned to ``karpenter.sh/nodepool: default`` runs on that pool's nodes."""
     d = run(nodepool(), daemonset("ds", cpu="1", node_selector={NODEPOOL: "default"}), pod("p", cpu="1"))
     assert d.claim_of("p")["requests"]["cpu"] == 2000
+
+
+def test_daemonset_for_large_types_does_not_inflate_a_small_one():
+    """The issue's case: a DaemonSet that only runs where ``instance-cpu Gt 8`` does not count on a 4-vCPU type,
+    so a 3-vCPU pod gets an xlarge (as one pool-wide overhead, 5 vCPU, it would need an 8-vCPU type)."""
+    ds = daemonset("big-agent", cpu="2", memory="1Gi", required=[expr(CPU_LABEL, "Gt", "8")])
+    claim = run(nodepool(), ds, pod("p", cpu="3", memory="1Gi")).claim_of("p")
+    assert type_labels(claim["instance_type"])[CPU_LABEL] == "4"
+    assert claim["requests"]["cpu"] == 3000 and fits(claim)
+
+
+def test_daemonset_host_port_blocks_a_new_node_with_the_reason():
+    d = run(nodepool(), daemonset("exporter", cpu="100m", host_ports=[9100]), pod("p", host_ports=[9100]))
+    assert not d.claims
+    assert d.unschedulable["default/p"] == ('incompatible with nodepool "default", host port 9100/TCP is taken by '
+                                            "daemonset default/exporter on every instance type it allows")
 
 
 def test_limit_range_defaults_pending_pod_requests():
