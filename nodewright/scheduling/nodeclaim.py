@@ -4,8 +4,9 @@ A :class:`NodeClaim` starts from a :class:`~nodewright.scheduling.nodeclaimtempl
 absorbs pods while some instance type still fits their summed requests (plus the overhead of the DaemonSets that
 type runs, already taken out of its budget) and none of their host ports is held by those DaemonSets.
 :meth:`NodeClaim.can_add` checks one pod of a class -- taints, host ports, requirements, resources, topology,
-minValues -- and says how the NodeClaim would change; :meth:`NodeClaim.add` applies it. Its types stay sorted cheapest first, so the first type fitting the pods is the cheapest.
-:meth:`NodeClaim.to_plan` turns it into the :class:`~nodewright.scheduling.result.NodeClaimPlan` returned.
+minValues -- and says how the NodeClaim would change; :meth:`NodeClaim.add` applies it. Its types stay sorted
+cheapest first, so the first type fitting the pods is the cheapest. :meth:`NodeClaim.to_plan` turns it into the
+:class:`~nodewright.scheduling.result.NodeClaimPlan` returned.
 """
 
 from __future__ import annotations

@@ -506,10 +506,10 @@ def hosting(
                 why = port_taken(fitting.daemons, cls.rep.host_ports, "on every instance type large enough for it")
                 reasons.append(f'incompatible with nodepool "{template.name}", {why}')
                 continue
+            overhead = overhead_text([t.daemons for t in free or template.types], template.overhead)
             reasons.append(
-                f'incompatible with nodepool "{template.name}", daemonset overhead='
-                f"{overhead_text([t.daemons for t in free or template.types], template.overhead)}, no instance type satisfied "
-                f"resources {format_resources(cls.rep.requests)} and requirements {merged!r}"
+                f'incompatible with nodepool "{template.name}", daemonset overhead={overhead}, no instance type '
+                f"satisfied resources {format_resources(cls.rep.requests)} and requirements {merged!r}"
             )
             continue
         if template.min_values:
@@ -521,7 +521,6 @@ def hosting(
             if unmet:
                 merged = merged.with_min_values(unmet)
         yield template, merged, free
-
 
 
 def _by_price(types: Iterable[TypeInfo], offering: Callable[[TypeInfo], Offering | None]) -> list[TypeInfo]:

@@ -31,7 +31,8 @@ POOL = _nodepool("agents", [
 
 def _daemonset(name: str, cpu: str, memory: str, *, terms: list[list[dict[str, Any]]] | None = None,
                host_port: int | None = None) -> dict[str, Any]:
-    container: dict[str, Any] = {"name": "c", "image": "agent", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+    container: dict[str, Any] = {"name": "c", "image": "agent",
+                                 "resources": {"requests": {"cpu": cpu, "memory": memory}}}
     if host_port is not None:
         container["ports"] = [{"containerPort": host_port, "hostPort": host_port}]
     spec: dict[str, Any] = {"containers": [container]}
