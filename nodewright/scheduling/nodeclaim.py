@@ -236,6 +236,7 @@ class NodeClaim:
         if k <= 0:
             return False
         types = [t for t in self.types if t.compatible(merged)] if merged is not self.reqs else self.types
+        types = self.template.port_free(types, ports)  # without the types whose daemonsets hold its ports
         if self.template.min_values:
             # More pods leave fewer types fitting: keep every minValues met (the cheapest type stays).
             need = [a + v * k for a, v in zip(self.need, cls.vec, strict=True)]
@@ -243,11 +244,9 @@ class NodeClaim:
                 return False
         if merged is not self.reqs:
             self.reqs = merged
-            self.types = types
-            self.ptr = 0
             self.seen = set()
-        if ports and self.template.daemon_ports:
-            self.types = self.template.port_free(self.types, ports)
+        if types is not self.types:
+            self.types = types
             self.ptr = 0
         self.seen.add(cls.index)
         self.need = [a + v * k for a, v in zip(self.need, cls.vec, strict=True)]
