@@ -197,7 +197,7 @@ def overhead_text(groups: Iterable[DaemonGroup], fallback: Resources) -> str:
     """The daemonset overhead of some types (their ``groups``) as a reason quotes it: one value, or the least and
     the most per resource when the types run different DaemonSets (Karpenter's ``min=..., max=...``);
     ``fallback`` when there is no type."""
-    distinct = list({id(g): g.requests for g in groups}.values())
+    distinct = list({tuple(sorted(g.requests.items())): g.requests for g in groups}.values())
     if not distinct:
         return format_resources(fallback)
     if len(distinct) == 1:

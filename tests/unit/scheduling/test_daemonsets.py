@@ -22,6 +22,7 @@ from nodewright.scheduling import (
     nodepool_spec_from_model,
     schedule,
 )
+from nodewright.scheduling.cache import SchedulingCache
 
 GIB = 2**30
 C5 = ("c5.xlarge", "c5.2xlarge", "c5.4xlarge")
@@ -109,3 +110,20 @@ def test_the_disruption_screen_counts_each_types_own_daemonsets() -> None:
     assert frontier[prices["c5.xlarge"]][0] == alloc["c5.xlarge"]["cpu"]
     big = alloc["c5.4xlarge"]
     assert frontier[prices["c5.4xlarge"]][:2] == (big["cpu"] - 1500, big["memory"] - GIB)
+
+
+def test_the_scheduling_cache_keeps_each_types_daemonsets_and_sees_a_new_set() -> None:
+    cache = SchedulingCache()
+    spec = nodepool_spec_from_model(POOL_DOC)
+    pods = [_pod("p", 3000)]
+
+    def decide(daemonsets: list[Pod]) -> tuple[str, int]:
+        (nc,) = schedule(pods, [], [spec], {"default": TYPES}, daemonsets=daemonsets, cache=cache).new_nodeclaims
+        return nc.instance_type.name, nc.requests["cpu"]
+
+    assert decide([_agent()]) == ("c5.xlarge", 3000)  # the agent runs only on the c5.4xlarge
+    hits = cache.stats.hits
+    assert decide([_agent()]) == ("c5.xlarge", 3000) and cache.stats.hits > hits  # the next batch reuses the types
+    everywhere = Pod(namespace="kube-system", name="agent", requests={"cpu": 1500, "memory": GIB, "pods": 1},
+                     owner_kind="DaemonSet", owner_name="agent")
+    assert decide([everywhere]) == ("c5.2xlarge", 4500)  # same overhead sum, another DaemonSet set: rebuilt
