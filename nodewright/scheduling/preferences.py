@@ -136,6 +136,18 @@ class PodClass:
             return False
         return not any((p.protocol, p.port) in ambiguous_ports for p in self.rep.host_ports)
 
+    def relaxable(self, prefer_no_schedule_exists: bool) -> bool:
+        """Whether :meth:`relax` would find a soft constraint left to relax (it checks the same counters)."""
+        aff = self.rep.affinity
+        return bool(
+            len(aff.placement_terms()) - self.required_term > 1
+            or self.pref_affinity_removed < len(aff.pod_affinity_preferred)
+            or self.pref_anti_removed < len(aff.pod_anti_affinity_preferred)
+            or self.pref_node_removed < len(aff.node_preferred)
+            or self.anyway_removed < sum(t.when_unsatisfiable == SCHEDULE_ANYWAY for t in self.rep.topology_spread)
+            or (prefer_no_schedule_exists and not self.tolerate_prefer_no_schedule)
+        )
+
     def relax(self, topology: Topology, prefer_no_schedule_exists: bool) -> str | None:
         """Relax one soft constraint (see module docstring); returns Karpenter's description, None if none left."""
         aff = self.rep.affinity

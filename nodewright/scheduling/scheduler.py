@@ -87,6 +87,7 @@ class Scheduler:
         cache: SchedulingCache | None = None,
     ) -> None:
         self.result = SchedulingResult()
+        self.pod_count = len(pods)
         self.pricing = pricing
         self.relax_min_values = relax_min_values
         self.event(events.found(len(pods)))
@@ -409,7 +410,34 @@ def _greedy_moot(run: Scheduler) -> bool:
     in :func:`schedule`'s docstring)."""
     if not run.free and not run.repacked:
         return True
-    return not run.result.unschedulable and not run.result.new_nodeclaims
+    if run.result.unschedulable:
+        return False
+    return not run.result.new_nodeclaims or _lone_pod_cheapest(run)
+
+
+def _lone_pod_cheapest(run: Scheduler) -> bool:
+    """True when the optimized ``run`` placed a batch of one pod, with nothing to relax, on a new NodeClaim that
+    costs no more than any NodeClaim the greedy pass could open for it, at list prices and without limits.
+
+    The greedy pass would try the same nodes with the same class first (:func:`~.freepods.fill_existing` did, and
+    placed nothing), then open a NodeClaim from a template :meth:`Scheduler.hosting` yields: its plan is a type of
+    that template's ``types`` (cheapest allowed offering first under the merged requirements, which the
+    NodeClaim's only narrow) fitting the pod, so it costs at least the first such type's cheapest offering."""
+    result = run.result
+    if run.pricing is not None or len(result.new_nodeclaims) != 1 or len(run.free) != 1 or run.repacked:
+        return False
+    cls = run.free[0]
+    if run.pod_count != 1 or cls.relaxable(run.prefer_no_schedule):
+        return False
+    if any(t.remaining is not None for t in run.templates):
+        return False
+    bound = float("inf")
+    for _template, merged, types in run.hosting(cls, []):
+        first = next((t for t in types if t.fits(cls.vec)), None)
+        offering = None if first is None else first.offering(merged)
+        if offering is not None:
+            bound = min(bound, offering.price)
+    return result.new_nodeclaims[0].price <= bound
 
 
 def _plan_rank(result: SchedulingResult) -> tuple[int, float]:
