@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 from operator import le, mul
 
 from nodewright.scheduling.fronts import Front
@@ -147,6 +148,8 @@ def _ffd(budget: Vector, order: Sequence[int], items: Sequence[Item], counts: Se
 def _dot_fill(budget: Vector, items: Sequence[Item], counts: Sequence[int]) -> list[tuple[int, int]]:
     """Fill one node pod by pod, each time taking the pod best aligned with the room left (normalised dot
     product), so complementary pods (cpu-heavy with memory-heavy) share a node."""
+    if len(budget) == 3:
+        return _dot_fill3(budget, items, counts)
     rem = list(budget)
     scale = [max(b, 1) for b in budget]
     # Items that no longer fit never fit again (the room only shrinks): keep a shrinking active list.
@@ -167,6 +170,36 @@ def _dot_fill(budget: Vector, items: Sequence[Item], counts: Sequence[int]) -> l
         left[best] -= 1
         taken[best] = taken.get(best, 0) + 1
         active = [i for i in active if left[i] > 0 and all(map(le, items[i].vec, rem))]
+    return sorted(taken.items())
+
+
+def _dot_fill3(budget: Vector, items: Sequence[Item], counts: Sequence[int]) -> list[tuple[int, int]]:
+    """:func:`_dot_fill` for three dimensions (cpu, memory, pods: the usual run), unrolled: the same float
+    operations in the same order (``sum`` adds left to right from 0), so the same choices, at a third of the
+    interpreter's work."""
+    r0, r1, r2 = budget
+    s0, s1, s2 = max(r0, 1), max(r1, 1), max(r2, 1)
+    # (index, normed vector, vector, pods left), for the items that fit the empty node.
+    active = []
+    for i, item in enumerate(items):
+        v0, v1, v2 = item.vec
+        if counts[i] > 0 and v0 <= r0 and v1 <= r1 and v2 <= r2:
+            active.append([i, v0 / s0, v1 / s1, v2 / s2, v0, v1, v2, counts[i]])
+    taken: dict[int, int] = {}
+    while active:
+        q0, q1, q2 = r0 / s0, r1 / s1, r2 / s2
+        best: list[Any] = active[0]
+        best_score = -1.0
+        for a in active:
+            score = 0 + a[1] * q0 + a[2] * q1 + a[3] * q2
+            if score > best_score:
+                best, best_score = a, score
+        r0 -= best[4]
+        r1 -= best[5]
+        r2 -= best[6]
+        best[7] -= 1
+        taken[best[0]] = taken.get(best[0], 0) + 1
+        active = [a for a in active if a[7] > 0 and a[4] <= r0 and a[5] <= r1 and a[6] <= r2]
     return sorted(taken.items())
 
 
