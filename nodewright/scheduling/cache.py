@@ -13,8 +13,9 @@ What a pool's entry is keyed by, and how each input reaches the key:
   too), taints and target utilization: every field a template reads. (The static-drift NodePool hash of
   :mod:`nodewright.api.hashing` leaves requirements out, so it cannot be the key.) Weight and limits are not in
   the key: the order and what remains of the limits are per batch (below).
-* **the instance types** the cloud provider returned for the pool, by identity. Both providers hand out the same
-  objects while nothing changed, and new objects when something did: the catalog or prices refreshed, the
+* **the instance types** the cloud provider returned for the pool, in order, the same objects or equal ones
+  (every field compared: labels, capacity, overhead, offerings with prices and availability). Both providers
+  hand out the same objects while nothing changed, and new objects when something did: the catalog or prices refreshed, the
   EC2NodeClass's kubelet settings (another catalog view), an offering marked unavailable
   (:mod:`nodewright.cloud.unavailable` copies the types it flags) or a capacity reservation's remaining room.
   When only some types changed (an ICE'd offering), only those are rebuilt; the rankings per requirement set
@@ -41,7 +42,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import is_
 
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.scheduling.daemonsets import PoolDaemons
@@ -79,9 +79,11 @@ def _oversized(entry: _Entry) -> bool:
     return lookups > MAX_REQUIREMENT_SETS * len(entry.shared.types)
 
 
-def _same_objects(a: Sequence[InstanceType], b: Sequence[InstanceType]) -> bool:
-    """The same instance-type objects, in the same order."""
-    return len(a) == len(b) and all(map(is_, a, b))
+def _same_types(a: list[InstanceType], b: Sequence[InstanceType]) -> bool:
+    """The same instance types, in the same order: the same objects (list equality checks identity first, at C
+    speed: ~3 us for the 1,345 types of the bundled catalog) or equal ones (every field, offerings and their
+    availability included, so they compile to the same :class:`TypeInfo`)."""
+    return a == (b if isinstance(b, list) else list(b))
 
 
 @dataclass(slots=True, eq=False)
@@ -127,7 +129,7 @@ class SchedulingCache:
         entry = self.entries.get(spec.name)
         if entry is not None and _oversized(entry):
             entry = None  # its per-requirement-set caches (and the types' offering caches) start over
-        if entry is not None and entry.key == key and _same_objects(entry.instance_types, instance_types):
+        if entry is not None and entry.key == key and _same_types(entry.instance_types, instance_types):
             if pricing is None:
                 self.stats.hits += 1
                 entry.uses += 1

@@ -32,6 +32,7 @@ from nodewright.scheduling.preferences import PodClass
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.result import NodeClaimPlan
 from nodewright.scheduling.taints import untolerated
+from nodewright.scheduling.templatetypes import MAX_CACHED_CANDIDATES
 from nodewright.scheduling.topology import (
     Topology,
     blocked_on_hostname,
@@ -286,7 +287,8 @@ class NodeClaim:
 
     def to_plan(self, candidates: list[TypeInfo], memo: PlanMemo) -> NodeClaimPlan:
         """The plan for launching it with ``candidates`` (its :meth:`launch_candidates`); ``memo`` shares plan
-        requirements between NodeClaims of the run."""
+        requirements between NodeClaims (the scheduler passes the pool's :attr:`TemplateTypes.plans`, so between
+        batches too)."""
         template = self.template
         chosen = candidates[0]
         offering, ct = self.launch_offering(candidates)
@@ -299,6 +301,8 @@ class NodeClaim:
             current_ct = self.reqs.get(wk.CAPACITY_TYPE)
             if ct is not None and (current_ct is None or len(current_ct.values) != 1):
                 reqs = reqs.with_requirement(Requirement(wk.CAPACITY_TYPE, False, [ct]))
+            if len(memo) >= MAX_CACHED_CANDIDATES:
+                memo.clear()  # bounds a memo kept between batches (the pool's TemplateTypes.plans)
             found = memo[memo_key] = (reqs, reqs.labels())
         reqs, req_labels = found
         labels = dict(template.spec.labels)

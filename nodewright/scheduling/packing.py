@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 from operator import le, mul
+from typing import Any
 
 from nodewright.scheduling.fronts import Front
 from nodewright.scheduling.nodeclaimtemplate import TypeInfo, Vector

@@ -38,7 +38,7 @@ from nodewright.scheduling.daemonsets import LIFECYCLE_LABELS, DaemonGroup, Pool
 from nodewright.scheduling.existingnode import ExistingNodeState
 from nodewright.scheduling.freepods import ambiguous_ports, fill_claims, fill_existing, pack_free
 from nodewright.scheduling.minvalues import BEST_EFFORT
-from nodewright.scheduling.nodeclaim import NodeClaim, PlanMemo
+from nodewright.scheduling.nodeclaim import NodeClaim
 from nodewright.scheduling.nodeclaimtemplate import (
     NodeClaimTemplate,
     Pricing,
@@ -119,7 +119,6 @@ class Scheduler:
         self.limit_logged: set[str] = set()
         #: Set by the re-pack stage when it replaced a NodeClaim of the loop.
         self.repacked = False
-        self.plan_memo: PlanMemo = {}
         self.live: dict[int, _Live] = {}
         # Existing nodes: initialized first (Karpenter), skipping nodes that cannot take pods.
         usable = [n for n in nodes if not n.marked_for_deletion and not n.unschedulable]
@@ -285,7 +284,7 @@ class Scheduler:
                 for pod in claim.pods:
                     self.result.unschedulable[pod.key] = "no instance type fits the pods planned together"
                 continue
-            plan = claim.to_plan(candidates, self.plan_memo)
+            plan = claim.to_plan(candidates, claim.template.shared.plans)
             if self.pricing is not None:
                 # The fleet grows by this NodeClaim: the next ones are priced on top of it.
                 plan.effective_price = self.pricing.launched(plan.instance_type.name, plan.offering)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from nodewright.scheduling.fronts import Front
     from nodewright.scheduling.nodeclaimtemplate import TypeInfo
+    from nodewright.scheduling.requirements import Requirements
 
 #: Bound on :attr:`TemplateTypes.candidates`.
 MAX_CACHED_CANDIDATES = 4096
@@ -34,6 +35,9 @@ class TemplateTypes:
     fronts: dict[tuple[object, ...], Front] = field(default_factory=dict)
     #: Launch candidates per (requirement set, summed requests, limit), at most :data:`MAX_CACHED_CANDIDATES`.
     candidates: dict[tuple[object, ...], list[TypeInfo]] = field(default_factory=dict)
+    #: A plan's requirements and their labels per (requirement set, candidate names, capacity type): pure
+    #: functions of the key (:meth:`~.nodeclaim.NodeClaim.to_plan`), at most :data:`MAX_CACHED_CANDIDATES`.
+    plans: dict[tuple[object, ...], tuple[Requirements, dict[str, str]]] = field(default_factory=dict)
 
     def remember(self, key: tuple[object, ...], candidates: list[TypeInfo]) -> None:
         """Keep launch ``candidates`` under ``key`` (all dropped first when :data:`MAX_CACHED_CANDIDATES` are
