@@ -150,6 +150,11 @@ def _dot_fill(budget: Vector, items: Sequence[Item], counts: Sequence[int]) -> l
     product), so complementary pods (cpu-heavy with memory-heavy) share a node."""
     if len(budget) == 3:
         return _dot_fill3(budget, items, counts)
+    return _dot_fill_any(budget, items, counts)
+
+
+def _dot_fill_any(budget: Vector, items: Sequence[Item], counts: Sequence[int]) -> list[tuple[int, int]]:
+    """:func:`_dot_fill` in any number of dimensions."""
     rem = list(budget)
     scale = [max(b, 1) for b in budget]
     # Items that no longer fit never fit again (the room only shrinks): keep a shrinking active list.
