@@ -310,6 +310,15 @@ class _Problem:
         slack = 1e-12 * (pods + 1)
         prices = self.shared.prices
         types = self.types
+        if len(need) == 3:
+            # Unrolled: the same float operations in the same order as ``sum`` (left to right from 0).
+            w0, w1, w2 = w
+            n0, n1, n2 = need
+            for static, j in self.static_order:
+                b0, b1, b2 = types[j].budget
+                cap = 0 + w0 * (b0 if b0 <= n0 else n0) + w1 * (b1 if b1 <= n1 else n1) + w2 * (b2 if b2 <= n2 else n2)
+                yield static, prices[j] / (cap * (1 + 1e-9) + slack), j
+            return
         for static, j in self.static_order:
             cap = sum(map(mul, w, map(min, types[j].budget, need)))
             yield static, prices[j] / (cap * (1 + 1e-9) + slack), j
