@@ -184,27 +184,32 @@ def _dot_fill3(budget: Vector, items: Sequence[Item], counts: Sequence[int]) -> 
     interpreter's work."""
     r0, r1, r2 = budget
     s0, s1, s2 = max(r0, 1), max(r1, 1), max(r2, 1)
-    # (index, normed vector, vector, pods left), for the items that fit the empty node.
+    # (index, normed vector, vector, pods left) per item; each step keeps (in order) those still left and
+    # fitting, and scores them in the same pass.
     active = []
     for i, item in enumerate(items):
         v0, v1, v2 = item.vec
-        if counts[i] > 0 and v0 <= r0 and v1 <= r1 and v2 <= r2:
-            active.append([i, v0 / s0, v1 / s1, v2 / s2, v0, v1, v2, counts[i]])
+        active.append([i, v0 / s0, v1 / s1, v2 / s2, v0, v1, v2, counts[i]])
     taken: dict[int, int] = {}
-    while active:
+    while True:
         q0, q1, q2 = r0 / s0, r1 / s1, r2 / s2
-        best: list[Any] = active[0]
+        best: list[Any] | None = None
         best_score = -1.0
+        kept = []
         for a in active:
-            score = 0 + a[1] * q0 + a[2] * q1 + a[3] * q2
-            if score > best_score:
-                best, best_score = a, score
+            if a[7] > 0 and a[4] <= r0 and a[5] <= r1 and a[6] <= r2:
+                kept.append(a)
+                score = 0 + a[1] * q0 + a[2] * q1 + a[3] * q2
+                if score > best_score:
+                    best, best_score = a, score
+        if best is None:
+            break
+        active = kept
         r0 -= best[4]
         r1 -= best[5]
         r2 -= best[6]
         best[7] -= 1
         taken[best[0]] = taken.get(best[0], 0) + 1
-        active = [a for a in active if a[7] > 0 and a[4] <= r0 and a[5] <= r1 and a[6] <= r2]
     return sorted(taken.items())
 
 
@@ -231,11 +236,17 @@ class _Shared:
                 cap = min((b // v for b, v in zip(t.budget, it.vec, strict=True) if v > 0), default=1 << 62)
                 caps.append(cap)
             self.caps.append(caps)
+        #: Per type, the smallest of its caps: counts all at most that are their own capped counts.
+        self.floor = [min(caps, default=0) for caps in self.caps]
         self.fills: dict[tuple[object, ...], Fill] = {}
 
-    def fill(self, j: int, order: tuple[int, ...] | None, counts: Sequence[int]) -> Fill:
-        """FFD fill of type ``j`` in ``order`` (None: the dot-product fill), cached."""
-        capped = tuple([c if c < m else m for c, m in zip(counts, self.caps[j], strict=True)])
+    def fill(self, j: int, order: tuple[int, ...] | None, counts: Sequence[int], top: int | None = None) -> Fill:
+        """FFD fill of type ``j`` in ``order`` (None: the dot-product fill), cached. ``top``: ``max(counts)``
+        when ``counts`` is a tuple (the caller's, computed once for all types), else None."""
+        if top is not None and top <= self.floor[j]:
+            capped = counts  # a tuple no cap lowers
+        else:
+            capped = tuple([c if c < m else m for c, m in zip(counts, self.caps[j], strict=True)])
         key = (j, order, capped)
         found = self.fills.get(key)
         if found is None:
@@ -350,6 +361,7 @@ class _Problem:
         kth = float("inf")
         shared = self.shared
         orders: tuple[tuple[int, ...] | None, ...] = (self.order, None) if self.small else (self.order,)
+        top = max(counts, default=0) if type(counts) is tuple else None
         for static, bound, j in self._candidates(counts):
             if static > kth:
                 break
@@ -357,7 +369,7 @@ class _Problem:
                 continue
             t = self.types[j]
             for n, order in enumerate(orders):
-                fill = shared.fill(j, order, counts)
+                fill = shared.fill(j, order, counts, top)
                 if fill:
                     value = sum(self.values[i] * k for i, k in fill)
                     scored.append((shared.prices[j] / value, t.name, j, n, t, fill))
