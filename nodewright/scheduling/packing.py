@@ -242,9 +242,9 @@ class _Shared:
 
     def fill(self, j: int, order: tuple[int, ...] | None, counts: Sequence[int], top: int | None = None) -> Fill:
         """FFD fill of type ``j`` in ``order`` (None: the dot-product fill), cached. ``top``: ``max(counts)``
-        when ``counts`` is a tuple (the caller's, computed once for all types), else None."""
+        (the caller's, computed once for all types), or None."""
         if top is not None and top <= self.floor[j]:
-            capped = counts  # a tuple no cap lowers
+            capped = counts if type(counts) is tuple else tuple(counts)  # no cap lowers them
         else:
             capped = tuple([c if c < m else m for c, m in zip(counts, self.caps[j], strict=True)])
         key = (j, order, capped)
@@ -338,13 +338,14 @@ class _Problem:
         best: tuple[TypeInfo, Fill, float] | None = None
         best_key: tuple[float, float, int] | None = None
         shared = self.shared
+        top = max(counts, default=0)
         for static, bound, j in self._candidates(counts):
             if best_key is not None:
                 if static > best_key[0]:
                     break
                 if bound > best_key[0]:
                     continue
-            fill = shared.fill(j, self.order, counts)
+            fill = shared.fill(j, self.order, counts, top)
             if not fill:
                 continue
             value = sum(self.values[i] * k for i, k in fill)
@@ -361,7 +362,7 @@ class _Problem:
         kth = float("inf")
         shared = self.shared
         orders: tuple[tuple[int, ...] | None, ...] = (self.order, None) if self.small else (self.order,)
-        top = max(counts, default=0) if type(counts) is tuple else None
+        top = max(counts, default=0)
         for static, bound, j in self._candidates(counts):
             if static > kth:
                 break
