@@ -266,7 +266,6 @@ class _Problem:
     def __init__(
         self,
         items: Sequence[Item],
-        all_types: list[TypeInfo],
         shared: _Shared,
         prices: dict[str, float],
         mode: str,
@@ -275,7 +274,6 @@ class _Problem:
         self.small = sum(it.count for it in items) <= SMALL_PROBLEM_PODS
         self.dims = len(items[0].vec) if items else 0
         self.prices = prices
-        self.all_types = all_types
         self.shared = shared
         self.types = shared.types
         w = _fit_weights(self.types, prices, self.dims, mode)
@@ -529,7 +527,6 @@ def pack(
         return [], [it.count for it in items]
     best_bins: list[Bin] | None = None
     best_left: list[int] = []
-    all_types = sorted(types, key=lambda t: (prices[t.name], t.name))
     # Only types that fit at least one item matter for the greedy moves.
     if front is None:
         useful = [t for t in types if any(_fits(it.vec, t.budget) for it in items)]
@@ -538,7 +535,7 @@ def pack(
         front = [t for t in front if any(_fits(it.vec, t.budget) for it in items)]
     shared = _Shared(items, front, prices)
     for mode in ("fit", "cpu", "memory"):
-        problem = _Problem(items, all_types, shared, prices, mode)
+        problem = _Problem(items, shared, prices, mode)
         counts = [it.count for it in items]
         if total_pods <= SMALL_PROBLEM_PODS and thorough:
             bins = problem.beam(list(counts))
