@@ -193,14 +193,6 @@ def _spread(name: str) -> Pod:
     return pod(name, 1500, 512, labels={"app": "s"}, topology_spread=(spread,))
 
 
-@pytest.fixture
-def greedy_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the greedy passes ``schedule`` runs."""
-    runs: list[int] = []
-    monkeypatch.setattr(scheduler_module, "GREEDY", (*scheduler_module.GREEDY, lambda _s: runs.append(1)))
-    return runs
-
-
 def test_no_greedy_pass_when_every_pod_went_through_the_loop(greedy_runs: list[int]) -> None:
     """Only topology-spread pods, nothing to re-pack (one pod per zone): the optimized pass ran the greedy
     stages on the same queue, so its plan is the greedy plan."""

@@ -12,7 +12,6 @@ import pytest
 
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.scheduling import NodePoolSpec, Pod, SchedulingResult, schedule
-from nodewright.scheduling import scheduler as scheduler_module
 from nodewright.scheduling.cache import SchedulingCache
 from nodewright.scheduling.packing import Item, _dot_fill3, _dot_fill_any
 from nodewright.scheduling.pods import Affinity, NodeSelectorTerm, PreferredSchedulingTerm
@@ -31,14 +30,6 @@ ITYPE = "node.kubernetes.io/instance-type"
 def plans(result: SchedulingResult) -> list[tuple[str, str, str, float, list[str]]]:
     return [(p.nodepool, p.instance_type.name, p.offering.capacity_type, p.price, [x.name for x in p.pods])
             for p in result.new_nodeclaims]
-
-
-@pytest.fixture
-def greedy_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the greedy passes ``schedule`` runs."""
-    runs: list[int] = []
-    monkeypatch.setattr(scheduler_module, "GREEDY", (*scheduler_module.GREEDY, lambda _s: runs.append(1)))
-    return runs
 
 
 # --- the greedy guard for a lone pod -------------------------------------------------------------------------
