@@ -19,8 +19,10 @@ How each Karpenter setting is honoured:
   prices come from the bundled table.
 * ``EKS_CONTROL_PLANE``: the Kubernetes version (for AMI aliases) comes from ``eks:DescribeCluster``
   instead of the API server's ``/version``.
-* ``PREFERENCE_POLICY`` (``Respect``): the value Karpenter defaults to is what the scheduler does; ``Ignore`` is
-  rejected at startup until the scheduler implements it.
+* ``PREFERENCE_POLICY`` (``Respect``, or ``Ignore``: the scheduler drops preferred node affinity, preferred pod
+  (anti-)affinity and ``ScheduleAnyway`` spreads; :mod:`nodewright.scheduling.preferences`). Carried to the
+  provisioner and the disruption simulations (``ControllerOptions.preference_policy``); ``simulate`` reads the
+  same variable (:func:`preference_policy`).
 * ``MIN_VALUES_POLICY`` (``Strict``, or ``BestEffort``: relax a ``minValues`` the candidate instance types miss
   instead of launching nothing; :mod:`nodewright.scheduling.minvalues`). Carried to the provisioner
   (``ControllerOptions.min_values_policy``); ``simulate`` reads the same variable (:func:`min_values_policy`).
@@ -153,8 +155,13 @@ def parse_feature_gates(text: str, name: str = "FEATURE_GATES") -> FeatureGates:
 #: Accepted values of the scheduling policies, first = Karpenter's default.
 PREFERENCE_POLICIES = ("Respect", "Ignore")
 MIN_VALUES_POLICIES = ("Strict", "BestEffort")
-#: The policies whose non-default values the scheduler does not implement yet (rejected at startup).
-_DEFAULT_ONLY = ("PREFERENCE_POLICY",)
+
+
+def _policy(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    value = env.get(name) or choices[0]
+    if value not in choices:
+        raise NodewrightValidationError(name, f"{value!r} is not one of {', '.join(choices)}")
+    return value
 
 
 def min_values_policy(env: Mapping[str, str]) -> str:
@@ -164,10 +171,17 @@ def min_values_policy(env: Mapping[str, str]) -> str:
     Raises:
         NodewrightValidationError: a value other than Strict or BestEffort.
     """
-    value = env.get("MIN_VALUES_POLICY") or MIN_VALUES_POLICIES[0]
-    if value not in MIN_VALUES_POLICIES:
-        raise NodewrightValidationError("MIN_VALUES_POLICY", f"{value!r} is not one of {', '.join(MIN_VALUES_POLICIES)}")
-    return value
+    return _policy(env, "MIN_VALUES_POLICY", MIN_VALUES_POLICIES)
+
+
+def preference_policy(env: Mapping[str, str]) -> str:
+    """Karpenter's ``PreferencePolicy`` from ``PREFERENCE_POLICY`` in ``env`` (``Respect`` when unset or empty): how
+    ``simulate -f`` and scenario replay read the controller's setting.
+
+    Raises:
+        NodewrightValidationError: a value other than Respect or Ignore.
+    """
+    return _policy(env, "PREFERENCE_POLICY", PREFERENCE_POLICIES)
 
 
 @dataclass(frozen=True)
@@ -207,7 +221,7 @@ class Settings:
         reserved_enis: ENIs kept out of the max-pods calculation (VPC CNI custom networking).
         isolated_vpc: no calls to AWS APIs without a VPC endpoint (the Pricing API).
         eks_control_plane: take the Kubernetes version from ``eks:DescribeCluster``.
-        preference_policy: ``Respect`` (only value implemented; ``Ignore`` is rejected).
+        preference_policy: ``Respect`` or ``Ignore`` (Karpenter's ``PreferencePolicy``).
         min_values_policy: ``Strict`` or ``BestEffort`` (Karpenter's ``MinValuesPolicy``).
         log_output_paths: where logs go: ``stdout``, ``stderr`` or file paths.
     """
@@ -363,10 +377,6 @@ def _check(s: Settings) -> None:
                                      ("MIN_VALUES_POLICY", s.min_values_policy, MIN_VALUES_POLICIES)):
         if value not in choices:
             raise NodewrightValidationError(env_name, f"{value!r} is not one of {', '.join(choices)}")
-        if value != choices[0] and env_name in _DEFAULT_ONLY:
-            raise NodewrightValidationError(
-                env_name, f"{value} is not supported yet: nodewright's scheduler implements {choices[0]} "
-                          f"(Karpenter's default) only; unset it")
     if not s.log_output_paths:
         raise NodewrightValidationError("LOG_OUTPUT_PATHS", "give stdout, stderr or a file path")
     for port_field in ("metrics_port", "health_probe_port"):

@@ -128,6 +128,7 @@ class DisruptionController:
             :meth:`~nodewright.controllers.provisioning.Provisioner.nominated_targets`); such nodes are never
             disruption candidates, so a node waiting for its pods is not deleted as empty.
         min_values_policy: Karpenter's ``MIN_VALUES_POLICY`` for the disruption simulations (as the provisioner).
+        preference_policy: Karpenter's ``PREFERENCE_POLICY`` for the disruption simulations (as the provisioner).
         pricing_policy: returns the PricingPolicy in force (the provisioner's), or None: consolidation savings
             are then at list prices.
     """
@@ -144,10 +145,12 @@ class DisruptionController:
         drift_check_period: float = 300.0,
         nominated: Callable[[ClusterState], set[str]] | None = None,
         min_values_policy: str = "Strict",
+        preference_policy: str = "Respect",
         pricing_policy: Callable[[], PricingPolicy | None] | None = None,
     ) -> None:
         self.nominated = nominated
         self.min_values_policy = min_values_policy
+        self.preference_policy = preference_policy
         self.pricing_policy = pricing_policy
         #: NodePool -> the last ConsolidationSkipped sentence reported on it (events once per change).
         self.skips_reported: dict[str, str] = {}
@@ -236,8 +239,9 @@ class DisruptionController:
         """The pure decision inputs of ``state`` (instance types from the cloud provider, per NodePool)."""
         view = self.views.build(state, now, self._instance_types(state), self._last_pod_event,
                                 self._drift_reasons(state, now))
-        if self.min_values_policy != view.min_values_policy:
-            view = dataclasses.replace(view, min_values_policy=self.min_values_policy)
+        if (self.min_values_policy, self.preference_policy) != (view.min_values_policy, view.preference_policy):
+            view = dataclasses.replace(view, min_values_policy=self.min_values_policy,
+                                       preference_policy=self.preference_policy)
         names = self.nominated(state) if self.nominated is not None else set()
         if not names or not any(n.name in names or n.nodeclaim in names for n in view.nodes):
             return view

@@ -34,8 +34,8 @@ class ControllerOptions:
 
     ``spot_to_spot_consolidation`` is Karpenter's ``SpotToSpotConsolidation`` feature gate (off by default).
     ``preference_policy`` / ``min_values_policy`` carry Karpenter's ``PREFERENCE_POLICY`` / ``MIN_VALUES_POLICY``
-    (``ControllerManager.options``); the provisioner's scheduler applies ``min_values_policy`` (``Strict`` or
-    ``BestEffort``) and implements ``Respect`` only (settings reject ``Ignore``).
+    (``ControllerManager.options``); the provisioner's scheduler and the disruption simulations apply both
+    (``Strict`` or ``BestEffort``; ``Respect`` or ``Ignore``).
     ``pricing_policy`` returns the PricingPolicy in force (``--pricing-policy``: the file re-read when it changes),
     or None: the provisioner and consolidation then decide on effective marginal prices (docs/pricing.md).
     """
@@ -79,6 +79,7 @@ class ControllerManager:
         self.provisioner = Provisioner(
             ctx, Batcher(opts.batch_idle_duration, opts.batch_max_duration), bind_pods=opts.bind_pods,
             pricing_policy=opts.pricing_policy, min_values_policy=opts.min_values_policy,
+            preference_policy=opts.preference_policy,
         )
         self.lifecycle = LifecycleController(
             ctx, opts.launch_timeout, opts.registration_timeout, on_registered=self.provisioner.on_registered
@@ -88,6 +89,7 @@ class ControllerManager:
         self.disruption = DisruptionController(ctx, self.terminator, DecisionOptions(
             consolidation=ConsolidationOptions(spot_to_spot=opts.spot_to_spot_consolidation)),
             nominated=self.provisioner.nominated_targets, min_values_policy=opts.min_values_policy,
+            preference_policy=opts.preference_policy,
             pricing_policy=opts.pricing_policy)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)

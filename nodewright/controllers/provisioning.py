@@ -160,6 +160,7 @@ class Provisioner:
             its file changes; ``simulate --pricing``), or None. With one, the batch's cheapest fit and spot vs
             on-demand choice use effective marginal prices over the running fleet (docs/pricing.md).
         min_values_policy: Karpenter's ``MIN_VALUES_POLICY`` (``Strict`` or ``BestEffort``), passed to the solver.
+        preference_policy: Karpenter's ``PREFERENCE_POLICY`` (``Respect`` or ``Ignore``), passed to the solver.
     """
 
     def __init__(
@@ -171,8 +172,10 @@ class Provisioner:
         nomination_grace: float = 60.0,
         pricing_policy: Callable[[], PricingPolicy | None] | None = None,
         min_values_policy: str = "Strict",
+        preference_policy: str = "Respect",
     ) -> None:
         self.ctx = ctx
+        self.preference_policy = preference_policy
         self.pricing_policy = pricing_policy
         self.min_values_policy = min_values_policy
         self.batcher = batcher or Batcher()
@@ -295,10 +298,12 @@ class Provisioner:
         # (nodewright.controllers.static keeps their count); in-flight static NodeClaims still need their types.
         dynamic = {spec.name: instance_types[spec.name] for spec in pools}
         pricing = self._pricing(dynamic, [*nodes, *inflight])
-        # A custom solver need not know pricing nor the non-default MinValuesPolicy.
+        # A custom solver need not know pricing nor the non-default MinValuesPolicy / PreferencePolicy.
         extra: dict[str, Any] = {} if pricing is None else {"pricing": pricing}
         if self.min_values_policy != "Strict":
             extra["min_values_policy"] = self.min_values_policy
+        if self.preference_policy != "Respect":
+            extra["preference_policy"] = self.preference_policy
         if self.solver is schedule:
             self.scheduling_cache.retain([spec.name for spec in pools])
             extra["cache"] = self.scheduling_cache

@@ -214,6 +214,8 @@ class ClusterView:
         daemonsets: daemonset pods (recompute each pool's overhead); None to use ``Pool.spec.daemonset_overhead``.
         min_values_policy: Karpenter's ``MinValuesPolicy`` its scheduling simulations use (``Strict`` or
             ``BestEffort``, as the provisioner: Karpenter's disruption passes the same setting).
+        preference_policy: Karpenter's ``PreferencePolicy`` of those simulations (``Respect`` or ``Ignore``, as the
+            provisioner; Karpenter's ``SimulateScheduling`` passes ``IgnorePreferences`` the same way).
     """
 
     nodes: list[Node]
@@ -223,6 +225,7 @@ class ClusterView:
     unmanaged: list[ExistingNode] = field(default_factory=list)
     daemonsets: list[Pod] | None = None
     min_values_policy: str = "Strict"
+    preference_policy: str = "Respect"
 
 
 @dataclass(slots=True)

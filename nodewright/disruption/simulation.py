@@ -100,5 +100,6 @@ class Simulator:
             max_new_nodeclaims=max_new,
             optimize=self.optimize,
             min_values_policy=self.view.min_values_policy,
+            preference_policy=self.view.preference_policy,
             pricing=pricing,
         )

@@ -13,6 +13,12 @@ first and relaxed one step at a time in Karpenter's order (``preferences.go``):
 6. a toleration for ``PreferNoSchedule`` taints (only when some NodePool has such a taint).
 
 Relaxation is per class: once one replica had to relax, its siblings use the relaxed constraints too.
+
+Karpenter's ``PREFERENCE_POLICY=Ignore`` (``scheduler.IgnorePreferences``; ``NewStrictPodRequirements`` and
+``topology.go`` in v1.14) drops steps 2 to 5 before the first attempt: a class then starts with every preferred
+pod (anti-)affinity term, preferred node-affinity term and ``ScheduleAnyway`` spread already removed
+(:meth:`PodClass.ignore_preferences`, the one place this happens). Required OR-terms and the PreferNoSchedule
+toleration still relax as under ``Respect``.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.taints import TOLERATE_PREFER_NO_SCHEDULE, Toleration
 from nodewright.scheduling.topology import Topology
 from nodewright.scheduling.topologygroup import TopologyGroup
+
+#: Karpenter's ``PREFERENCE_POLICY`` value that drops preferences (the default is ``Respect``).
+IGNORE_PREFERENCES = "Ignore"
 
 
 def _concise_term(term: NodeSelectorTerm) -> str:
@@ -128,6 +137,16 @@ class PodClass:
             preferred_anti_affinity=len(pod.affinity.pod_anti_affinity_preferred) - self.pref_anti_removed,
         )
 
+    def ignore_preferences(self) -> None:
+        """Treat every preference of the class as already relaxed (``PREFERENCE_POLICY=Ignore``): preferred pod
+        (anti-)affinity and node-affinity terms and ``ScheduleAnyway`` spreads never constrain it. Call before
+        :meth:`refresh`."""
+        aff = self.rep.affinity
+        self.pref_affinity_removed = len(aff.pod_affinity_preferred)
+        self.pref_anti_removed = len(aff.pod_anti_affinity_preferred)
+        self.pref_node_removed = len(aff.node_preferred)
+        self.anyway_removed = sum(t.when_unsatisfiable == SCHEDULE_ANYWAY for t in self.rep.topology_spread)
+
     def is_free(self, ambiguous_ports: Collection[tuple[str, int]] = frozenset()) -> bool:
         """True when placement of this class neither depends on nor changes topology counts, and its host
         ports (if any) conflict with every pod sharing their (protocol, port): ``ambiguous_ports`` lists the
@@ -193,10 +212,11 @@ class PodClass:
         return message
 
 
-def pod_classes(pods: Sequence[Pod], dims: Sequence[str]) -> list[PodClass]:
+def pod_classes(pods: Sequence[Pod], dims: Sequence[str], ignore_preferences: bool = False) -> list[PodClass]:
     """``pods`` grouped into classes of identical scheduling fields (:attr:`Pod.shape`), in order of first pod;
     each class's requests vector follows ``dims``. Requirements and topology are set by
-    :meth:`nodewright.scheduling.topology.Topology.register`."""
+    :meth:`nodewright.scheduling.topology.Topology.register`. With ``ignore_preferences`` (Karpenter's
+    ``PREFERENCE_POLICY=Ignore``) every class starts with its preferences dropped (:meth:`PodClass.ignore_preferences`)."""
     by_shape: dict[int, list[PodClass]] = {}
     classes: list[PodClass] = []
     for pod in pods:
@@ -208,6 +228,8 @@ def pod_classes(pods: Sequence[Pod], dims: Sequence[str]) -> list[PodClass]:
         else:
             vec = tuple(pod.requests.get(d, 0) for d in dims)
             cls = PodClass(index=len(classes), rep=pod, pods=[pod], vec=vec)
+            if ignore_preferences:
+                cls.ignore_preferences()
             bucket.append(cls)
             classes.append(cls)
     return classes

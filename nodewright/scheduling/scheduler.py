@@ -49,7 +49,7 @@ from nodewright.scheduling.nodeclaimtemplate import (
 from nodewright.scheduling.nodepools import NodePoolSpec
 from nodewright.scheduling.nodes import ExistingNode
 from nodewright.scheduling.pods import HostPort, Pod
-from nodewright.scheduling.preferences import PodClass, pod_classes
+from nodewright.scheduling.preferences import IGNORE_PREFERENCES, PodClass, pod_classes
 from nodewright.scheduling.repack import repack_topology
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.result import SchedulingEvent, SchedulingResult
@@ -85,6 +85,7 @@ class Scheduler:
         pricing: Pricing | None = None,
         relax_min_values: bool = False,
         cache: SchedulingCache | None = None,
+        ignore_preferences: bool = False,
     ) -> None:
         self.result = SchedulingResult()
         self.pod_count = len(pods)
@@ -130,7 +131,7 @@ class Scheduler:
             if not n.initialized and not any(p.is_daemonset for p in n.pods):
                 pending, ports = _pending_daemons(n, ds, daemons, overheads)
             self.nodes.append(ExistingNodeState(n, i, self.dims, pending, ports))
-        self.classes = pod_classes(pods, self.dims)
+        self.classes = pod_classes(pods, self.dims, ignore_preferences)
         self.topology.register(self.classes, nodes)
         self.topology.init_universes(self.classes, self.templates, self.nodes)
         self._queue(pods, optimize)
@@ -341,6 +342,7 @@ def schedule(
     pricing: PricingFactory | None = None,
     min_values_policy: str = "Strict",
     cache: SchedulingCache | None = None,
+    preference_policy: str = "Respect",
 ) -> SchedulingResult:
     """Decide where ``pods`` go: existing nodes, in-flight NodeClaims, or new NodeClaims.
 
@@ -365,6 +367,9 @@ def schedule(
             candidate types miss a ``minValues``; ``BestEffort`` lowers the ``minValues`` to what they meet, a
             NodePool relaxing before a lower-weight one or a pod preference is tried
             (:mod:`~nodewright.scheduling.minvalues`).
+        preference_policy: Karpenter's ``PreferencePolicy``: ``Respect`` (default) treats preferences as required
+            and relaxes them one at a time; ``Ignore`` drops preferred node affinity, preferred pod
+            (anti-)affinity and ``ScheduleAnyway`` spreads up front (:mod:`~nodewright.scheduling.preferences`).
         cache: per-NodePool state kept between calls (:class:`~.cache.SchedulingCache`; the provisioner keeps
             one): the pools' compiled instance types are reused while their inputs are unchanged. None: built
             for this call. Decisions are the same either way.
@@ -389,7 +394,8 @@ def schedule(
     def run(stages: tuple[Stage, ...], optimized: bool) -> Scheduler:
         scheduler = Scheduler(pods, all_nodes, nodepools, instance_types, daemonsets, max_new_nodeclaims,
                               allowed_nodepools, optimized, None if pricing is None else pricing(),
-                              min_values_policy == BEST_EFFORT, cache)
+                              min_values_policy == BEST_EFFORT, cache,
+                              ignore_preferences=preference_policy == IGNORE_PREFERENCES)
         for stage in stages:
             stage(scheduler)
         return scheduler

@@ -59,7 +59,7 @@ from nodewright.scheduling import (
     pods_from_workload,
 )
 from nodewright.scheduling.pods import WORKLOAD_KINDS
-from nodewright.settings import min_values_policy
+from nodewright.settings import min_values_policy, preference_policy
 from nodewright.sim.workloads import pod_manifest
 from nodewright.state.cluster import snapshot
 from nodewright.state.models import models_for
@@ -237,15 +237,17 @@ def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any,
     leaving node) scheduled at once; NodeClaims are created in ``cluster``. Static NodePools (``spec.replicas``)
     get their NodeClaims first (:class:`~nodewright.controllers.static.StaticCapacityController`), so pending
     pods land on them as in-flight capacity and the batch never launches for those pools. With ``policy``, the
-    provisioner decides on effective marginal prices (docs/pricing.md). Karpenter's ``MIN_VALUES_POLICY`` is read
-    from the environment, as the controller reads it.
+    provisioner decides on effective marginal prices (docs/pricing.md). Karpenter's ``MIN_VALUES_POLICY`` and
+    ``PREFERENCE_POLICY`` are read from the environment, as the controller reads them.
 
     Raises:
-        NodewrightValidationError: ``MIN_VALUES_POLICY`` is neither Strict nor BestEffort."""
+        NodewrightValidationError: ``MIN_VALUES_POLICY`` is neither Strict nor BestEffort, or
+            ``PREFERENCE_POLICY`` neither Respect nor Ignore."""
     ctx = Context(cluster, cloud, clock, Metrics(), "simulate")
     current = None if policy is None else lambda: policy
     StaticCapacityController(ctx, current).reconcile(snapshot(cluster))  # static NodePools' replicas exist first
-    provisioner = Provisioner(ctx, pricing_policy=current, min_values_policy=min_values_policy(os.environ))
+    provisioner = Provisioner(ctx, pricing_policy=current, min_values_policy=min_values_policy(os.environ),
+                              preference_policy=preference_policy(os.environ))
     state = snapshot(cluster)
     pending = provisioner.pending_pods(state, clock())
     result = provisioner.provision(pending, state, clock()) if pending else None

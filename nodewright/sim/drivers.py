@@ -32,7 +32,7 @@ from nodewright.kube.objects import Obj, condition_true, is_deleting, name_of, p
 from nodewright.kube.resources import ResourceKind
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingPolicy
-from nodewright.settings import min_values_policy
+from nodewright.settings import min_values_policy, preference_policy
 from nodewright.sim.world import World
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import models_for
@@ -134,7 +134,8 @@ class NodewrightDriver:
         self.ctx = Context(world.cluster, self.cloud, world.clock, Metrics(), f"sim-{world.scenario.name}")
         self.snapshots = CachedSnapshots(world)
         # NodePool status only feeds metrics and status fields nobody reads in a simulation: every 5 minutes.
-        opts = options or ControllerOptions(status_period=300.0, min_values_policy=min_values_policy(os.environ))
+        opts = options or ControllerOptions(status_period=300.0, min_values_policy=min_values_policy(os.environ),
+                                            preference_policy=preference_policy(os.environ))
         if pricing is not None:  # simulate --scenario --pricing: provisioning and launches on effective prices
             opts = dataclasses.replace(opts, pricing_policy=lambda: pricing)
             self.cloud.launch_pricing = launch_pricing_hook(lambda: pricing, world.cluster)

@@ -39,6 +39,7 @@ from .kit import (
     pvc,
     req,
     run,
+    spread,
     storage_class,
     taint,
     toleration,
@@ -616,6 +617,55 @@ def test_fallback_unsatisfiable_preference_shares_node(key):
     b = pod("b", labels={"app": "baz"}, cpu="1", prefer=[expr(key, "In", "value-1")])
     d = run(nodepool(families=("m5",)), a, b)
     assert d.same_node(a, b)
+
+
+# Context("Preferential Fallback") / Context("Ignore Preferences"): Karpenter's PREFERENCE_POLICY=Ignore.
+
+IGNORE = {"PREFERENCE_POLICY": "Ignore"}
+
+
+def _zone_pods() -> tuple[dict, list[dict]]:
+    """A 2-vCPU pod pinned to zone 1 and two 3.5-vCPU pods pinned to zone 2 (they fill a c6g.2xlarge / m5.2xlarge,
+    so a third pod there would need a bigger or another node)."""
+    return (pod("z1", labels={"app": "foo"}, node_selector={ZONE: Z1}, cpu="2"),
+            pods(2, "z2", labels={"app": "bar"}, node_selector={ZONE: Z2}, cpu="3.5"))
+
+
+def test_ignore_node_affinity_preferences():
+    # It("should ignore node affinity preferences")
+    """Karpenter checks the pod shares zone 1's node; nodewright packs for cost, so the port checks the intent:
+    the zone-2 preference no longer pulls the pod to zone 2 (with Respect it lands there)."""
+    z1, z2 = _zone_pods()
+    p = pod("p", labels={"app": "baz"}, cpu="1", prefer=[expr(ZONE, "In", Z2)])
+    assert run(nodepool(), z1, z2, p).labels_of(p)[ZONE] == Z2
+    assert run(nodepool(), z1, z2, p, settings=IGNORE).labels_of(p)[ZONE] == Z1
+
+
+@pytest.mark.parametrize("key", [ZONE, HOSTNAME])
+def test_ignore_schedule_anyway_spread(key):
+    # DescribeTable("should ignore topologySpreadConstraint preferences")
+    ps = pods(5, "p", labels={"app": "foo"}, spreads=[spread(key, when="ScheduleAnyway", labels={"app": "foo"})])
+    assert run(nodepool(), ps).node_count(ps) > 1
+    assert run(nodepool(), ps, settings=IGNORE).node_count(ps) == 1
+
+
+@pytest.mark.parametrize("key", [ZONE, HOSTNAME])
+def test_ignore_pod_anti_affinity_preferences(key):
+    # DescribeTable("should ignore pod anti-affinity preferences")
+    ps = pods(5, "p", labels={"app": "foo"}, preferred_anti_affinity=[(1, affinity_term(key, {"app": "foo"}))])
+    assert run(nodepool(), ps).node_count(ps) > 1
+    assert run(nodepool(), ps, settings=IGNORE).node_count(ps) == 1
+
+
+@pytest.mark.parametrize("key", [ZONE, HOSTNAME])
+def test_ignore_pod_affinity_preferences(key):
+    # DescribeTable("should ignore pod affinity preferences")
+    """As for node affinity: with Respect the pod follows the ``app: bar`` pods to zone 2; ignored, the cheapest
+    room is in zone 1."""
+    z1, z2 = _zone_pods()
+    p = pod("p", labels={"app": "baz"}, cpu="1", preferred_affinity=[(1, affinity_term(key, {"app": "bar"}))])
+    assert run(nodepool(), z1, z2, p).labels_of(p)[ZONE] == Z2
+    assert run(nodepool(), z1, z2, p, settings=IGNORE).labels_of(p)[ZONE] == Z1
 
 
 # Context("Multiple NodePools")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nodewright.errors import NodewrightValidationError
-from nodewright.settings import FeatureGates, load_settings, min_values_policy, parse_feature_gates
+from nodewright.settings import FeatureGates, load_settings, min_values_policy, parse_feature_gates, preference_policy
 
 BASE = {"CLUSTER_NAME": "demo", "AWS_REGION": "us-east-1"}
 
@@ -67,12 +67,21 @@ def test_min_values_policy_best_effort_is_accepted() -> None:
     assert str(err.value) == "MIN_VALUES_POLICY: 'loose' is not one of Strict, BestEffort"
 
 
+def test_preference_policy_ignore_is_accepted() -> None:
+    """Karpenter's PreferencePolicy: Ignore is implemented (issue 14); simulate reads the same variable."""
+    assert load_settings({**BASE, "PREFERENCE_POLICY": "Ignore"}).preference_policy == "Ignore"
+    assert preference_policy({"PREFERENCE_POLICY": "Ignore"}) == "Ignore"
+    assert preference_policy({}) == "Respect"
+    with pytest.raises(NodewrightValidationError) as err:
+        preference_policy({"PREFERENCE_POLICY": "Prefer"})
+    assert str(err.value) == "PREFERENCE_POLICY: 'Prefer' is not one of Respect, Ignore"
+
+
 @pytest.mark.parametrize(("env", "message"), [
     ({"VM_MEMORY_OVERHEAD_PERCENT": "7.5"}, "VM_MEMORY_OVERHEAD_PERCENT: 7.5 is not a fraction in [0, 1)"),
     ({"VM_MEMORY_OVERHEAD_PERCENT": "lots"}, "VM_MEMORY_OVERHEAD_PERCENT: 'lots' is not a number"),
     ({"RESERVED_ENIS": "-1"}, "RESERVED_ENIS: -1 is negative"),
-    ({"PREFERENCE_POLICY": "Ignore"}, "PREFERENCE_POLICY: Ignore is not supported yet: nodewright's scheduler "
-                                      "implements Respect (Karpenter's default) only"),
+    ({"PREFERENCE_POLICY": "ignore"}, "PREFERENCE_POLICY: 'ignore' is not one of Respect, Ignore"),
     ({"MIN_VALUES_POLICY": "Loose"}, "MIN_VALUES_POLICY: 'Loose' is not one of Strict, BestEffort"),
 ])
 def test_refused_settings_say_why(env: dict[str, str], message: str) -> None:
