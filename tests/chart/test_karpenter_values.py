@@ -126,7 +126,7 @@ def test_annotations_rbac_pdb_and_service_monitor(docs: list[Doc]) -> None:
     ("settings: {featureGate: {spotToSpotConsolidation: true}}", "additional properties 'featureGate' not allowed"),
     ("settings: {featureGates: {nodeRepair: true}}", "at '/settings/featureGates'"),
     ("settings: {featureGates: {spotToSpot: true}}", "at '/settings/featureGates'"),
-    ("settings: {preferencePolicy: Ignore}", "at '/settings/preferencePolicy'"),
+    ("settings: {preferencePolicy: Prefer}", "at '/settings/preferencePolicy'"),
     ("settings: {minValuesPolicy: Loose}", "at '/settings/minValuesPolicy'"),
     ("settings: {enableZonalShift: true}", "at '/settings/enableZonalShift'"),
     ("settings: {vmMemoryOverheadPercent: 7.5}", "at '/settings/vmMemoryOverheadPercent'"),

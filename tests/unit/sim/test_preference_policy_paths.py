@@ -51,7 +51,7 @@ def _every_path(policy: str, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str,
 def test_respect_spreads_the_replicas_over_hosts_in_the_preferred_zone(monkeypatch: pytest.MonkeyPatch) -> None:
     decision, claims = _every_path("Respect", monkeypatch)
     """Karpenter's relaxation order (preferred anti-affinity, then node affinity, then ScheduleAnyway spreads):
-    the replicas that relax keep the zone spread, so the zones count 2/1/1, on four hosts' worth of m5.large."""
+    the replicas that relax keep the zone spread, so the zones count 2/1/1 on three m5.large."""
     assert sorted((p["instance_type"], p["zone"], len(p["pods"])) for p in decision["nodeclaims"]) == [
         ("m5.large", "us-east-1a", 1), ("m5.large", "us-east-1b", 1), ("m5.large", "us-east-1c", 2)]
     assert len(claims) == 3
