@@ -703,6 +703,38 @@ def test_explicit_nodepool_beats_weight():
     assert d.claim_of("p")["nodepool"] == "target"
 
 
+# Context("StaticNodePool")
+
+
+def _static(name: str, replicas: int, **kw) -> dict:
+    """A static NodePool (``spec.replicas``): nodewright's static controller keeps that many NodeClaims."""
+    doc = nodepool(name, **kw)
+    doc["spec"]["replicas"] = replicas
+    return doc
+
+
+def test_static_nodepool_creates_no_nodeclaims_for_pods():
+    # It("should not create NodeClaims for StaticNodePool")
+    """Karpenter's test runs the provisioner alone, so the pod stays pending. ``decide`` also runs the static
+    controller first (its two replicas exist, in flight), so the pod may use one of them; the intent holds: the
+    provisioner launches no NodeClaim from a static pool."""
+    d = run(_static("static", 2, families=("m5",)), pod("p"))
+    assert d.claims == []
+    kind, ref = d.where("p")
+    assert kind == "existing" and ref.startswith("static-")
+
+
+def test_static_and_dynamic_nodepools():
+    # It("should still provision dynamic NodeClaims when there are both Static and Dynamic NodePools")
+    """The static replica (in flight, any m5 size, so it counts as its smallest, m5.large) holds one 1-vCPU
+    pod; every NodeClaim launched for the others comes from the dynamic pool."""
+    ps = pods(4, "p", cpu="1")
+    d = run(_static("static", 1, families=("m5",)), nodepool("dynamic"), ps)
+    assert d.claims and {c["nodepool"] for c in d.claims} == {"dynamic"}
+    assert all(d.scheduled(p) for p in ps)
+    assert sum(len(c["pods"]) for c in d.claims) == 3
+
+
 # Context("MinValuesPolicy")
 
 TWO_OF_THREE = [req(INSTANCE_TYPE, "In", "c6g.large", "c6g.xlarge", "c6g.nonexistent", min_values=3)]
