@@ -39,6 +39,9 @@ class Offering:
         zone_id: the AZ id (``use1-az1``) when known, for ``topology.k8s.aws/zone-id``.
         reservation_id: for ``reserved`` offerings, the EC2 capacity reservation (``cr-...``) it launches into
             (:mod:`nodewright.cloud.reservations`); ``""`` otherwise.
+        reservation_capacity: for ``reserved`` offerings, the instances the reservation can still take (Karpenter's
+            ``Offering.ReservationCapacity``); a scheduling pass hands out at most that many NodeClaims
+            (:mod:`nodewright.scheduling.reservations`). 0 otherwise.
     """
 
     zone: str
@@ -47,6 +50,7 @@ class Offering:
     available: bool = True
     zone_id: str = ""
     reservation_id: str = ""
+    reservation_capacity: int = 0
 
 
 class LaunchPricing(Protocol):

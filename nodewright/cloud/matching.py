@@ -18,7 +18,7 @@ from nodewright.api import labels as L
 from nodewright.cloud.instancetype import InstanceType, Offering
 from nodewright.scheduling.requirements import Requirement, Requirements
 
-_OFFERING_KEYS = frozenset({L.ZONE, L.CAPACITY_TYPE, L.ZONE_ID})
+_OFFERING_KEYS = frozenset({L.ZONE, L.CAPACITY_TYPE, L.ZONE_ID, L.CAPACITY_RESERVATION_ID})
 
 
 def as_requirements(requirements: Requirements | Sequence[Any]) -> Requirements:
@@ -63,8 +63,10 @@ def type_filter(requirements: Requirements | Sequence[Any]) -> Callable[[Instanc
 
 
 def offering_allowed(offering: Offering, requirements: Requirements | Sequence[Any]) -> bool:
-    """Whether the zone / zone id / capacity-type requirements hold for ``offering``."""
-    values = {L.ZONE: offering.zone, L.CAPACITY_TYPE: offering.capacity_type, L.ZONE_ID: offering.zone_id or None}
+    """Whether the zone / zone id / capacity-type / capacity-reservation-id requirements hold for ``offering`` (a
+    reserved NodeClaim names the reservations it holds: :mod:`nodewright.scheduling.reservations`)."""
+    values = {L.ZONE: offering.zone, L.CAPACITY_TYPE: offering.capacity_type, L.ZONE_ID: offering.zone_id or None,
+              L.CAPACITY_RESERVATION_ID: offering.reservation_id or None}
     return all(_holds(r, values[key]) for key, r in as_requirements(requirements).items() if key in values)
 
 

@@ -100,20 +100,22 @@ def reserved_price(instance_type: InstanceType, zone: str) -> float | None:
 def with_reservations(types: Sequence[InstanceType], reservations: Iterable[CapacityReservation],
                       used: Mapping[str, int] | None = None) -> list[InstanceType]:
     """``types`` with one ``reserved`` offering per reservation of that type in one of the types' zones that still
-    has room (``available`` minus ``used[id]`` > 0). Types without a reservation are returned as they are."""
-    by_type: dict[str, list[CapacityReservation]] = {}
+    has room (``available`` minus ``used[id]`` > 0, kept as the offering's ``reservation_capacity``). Types without
+    a reservation are returned as they are."""
+    by_type: dict[str, list[tuple[CapacityReservation, int]]] = {}
     for r in reservations:
-        if r.available - (used or {}).get(r.id, 0) > 0:
-            by_type.setdefault(r.instance_type, []).append(r)
+        room = r.available - (used or {}).get(r.id, 0)
+        if room > 0:
+            by_type.setdefault(r.instance_type, []).append((r, room))
     out = []
     for it in types:
         extra = []
         zone_ids = {o.zone: o.zone_id for o in it.offerings}
-        for r in by_type.get(it.name, ()):
+        for r, room in by_type.get(it.name, ()):
             price = reserved_price(it, r.zone)
             if r.zone in zone_ids and price is not None:
                 extra.append(Offering(r.zone, CAPACITY_TYPE_RESERVED, price, zone_id=zone_ids[r.zone],
-                                      reservation_id=r.id))
+                                      reservation_id=r.id, reservation_capacity=room))
         out.append(dataclasses.replace(it, offerings=(*extra, *it.offerings)) if extra else it)
     return out
 

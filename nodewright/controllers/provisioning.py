@@ -307,6 +307,7 @@ class Provisioner:
         if self.solver is schedule:
             self.scheduling_cache.retain([spec.name for spec in pools])
             extra["cache"] = self.scheduling_cache
+            extra["strict_reservations"] = True  # Karpenter's provisioner: DisableReservedCapacityFallback
         with self._scheduling_run(len(pods)):
             result = self.solver(pods, nodes, pools, dynamic, daemonsets=daemonsets, inflight=inflight,
                                  **extra) if pods else SchedulingResult()

@@ -50,6 +50,7 @@ from nodewright.scheduling.nodepools import NodePoolSpec
 from nodewright.scheduling.nodes import ExistingNode
 from nodewright.scheduling.pods import HostPort, Pod
 from nodewright.scheduling.preferences import IGNORE_PREFERENCES, PodClass, pod_classes
+from nodewright.scheduling.reservations import hold_reservations
 from nodewright.scheduling.repack import repack_topology
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.result import SchedulingEvent, SchedulingResult
@@ -343,6 +344,7 @@ def schedule(
     min_values_policy: str = "Strict",
     cache: SchedulingCache | None = None,
     preference_policy: str = "Respect",
+    strict_reservations: bool = False,
 ) -> SchedulingResult:
     """Decide where ``pods`` go: existing nodes, in-flight NodeClaims, or new NodeClaims.
 
@@ -370,6 +372,10 @@ def schedule(
         preference_policy: Karpenter's ``PreferencePolicy``: ``Respect`` (default) treats preferences as required
             and relaxes them one at a time; ``Ignore`` drops preferred node affinity, preferred pod
             (anti-)affinity and ``ScheduleAnyway`` spreads up front (:mod:`~nodewright.scheduling.preferences`).
+        strict_reservations: Karpenter's ``ReservedOfferingModeStrict`` (the provisioner's mode): at most
+            ``reservation_capacity`` NodeClaims per capacity reservation, pods of a NodeClaim that could reserve
+            none deferred (:mod:`~nodewright.scheduling.reservations`). False (the disruption simulations):
+            Karpenter's fallback mode, reservations not counted.
         cache: per-NodePool state kept between calls (:class:`~.cache.SchedulingCache`; the provisioner keeps
             one): the pools' compiled instance types are reused while their inputs are unchanged. None: built
             for this call. Decisions are the same either way.
@@ -400,14 +406,19 @@ def schedule(
             stage(scheduler)
         return scheduler
 
+    finish = hold_reservations if strict_reservations else _as_is
     if not optimize:
-        return run(GREEDY, False).result
+        return finish(run(GREEDY, False).result)
     first = run(OPTIMIZED, True)
     optimized = first.result
     if _greedy_moot(first):
-        return optimized
+        return finish(optimized)
     greedy = run(GREEDY, False).result
-    return optimized if _plan_rank(optimized) <= _plan_rank(greedy) else greedy
+    return finish(optimized if _plan_rank(optimized) <= _plan_rank(greedy) else greedy)
+
+
+def _as_is(result: SchedulingResult) -> SchedulingResult:
+    return result
 
 
 def _greedy_moot(run: Scheduler) -> bool:
