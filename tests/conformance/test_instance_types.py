@@ -12,19 +12,25 @@ from __future__ import annotations
 
 import pytest
 
+from nodewright.api.manifests import parse_ec2nodeclass
+from nodewright.cloud.catalog import instance_types_for_nodeclass, load_instance_types
+
 from .kit import (
     ARCH,
     CAPACITY_TYPE,
     CPU_LABEL,
+    FAMILIES,
     FAMILY,
     INSTANCE_TYPE,
     OS,
+    REGION,
     SIZE,
     Z1,
     Z2,
     ZONE,
     ZONES,
     cheapest_price,
+    ec2nodeclass,
     expr,
     fits,
     has_offering,
@@ -474,3 +480,66 @@ def test_min_values_multiple_keys():
     d = run(pool, ps)
     assert all(d.scheduled(p) for p in ps)
     assert all({type_labels(t)[ARCH] for t in c["instance_types"]} == {"amd64", "arm64"} for c in d.claims)
+
+
+# Windows ("Instance Type Selection" os = windows, and scheduling "should launch pods with different operating systems
+# on different instances"). In nodewright, as in Karpenter's AWS provider, the operating system comes from the
+# EC2NodeClass's AMI family: a Windows2022 class offers the amd64 types as ``kubernetes.io/os: windows`` at Linux
+# prices plus the modelled license (nodewright.cloud.catalog.instance_types_for_nodeclass), so Karpenter's windows
+# NodePool is a NodePool over a Windows2022 EC2NodeClass.
+
+WINDOWS_CLASS = ec2nodeclass("windows", amiSelectorTerms=[{"alias": "windows2022@latest"}])
+
+
+def _windows_price(zones=ZONES, capacity_types=("spot", "on-demand")) -> float:
+    """USD/hour of the cheapest Windows offering of the suite's families (c5, m5: the amd64 ones)."""
+    types = instance_types_for_nodeclass(load_instance_types(REGION), parse_ec2nodeclass(WINDOWS_CLASS).spec)
+    return min(o.price for it in types if type_labels(it.name)[FAMILY] in FAMILIES
+               for o in it.offerings if o.zone in zones and o.capacity_type in capacity_types)
+
+
+def _windows_pool(*requirements) -> dict:
+    return nodepool("windows", node_class="windows", requirements=[*BOTH_CT, *requirements])
+
+
+def _assert_cheapest_windows(d, **where) -> None:
+    claim = d.claim_of("p")
+    assert claim["labels"][OS] == "windows" and claim["arch"] == "amd64"
+    assert claim["price_per_hour"] == pytest.approx(_windows_price(**where))
+
+
+def test_selection_prov_os_windows():
+    # It("should schedule on one of the cheapest instances (prov os = windows)")  (the two identical Its)
+    _assert_cheapest_windows(run(WINDOWS_CLASS, _windows_pool(req(OS, "In", "windows")), pod("p")))
+
+
+def test_selection_pod_os_windows():
+    # It("should schedule on one of the cheapest instances (pod os = windows)")
+    d = run(WINDOWS_CLASS, _windows_pool(), nodepool(), pod("p", required=[expr(OS, "In", "windows")]))
+    _assert_cheapest_windows(d)
+    assert d.claim_of("p")["nodepool"] == "windows"
+
+
+def test_selection_windows_arm64_on_demand_zone():
+    # It("should schedule on one of the cheapest instances (prov ct = ondemand/test-zone-1/arm64/windows)")
+    """Deliberately different: Karpenter's fake provider has arm64 Windows types; EC2 (and Karpenter's AWS provider,
+    ``getOS``) runs Windows on amd64 only, so the same NodePool can launch nothing and the pod stays pending. The
+    amd64 variant of the same constraints gets the cheapest on-demand Windows offering in the zone."""
+    base = [req(OS, "In", "windows"), req(CAPACITY_TYPE, "In", "on-demand"), req(ZONE, "In", Z1)]
+    d = run(WINDOWS_CLASS, nodepool("windows", node_class="windows", requirements=[*base, req(ARCH, "In", "arm64")]),
+            pod("p"))
+    assert not d.claims and "default/p" in d.unschedulable
+    d = run(WINDOWS_CLASS, nodepool("windows", node_class="windows", requirements=[*base, req(ARCH, "In", "amd64")]),
+            pod("p"))
+    claim = d.claim_of("p")
+    assert (claim["zone"], claim["capacity_type"]) == (Z1, "on-demand")
+    _assert_cheapest_windows(d, zones=(Z1,), capacity_types=("on-demand",))
+
+
+def test_different_operating_systems_on_different_instances():
+    # It("should launch pods with different operating systems on different instances")
+    linux = pod("linux", node_selector={OS: "linux"})
+    windows = pod("windows", node_selector={OS: "windows"})
+    d = run(WINDOWS_CLASS, _windows_pool(), nodepool(requirements=BOTH_ARCH), linux, windows)
+    assert d.node_count([linux, windows]) == 2
+    assert (d.labels_of(linux)[OS], d.labels_of(windows)[OS]) == ("linux", "windows")
