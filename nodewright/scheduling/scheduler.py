@@ -50,9 +50,9 @@ from nodewright.scheduling.nodepools import NodePoolSpec
 from nodewright.scheduling.nodes import ExistingNode
 from nodewright.scheduling.pods import HostPort, Pod
 from nodewright.scheduling.preferences import IGNORE_PREFERENCES, PodClass, pod_classes
-from nodewright.scheduling.reservations import hold_reservations
 from nodewright.scheduling.repack import repack_topology
 from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.reservations import hold_reservations
 from nodewright.scheduling.result import SchedulingEvent, SchedulingResult
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE
 from nodewright.scheduling.topology import Topology, blocked, hostname_blockers

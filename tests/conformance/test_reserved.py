@@ -31,7 +31,6 @@ from .kit import (
     ec2nodeclass,
     expr,
     nodepool,
-    pod,
     pods,
     req,
     run,

@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from nodewright.errors import NodewrightValidationError
-from nodewright.settings import FeatureGates, load_settings, min_values_policy, parse_feature_gates, preference_policy
+from nodewright.settings import (
+    FeatureGates,
+    load_settings,
+    min_values_policy,
+    parse_feature_gates,
+    preference_policy,
+)
 
 BASE = {"CLUSTER_NAME": "demo", "AWS_REGION": "us-east-1"}
 
