@@ -23,7 +23,8 @@ from functools import cache
 from typing import Any
 
 from nodewright.cloud.catalog import load_instance_types
-from nodewright.sim.decision import decide
+from nodewright.kube import resources as kinds
+from nodewright.sim.decision import decide, decide_in_cluster
 
 REGION = "us-east-1"
 Z1, Z2, Z3 = "us-east-1a", "us-east-1b", "us-east-1c"
@@ -53,6 +54,16 @@ APP = {"test": "test"}
 # --- entry point -------------------------------------------------------------------------------
 
 
+def _flatten(docs: Iterable[Mapping[str, Any] | Iterable[Mapping[str, Any]]]) -> list[Mapping[str, Any]]:
+    flat: list[Mapping[str, Any]] = []
+    for d in docs:
+        if isinstance(d, Mapping):
+            flat.append(d)
+        else:
+            flat.extend(d)
+    return flat
+
+
 def run(*docs: Mapping[str, Any] | Iterable[Mapping[str, Any]], region: str | None = REGION,
         settings: Mapping[str, str] | None = None) -> Decision:
     """One provisioning decision for ``docs`` (dicts or lists of dicts, flattened in order).
@@ -60,12 +71,7 @@ def run(*docs: Mapping[str, Any] | Iterable[Mapping[str, Any]], region: str | No
     ``settings`` are controller settings under Karpenter's environment variable names (``MIN_VALUES_POLICY``
     ...), set only for this call.
     """
-    flat: list[Mapping[str, Any]] = []
-    for d in docs:
-        if isinstance(d, Mapping):
-            flat.append(d)
-        else:
-            flat.extend(d)
+    flat = _flatten(docs)
     saved = {k: os.environ.get(k) for k in settings or {}}
     try:
         os.environ.update(settings or {})
@@ -76,6 +82,17 @@ def run(*docs: Mapping[str, Any] | Iterable[Mapping[str, Any]], region: str | No
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def run_created(*docs: Mapping[str, Any] | Iterable[Mapping[str, Any]],
+                region: str | None = REGION) -> tuple[Decision, list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """As :func:`run`, plus what the decision left in ``simulate``'s in-memory cluster: the NodeClaim objects the
+    provisioner created (metadata and spec, as the API server holds them) and the NodePools by name. For Karpenter
+    tests that read the created NodeClaim rather than the placement."""
+    flat = _flatten(docs)
+    raw, cluster = decide_in_cluster(flat, region=region)
+    pools = {p["metadata"]["name"]: dict(p) for p in cluster.list(kinds.NODEPOOLS)}
+    return Decision(raw, flat), [dict(c) for c in cluster.list(kinds.NODECLAIMS)], pools
 
 
 def expr(key: str, op: str, *values: Any) -> dict[str, Any]:

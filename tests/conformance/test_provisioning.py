@@ -29,6 +29,7 @@ from .kit import (
     allocatable_of,
     claim_volume,
     daemonset,
+    ec2nodeclass,
     expr,
     fits,
     node,
@@ -39,6 +40,7 @@ from .kit import (
     pvc,
     req,
     run,
+    run_created,
     spread,
     storage_class,
     taint,
@@ -390,6 +392,18 @@ def test_daemonset_host_ports_only_where_it_runs():
     assert claim["requests"]["cpu"] == 3000 and fits(claim)
 
 
+# Context("Annotations")
+
+
+def test_annotate_nodes():
+    # It("should annotate nodes")
+    """The NodePool template's annotations go on the NodeClaim (and from it on the Node at registration)."""
+    pool = nodepool()
+    pool["spec"]["template"].setdefault("metadata", {})["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    d, (claim,), _ = run_created(pool, pod("p"))
+    assert d.scheduled("p") and claim["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
+
+
 # Context("Labels")
 
 
@@ -442,7 +456,43 @@ def test_tolerating_pods_scheduled():
     assert all(d.scheduled(p) for p in ps)
 
 
+# Describe("Provisioning"): the NodeClaim's terminationGracePeriod. Karpenter's "... to be the global value when
+# the nodepool terminationGracePeriod is not set" sets its DefaultTerminationGracePeriod package variable, which no
+# setting reaches (not applicable, README); the NodePool's own value and its absence apply as they are.
+
+
+def test_termination_grace_period_unset():
+    # It("should expect nodeclaim terminationGracePeriod to be the nil when the nodepool terminationGracePeriod and
+    #    global terminationGracePeriod is not set")
+    _, (claim,), _ = run_created(nodepool(), pod("p"))
+    assert "terminationGracePeriod" not in claim["spec"]
+
+
+def test_termination_grace_period_from_nodepool():
+    # It("should respect terminationGracePeriod value set on the nodePool over global terminationGracePeriod")
+    pool = nodepool()
+    pool["spec"]["template"]["spec"]["terminationGracePeriod"] = "223h"
+    _, (claim,), _ = run_created(pool, pod("p"))
+    assert claim["spec"]["terminationGracePeriod"] == "223h"
+
+
 # Context("NodeClaim Creation")
+
+
+def test_nodeclaim_owner_reference():
+    # It("should create a nodeclaim request with the correct owner reference")
+    _, (claim,), pools = run_created(nodepool(), pod("p"))
+    assert claim["metadata"]["ownerReferences"] == [
+        {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "default",
+         "uid": pools["default"]["metadata"]["uid"], "blockOwnerDeletion": True}]
+
+
+def test_nodeclaim_node_class_reference():
+    # It("should create a nodeclaim request propagating the nodeClass reference")
+    """Karpenter's test uses a fake node class kind; nodewright launches EC2NodeClasses only, so the port names a
+    non-default one."""
+    _, (claim,), _ = run_created(ec2nodeclass("gpu-class"), nodepool(node_class="gpu-class"), pod("p"))
+    assert claim["spec"]["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu-class"}
 
 
 def test_nodeclaim_requirements():
