@@ -10,12 +10,20 @@ available reserved offering but can reserve none is not created, and its pods ar
 (neither relaxed nor sent to a lower-weight NodePool). Once the reservations are used up, the cloud provider stops
 offering them and the next batch falls back to spot or on-demand.
 
-:func:`hold_reservations` applies this to a finished pass, NodeClaims in creation order. A kept reserved NodeClaim
+:func:`hold_reservations` applies this to a finished pass (the scheduler's ``finalize`` stage, before its closing
+log lines), NodeClaims in creation order. A kept reserved NodeClaim
 is narrowed as Karpenter's ``FinalizeScheduling`` does: ``karpenter.sh/capacity-type In [reserved]`` and
 ``karpenter.k8s.aws/capacity-reservation-id In [<the reservations it holds>]``, its instance types cut to those
 with such an offering. A kept pod whose topology spread or pod affinity counts a deferred pod is deferred as well
 (the counts it was placed by no longer hold). The disruption simulations use Karpenter's fallback mode and do not
 call this.
+
+Not modelled yet (Karpenter checks it while adding each pod, nodewright only after the pass): a pod is never
+refused by an open NodeClaim because adding it would leave that NodeClaim no reserved offering ("satisfying updated
+nodeclaim constraints would remove all compatible reserved offering options"). The pass that defers pods for a
+reservation is still preferred over one that does not (:func:`~nodewright.scheduling.scheduler.schedule` counts
+deferred pods as placed when it ranks its plans), which covers the common case; the greedy-only mode
+(``optimize=False``) can still grow a NodeClaim past its reserved types.
 """
 
 from __future__ import annotations

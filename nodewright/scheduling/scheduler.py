@@ -52,7 +52,7 @@ from nodewright.scheduling.pods import HostPort, Pod
 from nodewright.scheduling.preferences import IGNORE_PREFERENCES, PodClass, pod_classes
 from nodewright.scheduling.repack import repack_topology
 from nodewright.scheduling.requirements import Requirements
-from nodewright.scheduling.reservations import hold_reservations
+from nodewright.scheduling.reservations import RESERVATION_EXHAUSTED, hold_reservations
 from nodewright.scheduling.result import SchedulingEvent, SchedulingResult
 from nodewright.scheduling.taints import PREFER_NO_SCHEDULE
 from nodewright.scheduling.topology import Topology, blocked, hostname_blockers
@@ -87,9 +87,11 @@ class Scheduler:
         relax_min_values: bool = False,
         cache: SchedulingCache | None = None,
         ignore_preferences: bool = False,
+        strict_reservations: bool = False,
     ) -> None:
         self.result = SchedulingResult()
         self.pod_count = len(pods)
+        self.strict_reservations = strict_reservations
         self.pricing = pricing
         self.relax_min_values = relax_min_values
         self.event(events.found(len(pods)))
@@ -279,7 +281,8 @@ class Scheduler:
     # --- output ------------------------------------------------------------------------------------------
     def finalize(self) -> None:
         """Turn the NodeClaims into plans (their pods unschedulable when no type fits them together) and record
-        the pods placed on existing nodes; then the closing sentences."""
+        the pods placed on existing nodes; hold capacity reservations (``strict_reservations``:
+        :func:`~nodewright.scheduling.reservations.hold_reservations`); then the closing sentences."""
         for claim in self.claims:
             candidates = claim.launch_candidates()
             if not candidates:
@@ -294,7 +297,10 @@ class Scheduler:
         for node in self.nodes:
             if node.placed:
                 self.result.existing[node.node.name] = list(node.placed)
-        used = [(node.node.initialized, len(node.placed)) for node in self.nodes if node.placed]
+        if self.strict_reservations:
+            hold_reservations(self.result)
+        placed = self.result.existing
+        used = [(node.node.initialized, len(placed[node.node.name])) for node in self.nodes if node.node.name in placed]
         self.result.events.extend(events.outcome(self.result, used))
 
 
@@ -401,24 +407,20 @@ def schedule(
         scheduler = Scheduler(pods, all_nodes, nodepools, instance_types, daemonsets, max_new_nodeclaims,
                               allowed_nodepools, optimized, None if pricing is None else pricing(),
                               min_values_policy == BEST_EFFORT, cache,
-                              ignore_preferences=preference_policy == IGNORE_PREFERENCES)
+                              ignore_preferences=preference_policy == IGNORE_PREFERENCES,
+                              strict_reservations=strict_reservations)
         for stage in stages:
             stage(scheduler)
         return scheduler
 
-    finish = hold_reservations if strict_reservations else _as_is
     if not optimize:
-        return finish(run(GREEDY, False).result)
+        return run(GREEDY, False).result
     first = run(OPTIMIZED, True)
     optimized = first.result
     if _greedy_moot(first):
-        return finish(optimized)
+        return optimized
     greedy = run(GREEDY, False).result
-    return finish(optimized if _plan_rank(optimized) <= _plan_rank(greedy) else greedy)
-
-
-def _as_is(result: SchedulingResult) -> SchedulingResult:
-    return result
+    return optimized if _plan_rank(optimized) <= _plan_rank(greedy) else greedy
 
 
 def _greedy_moot(run: Scheduler) -> bool:
@@ -457,6 +459,8 @@ def _lone_pod_cheapest(run: Scheduler) -> bool:
 
 
 def _plan_rank(result: SchedulingResult) -> tuple[int, float]:
-    """Order plans: more pods placed first, then lower USD/hour (effective where priced; rounded to absorb float
-    noise)."""
-    return (-result.scheduled_pod_count(), round(result.total_effective_price, 6))
+    """Order plans: more pods placed first (a pod deferred for a capacity reservation counts as placed: it waits
+    by design, as Karpenter leaves it out of its unschedulable count), then lower USD/hour (effective where priced;
+    rounded to absorb float noise)."""
+    deferred = sum(reason == RESERVATION_EXHAUSTED for reason in result.unschedulable.values())
+    return (-result.scheduled_pod_count() - deferred, round(result.total_effective_price, 6))
