@@ -3,6 +3,8 @@ set (honoured or refused with a reason), the leader-election Lease name."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from nodewright.errors import NodewrightValidationError
@@ -63,24 +65,20 @@ def test_honoured_settings_parse() -> None:
     assert s.log_output_paths == ("stdout", "/tmp/nodewright.log")
 
 
-def test_min_values_policy_best_effort_is_accepted() -> None:
-    """Karpenter's MinValuesPolicy: BestEffort is implemented (issue 14); simulate reads the same variable."""
-    assert load_settings({**BASE, "MIN_VALUES_POLICY": "BestEffort"}).min_values_policy == "BestEffort"
-    assert min_values_policy({"MIN_VALUES_POLICY": "BestEffort"}) == "BestEffort"
-    assert min_values_policy({}) == "Strict"
+@pytest.mark.parametrize(("env", "field", "reader", "value", "default", "bad", "choices"), [
+    ("MIN_VALUES_POLICY", "min_values_policy", min_values_policy, "BestEffort", "Strict", "loose", "Strict, BestEffort"),
+    ("PREFERENCE_POLICY", "preference_policy", preference_policy, "Ignore", "Respect", "Prefer", "Respect, Ignore"),
+])
+def test_scheduling_policies_are_accepted(env: str, field: str, reader: Any, value: str, default: str, bad: str,
+                                          choices: str) -> None:
+    """Karpenter's MinValuesPolicy (BestEffort) and PreferencePolicy (Ignore) are implemented (issue 14); simulate
+    reads the same variables."""
+    assert getattr(load_settings({**BASE, env: value}), field) == value
+    assert reader({env: value}) == value
+    assert reader({}) == default
     with pytest.raises(NodewrightValidationError) as err:
-        min_values_policy({"MIN_VALUES_POLICY": "loose"})
-    assert str(err.value) == "MIN_VALUES_POLICY: 'loose' is not one of Strict, BestEffort"
-
-
-def test_preference_policy_ignore_is_accepted() -> None:
-    """Karpenter's PreferencePolicy: Ignore is implemented (issue 14); simulate reads the same variable."""
-    assert load_settings({**BASE, "PREFERENCE_POLICY": "Ignore"}).preference_policy == "Ignore"
-    assert preference_policy({"PREFERENCE_POLICY": "Ignore"}) == "Ignore"
-    assert preference_policy({}) == "Respect"
-    with pytest.raises(NodewrightValidationError) as err:
-        preference_policy({"PREFERENCE_POLICY": "Prefer"})
-    assert str(err.value) == "PREFERENCE_POLICY: 'Prefer' is not one of Respect, Ignore"
+        reader({env: bad})
+    assert str(err.value) == f"{env}: {bad!r} is not one of {choices}"
 
 
 @pytest.mark.parametrize(("env", "message"), [
