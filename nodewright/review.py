@@ -37,6 +37,7 @@ USED_KINDS = frozenset({
     "NodePool", "EC2NodeClass", "NodeClaim", "Provisioner", "AWSNodeTemplate",
     "Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet", "Node",
     "PodDisruptionBudget", "Namespace", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "RuntimeClass",
+    "CSINode",
 })
 #: Kinds applied to the others before a decision (:mod:`nodewright.admission`), not passed on themselves.
 ADMISSION_KINDS = frozenset({"LimitRange"})

@@ -62,6 +62,7 @@ PVS = ResourceKind("", "v1", "persistentvolumes", "PersistentVolume", False)
 DAEMONSETS = ResourceKind("apps", "v1", "daemonsets", "DaemonSet", True)
 PDBS = ResourceKind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)
 STORAGECLASSES = ResourceKind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+CSINODES = ResourceKind("storage.k8s.io", "v1", "csinodes", "CSINode", False)
 RUNTIMECLASSES = ResourceKind("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False)
 LEASES = ResourceKind("coordination.k8s.io", "v1", "leases", "Lease", True)
 NODECLAIMS = ResourceKind("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False)
@@ -83,6 +84,7 @@ WATCHED: tuple[ResourceKind, ...] = (
     NAMESPACES,
     PVS,
     RUNTIMECLASSES,
+    CSINODES,
 )
 
 ALL: tuple[ResourceKind, ...] = (*WATCHED, EVENTS, LEASES)

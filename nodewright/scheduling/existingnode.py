@@ -3,7 +3,8 @@
 :class:`ExistingNodeState` wraps the input :class:`~nodewright.scheduling.nodes.ExistingNode` (a registered node
 or an in-flight NodeClaim) with what the run changes: the room left per resource, the host ports taken and the
 pods placed on it. :meth:`ExistingNodeState.can_add` checks one pod of a class (resources, taints, node
-requirements, host ports, topology) without changing anything; :meth:`ExistingNodeState.add` places it.
+requirements, host ports, CSI volume limits, topology) without changing anything; :meth:`ExistingNodeState.add`
+places it.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ class ExistingNodeState:
         taints: taints that block placement (startup taints ignored while the node is not initialized).
         ports: host ports taken by bound and placed pods, and by the DaemonSet pods it will run (in flight).
         placed: pods this run places on it, in order.
+        volumes: CSI driver -> claims (``namespace/name``) attached by bound and placed pods, counted against
+            the node's :attr:`~nodewright.scheduling.nodes.ExistingNode.volume_limits`.
     """
 
-    __slots__ = ("node", "index", "free", "labels", "taints", "ports", "placed")
+    __slots__ = ("node", "index", "free", "labels", "taints", "ports", "placed", "volumes")
 
     def __init__(
         self,
@@ -53,6 +56,26 @@ class ExistingNodeState:
         self.ports: list[HostPort] = [p for pod in node.pods for p in pod.host_ports]
         self.ports.extend(pending_ports)
         self.placed: list[Pod] = []
+        self.volumes: dict[str, set[str]] = {}
+        for pod in node.pods:
+            self._attach(pod)
+
+    def _attach(self, pod: Pod) -> None:
+        for driver, claim in pod.volumes:
+            self.volumes.setdefault(driver, set()).add(claim)
+
+    def exceeds_volume_limits(self, pod: Pod) -> bool:
+        """Whether ``pod``'s CSI volumes, with those already attached, pass a driver's attach limit (Karpenter
+        ``VolumeUsage.ExceedsLimits``: a claim shared with attached pods counts once; no limit without a
+        CSINode count for the driver)."""
+        limits = self.node.volume_limits
+        if not pod.volumes or not limits:
+            return False
+        new: dict[str, set[str]] = {}
+        for driver, claim in pod.volumes:
+            if driver in limits and claim not in self.volumes.get(driver, ()):
+                new.setdefault(driver, set()).add(claim)
+        return any(len(self.volumes.get(d, ())) + len(c) > limits[d] for d, c in new.items())
 
     def can_add(self, cls: PodClass) -> tuple[dict[str, str] | None, bool]:
         """Whether one pod of ``cls`` fits: (the topology domains it would count in, or None when it does not;
@@ -68,6 +91,8 @@ class ExistingNodeState:
             return None, True
         if cls.rep.host_ports and any(a.conflicts(b) for a in cls.rep.host_ports for b in self.ports):
             return None, True
+        if cls.pods and self.exceeds_volume_limits(cls.pods[-1]):
+            return None, False  # another pod of the class may share the claims already attached
         domains: dict[str, str] = {}
         if cls.owned or cls.inverse or cls.selecting:
             ok, permanent = node_admits(cls, self.labels, domains)
@@ -81,7 +106,9 @@ class ExistingNodeState:
         free = self.free
         for i, v in enumerate(cls.vec):
             free[i] -= v
-        self.placed.append(cls.pods.pop())
+        pod = cls.pods.pop()
+        self.placed.append(pod)
+        self._attach(pod)
         self.ports.extend(cls.rep.host_ports)
         if domains:
             labels, taints = self.labels, self.node.taints

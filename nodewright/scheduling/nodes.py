@@ -54,6 +54,8 @@ class ExistingNode:
         startup_taints: taints ignored while not initialized (the NodeClaim's, else its NodePool's).
         marked_for_deletion: being disrupted/terminated: never a placement target.
         unschedulable: ``spec.unschedulable`` (cordoned): never a placement target.
+        volume_limits: CSI driver -> volumes it can attach to the node (its CSINode's
+            ``spec.drivers[].allocatable.count``; none known for a NodeClaim without a node yet).
     """
 
     name: str
@@ -71,6 +73,7 @@ class ExistingNode:
     startup_taints: tuple[Taint, ...] = ()
     marked_for_deletion: bool = False
     unschedulable: bool = False
+    volume_limits: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.labels.setdefault(L.HOSTNAME, self.name)

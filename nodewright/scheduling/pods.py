@@ -170,6 +170,8 @@ class Pod:
         priority: ``spec.priority`` (0 when unset).
         node_name: ``spec.nodeName`` when bound.
         shape_key: equal for pods with identical scheduling-relevant fields (equivalence classes).
+        volumes: the CSI volumes it attaches, ``(driver, namespace/claim)`` (not part of the shape: pods of one
+            class mount different claims; :mod:`nodewright.state.volumeusage`).
     """
 
     namespace: str
@@ -189,6 +191,7 @@ class Pod:
     annotations: dict[str, str] = field(default_factory=dict)
     shape_key: int = 0
     shape: tuple[Any, ...] = ()
+    volumes: frozenset[tuple[str, str]] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.shape:

@@ -3,7 +3,7 @@
 Reads multi-document YAML (NodePool of any version or Provisioner, EC2NodeClass/AWSNodeTemplate, NodeClaim,
 Deployment, StatefulSet, ReplicaSet, Job, CronJob (one run), Pod, DaemonSet, PodDisruptionBudget, LimitRange, Namespace
 (its labels, for pod affinity ``namespaceSelector``), RuntimeClass (pod overhead), PersistentVolumeClaim/PersistentVolume/StorageClass (volume
-zones), Node with pods bound by ``spec.nodeName``), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads every
+zones, CSI drivers), CSINode (volume attach limits), Node with pods bound by ``spec.nodeName``), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads every
 object into an in-memory cluster (:class:`~nodewright.kube.memory.InMemoryCluster`: workloads become their
 pods, pending ones marked ``Unschedulable`` as kube-scheduler would) and runs the provisioning controller's
 batch on it (:meth:`nodewright.controllers.provisioning.Provisioner.provision`) with the simulated cloud
@@ -66,8 +66,10 @@ from nodewright.state.models import models_for
 from nodewright.state.pods import pod_key
 
 log = logging.getLogger("nodewright.sim")
-#: Kinds whose zones restrict the pods mounting them (:class:`nodewright.state.models.VolumeTopology`).
-VOLUME_KINDS = {"PersistentVolumeClaim": r.PVCS, "PersistentVolume": r.PVS, "StorageClass": r.STORAGECLASSES}
+#: Kinds whose zones restrict the pods mounting them (:class:`nodewright.state.models.VolumeTopology`), and
+#: CSINodes, whose attach limits bound the volumes of a node (:mod:`nodewright.state.volumeusage`).
+VOLUME_KINDS = {"PersistentVolumeClaim": r.PVCS, "PersistentVolume": r.PVS, "StorageClass": r.STORAGECLASSES,
+                "CSINode": r.CSINODES}
 
 DEFAULT_REGION = "us-east-1"
 #: Kinds read but not needed for a provisioning decision (accepted silently).

@@ -46,7 +46,7 @@ IGNORED_KINDS = frozenset({"Service", "ServiceAccount", "ConfigMap", "Secret", "
 #: Kinds stored in the cluster as given, for the controllers to read (Namespace labels for pod affinity
 #: ``namespaceSelector``; volumes, claims and StorageClasses for volume topology).
 STORED_KINDS = {"Namespace": r.NAMESPACES, "PersistentVolume": r.PVS, "PersistentVolumeClaim": r.PVCS,
-                "StorageClass": r.STORAGECLASSES, "RuntimeClass": r.RUNTIMECLASSES}
+                "StorageClass": r.STORAGECLASSES, "RuntimeClass": r.RUNTIMECLASSES, "CSINode": r.CSINODES}
 #: Kinds :meth:`World.apply` plays; ``simulate --scenario`` skips the others with one summary line.
 APPLIED_KINDS = frozenset({"NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob",
                            "DaemonSet", "Pod", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ScaledObject",

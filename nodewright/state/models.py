@@ -18,7 +18,11 @@ DaemonSet          the pod it runs on every node (:meth:`ClusterModels.daemonset
                    template with LimitRange defaults)
 RuntimeClass       the pod overhead, node selector and tolerations admission writes into the pods naming it
                    (:meth:`ClusterModels.use_runtimeclasses`)
-PVC, PV, SC        the zones (node requirements) of the pods that mount them (:class:`VolumeTopology`)
+PVC, PV, SC        the zones (node requirements) of the pods that mount them (:class:`VolumeTopology`), and the
+                   CSI volumes each pod attaches (:attr:`Pod.volumes <nodewright.scheduling.Pod>`,
+                   :func:`~nodewright.state.volumeusage.pod_attachments`)
+CSINode            a node's volume attach limits per CSI driver (:attr:`ExistingNode.volume_limits
+                   <nodewright.scheduling.ExistingNode>`, :meth:`ClusterModels.use_csinodes`)
 Namespace          its labels, which resolve pod affinity ``namespaceSelector`` into the term's namespaces
                    (:meth:`ClusterModels.use_namespaces`, :func:`resolve_namespace_selectors`)
 PDB                a :class:`~nodewright.disruption.model.PDB` with the disruptions it allows now (:func:`pdbs`)
@@ -68,6 +72,7 @@ from nodewright.scheduling import (
 )
 from nodewright.selectors import selects
 from nodewright.state.blocked import DRA_REASON, DRAError, PodBlocked, has_dra_requirements
+from nodewright.state.volumeusage import claim_name, csinode_limits, pod_attachments
 
 log = logging.getLogger("nodewright.state")
 
@@ -141,11 +146,18 @@ class ClusterModels:
         #: RuntimeClass name -> object, whose overhead and scheduling admission writes into pods.
         self._runtimeclasses: dict[str, Mapping[str, Any]] = {}
         self._runtimeclasses_key: tuple[Hashable, ...] = ()
+        #: Node name -> {CSI driver: volumes it can attach}, from CSINode objects (:meth:`use_csinodes`).
+        self._volume_limits: dict[str, dict[str, int]] = {}
 
     def use_volumes(self, pvcs: Sequence[Obj], pvs: Sequence[Obj], storageclasses: Sequence[Obj]) -> None:
         """The cluster's PersistentVolumeClaims, PersistentVolumes and StorageClasses, whose zones restrict the
         pods that mount them (:class:`VolumeTopology`). Only pods with claim volumes convert again on a change."""
         self._volumes = self._volumes.updated(pvcs, pvs, storageclasses)
+
+    def use_csinodes(self, csinodes: Sequence[Obj]) -> None:
+        """The cluster's ``storage.k8s.io/v1`` CSINode objects: the volume attach limits per CSI driver of the
+        node of the same name (:func:`~nodewright.state.volumeusage.csinode_limits`), set on :meth:`node`."""
+        self._volume_limits = csinode_limits(list(csinodes))
 
     def use_namespaces(self, namespaces: Sequence[Obj]) -> None:
         """The cluster's Namespace objects, which pod affinity terms' ``namespaceSelector`` is matched against.
@@ -235,6 +247,9 @@ class ClusterModels:
         spec = resolve_namespace_selectors(spec, self._namespaces)
         volume_terms = self._volumes.requirements(obj, spec)
         pod = pod_from_manifest({**obj, "kind": "Pod", "spec": spec})
+        attachments = pod_attachments(obj, spec, self._volumes)
+        if attachments:
+            pod.volumes = attachments  # per pod, not part of the shape
         if not volume_terms:
             return pod
         affinity = dataclasses.replace(pod.affinity, volume_required=volume_terms)
@@ -270,7 +285,8 @@ class ClusterModels:
             log.debug("ignoring %s: %s", describe(obj, "Node"), value)
             return None
         base: ExistingNode = value
-        return dataclasses.replace(base, labels=dict(base.labels), pods=[p for p in pods if p.node_name == base.name])
+        return dataclasses.replace(base, labels=dict(base.labels), pods=[p for p in pods if p.node_name == base.name],
+                                   volume_limits=self._volume_limits.get(base.name, {}))
 
     def daemonset_pods(self, daemonsets: Sequence[Obj], limitranges: Sequence[Obj] = (),
                        daemon_pods: Mapping[tuple[str, str], Obj] | None = None) -> list[Pod]:
@@ -417,8 +433,11 @@ class VolumeTopology:
         out.pvcs = {_ds_key(c): c for c in pvcs}
         out.pvs = {_ds_key(v)[1]: v for v in pvs}
         out.classes = {_ds_key(c)[1]: c for c in storageclasses}
+        # Several defaults: the newest by creationTimestamp (kube's DefaultStorageClass admission), ties by name.
         defaults = sorted(n for n, c in out.classes.items()
                           if ((c.get("metadata") or {}).get("annotations") or {}).get(_DEFAULT_CLASS) == "true")
+        defaults.sort(key=lambda n: str((out.classes[n].get("metadata") or {}).get("creationTimestamp") or ""),
+                      reverse=True)
         out.default_class = defaults[0] if defaults else None
         return out
 
@@ -484,13 +503,8 @@ class VolumeTopology:
         namespace = str(meta.get("namespace") or "default")
         alternatives: list[list[dict[str, Any]]] = [[]]
         for volume in volumes:
-            if not isinstance(volume, Mapping):
-                continue
-            if isinstance(volume.get("persistentVolumeClaim"), Mapping):
-                claim = str(volume["persistentVolumeClaim"].get("claimName") or "")
-            elif "ephemeral" in volume:
-                claim = f"{meta.get('name')}-{volume.get('name')}"
-            else:
+            claim = claim_name(pod, volume) if isinstance(volume, Mapping) else None
+            if claim is None:
                 continue
             terms = self._volume_terms(namespace, claim)
             if terms is not None:

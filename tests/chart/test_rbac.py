@@ -32,6 +32,7 @@ CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("apps", "daemonsets"): {*READ},
     ("policy", "poddisruptionbudgets"): {*READ},
     ("storage.k8s.io", "storageclasses"): {*READ},
+    ("storage.k8s.io", "csinodes"): {*READ},
     ("node.k8s.io", "runtimeclasses"): {*READ},
 }
 

@@ -112,6 +112,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     Kind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, status=False),
     Kind("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False, status=False),
+    Kind("storage.k8s.io", "v1", "csinodes", "CSINode", False, status=False),
     Kind("coordination.k8s.io", "v1", "leases", "Lease", True, status=False),
     Kind("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False, custom=True),
     Kind("karpenter.sh", "v1", "nodepools", "NodePool", False, custom=True),
