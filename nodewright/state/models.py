@@ -378,6 +378,13 @@ class ClusterModels:
         return self._strict("Kubelet", obj, None, lambda: kubelet_settings(self.nodeclass(obj)))
 
 
+def _age_key(obj: Mapping[str, Any]) -> tuple[str, int]:
+    """(creationTimestamp, resourceVersion when numeric else 0): larger is newer."""
+    meta = obj.get("metadata") or {}
+    rv = str(meta.get("resourceVersion") or "")
+    return str(meta.get("creationTimestamp") or ""), int(rv) if rv.isdigit() else 0
+
+
 def _claims_volumes(obj: Mapping[str, Any]) -> bool:
     """Whether the pod mounts a PersistentVolumeClaim (directly or as a generic ephemeral volume)."""
     volumes = (obj.get("spec") or {}).get("volumes")
@@ -434,10 +441,11 @@ class VolumeTopology:
         out.pvs = {_ds_key(v)[1]: v for v in pvs}
         out.classes = {_ds_key(c)[1]: c for c in storageclasses}
         # Several defaults: the newest by creationTimestamp (kube's DefaultStorageClass admission), ties by name.
+        # Equal timestamps with numeric resourceVersions (an in-memory cluster stamps every object of ``simulate``
+        # at one moment) fall back to creation order, so the later document is the newer class.
         defaults = sorted(n for n, c in out.classes.items()
                           if ((c.get("metadata") or {}).get("annotations") or {}).get(_DEFAULT_CLASS) == "true")
-        defaults.sort(key=lambda n: str((out.classes[n].get("metadata") or {}).get("creationTimestamp") or ""),
-                      reverse=True)
+        defaults.sort(key=lambda n: _age_key(out.classes[n]), reverse=True)
         out.default_class = defaults[0] if defaults else None
         return out
 
