@@ -2,8 +2,8 @@
 "NodePool requirements instance filtering" and "Dynamic Resource Allocation (DRA)".
 
 Volume topology (PersistentVolume node affinity, claims, StorageClasses) is converted into the pod's node
-requirements by ``nodewright.state.models.VolumeTopology``. The CSI attach-limit Its of "VolumeUsage" are listed
-as not applicable in README.md.
+requirements by ``nodewright.state.models.VolumeTopology``. The CSI attach-limit Its of "VolumeUsage" are in
+``test_volume_limits.py``.
 """
 
 from __future__ import annotations
