@@ -148,6 +148,7 @@ class ClusterModels:
         self._runtimeclasses_key: tuple[Hashable, ...] = ()
         #: Node name -> {CSI driver: volumes it can attach}, from CSINode objects (:meth:`use_csinodes`).
         self._volume_limits: dict[str, dict[str, int]] = {}
+        self._volume_limits_key: tuple[Hashable, ...] = ()
 
     def use_volumes(self, pvcs: Sequence[Obj], pvs: Sequence[Obj], storageclasses: Sequence[Obj]) -> None:
         """The cluster's PersistentVolumeClaims, PersistentVolumes and StorageClasses, whose zones restrict the
@@ -157,7 +158,10 @@ class ClusterModels:
     def use_csinodes(self, csinodes: Sequence[Obj]) -> None:
         """The cluster's ``storage.k8s.io/v1`` CSINode objects: the volume attach limits per CSI driver of the
         node of the same name (:func:`~nodewright.state.volumeusage.csinode_limits`), set on :meth:`node`."""
-        self._volume_limits = csinode_limits(list(csinodes))
+        key = versions(csinodes)
+        if key != self._volume_limits_key:
+            self._volume_limits_key = key
+            self._volume_limits = csinode_limits(csinodes)
 
     def use_namespaces(self, namespaces: Sequence[Obj]) -> None:
         """The cluster's Namespace objects, which pod affinity terms' ``namespaceSelector`` is matched against.

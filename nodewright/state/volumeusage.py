@@ -15,13 +15,16 @@ with no class, count nothing (Karpenter logs and ignores them; the claim's own v
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nodewright.kube.objects import Obj
 
 if TYPE_CHECKING:
     from nodewright.state.models import VolumeTopology
+
+log = logging.getLogger("nodewright.state")
 
 #: In-tree volume plugin -> its CSI driver (k8s.io/csi-translation-lib ``plugins``, the names CSIMigration uses).
 IN_TREE_TO_CSI: Mapping[str, str] = {
@@ -82,16 +85,26 @@ def pod_attachments(pod: Mapping[str, Any], spec: Mapping[str, Any], index: Volu
     return frozenset(out)
 
 
-def csinode_limits(csinodes: list[Obj]) -> dict[str, dict[str, int]]:
-    """Node name -> {CSI driver: volumes it can attach} from CSINode objects (drivers without
-    ``allocatable.count`` have no limit)."""
+def csinode_limits(csinodes: Sequence[Obj]) -> dict[str, dict[str, int]]:
+    """Node name -> {CSI driver: volumes it can attach} from CSINode objects (Karpenter
+    ``populateVolumeLimits``). A driver without ``allocatable.count`` has no limit; a count that is not a
+    non-negative integer is skipped with one warning line naming the CSINode and field."""
     out: dict[str, dict[str, int]] = {}
     for csinode in csinodes:
         node = str((csinode.get("metadata") or {}).get("name") or "")
         limits = out.setdefault(node, {})
-        for driver in (csinode.get("spec") or {}).get("drivers") or []:
-            count = ((driver or {}).get("allocatable") or {}).get("count") if isinstance(driver, Mapping) else None
-            if isinstance(count, int) and not isinstance(count, bool) and driver.get("name"):
-                limits[str(driver["name"])] = count
+        drivers = (csinode.get("spec") or {}).get("drivers") or []
+        for i, driver in enumerate(drivers if isinstance(drivers, list) else []):
+            if not isinstance(driver, Mapping) or not driver.get("name"):
+                continue
+            allocatable = driver.get("allocatable")
+            count = allocatable.get("count") if isinstance(allocatable, Mapping) else None
+            if count is None:
+                continue
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                log.warning("CSINode %s: spec.drivers[%d].allocatable.count is %r, not a non-negative integer; "
+                            "no volume limit for driver %s", node, i, count, driver["name"])
+                continue
+            limits[str(driver["name"])] = count
     return out
 
