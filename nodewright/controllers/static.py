@@ -36,7 +36,7 @@ from nodewright.kube.objects import Obj, annotations_of, is_deleting, name_of
 from nodewright.pricing import PricingPolicy, marginal_pricing
 from nodewright.scheduling import MAX_INSTANCE_TYPES, NodeClaimPlan, NodePoolSpec, Requirement
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
-from nodewright.scheduling.nodeclaimtemplate import Pricing, TypeInfo
+from nodewright.scheduling.nodeclaimtemplate import Pricing, TypeInfo, type_daemons
 from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
 from nodewright.state.pods import is_daemonset_pod, needs_eviction
 
@@ -57,7 +57,8 @@ def static_plan(spec: NodePoolSpec, instance_types: Sequence[InstanceType],
 
     Prices are :meth:`TypeInfo.price_of` (the provisioner's): ``pricing`` None = list prices; a
     :class:`~nodewright.pricing.MarginalPricing` = effective marginal USD/hour under a policy, ties to the lower
-    list price, then the name."""
+    list price, then the name. Its requests are the overhead of the DaemonSets the first (cheapest) type runs
+    (:func:`~nodewright.scheduling.nodeclaimtemplate.type_daemons`, per instance type as the provisioner)."""
     reqs = spec.requirements
     infos = [TypeInfo(it, (), pricing) for it in instance_types]
     priced = [(o, info) for info in infos if info.compatible(reqs) and (o := info.offering(reqs)) is not None]
@@ -68,10 +69,14 @@ def static_plan(spec: NodePoolSpec, instance_types: Sequence[InstanceType],
     offering = priced[0][0]
     requirements = reqs.with_requirement(Requirement(L.INSTANCE_TYPE, False, [it.name for it in chosen]))
     labels = {**spec.labels, **requirements.labels()}
+    # The DaemonSets the chosen type runs (the scheduler's per-type rule), not the pool's largest overhead; a spec
+    # built without DaemonSet pods keeps its pool-wide daemonset_overhead.
+    overhead = (dict(type_daemons(spec.daemons(), chosen[0]).requests) if spec.daemonsets
+                else dict(spec.daemonset_overhead))
     return NodeClaimPlan(
         nodepool=spec.name, instance_types=chosen, instance_type=chosen[0], offering=offering,
         requirements=requirements, labels=labels, taints=spec.taints, startup_taints=spec.startup_taints,
-        pods=[], requests=dict(spec.daemonset_overhead), daemonset_overhead=dict(spec.daemonset_overhead),
+        pods=[], requests=dict(overhead), daemonset_overhead=overhead,
     )
 
 

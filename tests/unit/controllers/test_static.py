@@ -128,3 +128,35 @@ def test_static_plan_prices_like_the_provisioner(cluster) -> None:
     assert (effective.instance_type.name, effective.offering.zone, effective.offering.capacity_type) == (
         "m5.2xlarge", "us-east-1a", "on-demand")
     assert [it.name for it in effective.instance_types][:3] == ["m5.2xlarge", "t0x.large", "t1x.large"]
+
+
+def _daemonset(name: str, cpu: str, memory: str, min_cpus: int | None = None) -> dict:
+    """A DaemonSet requesting ``cpu``/``memory``; with ``min_cpus`` it only runs on types with more vCPUs."""
+    spec: dict = {"containers": [{"name": "c", "image": "agent",
+                                  "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+    if min_cpus is not None:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt",
+                                   "values": [str(min_cpus)]}]}]}}}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": "kube-system"},
+            "spec": {"selector": {"matchLabels": {"ds": name}},
+                     "template": {"metadata": {"labels": {"ds": name}}, "spec": spec}}}
+
+
+def test_static_nodeclaim_requests_the_daemonsets_of_its_chosen_type() -> None:
+    """The plan's requests are the overhead of the DaemonSets the chosen (cheapest) type runs: a DaemonSet that
+    only runs on types with more than 8 vCPU does not count on a 2-vCPU m5.large, and does on an m5.4xlarge."""
+    from nodewright.cloud.catalog import load_instance_types
+    from nodewright.scheduling.pods import daemonset_pod
+
+    catalog = {t.name: t for t in load_instance_types("us-east-1")}
+    daemons = [daemonset_pod(_daemonset("agent", "100m", "128Mi")),
+               daemonset_pod(_daemonset("big-agent", "2", "4Gi", min_cpus=8))]
+    spec = nodepool_spec_from_model(_static_pool(1), daemons, {})
+    assert spec.daemonset_overhead == {"cpu": 2100, "memory": (4096 + 128) * 2**20, "pods": 2}  # the pool's largest
+    small = static_plan(spec, [catalog["m5.large"], catalog["m5.4xlarge"]])
+    assert small is not None and small.instance_type.name == "m5.large"
+    assert small.requests == small.daemonset_overhead == {"cpu": 100, "memory": 128 * 2**20, "pods": 1}
+    large = static_plan(spec, [catalog["m5.4xlarge"]])
+    assert large is not None
+    assert large.requests == {"cpu": 2100, "memory": (4096 + 128) * 2**20, "pods": 2}
