@@ -2,21 +2,34 @@
 
 :class:`ExistingNodeState` wraps the input :class:`~nodewright.scheduling.nodes.ExistingNode` (a registered node
 or an in-flight NodeClaim) with what the run changes: the room left per resource, the host ports taken and the
-pods placed on it. :meth:`ExistingNodeState.can_add` checks one pod of a class (resources, taints, node
-requirements, host ports, CSI volume limits, topology) without changing anything; :meth:`ExistingNodeState.add`
-places it.
+pods placed on it. The room it starts with keeps space for the DaemonSet pods that should run on it but do not
+yet (:func:`remaining_daemon_requests`). :meth:`ExistingNodeState.can_add` checks one pod of a class (resources,
+taints, node requirements, host ports, CSI volume limits, topology) without changing anything;
+:meth:`ExistingNodeState.add` places it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from nodewright.quantities import Resources
+from nodewright.quantities import Resources, add
 from nodewright.scheduling.nodes import ExistingNode
 from nodewright.scheduling.pods import HostPort, Pod
 from nodewright.scheduling.preferences import PodClass
 from nodewright.scheduling.taints import untolerated
 from nodewright.scheduling.topology import Topology, node_admits
+
+
+def remaining_daemon_requests(node: ExistingNode, daemon_requests: Resources) -> Resources:
+    """The room ``node`` keeps for DaemonSet pods not running on it yet: ``daemon_requests`` (summed requests of
+    the DaemonSets that run on its labels and taints) minus the requests of the DaemonSet pods bound to it, per
+    resource, never below 0 (Karpenter v1.14 ``NewExistingNode``: a DaemonSet pod that landed unexpectedly, e.g. on
+    a label added later, must not give room back). Applies to every existing node, initialized or in flight."""
+    running: Resources = {}
+    for pod in node.pods:
+        if pod.is_daemonset:
+            running = add(running, pod.requests)
+    return {name: max(0, qty - running.get(name, 0)) for name, qty in daemon_requests.items()}
 
 
 class ExistingNodeState:
@@ -25,8 +38,9 @@ class ExistingNodeState:
     Attributes:
         node: the input node.
         index: position in the run's node order (initialized nodes first, then by name).
-        free: room left per dimension of the run (allocatable - bound pods - pending daemonset overhead -
-            pods placed in this run).
+        free: room left per dimension of the run (allocatable - bound pods - the requests of DaemonSets that
+            should run on it but do not yet (:func:`remaining_daemon_requests` of ``daemon_requests``) - pods
+            placed in this run).
         labels: the node's labels (its topology domains).
         taints: taints that block placement (startup taints ignored while the node is not initialized).
         ports: host ports taken by bound and placed pods, and by the DaemonSet pods it will run (in flight).
@@ -42,15 +56,14 @@ class ExistingNodeState:
         node: ExistingNode,
         index: int,
         dims: Sequence[str],
-        pending_overhead: Resources,
+        daemon_requests: Resources,
         pending_ports: Sequence[HostPort] = (),
     ) -> None:
         self.node = node
         self.index = index
         used = node.requested()
-        self.free = [
-            node.allocatable.get(d, 0) - used.get(d, 0) - pending_overhead.get(d, 0) for d in dims
-        ]
+        pending = remaining_daemon_requests(node, daemon_requests)
+        self.free = [node.allocatable.get(d, 0) - used.get(d, 0) - pending.get(d, 0) for d in dims]
         self.labels = node.labels
         self.taints = node.scheduling_taints()
         self.ports: list[HostPort] = [p for pod in node.pods for p in pod.host_ports]

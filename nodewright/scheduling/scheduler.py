@@ -129,11 +129,12 @@ class Scheduler:
         usable.sort(key=lambda n: (not n.initialized, n.name))
         self.nodes: list[ExistingNodeState] = []
         for i, n in enumerate(usable):
-            pending: Resources = {}
-            ports: tuple[HostPort, ...] = ()
-            if not n.initialized and not any(p.is_daemonset for p in n.pods):
-                pending, ports = _pending_daemons(n, ds, daemons, overheads)
-            self.nodes.append(ExistingNodeState(n, i, self.dims, pending, ports))
+            # Every node keeps room for the DaemonSets that should run on it (ExistingNodeState subtracts those
+            # running); an in-flight node none of them runs on yet also holds their host ports.
+            daemon_requests, ports = _node_daemons(n, ds, daemons, overheads)
+            if n.initialized or any(p.is_daemonset for p in n.pods):
+                ports = ()
+            self.nodes.append(ExistingNodeState(n, i, self.dims, daemon_requests, ports))
         self.classes = pod_classes(pods, self.dims, ignore_preferences)
         self.topology.register(self.classes, nodes)
         self.topology.init_universes(self.classes, self.templates, self.nodes)
@@ -304,15 +305,16 @@ class Scheduler:
         self.result.events.extend(events.outcome(self.result, used))
 
 
-def _pending_daemons(
+def _node_daemons(
     node: ExistingNode,
     daemonsets: Sequence[Pod] | None,
     daemons: Mapping[str, PoolDaemons | None],
     overheads: Mapping[str, Resources],
 ) -> tuple[Resources, tuple[HostPort, ...]]:
-    """What the DaemonSets will take on an in-flight node none of them runs on yet: their requests and host ports.
-    They are the DaemonSets that run on its labels (plus Karpenter's lifecycle labels, which it carries once it
-    joins) and taints; for a pool built without its DaemonSet pods, the pool's overhead."""
+    """The summed requests and the host ports of the DaemonSets that run on an existing node: those whose
+    tolerations and strict node requirements admit its labels (plus Karpenter's lifecycle labels, which an
+    in-flight node carries once it joins) and taints (Karpenter ``getCompatibleDaemonPods``); for a pool built
+    without its DaemonSet pods, the pool's overhead."""
     pool = daemons.get(node.nodepool)
     pods = daemonsets if daemonsets is not None else pool.admitted if pool is not None else None
     if pods is None:

@@ -214,3 +214,39 @@ def test_zone_pinned_pod_lands_in_zone():
     """A sanity check of the zone stand-ins: us-east-1a is test-zone-1."""
     d = run(nodepool(), pod("p", node_selector={ZONE: Z1}))
     assert d.claim_of("p")["zone"] == Z1
+
+
+# DaemonSets on existing nodes (Karpenter v1.14 ``scheduling/existingnode.go`` NewExistingNode): every existing
+# node keeps room for the DaemonSets that run on its labels and taints, minus the DaemonSet pods already bound.
+
+
+def _existing_daemon_case(*extra):
+    free = allocatable_of("m5.xlarge")["cpu"]  # 3920m on an empty initialized m5.xlarge
+    return run(nodepool(), node("n1"), *extra, pod("p", cpu=f"{free - 500}m"))
+
+
+def test_initialized_node_keeps_room_for_a_daemonset_not_running_yet():
+    """A 1-vCPU DaemonSet should run on n1 but has no pod there yet: n1 has 2.92 vCPU for others, so a pod asking
+    3.42 vCPU needs a new node. Without the DaemonSet it takes n1."""
+    assert _existing_daemon_case().where("p") == ("existing", "n1")
+    assert _existing_daemon_case(daemonset("agent", cpu="1", memory="1Gi")).where("p")[0] == "new"
+
+
+def test_initialized_node_daemonset_already_running_is_not_counted_twice():
+    """The DaemonSet's pod is bound to n1 (asking 250m, below the template's 1 vCPU after admission): nothing more
+    is held back, the pod's own 250m is in use, so 3.67 vCPU stay free and a 3.42-vCPU pod fits."""
+    ds_pod = pod("agent-n1", cpu="250m", memory="1Gi", node_name="n1", owner=("DaemonSet", "agent"))
+    d = _existing_daemon_case(daemonset("agent", cpu="1", memory="1Gi"), ds_pod)
+    assert d.where("p") == ("existing", "n1")
+
+
+def test_initialized_node_reserves_only_daemonsets_that_run_on_it():
+    """A DaemonSet that selects another node label, or does not tolerate the node's taint, keeps no room."""
+    elsewhere = daemonset("gpu-agent", cpu="1", node_selector={"accelerator": "nvidia"})
+    intolerant = daemonset("plain", cpu="1")
+    tolerated = pod("p", cpu=f"{allocatable_of('m5.xlarge')['cpu'] - 500}m",
+                    tolerations=[{"key": "dedicated", "operator": "Exists"}])
+    tainted = node("n1", taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])
+    assert _existing_daemon_case(elsewhere).where("p") == ("existing", "n1")
+    d = run(nodepool(), tainted, intolerant, tolerated)
+    assert d.where("p") == ("existing", "n1")

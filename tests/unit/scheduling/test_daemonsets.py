@@ -4,6 +4,7 @@ bundled us-east-1 catalog: c5.xlarge (4 vCPU, 3920m allocatable), c5.2xlarge (8)
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from nodewright.api import labels as L
@@ -99,6 +100,35 @@ def test_in_flight_nodes_reserve_the_daemonsets_they_will_run() -> None:
     free = big.allocatable()["cpu"] - 1500
     result = _decide([_pod("fits", free), _pod("one-more", 1)], [_agent(port=None)], [node])
     assert [p.name for p in result.existing["inflight-big"]] == ["fits"]
+
+
+def test_initialized_nodes_keep_room_for_daemonsets_not_running_yet() -> None:
+    """Karpenter v1.14 ``NewExistingNode``: an initialized c5.4xlarge (15890m) that big-agent should run on but does
+    not yet keeps its 1500m; once the agent's pod is bound nothing more is held; an unexpected bigger DaemonSet pod
+    never gives room back (clamped at 0). A c5.xlarge, where big-agent does not run, keeps nothing."""
+    by_name = {t.name: t for t in TYPES}
+
+    def node(type_name: str, pods: Sequence[Pod] = ()) -> ExistingNode:
+        it = by_name[type_name]
+        labels = {**it.labels, L.ZONE: "us-east-1a", L.CAPACITY_TYPE: "on-demand", L.NODEPOOL: "default",
+                  L.INITIALIZED: "true", L.REGISTERED: "true"}
+        return ExistingNode(f"n-{type_name}", labels, dict(it.allocatable()), pods=list(pods))
+
+    def where(cpu: int, n: ExistingNode) -> str:
+        result = _decide([_pod("p", cpu)], [_agent(port=None)], [n])
+        return "existing" if result.existing.get(n.name) else "new"
+
+    big = by_name["c5.4xlarge"].allocatable()["cpu"]
+    assert where(big - 1500, node("c5.4xlarge")) == "existing"
+    assert where(big - 1499, node("c5.4xlarge")) == "new"
+    running = dataclasses.replace(_agent(port=None), name="big-agent-n1", node_name="n-c5.4xlarge")
+    assert where(big - 1500, node("c5.4xlarge", [running])) == "existing"
+    assert where(big - 1499, node("c5.4xlarge", [running])) == "new"  # its own 1500m are in use
+    other = Pod(namespace="kube-system", name="extra", requests={"cpu": 3000, "memory": GIB, "pods": 1},
+                owner_kind="DaemonSet", owner_name="extra", node_name="n-c5.4xlarge")
+    assert where(big - 3000, node("c5.4xlarge", [other])) == "existing"  # no 1500m held on top of its 3000m
+    small = by_name["c5.xlarge"].allocatable()["cpu"]
+    assert where(small, node("c5.xlarge")) == "existing"
 
 
 def test_the_disruption_screen_counts_each_types_own_daemonsets() -> None:
