@@ -26,15 +26,21 @@ anti-affinity counts: all monotonic), so a batch of 20,000 pods does not cost 20
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.quantities import CPU, MEMORY, PODS, Resources
 from nodewright.scheduling import events
 from nodewright.scheduling.cache import SchedulingCache
-from nodewright.scheduling.daemonsets import LIFECYCLE_LABELS, DaemonGroup, PoolDaemons, runs_on_node
+from nodewright.scheduling.daemonsets import (
+    LIFECYCLE_LABELS,
+    DaemonGroup,
+    PoolDaemons,
+    daemon_terms,
+    runs_on_node,
+)
 from nodewright.scheduling.existingnode import ExistingNodeState
 from nodewright.scheduling.freepods import ambiguous_ports, fill_claims, fill_existing, pack_free
 from nodewright.scheduling.minvalues import BEST_EFFORT
@@ -128,10 +134,11 @@ class Scheduler:
         usable = [n for n in nodes if not n.marked_for_deletion and not n.unschedulable]
         usable.sort(key=lambda n: (not n.initialized, n.name))
         self.nodes: list[ExistingNodeState] = []
+        memo: dict[Hashable, Any] = {}
         for i, n in enumerate(usable):
             # Every node keeps room for the DaemonSets that should run on it (ExistingNodeState subtracts those
             # running); an in-flight node none of them runs on yet also holds their host ports.
-            daemon_requests, ports = _node_daemons(n, ds, daemons, overheads)
+            daemon_requests, ports = _node_daemons(n, ds, daemons, overheads, memo)
             if n.initialized or any(p.is_daemonset for p in n.pods):
                 ports = ()
             self.nodes.append(ExistingNodeState(n, i, self.dims, daemon_requests, ports))
@@ -310,18 +317,26 @@ def _node_daemons(
     daemonsets: Sequence[Pod] | None,
     daemons: Mapping[str, PoolDaemons | None],
     overheads: Mapping[str, Resources],
+    memo: dict[Hashable, Any],
 ) -> tuple[Resources, tuple[HostPort, ...]]:
     """The summed requests and the host ports of the DaemonSets that run on an existing node: those whose
     tolerations and strict node requirements admit its labels (plus Karpenter's lifecycle labels, which an
     in-flight node carries once it joins) and taints (Karpenter ``getCompatibleDaemonPods``); for a pool built
-    without its DaemonSet pods, the pool's overhead."""
+    without its DaemonSet pods, the pool's overhead. ``memo`` (one per run) keeps the group per (DaemonSets, the
+    node's values of the keys their terms read, taints): most nodes share one."""
     pool = daemons.get(node.nodepool)
     pods = daemonsets if daemonsets is not None else pool.admitted if pool is not None else None
     if pods is None:
         return overheads.get(node.nodepool, {}), ()
-    labels = {**node.labels, **LIFECYCLE_LABELS}
+    keys = memo.get(id(pods))
+    if keys is None:
+        keys = memo[id(pods)] = tuple(sorted({k for p in pods for term in daemon_terms(p) for k in term}))
     taints = node.scheduling_taints()
-    group = DaemonGroup.of([p for p in pods if runs_on_node(p, labels, taints)])
+    signature = (id(pods), tuple(LIFECYCLE_LABELS.get(k) or node.labels.get(k) for k in keys), taints)
+    group = memo.get(signature)
+    if group is None:
+        labels = {**node.labels, **LIFECYCLE_LABELS}
+        group = memo[signature] = DaemonGroup.of([p for p in pods if runs_on_node(p, labels, taints)])
     return group.requests, group.ports
 
 
