@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
@@ -154,6 +154,8 @@ class DisruptionController:
         self.pricing_policy = pricing_policy
         #: NodePool -> the last ConsolidationSkipped sentence reported on it (events once per change).
         self.skips_reported: dict[str, str] = {}
+        #: Node -> the last DisruptionBlocked sentence reported on it (pods no simulation can move; once per change).
+        self.blocked_reported: dict[str, str] = {}
         self.ctx = ctx
         self.terminator = terminator
         self.options = options or DecisionOptions()
@@ -192,6 +194,7 @@ class DisruptionController:
         outcome = decide_pass(view, now, self.decision_options())
         decision = outcome.decision
         self._report_skips(outcome.skipped, state, searched=decision is None)
+        self._report_blocked(outcome.blocked, state, searched=decision is None)
         for method in outcome.stopped_early:
             self.ctx.metrics.disruption_consolidation_timeouts.labels(consolidation_type(method)).inc()
         self._observe_budgets(view, now)
@@ -234,6 +237,22 @@ class DisruptionController:
             doc = state.nodepools.get(pool)
             if doc is not None:
                 self.ctx.event(doc, "ConsolidationSkipped", message)
+
+    def _report_blocked(self, blocked: Mapping[str, str], state: ClusterState, searched: bool) -> None:
+        """A ``DisruptionBlocked`` Event on the Node (and a log line) when a simulation moving its pods failed for
+        pods no node can take again (Karpenter publishes the pods' scheduling errors the same way), once per
+        change; after a pass that searched everything, nodes no longer blocked are forgotten."""
+        if searched:
+            for name in [n for n in self.blocked_reported if n not in blocked]:
+                del self.blocked_reported[name]
+        for name, message in sorted(blocked.items()):
+            if self.blocked_reported.get(name) == message:
+                continue
+            self.blocked_reported[name] = message
+            log.info("disruption blocked: node %s: %s", name, message, extra={"node": name})
+            doc = state.nodes.get(name)
+            if doc is not None:
+                self.ctx.event(doc, "DisruptionBlocked", message)
 
     def view(self, state: ClusterState, now: float) -> ClusterView:
         """The pure decision inputs of ``state`` (instance types from the cloud provider, per NodePool)."""

@@ -8,7 +8,7 @@ stale data).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from nodewright.disruption.budgets import budget_mapping
@@ -64,11 +64,14 @@ class PassOutcome:
             disruption controller counts them as Karpenter's consolidation timeouts).
         skipped: consolidation moves found feasible but not taken for their saving (below the NodePool's
             minimum saving, or nothing saved at effective prices), in the order found.
+        blocked: node name -> why simulations moving its pods failed (pods no node can take again, such as pods
+            with DRA requirements; :attr:`Simulator.blocked`).
     """
 
     decision: Decision | None
     stopped_early: tuple[str, ...] = ()
     skipped: tuple[Skip, ...] = ()
+    blocked: Mapping[str, str] = field(default_factory=dict)
 
 
 def decide(view: ClusterView, now: float, options: DecisionOptions | None = None,
@@ -99,8 +102,8 @@ def decide_pass(view: ClusterView, now: float, options: DecisionOptions | None =
         if cut_short:
             stopped.append(method)
         if decision is not None:
-            return PassOutcome(decision, tuple(stopped), tuple(skipped))
-    return PassOutcome(None, tuple(stopped), tuple(skipped))
+            return PassOutcome(decision, tuple(stopped), tuple(skipped), dict(simulator.blocked))
+    return PassOutcome(None, tuple(stopped), tuple(skipped), dict(simulator.blocked))
 
 
 def decide_expiration(view: ClusterView, now: float) -> Decision | None:

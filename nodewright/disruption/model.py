@@ -157,6 +157,9 @@ class Node:
         subnet_id: the instance's subnet when known.
         security_group_ids: the instance's security groups when known.
         cloud_drift: a drift reason the cloud provider reported (``AMIDrift``, ``SubnetDrift``, ...).
+        unmovable: pods among :attr:`pods` no scheduling simulation can place again, pod key -> why (a pod with
+            Dynamic Resource Allocation requirements: :mod:`nodewright.state.blocked`); a simulation moving them
+            fails with that reason, so the node is neither consolidated nor replaced for drift.
     """
 
     name: str
@@ -179,6 +182,7 @@ class Node:
     subnet_id: str = ""
     security_group_ids: frozenset[str] | None = None
     cloud_drift: str | None = None
+    unmovable: dict[str, str] = field(default_factory=dict)
 
     @property
     def labels(self) -> dict[str, str]:

@@ -6,7 +6,9 @@ is offered to the scheduler with its cpu and memory allocatable scaled by that f
 packs a node above the target (new NodeClaims get the same treatment inside the scheduler). Uninitialized nodes
 are not destinations: they may still fail to come up.
 
-Each :meth:`Simulator.simulate` call is one :func:`nodewright.scheduling.schedule` run with the candidates'
+A candidate with pods no simulation can place again (:attr:`Node.unmovable`, DRA) fails its simulations without a
+run, the pods unschedulable with their reason, and is recorded in :attr:`Simulator.blocked`. Each other
+:meth:`Simulator.simulate` call is one :func:`nodewright.scheduling.schedule` run with the candidates'
 nodes removed and their reschedulable pods pending (Karpenter's ``SimulateScheduling``); it costs O(cluster),
 which is why the consolidation methods screen candidates cheaply first (:mod:`nodewright.disruption.screen`)
 and count the calls here (:attr:`Simulator.calls`).
@@ -61,6 +63,14 @@ def destination_views(view: ClusterView) -> list[ExistingNode]:
     return out
 
 
+def blocked_reason(node: Node) -> str:
+    """Why simulations moving ``node``'s pods fail, as Karpenter's event sentence reads: the first unmovable pod
+    and its reason, e.g. ``"pod default/train-0 cannot be rescheduled: pod has Dynamic Resource Allocation ..."``."""
+    key, why = min(node.unmovable.items())
+    more = len(node.unmovable) - 1
+    return f"pod {key} cannot be rescheduled: {why}" + (f" (and {more} more pods)" if more else "")
+
+
 class Simulator:
     """Scheduling simulations over one :class:`ClusterView`.
 
@@ -77,6 +87,8 @@ class Simulator:
         self.pools: list[Pool] = [p for p in view.pools.values() if not p.static]
         self.instance_types = {p.name: list(p.instance_types) for p in self.pools}
         self.calls = 0
+        #: node name -> why a simulation moving its pods failed before any run (:func:`blocked_reason`).
+        self.blocked: dict[str, str] = {}
         # Greedy placement (Karpenter's): consolidation opens at most one NodeClaim, where the scheduler's
         # cost-optimal fleet search buys nothing and costs up to a second per simulation.
         self.optimize = False
@@ -87,6 +99,12 @@ class Simulator:
         new NodeClaims (None: any number). Pods that need more are in ``result.unschedulable``. ``pricing``: the
         scheduler's prices under a PricingPolicy (:meth:`~nodewright.disruption.pricing.MovePricing.
         scheduler_pricing`); None for list prices."""
+        unmovable = {key: why for c in candidates for key, why in c.unmovable.items()}
+        if unmovable:  # Karpenter's scheduler fails these pods (no run needed: the move is off either way)
+            for c in candidates:
+                if c.unmovable:
+                    self.blocked[c.name] = blocked_reason(c)
+            return SchedulingResult(unschedulable=unmovable)
         self.calls += 1
         gone = {c.name for c in candidates}
         nodes = [n for n in self.destinations if n.name not in gone]

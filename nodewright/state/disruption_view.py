@@ -49,6 +49,7 @@ from nodewright.kube.pdb import disruptions_allowed
 from nodewright.pricing.engine import MinimumSaving
 from nodewright.scheduling import Pod
 from nodewright.selectors import LabelSelector
+from nodewright.state.blocked import DRA_REASON, has_dra_requirements
 from nodewright.state.cluster import ClusterState
 from nodewright.state.models import ClusterModels
 from nodewright.state.pods import needs_eviction
@@ -116,10 +117,13 @@ def nodeclass_info(doc: Obj) -> NodeClassInfo:
     )
 
 
-def _pods(state: ClusterState, node: str) -> tuple[list[Pod], list[Pod]]:
-    """(every bound pod, the reschedulable ones) as scheduler pods."""
+def _pods(state: ClusterState, node: str) -> tuple[list[Pod], list[Pod], dict[str, str]]:
+    """(every bound pod, the reschedulable ones, the reschedulable ones no simulation can place again: pod key ->
+    why) as scheduler pods. A pod with DRA requirements cannot be placed again (Karpenter's scheduler refuses it
+    with ``IGNORE_DRA_REQUESTS=true``, :mod:`nodewright.state.blocked`)."""
     everything: list[Pod] = []
     movable: list[Pod] = []
+    unmovable: dict[str, str] = {}
     for doc in state.pods_on(node):
         if (doc.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
@@ -129,7 +133,9 @@ def _pods(state: ClusterState, node: str) -> tuple[list[Pod], list[Pod]]:
         everything.append(pod)
         if needs_eviction(doc):
             movable.append(pod)
-    return everything, movable
+            if has_dra_requirements(doc.get("spec") or {}):
+                unmovable[pod.key] = DRA_REASON
+    return everything, movable, unmovable
 
 
 def node_from_state(
@@ -137,7 +143,7 @@ def node_from_state(
     last_pod_event: float | None, cloud_drift: str | None, now: float,
 ) -> Node | None:
     """A :class:`Node` for a NodeClaim and its registered Node (None when the Node is unreadable)."""
-    everything, movable = _pods(state, name_of(doc))
+    everything, movable, unmovable = _pods(state, name_of(doc))
     view = state.models.node(doc, everything)
     if view is None:
         return None
@@ -167,6 +173,7 @@ def node_from_state(
         nodeclass=str((spec.get("nodeClassRef") or {}).get("name") or ""),
         image_id=str(status.get("imageID") or ""),
         cloud_drift=cloud_drift,
+        unmovable=unmovable,
     )
 
 
