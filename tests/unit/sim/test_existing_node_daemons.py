@@ -1,12 +1,25 @@
-"""An initialized node keeps room for the DaemonSets that should run on it but have no pod there yet (Karpenter
-v1.14 ``NewExistingNode``), the same way in ``simulate -f`` and in the controller's provisioner."""
+"""DaemonSet room on every path (issue 14): an initialized node keeps room for the DaemonSets that should run on it
+but have no pod there yet (Karpenter v1.14 ``NewExistingNode``), the same way in ``simulate -f`` and in the
+controller's provisioner; a static NodePool's NodeClaim requests the DaemonSets of its chosen type, in the
+controller and in scenario replay."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-from .test_one_path import CAPPED_POOL, NODECLASS, _controller, _node, _pod, _simulate_f
+from nodewright.api import labels as L
+
+from .test_one_path import (
+    CAPPED_POOL,
+    NODECLASS,
+    _controller,
+    _node,
+    _nodepool,
+    _pod,
+    _scenario_first_batch,
+    _simulate_f,
+)
 
 ROOMY = copy.deepcopy(CAPPED_POOL)
 ROOMY["spec"]["limits"] = {"cpu": "12"}
@@ -38,3 +51,28 @@ def test_a_daemonset_not_running_yet_keeps_its_room_on_every_path() -> None:
     assert plan["requests"]["cpu"] == 3800
     assert len(claims) == 1
     assert claims == _controller(_docs(AGENT))
+
+
+STATIC_POOL = _nodepool("fixed", [{"key": L.INSTANCE_TYPE, "operator": "In", "values": ["m5.large", "m5.4xlarge"]},
+                                  {"key": L.ZONE, "operator": "In", "values": ["us-east-1a"]},
+                                  {"key": L.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}], replicas=1)
+
+
+def _agent(name: str, cpu: str, memory: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": "kube-system"},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "a", "resources": {
+                                      "requests": {"cpu": cpu, "memory": memory}}}], **spec}}}}
+
+
+def test_a_static_nodeclaim_requests_the_daemonsets_of_its_type_in_replay_and_controller() -> None:
+    # big-agent runs only on types with more than 8 vCPU: the cheapest type, m5.large (2 vCPU), carries only the
+    # 100m/128Mi agent, so that is the NodeClaim's request, not the pool-wide 2100m.
+    big_only = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": L.INSTANCE_CPU, "operator": "Gt", "values": ["8"]}]}]}}}}
+    docs = [NODECLASS, STATIC_POOL, _agent("agent", "100m", "128Mi"), _agent("big-agent", "2", "4Gi", **big_only)]
+    from_controller = _controller(docs)
+    assert from_controller == _scenario_first_batch(docs)
+    (claim,) = from_controller
+    assert claim["spec"]["resources"]["requests"] == {"cpu": "100m", "memory": "128Mi", "pods": "1"}
