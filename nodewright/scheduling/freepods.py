@@ -12,7 +12,9 @@ specific host IPs (:func:`ambiguous_ports`). Free pods are placed in three stage
    not change their cheapest fitting type (so their price);
 3. :func:`pack_free` -- the rest, grouped per (NodePool, requirements), packed by
    :func:`nodewright.scheduling.packing.pack`, which searches for the cheapest fleet. Host ports become
-   one-per-node resources for the packer.
+   one-per-node resources for the packer. A pool's stricter groups are packed first, and a later group's pods
+   may take spare room of the NodeClaims packed for them (:func:`_joins`) when that makes the plan cheaper: a
+   plain pod shares the zone-pinned pod's node instead of opening its own.
 """
 
 from __future__ import annotations
@@ -106,15 +108,83 @@ def pack_free(run: Scheduler) -> None:
                     run.result.unschedulable[pod.key] = "; ".join(dict.fromkeys(reasons)) or "no NodePool"
                 cls.pods.clear()
                 break
-    for template, merged, members in sorted(groups.values(), key=lambda g: g[0].order):
+    ordered = sorted(groups.values(), key=lambda g: g[0].order)
+    if 1 < len(ordered) <= MAX_ORDERED_GROUPS:
+        ordered = sorted(ordered, key=lambda g: (g[0].order, -sum(_implies(g[1], o[1]) for o in ordered)))
+    for template, merged, members in ordered:
         _pack_group(run, template, merged, members)
+
+
+#: Up to this many groups, :func:`pack_free` orders a pool's groups stricter first (one check per pair).
+MAX_ORDERED_GROUPS = 32
+
+
+def _implies(a: Requirements, b: Requirements) -> bool:
+    """True when ``a`` is strictly narrower than ``b``: every node ``a`` allows, ``b`` allows."""
+    ident = a.identity()
+    return ident != b.identity() and a.intersect(b).identity() == ident
+
+
+def _joins(run: Scheduler, template: NodeClaimTemplate, members: Sequence[PodClass]) -> list[tuple[NodeClaim, int, int]]:
+    """How many pods of each of ``members`` (a pool's group about to be packed) the NodeClaims packed earlier in
+    this run for ``template`` can take without changing their price: (claim, member index, count) in order.
+
+    A class may join a NodeClaim only when the NodeClaim's requirements already imply the class's (so neither
+    its requirements nor its offering change) and the pods fit the room its cheapest candidate has left (so its
+    type stays). Classes with host ports, and pools with ``minValues``, are left to the packer."""
+    if template.min_values:
+        return []
+    claims = [c for c in run.claims if c.packed and c.template is template and c.final]
+    if not claims:
+        return []
+    joins: list[tuple[NodeClaim, int, int]] = []
+    left = [0 if cls.rep.host_ports else len(cls.pods) for cls in members]
+    for claim in claims:
+        ident = claim.reqs.identity()
+        assert claim.final is not None
+        room = [b - n for b, n in zip(claim.final[0].budget, claim.need, strict=False)]
+        for idx, cls in enumerate(members):
+            if not left[idx] or claim.reqs.intersect(cls.reqs).identity() != ident:
+                continue
+            k = left[idx]
+            for r, v in zip(room, cls.vec, strict=False):
+                if v > 0:
+                    k = min(k, r // v)
+            if k <= 0:
+                continue
+            left[idx] -= k
+            room = [r - v * k for r, v in zip(room, cls.vec, strict=False)]
+            joins.append((claim, idx, k))
+    return joins
+
+
+def _join(claim: NodeClaim, cls: PodClass, k: int) -> None:
+    """Move ``k`` pending pods of ``cls`` onto the packed ``claim`` (as :func:`_joins` planned: its type and
+    requirements stay); its candidates keep only the types that still fit."""
+    claim.need = [n + v * k for n, v in zip(claim.need, cls.vec, strict=True)]
+    for _ in range(k):
+        claim.pods.append(cls.pods.pop())
+    claim.seen.add(cls.index)
+    claim.final = claim.types = [t for t in claim.final or () if t.fits(claim.need)]
 
 
 def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirements, members: list[PodClass]) -> None:
     run.within_limits(template, template.types_for(merged))  # says once per pool how many types limits exclude
     priced, prices, front = pack_inputs(template, merged)
     items, pack_types = _with_port_dims(members, priced)
-    bins, _left = pack(items, pack_types, prices, front=front if pack_types is priced else None)
+    bins, left = pack(items, pack_types, prices, front=front if pack_types is priced else None)
+    joins = _joins(run, template, members)
+    if joins:
+        taken = [0] * len(items)
+        for _claim, idx, k in joins:
+            taken[idx] += k
+        rest = [Item(it.vec, it.count - t) for it, t in zip(items, taken, strict=True)]
+        rest_bins, rest_left = pack(rest, pack_types, prices, front=front if pack_types is priced else None)
+        # Joining is free (the NodeClaims keep their price): keep it only when the rest then costs less.
+        if (sum(rest_left), round(sum(b.price for b in rest_bins), 9)) < (sum(left), round(sum(b.price for b in bins), 9)):
+            for claim, idx, k in joins:
+                _join(claim, members[idx], k)
+            bins, items = rest_bins, rest
     cap_left = None if run.max_new is None else run.max_new - len(run.claims)
     if cap_left is not None and len(bins) > cap_left:
         bins = _squeeze(bins, pack_types, prices, items, cap_left)
