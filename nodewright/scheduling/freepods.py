@@ -109,7 +109,10 @@ def pack_free(run: Scheduler) -> None:
                 cls.pods.clear()
                 break
     ordered = sorted(groups.values(), key=lambda g: g[0].order)
-    if 1 < len(ordered) <= MAX_ORDERED_GROUPS:
+    # Reordered only where a pool's groups are packed independently (limits, a NodeClaim cap or a pricing
+    # policy make the first group change what the next one gets).
+    if 1 < len(ordered) <= MAX_ORDERED_GROUPS and run.max_new is None and all(
+            g[0].remaining is None and g[0].pricing is None for g in ordered):
         ordered = sorted(ordered, key=lambda g: (g[0].order, -sum(_implies(g[1], o[1]) for o in ordered)))
     for template, merged, members in ordered:
         _pack_group(run, template, merged, members)
