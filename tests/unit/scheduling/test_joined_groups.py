@@ -62,3 +62,15 @@ def test_a_stricter_pod_never_joins_a_plain_pods_node_outside_its_requirements()
         if "a" in {p.name for p in nc.pods}:
             assert nc.zone == "test-1b"
     assert not result.unschedulable
+
+
+def test_the_stricter_group_is_packed_first_even_when_its_pods_queue_last() -> None:
+    # The pinned pod (500m, 5 GiB: only a g.xlarge holds it) queues after the 1.8 vCPU plain pods. Packed in queue
+    # order, the plain pods take a g.xlarge (or two g.large) and the pinned pod another g.xlarge: $0.272/h (the
+    # greedy loop puts all three on a g.2xlarge, $0.272/h too). Pinned first, one plain pod joins it: $0.204/h.
+    pods = [pod("p1", 1800, 256), pod("p2", 1800, 256), pod("pinned", 500, 5 * 1024, node_selector={ZONE: "test-1a"})]
+    result = schedule(pods, [], [pool()], {"default": LADDER})
+    layout = _layout(result)
+    assert [(t, z) for t, z, names in layout if "pinned" in names] == [("g.xlarge", "test-1a")]
+    assert sorted(t for t, _z, _names in layout) == ["g.large", "g.xlarge"]
+    assert result.total_price == pytest.approx(0.204)
