@@ -11,6 +11,11 @@
   identity keys (``cluster-name``, ``api-server``, ``cluster-certificate``, ``cluster-dns-ip``,
   ``max-pods``) and the NodeClaim's ``node-labels`` / ``node-taints`` are ours.
 * **AL2**: a MIME archive with the user's parts first and an ``/etc/eks/bootstrap.sh`` script last.
+* ``instanceStorePolicy: RAID0`` (Karpenter v1.x ``pkg/providers/amifamily/bootstrap``): AL2023 sets NodeConfig
+  ``spec.instance.localStorage.strategy: RAID0``; AL2 passes ``--local-disks raid0`` to bootstrap.sh;
+  Bottlerocket adds the ``settings.bootstrap-commands."000-mount-instance-storage"`` entry running
+  ``apiclient ephemeral-storage init`` then ``bind``; Custom user data is the user's alone (they build the
+  array themselves).
 
 Sources: nodeadm ``NodeConfig`` API (awslabs/amazon-eks-ami), Bottlerocket settings reference, Karpenter's
 AMI family documentation.
@@ -61,6 +66,14 @@ class BootstrapOptions:
         kubelet: extra kubelet configuration (KubeletConfiguration field names), from
             ``EC2NodeClass.spec.kubelet``.
         custom_user_data: the user's ``spec.userData`` or None.
+        instance_store_policy: ``EC2NodeClass.spec.instanceStorePolicy`` (``"RAID0"`` or None). With RAID0 the
+            node builds one RAID-0 array from its NVMe instance-store disks and puts the kubelet's and the
+            container runtime's state on it, so the ``ephemeral-storage`` the scheduler counted
+            (:func:`nodewright.cloud.overhead.ephemeral_volume_bytes`) is what the kubelet reports. Karpenter
+            v1.x ``bootstrap.Options.InstanceStorePolicy``; each family's builder says how it asks for it.
+        ami_version: the version half of the EC2NodeClass's ``amiSelectorTerms`` alias (``"latest"``,
+            ``"v1.46.0"``), empty without an alias. Only Bottlerocket RAID0 reads it (see
+            :func:`bottlerocket_default_bind`).
     """
 
     cluster_name: str
@@ -73,6 +86,13 @@ class BootstrapOptions:
     cluster_dns: Sequence[str] = ()
     kubelet: Mapping[str, Any] = field(default_factory=dict)
     custom_user_data: str | None = None
+    instance_store_policy: str | None = None
+    ami_version: str = ""
+
+    @property
+    def raid0(self) -> bool:
+        """True when ``instanceStorePolicy`` is ``RAID0``."""
+        return self.instance_store_policy == "RAID0"
 
 
 # --- MIME ---------------------------------------------------------------------------------------------------
@@ -153,6 +173,10 @@ def nodeconfig(options: BootstrapOptions) -> dict[str, Any]:
     if options.labels:
         kubelet["flags"] = [_label_flag(options.labels)]
     spec: dict[str, Any] = {"cluster": cluster}
+    if options.raid0:
+        # nodeadm builds /dev/md/kubernetes from the instance-store disks and mounts the kubelet, containerd
+        # and pod-log directories on it (NodeConfig ``spec.instance.localStorage``).
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
     if kubelet:
         spec["kubelet"] = kubelet
     return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
@@ -175,6 +199,28 @@ def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, A
         else:
             base[key] = dict(value) if isinstance(value, Mapping) else value
     return base
+
+
+#: Name of the Bottlerocket ``settings.bootstrap-commands`` entry that builds the RAID0 array (Karpenter's name,
+#: so a node configured by either looks the same).
+BOTTLEROCKET_RAID0_COMMAND = "000-mount-instance-storage"
+#: Directories bound to the array on Bottlerocket releases before 1.46.0, which need them named.
+BOTTLEROCKET_BIND_DIRS = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
+
+
+def bottlerocket_default_bind(ami_version: str) -> bool:
+    """Whether a Bottlerocket release binds the default directories with a bare ``apiclient ephemeral-storage
+    bind``: ``latest`` or ``[v]MAJOR.MINOR.PATCH`` at least 1.46.0. Anything else (empty, ``v1.45.1``, an
+    unparseable version) is False and the directories are named explicitly, which every release accepts.
+    Karpenter v1.x ``version.SupportsDefaultBind``. Karpenter also guesses a version from AMI names and ids
+    when there is no alias; we read only the alias, so such nodes get the explicit form.
+    """
+    if ami_version == "latest":
+        return True
+    parts = ami_version.lstrip("v").split(".")
+    if len(parts) < 3 or not (parts[0].isdigit() and parts[1].isdigit()):
+        return False
+    return (int(parts[0]), int(parts[1])) >= (1, 46)
 
 
 def bottlerocket_user_data(options: BootstrapOptions) -> str:
@@ -201,7 +247,14 @@ def bottlerocket_user_data(options: BootstrapOptions) -> str:
         for taint in options.taints:
             taints.setdefault(taint.key, []).append(f"{taint.value}:{taint.effect}")
         kubernetes["node-taints"] = taints
-    _deep_merge(document, {"settings": {"kubernetes": kubernetes}})
+    settings: dict[str, Any] = {"kubernetes": kubernetes}
+    if options.raid0:
+        bind = ["apiclient", "ephemeral-storage", "bind"]
+        if not bottlerocket_default_bind(options.ami_version):
+            bind += ["--dirs", *BOTTLEROCKET_BIND_DIRS]
+        settings["bootstrap-commands"] = {BOTTLEROCKET_RAID0_COMMAND: {
+            "commands": [["apiclient", "ephemeral-storage", "init"], bind], "mode": "always", "essential": True}}
+    _deep_merge(document, {"settings": settings})
     return tomli_w.dumps(document)
 
 
@@ -227,6 +280,9 @@ def al2_user_data(options: BootstrapOptions) -> str:
         command += ["--dns-cluster-ip", options.cluster_dns[0]]
     if kubelet_args:
         command += ["--kubelet-extra-args", " ".join(kubelet_args)]
+    if options.raid0:
+        # bootstrap.sh's setup-local-disks builds the array and moves the kubelet/containerd state onto it.
+        command += ["--local-disks", "raid0"]
     script = "#!/bin/bash -xe\nexec > >(tee /var/log/user-data.log) 2>&1\n" + shlex.join(command) + "\n"
     custom = parse_mime_parts(options.custom_user_data or "")
     return mime_archive([*custom, (CONTENT_TYPE_SHELL, script)])

@@ -167,3 +167,33 @@ def test_instances_without_nodeclaim_are_reported_after_grace(provider: AWSCloud
     assert provider.instances.leaked({instance_id}, started + dt.timedelta(minutes=5)) == []
     assert provider.instances.leaked(set(), started + dt.timedelta(seconds=10)) == []  # inside the 30 s grace
     assert [i.id for i in provider.instances.leaked(set(), started + dt.timedelta(seconds=31))] == [instance_id]
+
+
+def test_raid0_nodeclass_launches_from_its_own_template_whose_nodeconfig_builds_the_array(
+        provider: AWSCloudProvider) -> None:
+    """``instanceStorePolicy: RAID0`` reaches the launched node (nodeadm ``localStorage.strategy``), and the
+    template name (a hash of what boots) differs from the same class without it."""
+    import base64
+
+    from aws.conftest import nodeclass
+
+    ec2 = boto3.client("ec2", region_name=REGION)
+
+    def templates() -> dict[str, str]:
+        found = {}
+        for template in ec2.describe_launch_templates()["LaunchTemplates"]:
+            data = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])[
+                "LaunchTemplateVersions"][0]["LaunchTemplateData"]
+            found[template["LaunchTemplateName"]] = base64.b64decode(data["UserData"]).decode()
+        return found
+
+    provider.create(nodeclaim(types=("c5.large",)))
+    plain = templates()
+    provider._nodeclasses = {"default": nodeclass(instanceStorePolicy="RAID0")}.get
+    provider.create(nodeclaim(name="default-r4id0", types=("c5.large",)))
+    raid = {name: text for name, text in templates().items() if name not in plain}
+    assert len(plain) == 1 and len(raid) == 1
+    (plain_text,) = plain.values()
+    (raid_text,) = raid.values()
+    assert "localStorage" not in plain_text
+    assert "  instance:\n    localStorage:\n      strategy: RAID0\n" in raid_text

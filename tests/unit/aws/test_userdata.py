@@ -164,3 +164,126 @@ def test_bottlerocket_keeps_user_datetimes_and_control_characters() -> None:
     assert doc["settings"]["updates"]["scheduled"] == tomllib.loads(custom)["settings"]["updates"]["scheduled"]
     assert doc["settings"]["kubernetes"]["provider-id"] == "a\x7fb"
     assert "\x7f" not in got
+
+
+# --- instanceStorePolicy: RAID0 (Karpenter v1.x pkg/providers/amifamily/bootstrap) ---------------------------
+
+RAID0 = {**BASE, "instance_store_policy": "RAID0"}
+
+
+def test_al2023_raid0_asks_nodeadm_for_a_raid0_local_storage_strategy() -> None:
+    got = user_data("AL2023", BootstrapOptions(**RAID0))
+    assert got == """MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="//"
+
+--//
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  cluster:
+    name: demo
+    apiServerEndpoint: https://ABCDEF.gr7.us-east-1.eks.amazonaws.com
+    certificateAuthority: Q0EtREFUQQ==
+    cidr: 10.100.0.0/16
+  instance:
+    localStorage:
+      strategy: RAID0
+  kubelet:
+    config:
+      maxPods: 58
+      registerWithTaints:
+      - key: team1
+        effect: NoSchedule
+    flags:
+    - --node-labels=intent=apps,karpenter.sh/nodepool=team1
+--//--
+"""
+
+
+def test_al2_raid0_passes_local_disks_to_bootstrap_sh() -> None:
+    got = user_data("AL2", BootstrapOptions(**RAID0))
+    assert got == """MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="//"
+
+--//
+Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash -xe
+exec > >(tee /var/log/user-data.log) 2>&1
+/etc/eks/bootstrap.sh demo --apiserver-endpoint https://ABCDEF.gr7.us-east-1.eks.amazonaws.com \
+--b64-cluster-ca Q0EtREFUQQ== --use-max-pods false --kubelet-extra-args \
+'--node-labels=intent=apps,karpenter.sh/nodepool=team1 --register-with-taints=team1:NoSchedule --max-pods=58' \
+--local-disks raid0
+--//--
+"""
+
+
+def test_bottlerocket_raid0_before_1_46_binds_named_directories() -> None:
+    got = user_data("Bottlerocket", BootstrapOptions(**RAID0, ami_version="v1.45.0",
+                                                     custom_user_data="[settings.kubernetes]\nkube-api-qps = 30\n"))
+    assert got == """[settings.kubernetes]
+kube-api-qps = 30
+cluster-name = "demo"
+api-server = "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"
+cluster-certificate = "Q0EtREFUQQ=="
+max-pods = 58
+
+[settings.kubernetes.node-labels]
+intent = "apps"
+"karpenter.sh/nodepool" = "team1"
+
+[settings.kubernetes.node-taints]
+team1 = [
+    ":NoSchedule",
+]
+
+[settings.bootstrap-commands.000-mount-instance-storage]
+commands = [
+    [
+        "apiclient",
+        "ephemeral-storage",
+        "init",
+    ],
+    [
+        "apiclient",
+        "ephemeral-storage",
+        "bind",
+        "--dirs",
+        "/var/lib/containerd",
+        "/var/lib/kubelet",
+        "/var/log/pods",
+    ],
+]
+mode = "always"
+essential = true
+"""
+
+
+@pytest.mark.parametrize(("version", "bind"), [
+    ("latest", ["apiclient", "ephemeral-storage", "bind"]),
+    ("v1.46.0", ["apiclient", "ephemeral-storage", "bind"]),
+    ("2.0.1", ["apiclient", "ephemeral-storage", "bind"]),
+    ("v1.45.3", ["apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet",
+                 "/var/log/pods"]),
+    ("", ["apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet",
+          "/var/log/pods"]),
+    ("v1.46", ["apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet",
+               "/var/log/pods"]),
+])
+def test_bottlerocket_raid0_bind_command_follows_the_alias_version(version: str, bind: list[str]) -> None:
+    doc = tomllib.loads(user_data("Bottlerocket", BootstrapOptions(**RAID0, ami_version=version)))
+    assert doc["settings"]["bootstrap-commands"] == {"000-mount-instance-storage": {
+        "commands": [["apiclient", "ephemeral-storage", "init"], bind], "mode": "always", "essential": True}}
+
+
+def test_custom_family_raid0_leaves_user_data_alone() -> None:
+    assert user_data("Custom", BootstrapOptions(**RAID0, custom_user_data="#!/bin/bash\necho hi\n")) == \
+        "#!/bin/bash\necho hi\n"
+
+
+@pytest.mark.parametrize("family", ["AL2023", "AL2", "Bottlerocket"])
+def test_without_raid0_no_family_mentions_local_storage(family: str) -> None:
+    got = user_data(family, BootstrapOptions(**BASE, ami_version="latest"))
+    assert "RAID0" not in got and "raid0" not in got and "ephemeral-storage" not in got
