@@ -56,3 +56,11 @@ def test_invalid_dict_raises_validation_error() -> None:
     del broken["spec"]["role"]
     with pytest.raises(NodewrightValidationError):
         ec2nodeclass_hash(broken)
+
+
+def test_instance_store_policy_changes_the_hash() -> None:
+    # Karpenter v1 hashes instanceStorePolicy too (ec2nodeclass_hash_test "InstanceStorePolicy"): turning RAID0
+    # on or off drifts the class's nodes, whose storage layout is set at boot.
+    raid0 = copy.deepcopy(NODECLASS)
+    raid0["spec"]["instanceStorePolicy"] = "RAID0"
+    assert ec2nodeclass_hash(raid0) != ec2nodeclass_hash(NODECLASS)
