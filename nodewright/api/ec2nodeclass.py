@@ -200,6 +200,11 @@ class AMISelectorTerm(KubeModel):
         """``amiFamily`` implied by the alias (``"bottlerocket@latest"`` -> ``"Bottlerocket"``)."""
         return ALIAS_FAMILIES[self.alias.split("@", 1)[0]] if self.alias else None
 
+    @property
+    def alias_version(self) -> str:
+        """The version half of the alias (``"bottlerocket@v1.46.0"`` -> ``"v1.46.0"``), ``""`` without one."""
+        return self.alias.split("@", 1)[1] if self.alias else ""
+
 
 class CapacityReservationSelectorTerm(KubeModel):
     """Selects EC2 capacity reservations (On-Demand Capacity Reservations, Capacity Blocks) by ``id``

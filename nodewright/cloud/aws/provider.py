@@ -283,7 +283,7 @@ class AWSCloudProvider:
             max_pods=instance_type.capacity.get("pods"),
             cluster_dns=tuple(spec.kubelet.cluster_dns or ()) if spec.kubelet else self.settings.cluster_dns,
             custom_user_data=spec.user_data, instance_store_policy=spec.instance_store_policy,
-            ami_version=next((t.alias.split("@", 1)[1] for t in spec.ami_selector_terms if t.alias), ""))
+            ami_version=next((t.alias_version for t in spec.ami_selector_terms if t.alias), ""))
         template = self.launch_templates.ensure(LaunchTemplateSpec(
             cluster_name=self.settings.cluster_name, nodeclass=nodeclass.name, image_id=ami.id,
             user_data=userdata.user_data(family, options),

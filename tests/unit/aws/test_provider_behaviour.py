@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from typing import Any
 
 import boto3
@@ -85,6 +86,23 @@ def test_bottlerocket_nodeclass_launches_with_merged_toml(cluster: Cluster) -> N
     text = base64.b64decode(data["UserData"]).decode()
     assert text.startswith('[settings.kubernetes]\nkube-api-qps = 30\ncluster-name = "demo"\n')
     assert [b["DeviceName"] for b in data["BlockDeviceMappings"]] == ["/dev/xvda", "/dev/xvdb"]
+
+
+def test_bottlerocket_raid0_launch_binds_default_dirs_for_the_latest_alias(cluster: Cluster) -> None:
+    """The alias version (``latest``) reaches the template: a bare ``bind``, as Bottlerocket >= 1.46.0 takes."""
+    import base64
+
+    pricing, _ = stubbed_pricing()
+    provider = make_provider({"default": nodeclass(alias="bottlerocket@latest", instanceStorePolicy="RAID0")}, pricing)
+    provider.create(nodeclaim(types=("c5.large",)))
+    ec2 = boto3.client("ec2", region_name=REGION)
+    template = ec2.describe_launch_templates()["LaunchTemplates"][0]
+    data = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])[
+        "LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    settings = tomllib.loads(base64.b64decode(data["UserData"]).decode())["settings"]
+    assert settings["bootstrap-commands"] == {"000-mount-instance-storage": {
+        "commands": [["apiclient", "ephemeral-storage", "init"], ["apiclient", "ephemeral-storage", "bind"]],
+        "mode": "always", "essential": True}}
 
 
 def test_nodeclass_status_reports_not_ready_with_the_reason(cluster: Cluster) -> None:
