@@ -101,9 +101,8 @@ def test_al2023_plain_nodeconfig_yaml_is_typed_as_nodeconfig() -> None:
     assert parts == [("application/node.eks.aws", "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n")]
 
 
-def test_bottlerocket_merge_keeps_users_kube_api_qps() -> None:
-    got = user_data("Bottlerocket", BootstrapOptions(**BASE, custom_user_data="[settings.kubernetes]\nkube-api-qps = 30\n"))
-    assert got == """[settings.kubernetes]
+#: Bottlerocket TOML for BASE with the user's ``kube-api-qps = 30`` kept first.
+BOTTLEROCKET_KUBERNETES = """[settings.kubernetes]
 kube-api-qps = 30
 cluster-name = "demo"
 api-server = "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"
@@ -119,6 +118,11 @@ team1 = [
     ":NoSchedule",
 ]
 """
+
+
+def test_bottlerocket_merge_keeps_users_kube_api_qps() -> None:
+    got = user_data("Bottlerocket", BootstrapOptions(**BASE, custom_user_data="[settings.kubernetes]\nkube-api-qps = 30\n"))
+    assert got == BOTTLEROCKET_KUBERNETES
     assert tomllib.loads(got)["settings"]["kubernetes"]["kube-api-qps"] == 30
 
 
@@ -172,32 +176,22 @@ RAID0 = {**BASE, "instance_store_policy": "RAID0"}
 
 
 def test_al2023_raid0_asks_nodeadm_for_a_raid0_local_storage_strategy() -> None:
+    # NODECONFIG with ``spec.instance`` between ``cluster`` and ``kubelet`` (nodeadm's field order).
+    raid0_nodeconfig = NODECONFIG.replace("""    cidr: 10.100.0.0/16
+  kubelet:""", """    cidr: 10.100.0.0/16
+  instance:
+    localStorage:
+      strategy: RAID0
+  kubelet:""")
+    assert raid0_nodeconfig != NODECONFIG
     got = user_data("AL2023", BootstrapOptions(**RAID0))
-    assert got == """MIME-Version: 1.0
+    assert got == f"""MIME-Version: 1.0
 Content-Type: multipart/mixed; boundary="//"
 
 --//
 Content-Type: application/node.eks.aws
 
-apiVersion: node.eks.aws/v1alpha1
-kind: NodeConfig
-spec:
-  cluster:
-    name: demo
-    apiServerEndpoint: https://ABCDEF.gr7.us-east-1.eks.amazonaws.com
-    certificateAuthority: Q0EtREFUQQ==
-    cidr: 10.100.0.0/16
-  instance:
-    localStorage:
-      strategy: RAID0
-  kubelet:
-    config:
-      maxPods: 58
-      registerWithTaints:
-      - key: team1
-        effect: NoSchedule
-    flags:
-    - --node-labels=intent=apps,karpenter.sh/nodepool=team1
+{raid0_nodeconfig}
 --//--
 """
 
@@ -223,22 +217,7 @@ exec > >(tee /var/log/user-data.log) 2>&1
 def test_bottlerocket_raid0_before_1_46_binds_named_directories() -> None:
     got = user_data("Bottlerocket", BootstrapOptions(**RAID0, ami_version="v1.45.0",
                                                      custom_user_data="[settings.kubernetes]\nkube-api-qps = 30\n"))
-    assert got == """[settings.kubernetes]
-kube-api-qps = 30
-cluster-name = "demo"
-api-server = "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"
-cluster-certificate = "Q0EtREFUQQ=="
-max-pods = 58
-
-[settings.kubernetes.node-labels]
-intent = "apps"
-"karpenter.sh/nodepool" = "team1"
-
-[settings.kubernetes.node-taints]
-team1 = [
-    ":NoSchedule",
-]
-
+    assert got == BOTTLEROCKET_KUBERNETES + """
 [settings.bootstrap-commands.000-mount-instance-storage]
 commands = [
     [
