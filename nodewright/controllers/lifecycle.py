@@ -48,13 +48,10 @@ from nodewright.kube.objects import (
     set_condition,
 )
 from nodewright.quantities import parse_resource_list
+from nodewright.scheduling.nodes import EPHEMERAL_TAINT_KEYS
 from nodewright.state.cluster import ClusterState, snapshot
 
 _STANDARD_RESOURCES = {"cpu", "memory", "pods", "ephemeral-storage"}
-#: Taints the kubelet/cloud controller put on a fresh node that must be gone before it is initialized.
-#: Karpenter v1 counts ``karpenter.sh/unregistered`` among them too (it is removed at registration).
-_EPHEMERAL_TAINTS = {L.NOT_READY_TAINT_KEY, L.UNREACHABLE_TAINT_KEY, L.UNINITIALIZED_TAINT_KEY,
-                     L.UNREGISTERED_TAINT_KEY}
 
 
 def _taint_key(t: dict[str, Any]) -> tuple[str, str]:
@@ -206,7 +203,7 @@ class LifecycleController:
             return "node is not Ready"
         startup = {_taint_key(t) for t in (claim.get("spec") or {}).get("startupTaints") or []}
         for taint in (node.get("spec") or {}).get("taints") or []:
-            if _taint_key(taint) in startup or taint.get("key") in _EPHEMERAL_TAINTS:
+            if _taint_key(taint) in startup or taint.get("key") in EPHEMERAL_TAINT_KEYS:
                 return f"taint {taint.get('key')} still present"
         capacity = parse_resource_list((claim.get("status") or {}).get("capacity"))
         allocatable = parse_resource_list((node.get("status") or {}).get("allocatable"))

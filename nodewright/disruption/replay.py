@@ -8,6 +8,7 @@ of its most likely type (``plan.instance_type``) running its planned pods. Nodes
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from nodewright.disruption.decide import DecisionOptions, decide
@@ -29,8 +30,7 @@ def apply_decision(view: ClusterView, decision: Decision, make_node: MakeNode, p
         nodes.append(make_node(node.name, node.instance_type, [*node.pods, *extra]) if extra else node)
     for i, plan in enumerate(decision.replacements):
         nodes.append(make_node(f"{prefix}-{i}", plan.instance_type.name, list(plan.pods)))
-    return ClusterView(nodes=nodes, pools=view.pools, nodeclasses=view.nodeclasses, pdbs=view.pdbs,
-                       unmanaged=view.unmanaged, daemonsets=view.daemonsets)
+    return dataclasses.replace(view, nodes=nodes)
 
 
 def converge(view: ClusterView, now: float, make_node: MakeNode, options: DecisionOptions | None = None,

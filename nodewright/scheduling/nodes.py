@@ -23,7 +23,8 @@ from nodewright.quantities import Resources, add, parse_resource_list
 from nodewright.scheduling.pods import Pod
 from nodewright.scheduling.taints import Taint, taint_from_dict
 
-#: Taints a node carries while booting; ignored for a node that is not initialized yet.
+#: Taints a node carries while booting: ignored for a node that is not initialized yet, and gone before the
+#: lifecycle controller marks a NodeClaim Initialized (Karpenter's ``KnownEphemeralTaints``).
 EPHEMERAL_TAINT_KEYS = frozenset(
     {L.NOT_READY_TAINT_KEY, L.UNREACHABLE_TAINT_KEY, L.UNREGISTERED_TAINT_KEY, L.UNINITIALIZED_TAINT_KEY}
 )
