@@ -127,6 +127,8 @@ class Scheduler:
         self.topology = Topology()
         self.claims: list[NodeClaim] = []
         self.limit_logged: set[str] = set()
+        #: NodePool -> NodeClaims whose options were narrowed to leave room under its limits.
+        self.narrowed: dict[str, int] = {}
         #: Set by the re-pack stage when it replaced a NodeClaim of the loop.
         self.repacked = False
         self.live: dict[int, _Live] = {}
@@ -270,7 +272,34 @@ class Scheduler:
         return False, kept
 
     def new_claim(self, cls: PodClass, reasons: list[str]) -> bool:
-        """Open a NodeClaim for one pod of ``cls`` from the first NodePool (by weight, name) that can host it."""
+        """Open a NodeClaim for one pod of ``cls`` from the first NodePool (by weight, name) that can host it.
+
+        When a NodePool's limits refused it, the pool's open NodeClaims are narrowed to what their cheapest
+        fitting type takes (:meth:`~.nodeclaim.NodeClaim.tighten`) and the pod tries again; if it still finds no
+        place, the narrowing is undone (Karpenter would leave the pod pending)."""
+        if self._open_claim(cls, reasons):
+            return True
+        blocked = {t.name for t in self.templates if t.remaining is not None
+                   and f'all available instance types exceed limits for nodepool: "{t.name}"' in reasons}
+        if not blocked:
+            return False
+        claims = [c for c in self.claims if c.template.name in blocked]
+        saved = [(c, c.types, c.ptr, c.reserved, c.final) for c in claims]
+        remaining = {t.name: dict(t.remaining) for t in self.templates if t.name in blocked and t.remaining}
+        tightened = [c for c in claims if c.tighten()]
+        if tightened and self._open_claim(cls, []):
+            for c in tightened:
+                self.narrowed[c.template.name] = self.narrowed.get(c.template.name, 0) + 1
+            return True
+        for c, types, ptr, reserved, final in saved:
+            c.types, c.ptr, c.reserved, c.final = types, ptr, reserved, final
+        for t in self.templates:
+            if t.name in remaining:
+                t.remaining = remaining[t.name]
+        return False
+
+    def _open_claim(self, cls: PodClass, reasons: list[str]) -> bool:
+        """:meth:`new_claim` without making room."""
         if self.max_new is not None and len(self.claims) >= self.max_new:
             reasons.append(f"would need more than {self.max_new} new NodeClaim(s)")
             return False
@@ -307,6 +336,10 @@ class Scheduler:
                 self.result.existing[node.node.name] = list(node.placed)
         if self.strict_reservations:
             hold_reservations(self.result)
+        for template in self.templates:
+            line = events.limits_changed(template.spec, self.result, self.narrowed.get(template.name, 0))
+            if line is not None:
+                self.result.events.append(line)
         placed = self.result.existing
         used = [(node.node.initialized, len(placed[node.node.name])) for node in self.nodes if node.node.name in placed]
         self.result.events.extend(events.outcome(self.result, used))
