@@ -508,11 +508,9 @@ def _lone_pod_cheapest(run: Scheduler) -> bool:
     return result.new_nodeclaims[0].price <= bound
 
 
-def _plan_rank(result: SchedulingResult) -> tuple[int, float, int]:
+def _plan_rank(result: SchedulingResult) -> tuple[int, float]:
     """Order plans: more pods placed first (a pod deferred for a capacity reservation counts as placed: it waits
     by design, as Karpenter leaves it out of its unschedulable count), then lower USD/hour (effective where priced;
-    rounded to absorb float noise), then fewer NodeClaims (an exact price tie, e.g. two 2-vCPU nodes or one 4-vCPU
-    node under a 4-vCPU limit: one NodeClaim keeps the wider candidate list)."""
+    rounded to absorb float noise)."""
     deferred = sum(reason == RESERVATION_EXHAUSTED for reason in result.unschedulable.values())
-    return (-result.scheduled_pod_count() - deferred, round(result.total_effective_price, 6),
-            len(result.new_nodeclaims))
+    return (-result.scheduled_pod_count() - deferred, round(result.total_effective_price, 6))
