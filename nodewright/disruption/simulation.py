@@ -114,9 +114,10 @@ class Simulator:
         # What the pools own without the candidates counts against their limits (Karpenter: the scheduler's
         # remaining resources over the active state nodes minus the candidates), so a replacement never takes a
         # pool over them.
-        usage = usage_of(n.view for n in self.view.nodes if not n.deleting and n.name not in gone)
-        specs = [replace(p.spec, usage=usage.get(p.name, {})) if p.spec.limits is not None else p.spec
-                 for p in self.pools]
+        specs = [p.spec for p in self.pools]
+        if any(s.limits is not None for s in specs):
+            usage = usage_of(n.view for n in self.view.nodes if not n.deleting and n.name not in gone)
+            specs = [replace(s, usage=usage.get(s.name, {})) if s.limits is not None else s for s in specs]
         return schedule(
             pods,
             nodes,

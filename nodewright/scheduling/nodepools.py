@@ -105,13 +105,15 @@ def launched_capacity(spec: NodePoolSpec, plans: Iterable[NodeClaimPlan]) -> Res
 
 def usage_of(nodes: Iterable[ExistingNode]) -> dict[str, Resources]:
     """NodePool -> summed capacity (and ``nodes`` count) of ``nodes`` it owns (Karpenter
-    ``updateRemainingResources``: each state node's capacity counts against its pool's limits); a node without a
-    known capacity counts its allocatable."""
+    ``updateRemainingResources``: each state node's capacity counts against its pool's limits); the pool is the
+    node's ``nodepool``, else its ``karpenter.sh/nodepool`` label; a node without a known capacity counts its
+    allocatable."""
     usage: dict[str, Resources] = {}
     for node in nodes:
-        if not node.nodepool:
+        pool = node.nodepool or node.labels.get(L.NODEPOOL, "")
+        if not pool:
             continue
-        total = usage.setdefault(node.nodepool, {})
+        total = usage.setdefault(pool, {})
         for name, qty in (node.capacity or node.allocatable).items():
             total[name] = total.get(name, 0) + qty
         total["nodes"] = total.get("nodes", 0) + 1
