@@ -22,8 +22,8 @@ from dataclasses import replace
 from nodewright.disruption.model import ClusterView, Node, Pool
 from nodewright.quantities import CPU, MEMORY
 from nodewright.scheduling import ExistingNode, SchedulingResult, schedule
-from nodewright.scheduling.nodepools import usage_of
 from nodewright.scheduling.nodeclaimtemplate import PricingFactory
+from nodewright.scheduling.nodepools import usage_of
 
 
 def scaled_view(node: ExistingNode, target: float | None) -> ExistingNode:

@@ -215,7 +215,7 @@ def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirement
                 template.port_free(priced, ports),
                 need,
                 None if min_values else MAX_INSTANCE_TYPES,
-                keep=None if room is None else lambda t, room=room: template.within(t, room),  # type: ignore[misc]
+                keep=None if room is None else lambda t, room=room: template.within(t, room),
             )
             candidates = template.flexibility.truncate(fitting, MAX_INSTANCE_TYPES, min_values)
             if room is not None and candidates and i + 1 < len(bins):

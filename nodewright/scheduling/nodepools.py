@@ -27,8 +27,8 @@ from nodewright.quantities import Resources, parse_resource_list
 from nodewright.scheduling.daemonsets import PoolDaemons, node_requirements
 from nodewright.scheduling.nodes import ExistingNode
 from nodewright.scheduling.pods import Pod
-from nodewright.scheduling.result import NodeClaimPlan
 from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.scheduling.result import NodeClaimPlan
 from nodewright.scheduling.taints import Taint, taint_from_dict
 
 TARGET_UTILIZATION_ANNOTATION = TARGET_UTILIZATION  # re-exported; the rules live in nodewright.api.annotations
