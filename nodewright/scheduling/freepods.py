@@ -20,6 +20,7 @@ specific host IPs (:func:`ambiguous_ports`). Free pods are placed in three stage
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
 from operator import le
 from typing import TYPE_CHECKING
 
@@ -215,7 +216,7 @@ def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirement
                 template.port_free(priced, ports),
                 need,
                 None if min_values else MAX_INSTANCE_TYPES,
-                keep=None if room is None else lambda t, room=room: template.within(t, room),
+                keep=None if room is None else partial(template.within, room=room),
             )
             candidates = template.flexibility.truncate(fitting, MAX_INSTANCE_TYPES, min_values)
             if room is not None and candidates and i + 1 < len(bins):
