@@ -129,6 +129,8 @@ class Scheduler:
         self.limit_logged: set[str] = set()
         #: NodePool -> NodeClaims whose options were narrowed to leave room under its limits.
         self.narrowed: dict[str, int] = {}
+        #: class index -> NodeClaims open when narrowing them last failed to make room for it.
+        self.tighten_failed: dict[int, int] = {}
         #: Set by the re-pack stage when it replaced a NodeClaim of the loop.
         self.repacked = False
         self.live: dict[int, _Live] = {}
@@ -274,28 +276,29 @@ class Scheduler:
     def new_claim(self, cls: PodClass, reasons: list[str]) -> bool:
         """Open a NodeClaim for one pod of ``cls`` from the first NodePool (by weight, name) that can host it.
 
-        When a NodePool's limits refused it, the pool's open NodeClaims are narrowed to what their cheapest
-        fitting type takes (:meth:`~.nodeclaim.NodeClaim.tighten`) and the pod tries again; if it still finds no
-        place, the narrowing is undone (Karpenter would leave the pod pending)."""
+        When none can, the open NodeClaims of pools with limits are narrowed to what their cheapest fitting type
+        takes (:meth:`~.nodeclaim.NodeClaim.tighten`) and the pod tries again (nodewright's addition); if it still
+        finds no place, the narrowing is undone (Karpenter leaves the pod pending)."""
         if self._open_claim(cls, reasons):
             return True
-        blocked = {t.name for t in self.templates if t.remaining is not None
-                   and f'all available instance types exceed limits for nodepool: "{t.name}"' in reasons}
-        if not blocked:
+        limited = {t.name for t in self.templates if t.remaining is not None}
+        if not limited or self.tighten_failed.get(cls.index) == len(self.claims):
             return False
-        claims = [c for c in self.claims if c.template.name in blocked]
+        claims = [c for c in self.claims if c.template.name in limited and not c.tight]
         saved = [(c, c.types, c.ptr, c.reserved, c.final) for c in claims]
-        remaining = {t.name: dict(t.remaining) for t in self.templates if t.name in blocked and t.remaining}
+        remaining = {t.name: dict(t.remaining) for t in self.templates if t.remaining is not None}
         tightened = [c for c in claims if c.tighten()]
         if tightened and self._open_claim(cls, []):
             for c in tightened:
                 self.narrowed[c.template.name] = self.narrowed.get(c.template.name, 0) + 1
             return True
         for c, types, ptr, reserved, final in saved:
-            c.types, c.ptr, c.reserved, c.final = types, ptr, reserved, final
+            if c in tightened:
+                c.types, c.ptr, c.reserved, c.final, c.tight = types, ptr, reserved, final, False
         for t in self.templates:
             if t.name in remaining:
                 t.remaining = remaining[t.name]
+        self.tighten_failed[cls.index] = len(self.claims)  # not again for this class until a NodeClaim opens
         return False
 
     def _open_claim(self, cls: PodClass, reasons: list[str]) -> bool:

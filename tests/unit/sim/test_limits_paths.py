@@ -147,3 +147,18 @@ def test_scenario_replay_never_holds_an_over_limit_fleet() -> None:
     result = run(scenario)
     assert result.launches == {"m6g.4xlarge on-demand": 1}
     assert max(s.to_dict()["nodes"] for s in result.timeline) == 1
+
+
+def test_simulate_loop_narrows_an_open_nodeclaim_for_an_anti_affine_pod(tmp_path: Path) -> None:
+    """Pods placed one by one (required hostname anti-affinity): the first NodeClaim reserves its largest option
+    (8 GPUs), so Karpenter leaves the second pod pending. nodewright narrows the first NodeClaim to 1-GPU types and
+    opens a second one: both pods run, within ``nvidia.com/gpu: 8``."""
+    web = deployment(2, {"cpu": "6", "memory": "16Gi", "nvidia.com/gpu": "1"})
+    web["spec"]["template"]["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    decision, stderr = simulate(tmp_path, [nodepool("gpu", {"nvidia.com/gpu": "8"}, G6_ON_DEMAND), NODECLASS, web])
+    claims = decision["nodeclaims"]
+    assert not decision["unschedulable"]
+    assert [c["instance_type"] for c in claims] == ["g6.2xlarge", "g6.2xlarge"]
+    assert launched_at_most(claims)["nvidia.com/gpu"] <= 8
+    assert "limits of nodepool gpu changed the plan" in stderr and "1 NodeClaim(s) narrowed" in stderr
