@@ -97,7 +97,8 @@ class NodeClaim:
         self.packed = False
         self.final: list[TypeInfo] | None = None
         self.reserved: list[TypeInfo] = []
-        #: :meth:`tighten` found nothing to free (final: its pods only grow, so it never will).
+        #: :meth:`tighten` ran and kept its result: it narrowed the options, or found nothing to free (final: its
+        #: pods only grow, so it never will).
         self.tight = False
 
     def fit_index(self, vec: Vector) -> int | None:

@@ -287,19 +287,23 @@ class Scheduler:
         claims = [c for c in self.claims if c.template.name in limited and not c.tight]
         saved = [(c, c.types, c.ptr, c.reserved, c.final) for c in claims]
         remaining = {t.name: dict(t.remaining) for t in self.templates if t.remaining is not None}
-        tightened = [c for c in claims if c.tighten()]
-        if tightened and self._open_claim(cls, []):
-            for c in tightened:
-                self.narrowed[c.template.name] = self.narrowed.get(c.template.name, 0) + 1
-            return True
+        tightened = {id(c) for c in claims if c.tighten()}
+        opened = bool(tightened) and self._open_claim(cls, [])
+        # Keep the narrowing only in the pool that took the pod.
+        keep = self.claims[-1].template.name if opened else None
         for c, types, ptr, reserved, final in saved:
-            if c in tightened:
+            if id(c) not in tightened:
+                continue
+            if c.template.name == keep:
+                self.narrowed[keep] = self.narrowed.get(keep, 0) + 1
+            else:
                 c.types, c.ptr, c.reserved, c.final, c.tight = types, ptr, reserved, final, False
         for t in self.templates:
-            if t.name in remaining:
+            if t.name in remaining and t.name != keep:
                 t.remaining = remaining[t.name]
-        self.tighten_failed[cls.index] = len(self.claims)  # not again for this class until a NodeClaim opens
-        return False
+        if not opened:
+            self.tighten_failed[cls.index] = len(self.claims)  # not again for this class until a NodeClaim opens
+        return opened
 
     def _open_claim(self, cls: PodClass, reasons: list[str]) -> bool:
         """:meth:`new_claim` without making room."""

@@ -85,10 +85,11 @@ def owned_node(i: int, name: str) -> ExistingNode:
 
 @settings(max_examples=80, deadline=None)
 @given(workloads=st.lists(st.tuples(st.integers(min_value=1, max_value=14), pod_spec), min_size=1, max_size=4),
-       limit=limits, owned_types=owned, optimize=st.booleans())
+       limit=limits, owned_types=owned, optimize=st.booleans(), second=st.one_of(st.none(), limits))
 def test_owned_plus_launched_never_exceeds_the_limits(workloads: list[tuple[int, tuple[int, int, str]]],
                                                       limit: dict[str, int], owned_types: list[str],
-                                                      optimize: bool) -> None:
+                                                      optimize: bool, second: dict[str, int] | None) -> None:
+    """``second``: a heavier NodePool tried first, with limits of its own (None: only ``default``)."""
     pods = batch([spec for count, spec in workloads for _ in range(count)])  # replicas of up to 4 workloads
     nodes = [owned_node(i, name) for i, name in enumerate(owned_types)]
     spec = pool(limits=limit or None)
@@ -98,7 +99,8 @@ def test_owned_plus_launched_never_exceeds_the_limits(workloads: list[tuple[int,
             usage[k] = usage.get(k, 0) + v
         usage["nodes"] = usage.get("nodes", 0) + 1
     spec.usage = usage
-    result = schedule(pods, nodes, [spec], {"default": TYPES}, optimize=optimize)
+    pools = [spec] if second is None else [spec, pool("first", weight=10, limits=second or None)]
+    result = schedule(pods, nodes, pools, {p.name: TYPES for p in pools}, optimize=optimize)
     # Every pod is placed once or reported.
     placed = [p.key for n in result.new_nodeclaims for p in n.pods]
     assert sorted(placed + list(result.unschedulable)) == sorted(p.key for p in pods)
@@ -106,6 +108,9 @@ def test_owned_plus_launched_never_exceeds_the_limits(workloads: list[tuple[int,
     for name, cap in limit.items():
         # What the pool owned already may exceed a limit; then nothing more launches.
         assert launched[name] <= max(0, cap - usage.get(name, 0)), (name, cap, usage, launched)
+    if second:
+        first = launched_capacity(pools[1], result.new_nodeclaims)
+        assert all(first[name] <= max(0, cap) for name, cap in second.items()), (second, first)
     # The plan's line says what changed.
     line = [e.message for e in result.events if e.message.startswith("limits of nodepool default changed the plan")]
     assert len(line) <= 1
