@@ -343,8 +343,10 @@ def _reserved_value(value: Any) -> Any:
 #: A ``kubeReserved``/``systemReserved`` value: a non-negative quantity (``"100Mi"``, ``2``) or, since Karpenter
 #: v1.15, a CEL expression evaluated per instance type (any string that is not a quantity; see
 #: :mod:`nodewright.cloud.kubeletexpr`). Karpenter's CRD dropped the quantity pattern for the same reason.
+#: The CRD forbids the sign by pattern (``^[^-]``), not by a CEL rule over the map: the API server's cost estimate
+#: refuses such a rule on an unbounded map of int-or-string values (422 "estimated rule cost exceeds budget", v1.36).
 ReservedValue = Annotated[str, BeforeValidator(_reserved_value), WithJsonSchema(
-    {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True})]
+    {"anyOf": [{"type": "integer"}, {"type": "string"}], "pattern": "^[^-]", "x-kubernetes-int-or-string": True})]
 _EVICTION_VALUE_RE = re.compile(r"^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%|[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE])?)$")
 
 
@@ -371,12 +373,8 @@ class KubeletConfiguration(KubeModel):
         "x-kubernetes-validations": [{"message": "maxPods must be a non-negative integer when set to an integer",
                                       "rule": "type(self) != int || self >= 0"}]})
     pods_per_core: int | None = Field(default=None, ge=0)
-    system_reserved: dict[ReservedResource, ReservedValue] | None = Field(default=None, json_schema_extra=cel_field(
-        ("self.all(x, type(self[x]) == int ? self[x] >= 0 : !string(self[x]).startsWith('-'))",
-         "systemReserved value cannot be a negative resource quantity")))
-    kube_reserved: dict[ReservedResource, ReservedValue] | None = Field(default=None, json_schema_extra=cel_field(
-        ("self.all(x, type(self[x]) == int ? self[x] >= 0 : !string(self[x]).startsWith('-'))",
-         "kubeReserved value cannot be a negative resource quantity")))
+    system_reserved: dict[ReservedResource, ReservedValue] | None = None
+    kube_reserved: dict[ReservedResource, ReservedValue] | None = None
     eviction_hard: dict[EvictionSignal, str] | None = None
     eviction_soft: dict[EvictionSignal, str] | None = None
     eviction_soft_grace_period: dict[EvictionSignal, str] | None = None
