@@ -320,7 +320,7 @@ def crds_command(output_dir: str | None) -> None:
 
 
 @cli.command("snapshot", short_help="Write every object a decision reads (read-only) to one file.")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
               help="Snapshot file to write (JSON when it ends in .json, else YAML); written whole or not at all.")
 @click.option("--kubeconfig", default=None, help="Kubeconfig path [env KUBECONFIG]; default in-cluster, then ~/.kube/config.")
 @click.option("--context", default=None, help="Kubeconfig context (default: the current one).")
@@ -328,15 +328,16 @@ def crds_command(output_dir: str | None) -> None:
 @click.option("--from-file", "from_files", multiple=True, type=click.Path(dir_okay=False),
               help="Build the snapshot from `kubectl get ... -o yaml` output instead of a cluster (repeatable).")
 @click.option("--timeout", default=30.0, show_default=True, type=float, help="Seconds per LIST request.")
+@click.option("--print-clusterrole", is_flag=True, help="Print the read-only ClusterRole a snapshot needs, and exit.")
 @exit_on_invalid_input
-def snapshot_cmd(output: str, kubeconfig: str | None, context: str | None, redact: bool,
-                 from_files: tuple[str, ...], timeout: float) -> None:
+def snapshot_cmd(output: str | None, kubeconfig: str | None, context: str | None, redact: bool,
+                 from_files: tuple[str, ...], timeout: float, print_clusterrole: bool = False) -> None:
     """Read Nodes, NodeClaims, NodePools, EC2NodeClasses, pods, DaemonSets, PDBs, volumes, CSINodes, LimitRanges,
     Namespaces, RuntimeClasses (and NodeOverlays) with list verbs only and write them to one file. Never reads
     Secrets or ConfigMaps. Exit 2 (nothing written) on an unreachable cluster or refused LIST."""
     from nodewright.whatif.command import snapshot_command
 
-    snapshot_command(output, kubeconfig, context, redact, from_files, timeout)
+    snapshot_command(output, kubeconfig, context, redact, from_files, timeout, print_clusterrole)
 
 
 @cli.command("explain", short_help="Why a pod is pending, why a node is (not) disrupted, what a NodePool costs.")

@@ -24,10 +24,26 @@ def load_pricing(path: str | None) -> tuple[Any, str] | None:
     return policy, policy_label(policy, path)
 
 
-def snapshot_command(output: str, kubeconfig: str | None, context: str | None, redact: bool,
-                     from_files: tuple[str, ...], timeout: float) -> None:
-    """``nodewright snapshot``: read the cluster (or ``--from-file`` kubectl output) and write ``output``."""
-    from nodewright.whatif.snapshot import now_utc, read_snapshot, summary_line, take_snapshot, write_snapshot
+def snapshot_command(output: str | None, kubeconfig: str | None, context: str | None, redact: bool,
+                     from_files: tuple[str, ...], timeout: float, print_clusterrole: bool = False) -> None:
+    """``nodewright snapshot``: read the cluster (or ``--from-file`` kubectl output) and write ``output``; or print
+    the ClusterRole it needs."""
+    from nodewright.whatif.snapshot import (
+        cluster_role,
+        now_utc,
+        read_snapshot,
+        summary_line,
+        take_snapshot,
+        write_snapshot,
+    )
+
+    if print_clusterrole:
+        import yaml
+
+        click.echo(yaml.safe_dump(cluster_role(), sort_keys=False), nl=False)
+        return
+    if output is None:
+        raise NodewrightValidationError("--output", "required: the snapshot file to write")
 
     if from_files:
         if kubeconfig or context:

@@ -245,6 +245,9 @@ def redact(objects: Sequence[Obj]) -> list[Obj]:
             new["status"] = {k: v for k, v in new["status"].items() if k != "addresses"}
         if new.get("kind") == "EC2NodeClass" and isinstance(new.get("spec"), dict):
             new["spec"] = _redact_nodeclass_spec(new["spec"])
+            status = new.get("status")
+            if isinstance(status, dict) and isinstance(status.get("instanceProfile"), str):
+                new["status"] = {**status, "instanceProfile": stable_hash(status["instanceProfile"])}
         redacted.append(new)
     _restamp(objects, redacted)
     return redacted
@@ -474,8 +477,9 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
                     f"{KARPENTER_VERSION}): upgrade Karpenter and snapshot again"))
     expected = header.get(ANN_OBJECTS)
     if expected is not None and expected.isdigit() and int(expected) != len(items):
-        problems.append(NodewrightValidationError(
-            source, f"holds {len(items)} objects but its header says {expected}: the file is truncated"))
+        # Whatever else is wrong follows from the cut: one line.
+        raise NodewrightValidationError(
+            source, f"holds {len(items)} objects but its header says {expected}: the file is truncated")
     objects: list[Obj] = []
     for where, obj in items:
         problem = _check_object(obj, where)
@@ -515,6 +519,17 @@ def take_snapshot(kubeconfig: str | None, context: str | None = None, timeout: f
         return collect(RestClient(api, timeout=timeout)), started
     finally:
         api.close()
+
+
+def cluster_role(name: str = "nodewright-snapshot") -> dict[str, Any]:
+    """The read-only ClusterRole ``nodewright snapshot`` needs: ``list`` on every resource of
+    :data:`SNAPSHOT_KINDS`, grouped by API group; nothing else (no Secrets, no ConfigMaps, no writes)."""
+    groups: dict[str, list[str]] = {}
+    for kind in SNAPSHOT_KINDS:
+        groups.setdefault(kind.group, []).append(kind.plural)
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+            "rules": [{"apiGroups": [group], "resources": sorted(plurals), "verbs": ["list"]}
+                      for group, plurals in sorted(groups.items())]}
 
 
 def summary_line(objects: Sequence[Obj]) -> str:

@@ -13,6 +13,7 @@ One pending pod, ``default/big`` (6 cpu, 4Gi), needs a new node.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from nodewright.kube.objects import format_time
@@ -123,7 +124,7 @@ def node_and_claim(index: int, name: str, itype: str, zone: str, pool: str = "ge
 def pod(name: str, node: str | None, cpu: str = "250m", memory: str = "256Mi", labels: dict[str, str] | None = None,
         annotations: dict[str, str] | None = None, owner: tuple[str, str] | None = ("ReplicaSet", "web-5d8f"),
         namespace: str = "default") -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"pod-{name}", "resourceVersion": "300",
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)), "resourceVersion": "300",
                             "creationTimestamp": CREATED, "labels": labels or {"app": name.split("-")[0]}}
     if annotations:
         meta["annotations"] = annotations
