@@ -17,6 +17,9 @@ right after ``kubectl apply``. Then, per revision, on the same snapshot:
   replacements while they drain) and :func:`nodewright.sim.decision.first_batch` runs the provisioner over the
   pending pods and theirs: the fleet is the nodes kept plus the NodeClaims launched. $/h list (and effective, with
   ``--pricing``: the fleet's bill under the PricingPolicy), nodes, instance types, pods left pending;
+- **blockers**: a drifted node with a pod under a PodDisruptionBudget allowing no disruption, or with
+  ``karpenter.sh/do-not-disrupt``, waits (Karpenter's drift candidates skip it) -- counted as replaced (it is, once
+  the blocker clears) and shown with what it waits for;
 - **pace**: drifted nodes are replaced at most as many at a time as each NodePool's ``Drifted`` budget allows now
   (:func:`nodewright.disruption.budgets.budget_mapping`), so ``ceil(nodes / allowed)`` rounds.
 
@@ -43,6 +46,7 @@ from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.termination import Terminator
 from nodewright.disruption import drift_reason
 from nodewright.disruption.budgets import UNLIMITED, budget_mapping
+from nodewright.disruption.candidates import base_problem
 from nodewright.disruption.model import REASON_DRIFTED
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube.objects import Obj, meta, name_of
@@ -152,8 +156,10 @@ def evaluate(objects: Sequence[Obj], now: float, region: str | None, policy: Pri
             why = (drift_reason(node, view) or pools_changed.get(node.nodepool)
                    or classes_changed.get(node.nodeclass))
         if why is not None:
+            blocker = (base_problem(node, view.pools, view.pdbs, REASON_DRIFTED)
+                       if node.nodepool in view.pools else None)
             drifted[node.name] = {"nodepool": node.nodepool, "reason": why, "pods": sorted(p.key for p in node.pods),
-                                  "price": node.price}
+                                  "price": node.price, "waits_for": blocker}
     allowed = budget_mapping(view.pools, view.nodes, REASON_DRIFTED, now)
     kept_usage = [Usage.from_labels(n.labels) for n in view.nodes if n.name not in drifted and not n.deleting]
     kept = [n for n in view.nodes if n.name not in drifted and not n.deleting]
@@ -236,6 +242,7 @@ def diff(base: str, head: str, *, snapshot: str | None = None, scenario: str | N
         "nodes": after["nodes"] - before["nodes"],
         "pending_pods": len(after["pending_pods"]) - len(before["pending_pods"]),
         "nodes_replaced": len(triggered),
+        "nodes_waiting": sum(1 for e in triggered.values() if e["waits_for"]),
         "pods_evicted": sum(len(e["pods"]) for e in triggered.values()),
         "drift_reasons": dict(sorted(_count(e["reason"] for e in triggered.values()).items())),
         "rounds": rounds,
@@ -360,8 +367,9 @@ def rows(result: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
     out.append(("pods pending", str(pending_b), str(pending_h), _signed(c["pending_pods"])))
     if "instance_types" in h:
         out.append(("instance types", _types(b), _types(h), ""))
+        waiting = f"; {c['nodes_waiting']} wait for a PDB or do-not-disrupt pod" if c["nodes_waiting"] else ""
         out.append(("drift: nodes replaced", "", str(c["nodes_replaced"]),
-                    ", ".join(f"{n} {r}" for r, n in c["drift_reasons"].items())))
+                    ", ".join(f"{n} {r}" for r, n in c["drift_reasons"].items()) + waiting))
         out.append(("drift: pods evicted", "", str(c["pods_evicted"]), ""))
         out.append(("drift: pace", "", f"{c['rounds']} round(s)", c["pace"]))
     else:
@@ -387,8 +395,8 @@ def render_diff(result: Mapping[str, Any], output: str = "table") -> str:
         triggered = result.get("triggered") or {}
         if triggered:
             lines += ["", "<details><summary>nodes replaced by drift</summary>", "",
-                      "| node | nodepool | reason | pods evicted |", "|---|---|---|---|"]
-            lines += [f"| {n} | {e['nodepool']} | {e['reason']} | {len(e['pods'])} |"
+                      "| node | nodepool | reason | pods evicted | waits for |", "|---|---|---|---|---|"]
+            lines += [f"| {n} | {e['nodepool']} | {e['reason']} | {len(e['pods'])} | {e['waits_for'] or '-'} |"
                       for n, e in sorted(triggered.items())]
             lines += ["", "</details>"]
         return "\n".join(lines)

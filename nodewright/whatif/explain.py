@@ -4,8 +4,8 @@ Everything shown comes from :func:`nodewright.whatif.dryrun.dry_run` (the provis
 controller's methods on the snapshot), so ``explain`` never disagrees with ``simulate --snapshot``:
 
 - **pod**: where it runs; when pending, where the provisioner's batch puts it (an existing node, or a new NodeClaim:
-  type, zone, $/h) or the scheduler's reason it fits nowhere, then -- for a pod that fits nowhere -- each NodePool
-  alone, with the scheduler's reason for that pool (Karpenter's "incompatible with nodepool ..." sentences);
+  type, zone, $/h) or the scheduler's reason it fits nowhere, then -- for a pod that fits nowhere, with several
+  NodePools -- each NodePool alone, with the scheduler's reason for that pool (Karpenter's "incompatible with nodepool ..." sentences);
 - **node**: its NodePool, type, price, pods, and whether a disruption method would take it now (which, and the
   move) or why not (PDB, do-not-disrupt, budget, consolidateAfter, no cheaper replacement, ...);
 - **nodepool**: its nodes, types, $/h (list and effective), limits against what it holds, disruption policy and
@@ -82,7 +82,7 @@ def _pod(snap: Snapshot, obj: dict[str, Any], result: Mapping[str, Any], region:
     reason = next((u["reason"] for u in prov["unschedulable"] if u["pod"] == key), None)
     lines.append(f"  pending and unschedulable: {reason or 'not provisionable (not marked Unschedulable by kube-scheduler)'}")
     pools = snap.of_kind("NodePool")
-    for pool in pools:
+    for pool in pools if len(pools) > 1 else []:
         others = [o for o in snap.objects if o.get("kind") != "NodePool" or o is pool]
         alone = dry_run(Snapshot(others, snap.time, snap.karpenter_version, snap.version, snap.source), region)
         why = next((u["reason"] for u in alone["provisioning"]["unschedulable"] if u["pod"] == key), None)
