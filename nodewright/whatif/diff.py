@@ -165,9 +165,9 @@ def evaluate(objects: Sequence[Obj], now: float, region: str | None, policy: Pri
     kept = [n for n in view.nodes if n.name not in drifted and not n.deleting]
     kept_unmanaged = view.unmanaged
     for name in drifted:
-        node = loaded.cluster.get(KIND_OF["Node"], name)
-        if node is not None:
-            if not meta(node).get("finalizers"):
+        doc = loaded.cluster.get(KIND_OF["Node"], name)
+        if doc is not None:
+            if not meta(doc).get("finalizers"):
                 loaded.cluster.patch(KIND_OF["Node"], name, {"metadata": {"finalizers": ["whatif.nodewright.io/hold"]}})
             loaded.cluster.delete(KIND_OF["Node"], name)
     result = first_batch(loaded.cluster, ctx.cloud, ctx.clock, policy)

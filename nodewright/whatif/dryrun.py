@@ -44,7 +44,6 @@ from nodewright.disruption.budgets import budget_mapping
 from nodewright.disruption.candidates import base_problem, consolidation_problem
 from nodewright.disruption.drift import drift_reason
 from nodewright.disruption.model import (
-    EMPTINESS,
     REASON_DRIFTED,
     REASON_EMPTY,
     REASON_UNDERUTILIZED,

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from nodewright.api import labels
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.hashing import ec2nodeclass_hash, ec2nodeclass_hash_annotations, stamped_nodeclass_hash
 from nodewright.api.nodeclaim import NodeClaim
