@@ -14,7 +14,7 @@ simulated cloud provider serves the bundled catalog, and
   (``base_problem``: ``karpenter.sh/do-not-disrupt``, PDBs, not initialized; ``consolidation_problem``:
   ``consolidateAfter``, ``consolidationPolicy``, static pools, target utilization), the NodePool's budget for the
   reason, a move skipped for its saving (minimum saving) and, for the first :data:`EXPLAIN_SIMULATIONS` candidates
-  left, a single-node simulation (its pods fit nowhere else, or no cheaper replacement: Karpenter's
+  left (and the node ``explain node`` asks about), a single-node simulation (its pods fit nowhere else, or no cheaper replacement: Karpenter's
   "Can't replace with a cheaper node");
 - **provisioning** is then :func:`nodewright.sim.decision.first_batch` (the provisioner's batch for the pending
   pods and pods of deleting nodes) on the same cluster, reported as ``simulate -f`` reports it.
@@ -64,7 +64,7 @@ from nodewright.whatif.snapshot import KIND_OF, Snapshot, now_utc
 
 #: Candidate nodes left undisrupted that get a single-node simulation of their own to say why (bounded: each is
 #: a scheduling run over the whole cluster).
-EXPLAIN_SIMULATIONS = 20
+EXPLAIN_SIMULATIONS = 5
 
 
 class FixedClock:
@@ -210,10 +210,10 @@ def node_reason(node: Node, view: ClusterView, now: float, budgets: Mapping[str,
 
 def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
                        explain_simulations: int = EXPLAIN_SIMULATIONS,
-                       nominated: frozenset[str] = frozenset()) -> dict[str, Any]:
+                       nominated: frozenset[str] = frozenset(), explain: frozenset[str] = frozenset()) -> dict[str, Any]:
     """Every graceful method's decision on the snapshot (see module docstring), JSON-ready. ``nominated``:
     Nodes/NodeClaims the provisioner's batch nominated pending pods to (never disrupted, as the controller holds
-    them).
+    them); ``explain``: nodes that get their single-node simulation whatever ``explain_simulations`` says.
 
     Returns:
         ``{"now", "acts" (the method that acts this pass, or None), "methods": [{"method", "eligible",
@@ -236,8 +236,10 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
     skipped: dict[str, str] = {}
     blocked: dict[str, str] = {}
     disrupted_by: dict[str, str] = {}
+    # One simulator for the whole pass, as in the controller (its screen and candidates are built once).
+    simulator = Simulator(view)
     for method in METHODS:
-        outcome = decide_pass(view, now, dataclasses.replace(options, methods=(method,)))
+        outcome = decide_pass(view, now, dataclasses.replace(options, methods=(method,)), simulator)
         decision = outcome.decision
         for skip in outcome.skipped:
             for name in skip.candidates:
@@ -255,7 +257,6 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
     expired = decide_expiration(view, now)
     budgets = {reason: budget_mapping(view.pools, view.nodes, reason, now)
                for reason in (REASON_EMPTY, REASON_DRIFTED, REASON_UNDERUTILIZED)}
-    simulator = Simulator(view)
     explained = 0
     nodes: list[dict[str, Any]] = []
     for node in sorted(view.nodes, key=lambda n: n.name):
@@ -264,7 +265,7 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
             why = "disrupted by " + by + ("" if acting is not None and by == acting.method else
                                           " (after the method acting this pass)")
         else:
-            use = simulator if explained < explain_simulations else None
+            use = simulator if explained < explain_simulations or node.name in explain else None
             why = node_reason(node, view, now, budgets, skipped, blocked, use, nominated)
             if use is not None and why.startswith(("not all pods", "its pods fit", "Can't replace", "a cheaper")):
                 explained += 1
@@ -284,11 +285,12 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
     }
 
 
-def dry_run(snap: Snapshot, region: str | None = None,
-            pricing: tuple[PricingPolicy, str] | None = None) -> dict[str, Any]:
+def dry_run(snap: Snapshot, region: str | None = None, pricing: tuple[PricingPolicy, str] | None = None,
+            explain: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``simulate --snapshot``: ``{"snapshot": {...}, "region", "price_source", "fleet": {...},
     "disruption": ..., "provisioning": ...}`` (see :func:`disruption_dry_run` and
-    :func:`nodewright.sim.decision.to_json`). With ``pricing`` (policy, label), effective prices beside list.
+    :func:`nodewright.sim.decision.to_json`). With ``pricing`` (policy, label), effective prices beside list;
+    ``explain``: nodes whose reason is always simulated (``explain node``).
 
     Raises:
         NodewrightValidationError: see :func:`restore`.
@@ -300,7 +302,8 @@ def dry_run(snap: Snapshot, region: str | None = None,
     provisioning, result = provisioning_decision(loaded, policy, pricing[1] if pricing else "")
     # As in one controller pass: the provisioner's batch first, then disruption holding the nominated targets.
     created = {str(c["metadata"]["name"]) for c in loaded.cluster.list(KIND_OF["NodeClaim"])} - existing_claims
-    disruption = disruption_dry_run(loaded, policy, nominated=frozenset(set(result.existing) | created))
+    disruption = disruption_dry_run(loaded, policy, nominated=frozenset(set(result.existing) | created),
+                                    explain=explain)
     fleet_price = round(sum(n["price_per_hour"] for n in disruption["nodes"]), 6)
     fleet: dict[str, Any] = {"nodes": len(disruption["nodes"]), "price_per_hour": fleet_price}
     if policy is not None:

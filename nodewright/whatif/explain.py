@@ -47,7 +47,7 @@ def explain(snap: Snapshot, what: str, name: str, region: str | None = None,
     """
     kind = {"pod": "Pod", "node": "Node", "nodepool": "NodePool"}[what]
     obj = _find(snap, kind, name)
-    result = dry_run(snap, region, pricing)
+    result = dry_run(snap, region, pricing, explain=frozenset({name}) if what == "node" else frozenset())
     if what == "pod":
         return _pod(snap, obj, result, region)
     if what == "node":
