@@ -37,7 +37,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from nodewright.api.hashing import ec2nodeclass_hash, nodepool_hash
 from nodewright.api.manifests import load_manifest_files, parse_documents
@@ -49,6 +49,7 @@ from nodewright.disruption.budgets import UNLIMITED, budget_mapping
 from nodewright.disruption.candidates import base_problem
 from nodewright.disruption.model import REASON_DRIFTED
 from nodewright.errors import NodewrightValidationError
+from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import Obj, meta, name_of
 from nodewright.pricing import PricingEngine, PricingPolicy, Usage
 from nodewright.sim.decision import first_batch
@@ -170,7 +171,8 @@ def evaluate(objects: Sequence[Obj], now: float, region: str | None, policy: Pri
             if not meta(doc).get("finalizers"):
                 loaded.cluster.patch(KIND_OF["Node"], name, {"metadata": {"finalizers": ["whatif.nodewright.io/hold"]}})
             loaded.cluster.delete(KIND_OF["Node"], name)
-    result = first_batch(loaded.cluster, ctx.cloud, ctx.clock, policy)
+    result = first_batch(cast(InMemoryCluster, loaded.cluster),  # only the Cluster protocol is used
+                          ctx.cloud, ctx.clock, policy)
     types: dict[str, int] = {}
     for n in kept:
         types[n.instance_type] = types.get(n.instance_type, 0) + 1

@@ -32,7 +32,7 @@ import os
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from nodewright.cloud.catalog import catalog_price_source, price_table, region_zones
 from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
@@ -51,6 +51,7 @@ from nodewright.disruption.model import (
 )
 from nodewright.disruption.simulation import Simulator
 from nodewright.errors import NodewrightValidationError
+from nodewright.kube.cluster import Cluster
 from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import format_time
 from nodewright.metrics import Metrics
@@ -81,15 +82,14 @@ class FixedClock:
 class Loaded:
     """A snapshot restored into an in-memory cluster with the simulated cloud over it."""
 
-    cluster: InMemoryCluster
+    cluster: Cluster
     ctx: Context
     region: str
     now: float
 
 
 def restore(objects: Sequence[Mapping[str, Any]], now: float, region: str | None = None) -> Loaded:
-    """An in-memory cluster holding ``objects`` as served, and the simulated cloud provider of ``region`` (else
-    inferred from the NodePools' zone requirements and the nodes' zone labels, else ``us-east-1``).
+    """An in-memory cluster holding ``objects`` as served, with :func:`simulated` over it.
 
     Raises:
         NodewrightValidationError: an unknown region, or two objects with the same kind, namespace and name.
@@ -105,6 +105,18 @@ def restore(objects: Sequence[Mapping[str, Any]], now: float, region: str | None
         except Exception as err:  # AlreadyExistsError, ValueError
             raise NodewrightValidationError(f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')!r}",
                                             str(err)) from None
+    return simulated(cluster, now, region)
+
+
+def simulated(cluster: Cluster, now: float, region: str | None = None) -> Loaded:
+    """``cluster`` (in-memory, or a live :class:`~nodewright.kube.client.KubernetesCluster`: the e2e round trip)
+    with the simulated cloud provider of ``region`` (else inferred from the NodePools' zone requirements and the
+    nodes' zone labels, else ``us-east-1``) and a clock stopped at ``now``.
+
+    Raises:
+        NodewrightValidationError: an unknown region.
+    """
+    clock = FixedClock(now)
     models = models_for(cluster)
     state = read_state(cluster)
     pools = [models.nodepool_spec(doc) for doc in state.nodepools.values()] if region is None else []
@@ -298,12 +310,7 @@ def dry_run(snap: Snapshot, region: str | None = None, pricing: tuple[PricingPol
     now = snap.time if snap.time is not None else now_utc()
     loaded = restore(snap.objects, now, region)
     policy = pricing[0] if pricing else None
-    existing_claims = {str(c["metadata"]["name"]) for c in loaded.cluster.list(KIND_OF["NodeClaim"])}
-    provisioning, result = provisioning_decision(loaded, policy, pricing[1] if pricing else "")
-    # As in one controller pass: the provisioner's batch first, then disruption holding the nominated targets.
-    created = {str(c["metadata"]["name"]) for c in loaded.cluster.list(KIND_OF["NodeClaim"])} - existing_claims
-    disruption = disruption_dry_run(loaded, policy, nominated=frozenset(set(result.existing) | created),
-                                    explain=explain)
+    provisioning, disruption, created = one_pass(loaded, policy, pricing[1] if pricing else "", explain)
     fleet_price = round(sum(n["price_per_hour"] for n in disruption["nodes"]), 6)
     fleet: dict[str, Any] = {"nodes": len(disruption["nodes"]), "price_per_hour": fleet_price}
     if policy is not None:
@@ -325,6 +332,20 @@ def dry_run(snap: Snapshot, region: str | None = None, pricing: tuple[PricingPol
     }
 
 
+def one_pass(loaded: Loaded, policy: PricingPolicy | None = None, label: str = "",
+             explain: frozenset[str] = frozenset()) -> tuple[dict[str, Any], dict[str, Any], set[str]]:
+    """One controller pass over ``loaded``: (provisioning JSON, disruption JSON, names of the NodeClaims the batch
+    created). As in the controller, the provisioner's batch runs first and disruption then holds the Nodes and
+    NodeClaims it nominated pods to. ``loaded`` may be a restored snapshot or the live cluster (the e2e round trip
+    compares the two)."""
+    existing_claims = {str(c["metadata"]["name"]) for c in loaded.cluster.list(KIND_OF["NodeClaim"])}
+    provisioning, result = provisioning_decision(loaded, policy, label)
+    created = {str(c["metadata"]["name"]) for c in loaded.cluster.list(KIND_OF["NodeClaim"])} - existing_claims
+    disruption = disruption_dry_run(loaded, policy, nominated=frozenset(set(result.existing) | created),
+                                    explain=explain)
+    return provisioning, disruption, created
+
+
 def provisioning_decision(loaded: Loaded, policy: PricingPolicy | None,
                           label: str = "") -> tuple[dict[str, Any], SchedulingResult]:
     """The provisioner's batch on the restored cluster (creates its NodeClaims there): ``simulate -f``'s JSON, and
@@ -335,7 +356,8 @@ def provisioning_decision(loaded: Loaded, policy: PricingPolicy | None,
     state = read_state(loaded.cluster)
     existing = [n for n in (models.node(doc) for doc in state.nodes.values()) if n is not None]
     pools = [models.nodepool_spec(doc) for doc in state.nodepools.values()]
-    result = first_batch(loaded.cluster, loaded.ctx.cloud, loaded.ctx.clock, policy)
+    result = first_batch(cast(InMemoryCluster, loaded.cluster),  # only the Cluster protocol is used
+                          loaded.ctx.cloud, loaded.ctx.clock, policy)
     decision = to_json(result, loaded.region, catalog_price_source(loaded.region), pools)
     if policy is not None:
         usages = [u for u in (Usage.from_labels(n.labels) for n in existing) if u is not None]
