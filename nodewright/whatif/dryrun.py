@@ -119,9 +119,12 @@ def simulated(cluster: Cluster, now: float, region: str | None = None) -> Loaded
     clock = FixedClock(now)
     models = models_for(cluster)
     state = read_state(cluster)
-    pools = [models.nodepool_spec(doc) for doc in state.nodepools.values()] if region is None else []
-    nodes = [n for n in (models.node(doc) for doc in state.nodes.values()) if n is not None] if region is None else []
-    chosen = region or infer_region(pools, nodes) or DEFAULT_REGION
+    chosen = region
+    if chosen is None:
+        pools = [models.nodepool_spec(doc) for doc in state.nodepools.values()]
+        # infer_region takes the first zone it finds: the first readable node is enough (no need to convert all).
+        first = next((n for n in (models.node(doc) for doc in state.nodes.values()) if n is not None), None)
+        chosen = infer_region(pools, [first] if first is not None else []) or DEFAULT_REGION
     try:
         zones = region_zones(chosen)
     except (KeyError, ValueError) as err:
