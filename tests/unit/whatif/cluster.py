@@ -132,7 +132,6 @@ def pod(name: str, node: str | None, cpu: str = "250m", memory: str = "256Mi", l
         meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner[0], "name": owner[1], "uid": "o-1",
                                     "controller": True}]
     spec: dict[str, Any] = {"containers": [{"name": "app", "image": "public.ecr.aws/nginx/nginx:1.27",
-                                            "env": [{"name": "TOKEN", "value": "s3cr3t"}],
                                             "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
                             "schedulerName": "default-scheduler", "terminationGracePeriodSeconds": 30}
     if node:

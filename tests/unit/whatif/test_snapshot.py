@@ -60,7 +60,10 @@ def test_kubectl_get_output_is_read_as_a_snapshot_without_time(tmp_path: Path) -
 
 
 def test_redaction_hashes_names_and_labels_everywhere_and_decides_the_same(tmp_path: Path) -> None:
-    objects = redact(cluster())
+    plain_objects = cluster()
+    web = next(o for o in plain_objects if o["metadata"]["name"] == "web-5d8f-a")
+    web["spec"]["containers"][0]["env"] = [{"name": "TOKEN", "value": "s3cr3t"}]
+    objects = redact(plain_objects)
     text = json.dumps(objects)
     for secret in ("ip-10-0-1-1", "web-5d8f-a", "s3cr3t", "nginx", "KarpenterNodeRole-demo", '"app"', "db-0"):
         assert secret not in text
