@@ -82,3 +82,13 @@ def test_a_missing_rule_is_one_line_naming_the_resource(kube: EmulatorThread, tm
         '"system:serviceaccount:kube-system:nodewright" cannot list resource "poddisruptionbudgets" in API group '
         '"policy" at the cluster scope)']
     assert not out.exists()
+
+
+def test_explain_live_through_a_kubeconfig(kube: EmulatorThread, rest: RestClient, tmp_path: Path) -> None:
+    load(rest, cluster())
+    kube.emulator.rbac_rules = cluster_role()["rules"]
+    result = CliRunner().invoke(cli, ["explain", "node", "ip-10-0-1-3", "--kubeconfig",
+                                      str(kubeconfig(tmp_path / "k", kube.url))])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[1] == "  not disrupted now: pdb default/db prevents pod evictions"
+    assert kube.emulator.forbidden == []
