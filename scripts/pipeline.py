@@ -48,9 +48,12 @@ def main(argv: list[str] | None = None) -> int:
             dirs[label] = Path(tmp) / label
             dirs[label].mkdir()
             try:
-                export(args.repo, revision, args.manifests.strip("/"), dirs[label])
+                count = export(args.repo, revision, args.manifests.strip("/"), dirs[label])
             except subprocess.CalledProcessError as err:
                 print(f"error: git {label} revision {revision!r}: {err.stderr.decode().strip()}", file=sys.stderr)
+                return 2
+            if not count:
+                print(f"error: {args.manifests}: no files at the {label} revision {revision!r}", file=sys.stderr)
                 return 2
         command = [sys.executable, "-m", "nodewright.cli", "diff", "--base", str(dirs["base"]), "--head",
                    str(dirs["head"]), "--snapshot", args.snapshot, "--output", "markdown"]

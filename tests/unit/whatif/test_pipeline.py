@@ -79,3 +79,19 @@ def test_make_pipeline_target_runs_the_script() -> None:
     steps = workflow["jobs"]["diff"]["steps"]
     assert any("make pipeline" in (s.get("run") or "") for s in steps)
     assert any("gh pr comment" in (s.get("run") or "") for s in steps)
+
+
+def test_a_revision_without_the_manifests_is_one_line(tmp_path: Path) -> None:
+    repo = tmp_path / "gitops"
+    repo.mkdir()
+    (repo / "README").write_text("x")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "empty")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "again")
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "pipeline.py"), "--repo", str(repo),
+                           "--manifests", "nodepools", "--snapshot", "s.yaml", "--out", str(tmp_path / "o.md")],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["error: nodepools: no files at the base revision 'HEAD~1'"]
+    assert not (tmp_path / "o.md").exists()
