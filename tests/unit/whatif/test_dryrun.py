@@ -116,3 +116,21 @@ def test_snapshot_with_other_inputs_is_refused(snapshot_file: Path) -> None:
     assert result.exit_code == 2
     assert result.output.splitlines() == ["error: --snapshot: give --snapshot alone (with --region, --output, "
                                           "--pricing, --fail-on-unschedulable)"]
+
+
+def test_a_move_below_the_minimum_saving_is_the_reason() -> None:
+    pool = nodepool()
+    pool["metadata"]["annotations"]["nodewright.io/consolidation-minimum-saving"] = "1"
+    nodes = {n["node"]: n["reason"] for n in dry_run(Snapshot(cluster(pools=[pool]), NOW))["disruption"]["nodes"]}
+    assert nodes["ip-10-0-1-1"] == ("consolidation skipped: Not consolidating 2 nodes (ip-10-0-1-2, ip-10-0-1-1) by "
+                                    "deleting them: it would save $0.3840/h, below the minimum $1.0000/h")
+
+
+def test_pods_that_fit_nowhere_else_are_the_reason() -> None:
+    objects = cluster()
+    for obj in objects:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("web-"):
+            obj["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "ip-10-0-1-1"}
+    nodes = {n["node"]: n["reason"] for n in dry_run(Snapshot(objects, NOW))["disruption"]["nodes"]}
+    assert nodes["ip-10-0-1-1"] == ("not all pods would schedule elsewhere: default/web-5d8f-a: incompatible with "
+                                    "nodepool \"general\", label 'kubernetes.io/hostname' does not have known values")
