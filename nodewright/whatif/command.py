@@ -30,6 +30,7 @@ def snapshot_command(output: str | None, kubeconfig: str | None, context: str | 
     the ClusterRole it needs."""
     from nodewright.whatif.snapshot import (
         cluster_role,
+        identity,
         now_utc,
         read_snapshot,
         summary_line,
@@ -48,13 +49,14 @@ def snapshot_command(output: str | None, kubeconfig: str | None, context: str | 
     if from_files:
         if kubeconfig or context:
             raise NodewrightValidationError("--from-file", "give either --from-file or --kubeconfig/--context")
-        objects: list[Any] = []
+        merged: dict[Any, Any] = {}
         times = []
-        for path in from_files:
+        for path in from_files:  # a later file's copy of an object wins
             snap = read_snapshot(path)
-            objects.extend(snap.objects)
+            merged.update((identity(o), o) for o in snap.objects)
             if snap.time is not None:
                 times.append(snap.time)
+        objects: list[Any] = list(merged.values())
         taken = min(times) if times else now_utc()
     else:
         objects, taken = take_snapshot(kubeconfig, context, timeout)

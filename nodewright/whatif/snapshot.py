@@ -424,6 +424,15 @@ def _karpenter_problems(obj: Obj, where: str) -> list[NodewrightValidationError]
     return []
 
 
+def identity(obj: Obj) -> tuple[str, str, str]:
+    """(kind, namespace, name): what makes an object unique in a cluster (namespace ``""`` when cluster-scoped;
+    ``default`` when a namespaced object names none, as the API server would)."""
+    kind = KIND_OF.get(str(obj.get("kind")))
+    m = meta(obj)
+    ns = str(m.get("namespace") or "default") if kind is not None and kind.namespaced else ""
+    return str(obj.get("kind")), ns, str(m.get("name"))
+
+
 def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
     """Read a snapshot written by :func:`write_snapshot`, or ``kubectl get ... -o yaml|json`` output (one ``List``,
     several, or plain objects, in one or more YAML documents).
@@ -435,7 +444,8 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
         NodewrightValidationError: every problem, one per line: unreadable or invalid YAML/JSON (truncated), fewer
             items than its header says (truncated), another snapshot version, objects of another Karpenter
             version (v1beta1/v1alpha5), unknown kinds or top-level fields, Secrets/ConfigMaps, invalid Karpenter
-            fields (``file#items[i].spec...: reason (in NodePool 'x')``).
+            fields (``file#items[i].spec...: reason (in NodePool 'x')``), one object twice with different contents
+            (the same object twice is read once: concatenated kubectl outputs overlap).
     """
     source = os.fspath(path)
     try:
@@ -481,11 +491,19 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
         raise NodewrightValidationError(
             source, f"holds {len(items)} objects but its header says {expected}: the file is truncated")
     objects: list[Obj] = []
+    seen: dict[tuple[str, str, str], tuple[str, Obj]] = {}
     for where, obj in items:
         problem = _check_object(obj, where)
         if problem is not None:
             problems.append(problem)
             continue
+        key = identity(obj)
+        if key in seen:  # kubectl outputs concatenated: the same object twice is read once
+            if seen[key][1] != obj:
+                problems.append(NodewrightValidationError(
+                    where, f"{key[0]} {key[2]!r} appears twice with different contents (also {seen[key][0]})"))
+            continue
+        seen[key] = (where, obj)
         problems.extend(_karpenter_problems(obj, where))
         objects.append(obj)
     if problems:

@@ -238,3 +238,14 @@ def test_kube_error_transport_maps_to_cannot_reach() -> None:
 
     with pytest.raises(NodewrightValidationError, match="cannot reach the API server"):
         collect(Down())
+
+
+def test_the_same_object_twice_is_read_once_and_different_copies_are_refused(tmp_path: Path) -> None:
+    pool = nodepool()
+    path = tmp_path / "twice.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [pool, pool]}))
+    assert len(read_snapshot(path).objects) == 1
+    other = nodepool(budget="1")
+    code, out = _bad(tmp_path, yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [pool, other]}))
+    assert (code, out.splitlines()) == (2, [f"error: {tmp_path}/bad.yaml#items[1]: NodePool 'general' appears twice "
+                                            f"with different contents (also {tmp_path}/bad.yaml#items[0])"])
