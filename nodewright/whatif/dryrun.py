@@ -270,6 +270,8 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
                         "skipped": [s.message() for s in outcome.skipped],
                         "stopped_early": bool(outcome.stopped_early)})
     expired = decide_expiration(view, now)
+    for c in expired.candidates if expired is not None else []:
+        disrupted_by.setdefault(c.name, "expiration")  # forceful: it goes whatever the graceful methods decide
     budgets = {reason: budget_mapping(view.pools, view.nodes, reason, now)
                for reason in (REASON_EMPTY, REASON_DRIFTED, REASON_UNDERUTILIZED)}
     explained = 0
@@ -277,8 +279,8 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
     for node in sorted(view.nodes, key=lambda n: n.name):
         by = disrupted_by.get(node.name)
         if by is not None:
-            why = "disrupted by " + by + ("" if acting is not None and by == acting.method else
-                                          " (after the method acting this pass)")
+            why = "disrupted by " + by + ("" if by == "expiration" or (acting is not None and by == acting.method)
+                                          else " (after the method acting this pass)")
         else:
             use = simulator if explained < explain_simulations or node.name in explain else None
             why = node_reason(node, view, now, budgets, skipped, blocked, use, nominated)

@@ -134,3 +134,14 @@ def test_pods_that_fit_nowhere_else_are_the_reason() -> None:
     nodes = {n["node"]: n["reason"] for n in dry_run(Snapshot(objects, NOW))["disruption"]["nodes"]}
     assert nodes["ip-10-0-1-1"] == ("not all pods would schedule elsewhere: default/web-5d8f-a: incompatible with "
                                     "nodepool \"general\", label 'kubernetes.io/hostname' does not have known values")
+
+
+def test_expired_nodes_are_disrupted_by_expiration() -> None:
+    objects = cluster()
+    for obj in objects:
+        if obj["kind"] == "NodeClaim" and obj["metadata"]["name"] == "general-00003":
+            obj["spec"]["expireAfter"] = "24h"  # created 48h before the snapshot
+    doc = dry_run(Snapshot(objects, NOW))
+    assert doc["disruption"]["expiration"]["message"] == "Expiring 1 node"
+    node = next(n for n in doc["disruption"]["nodes"] if n["node"] == "ip-10-0-1-3")
+    assert (node["disrupted_by"], node["reason"]) == ("expiration", "disrupted by expiration")
