@@ -346,7 +346,8 @@ def write_snapshot(path: str | os.PathLike[str], objects: Sequence[Obj], *, time
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             if target.suffix == ".json":
-                json.dump(doc, handle, separators=(",", ":"))
+                # dumps, not dump: json.dump streams through the pure-Python encoder (10x slower at 50 MB).
+                handle.write(json.dumps(doc, separators=(",", ":")))
             else:
                 yaml.dump(doc, handle, Dumper=yaml.CSafeDumper, sort_keys=False, width=10_000)
         os.replace(tmp, target)
