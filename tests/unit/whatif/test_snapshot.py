@@ -249,3 +249,15 @@ def test_the_same_object_twice_is_read_once_and_different_copies_are_refused(tmp
     code, out = _bad(tmp_path, yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [pool, other]}))
     assert (code, out.splitlines()) == (2, [f"error: {tmp_path}/bad.yaml#items[1]: NodePool 'general' appears twice "
                                             f"with different contents (also {tmp_path}/bad.yaml#items[0])"])
+
+
+def test_snapshot_redact_from_the_cli(tmp_path: Path, snapshot_file: Path) -> None:
+    out = tmp_path / "shared.yaml"
+    result = run("snapshot", "--from-file", str(snapshot_file), "--redact", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        f"wrote {out}: 23 objects (1 NodePool, 1 EC2NodeClass, 4 NodeClaims, 4 Nodes, 9 Pods, 1 DaemonSet, "
+        "1 PodDisruptionBudget, 2 Namespaces); names and labels redacted"]
+    snap = read_snapshot(out)
+    assert snap.redacted and snap.time == NOW
+    assert "ip-10-0-1-1" not in out.read_text()
