@@ -20,9 +20,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.api import labels
 from nodewright.api.ec2nodeclass import EC2NodeClass
-from nodewright.api.hashing import ec2nodeclass_hash, ec2nodeclass_hash_annotations
+from nodewright.api.hashing import ec2nodeclass_hash, ec2nodeclass_hash_annotations, stamped_nodeclass_hash
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.backoff import Backoff
@@ -418,7 +417,7 @@ class AWSCloudProvider:
         """See :meth:`nodewright.cloud.provider.CloudProvider.is_drifted`."""
         nodeclass = self._nodeclass(nodeclaim.spec.node_class_ref.name)
         annotations = nodeclaim.metadata.annotations or {}
-        stamped = annotations.get(labels.EC2NODECLASS_HASH)
+        stamped = stamped_nodeclass_hash(annotations)
         if stamped is not None and stamped != ec2nodeclass_hash(nodeclass):
             return DRIFT_NODECLASS
         provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
