@@ -207,6 +207,19 @@ class AWSCloudProvider:
             reason = "Unauthorized" if isinstance(err, AuthorizationError) else "NodeClassNotReady"
             return {"conditions": [{"type": "Ready", "status": "False", "reason": reason, "message": str(err)}]}
 
+    # --- cleanup (EC2NodeClass finalizer, launch-template garbage collection) -------------------------------
+
+    def delete_nodeclass_resources(self, nodeclass: str) -> None:
+        """The managed instance profile of ``nodeclass`` (whether or not the class still names ``spec.role``: a
+        class switched to ``spec.instanceProfile`` leaves the old one behind) and every launch template tagged
+        with it. See :class:`nodewright.controllers.nodeclass.NodeClassResources`."""
+        self.instance_profiles.delete(nodeclass)
+        self.launch_templates.delete_for_nodeclass(nodeclass)
+
+    def garbage_collect_launch_templates(self, needed: dict[str, set[str]]) -> builtins.list[str]:
+        """See :meth:`nodewright.cloud.aws.launchtemplates.LaunchTemplateProvider.garbage_collect`."""
+        return self.launch_templates.garbage_collect(needed)
+
     # --- authorization backoff ------------------------------------------------------------------------------
 
     def _guarded(self, key: str, action: Callable[[], NodeClaim]) -> NodeClaim:
