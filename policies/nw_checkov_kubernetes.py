@@ -1,4 +1,4 @@
-"""checkov checks CKV_NW_8..13 for ``--framework kubernetes`` (the rendered Helm chart).
+"""checkov checks CKV_NW_8..14 for ``--framework kubernetes`` (the rendered Helm chart).
 
 Each wraps one function of ``nw_k8s_rules`` over the single object checkov hands over. A rule that
 raises reports FAILED with the error (checkov would drop it silently). CKV_NW_12 compares an annotated

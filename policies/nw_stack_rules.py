@@ -1,7 +1,7 @@
 """Every nodewright rule over a synthesized project: the entry point of the Terraform side.
 
 ``analyze(project)`` runs the IAM rules (CKV_NW_1..6), the interruption queue rule (CKV_NW_7), the
-Kubernetes object rules on ``kubernetes_manifest`` resources (CKV_NW_8..10, 12), and the Helm release wiring
+Kubernetes object rules on ``kubernetes_manifest`` resources (CKV_NW_8..10, 12..14), and the Helm release wiring
 of CKV_NW_12: the release of the nodewright chart annotates its ServiceAccount with the ARN of the IRSA
 role whose trust names that very ServiceAccount (Helm provider ``helm_release``: ``values`` YAML strings,
 then ``set`` entries, later wins).
@@ -102,6 +102,14 @@ def _release_problems(project: Project, model: IamModel, stack: Stack, conf: dic
     if ref is None:
         if not nw_k8s_rules.ROLE_ARN.match(str(annotation)):
             return [f"{nw_k8s_rules.ROLE_ARN_ANNOTATION}={annotation!r} is not an IAM role ARN."]
+        # A literal ARN (values written for a role another stack or account manages): held to the trust of the
+        # stacks' role of that name, when there is one.
+        named = str(annotation).rsplit("/", 1)[-1]
+        literal = [r for r in model.roles.values() if r.role_name == named and r.is_web_identity()]
+        subjects = [s for r in literal for s in nw_iam_rules.irsa_subjects(r)]
+        if literal and subject not in subjects:
+            return [f"The release installs ServiceAccount {subject} but role {named} ({annotation}, "
+                    f"{literal[0].address}) trusts {subjects}: sts:AssumeRoleWithWebIdentity will be denied."]
         return []
     annotated = model.roles.get((ref.stack, ref.name)) if ref.type == "aws_iam_role" and ref.attr == "arn" else None
     if annotated is None:
