@@ -86,7 +86,7 @@ def test_catch_rate_is_every_mistake(docs):
         mutate(objs)
         caught += [name] if check_id in k8s_findings(objs, docs) else []
     total = len(mut.TF_VARIANTS) + len(mut.K8S_VARIANTS)
-    assert (len(caught), total) == (25, 25), sorted((set(mut.TF_VARIANTS) | set(mut.K8S_VARIANTS)) - set(caught))
+    assert (len(caught), total) == (34, 34), sorted((set(mut.TF_VARIANTS) | set(mut.K8S_VARIANTS)) - set(caught))
 
 
 def test_messages_say_what_is_wrong(docs):
