@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
+from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.cluster import Cluster
-from nodewright.errors import NodewrightValidationError
 from nodewright.kube.objects import Obj, is_deleting, labels_of, meta, name_of, namespace_of
 from nodewright.scheduling import Pod
 from nodewright.state.models import ClusterModels, models_for

@@ -153,7 +153,7 @@ FLEET_FIELDS_WITHOUT_RESOURCES = frozenset({
 _FLEET_OVERRIDE_FIELDS = frozenset({"InstanceType", "SubnetId", "AvailabilityZone", "Priority", "WeightedCapacity",
                                     "MaxPrice", "ImageId", "Placement", "InstanceRequirements"})
 _PLACEMENT_WITHOUT_RESOURCES = frozenset({"AvailabilityZone", "AvailabilityZoneId", "Tenancy", "Affinity",
-                                          "PartitionNumber", "SpreadDomain", "Tenancy"})
+                                          "PartitionNumber", "SpreadDomain"})
 _EBS_WITHOUT_RESOURCES = frozenset({"VolumeSize", "VolumeType", "Encrypted", "DeleteOnTermination", "Iops",
                                     "Throughput", "VolumeInitializationRate"})
 _NIC_WITHOUT_RESOURCES = frozenset({

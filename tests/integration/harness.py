@@ -15,10 +15,9 @@ from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client as k8s
+from rbacreplay.recorder import CONTROLLER_TOKEN  # the replicas' token (emulator RBAC binds it; RBAC replay judges it)
 
 from nodewright.api import labels as L
-from rbacreplay.recorder import CONTROLLER_TOKEN  # the replicas' bearer token (the emulator's RBAC binds it; the
-# RBAC replay judges the requests that carry it)
 from nodewright.runtime import Runtime, build_runtime, serve
 from nodewright.settings import Settings
 

@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import yaml
+
 POLICY_ATTRS = {
     "aws_iam_policy": ("policy", "identity"),
     "aws_iam_role_policy": ("policy", "identity"),
@@ -383,12 +385,25 @@ def release_literal_role_arn_service_account_renamed(docs: Docs) -> int:
 
 
 def _release_literal_role_arn(docs: Docs, service_account: str) -> int:
+    def trust_text(doc: dict[str, Any], conf: dict[str, Any]) -> str:
+        text = str(conf.get("assume_role_policy"))
+        if text.startswith("${data.aws_iam_policy_document."):
+            return json.dumps(doc.get("data", {}).get("aws_iam_policy_document", {}).get(text.split(".")[2]))
+        return text
+
+    roles = [conf["name"] for doc in docs.values() for conf in (doc.get("resource", {}).get("aws_iam_role") or {}).values()
+             if "AssumeRoleWithWebIdentity" in trust_text(doc, conf) and isinstance(conf.get("name"), str)]
+    assert roles, "no IRSA role with a literal name"
     for doc in docs.values():
         for conf in (doc.get("resource", {}).get("helm_release") or {}).values():
             if "nodewright" not in str(conf.get("chart", "")):
                 continue
-            conf["values"] = [json.dumps({"serviceAccount": {"name": service_account, "annotations": {
-                "eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/nodewright-controller"}}})]
+            values = conf.get("values") or ["{}"]
+            merged = yaml.safe_load(values[0]) or {}
+            merged["serviceAccount"] = {"name": service_account, "annotations": {
+                "eks.amazonaws.com/role-arn": f"arn:aws:iam::111122223333:role/{roles[0]}"}}
+            conf["values"] = [json.dumps(merged), *values[1:]]
+            conf["set"] = [e for e in conf.get("set") or [] if not str(e.get("name", "")).startswith("serviceAccount")]
             return 1
     raise AssertionError("no nodewright helm_release")
 
