@@ -40,11 +40,11 @@ CONTROLLER_POLICY_PARTS: dict[str, tuple[str, ...]] = {
                            "AllowInstanceProfileReadActions"),
 }
 
-# Read-only EC2 calls the controller makes for discovery and pricing (Karpenter v1 policy, plus
-# DescribeAvailabilityZones for zone ids; DescribeCapacityReservations for capacityReservationSelectorTerms, as
-# Karpenter v1.14's policy). They support no resource-level permissions.
+# Read-only EC2 calls the controller makes for discovery and pricing (Karpenter v1 policy;
+# DescribeCapacityReservations for capacityReservationSelectorTerms, as Karpenter v1.14's policy). They support no
+# resource-level permissions. Not ec2:DescribeAvailabilityZones: the only fact it gave (zone name -> zone id) comes
+# with every subnet from DescribeSubnets, and offerings exist only in the zones of the classes' subnets.
 EC2_READ_ACTIONS = (
-    "ec2:DescribeAvailabilityZones",
     "ec2:DescribeCapacityReservations",
     "ec2:DescribeImages",
     "ec2:DescribeInstances",
@@ -163,6 +163,7 @@ def controller_policy(ctx: ControllerPolicyContext) -> Document:
         _allow("AllowScopedDeletion", ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
                [ctx.ec2_arn("instance"), ctx.ec2_arn("launch-template")],
                {"StringEquals": resource_owned, "StringLike": nodepool_resource}),
+        # No ec2:DescribeAvailabilityZones (Karpenter's policy has it): zone ids come with DescribeSubnets.
         _allow("AllowRegionalReadActions", list(EC2_READ_ACTIONS), "*",
                {"StringEquals": {"aws:RequestedRegion": ctx.region}}),
         _allow("AllowSSMReadActions", "ssm:GetParameter",

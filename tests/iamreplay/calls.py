@@ -412,7 +412,7 @@ def _nothing(call: Call, state: AccountState) -> list[Request]:
 
 MAPPINGS: dict[str, Callable[[Call, AccountState], list[Request]]] = {
     **{f"ec2:{op}": _ec2_read for op in (
-        "DescribeAvailabilityZones", "DescribeCapacityReservations", "DescribeImages", "DescribeInstances", "DescribeInstanceTypeOfferings",
+        "DescribeCapacityReservations", "DescribeImages", "DescribeInstances", "DescribeInstanceTypeOfferings",
         "DescribeInstanceTypes", "DescribeLaunchTemplates", "DescribeSecurityGroups", "DescribeSpotPriceHistory",
         "DescribeSubnets")},
     "ec2:CreateLaunchTemplate": _create_launch_template,

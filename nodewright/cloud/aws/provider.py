@@ -145,7 +145,8 @@ class AWSCloudProvider:
         self.pricing = PricingProvider(clients.pricing, clients.ec2, settings.region, clock,
                                        isolated_vpc=settings.isolated_vpc)
         self.instance_types = InstanceTypeProvider(clients.ec2, settings.region, self.pricing, self.unavailable, clock,
-                                                    settings.instance_type_patterns)
+                                                    settings.instance_type_patterns,
+                                                    zone_ids=lambda: self.subnets.zone_ids)
         self.capacity_reservations = CapacityReservationProvider(clients.ec2, clock)
         self.launch_templates = LaunchTemplateProvider(clients.ec2, settings.cluster_name, clock)
         self.instance_profiles = InstanceProfileProvider(clients.iam, settings.cluster_name, settings.region, clock)
