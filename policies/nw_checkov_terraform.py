@@ -77,7 +77,7 @@ def _analysis(stack_file: Path) -> nw_catalog.RuleReport:
     siblings = sorted(stack_file.parent.parent.glob("*/cdk.tf.json")) or [stack_file]
     key = tuple((str(p), p.stat().st_mtime) for p in siblings)
     if key not in _CACHE:
-        _CACHE[key] = nw_stack_rules.analyze(nw_tfdoc.project_of(stack_file))
+        _CACHE[key] = nw_stack_rules.analyze(nw_tfdoc.project_of(stack_file), nw_stack_rules.scanned_irsa_trusts())
     return _CACHE[key]
 
 
