@@ -1,7 +1,9 @@
 """From one AWS API call (operation + parameters, as botocore sends it) to the authorizations IAM performs.
 
-Facts used (AWS Service Authorization Reference for EC2, IAM, SSM, SQS, EKS, Pricing; EC2 user guide "Grant
-permission to tag resources during creation"; "Launch template" and "EC2 Fleet" IAM pages):
+Facts used (AWS Service Authorization Reference for EC2, IAM, SSM, SQS, EKS, Pricing -- for EC2 "Actions,
+resources, and condition keys for Amazon EC2", https://docs.aws.amazon.com/service-authorization/latest/reference/
+list_amazonec2.html, rows ``RunInstances`` and ``CreateFleet`` and the resource-type table for ARN formats; EC2 user
+guide "Grant permission to tag resources during creation"; "Launch template" and "EC2 Fleet" IAM pages):
 
 - ``ec2:Describe*`` have no resource-level permissions: resource ``*``, with ``aws:RequestedRegion``.
 - ``CreateLaunchTemplate`` authorizes the new template with its ``aws:RequestTag``s/``aws:TagKeys``, and

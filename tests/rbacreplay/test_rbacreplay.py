@@ -56,7 +56,8 @@ def rules() -> tuple[Rule, ...]:
 def test_the_chart_allows_every_recorded_request_and_refuses_the_rest(rules):
     assert [a for a in RECORDED if not judge(_access(*a), rules)[0]] == []
     assert [a for a in REFUSED if judge(_access(*a), rules)[0]] == []
-    assert unused({(g, r, v) for v, g, r, _ in RECORDED}, rules) == []
+    unexplained = [u for u in unused({(g, r, v) for v, g, r, _ in RECORDED}, rules) if "(expected:" not in u]
+    assert unexplained == []
 
 
 def test_a_denial_names_verb_resource_object_and_the_closest_rule(rules):
