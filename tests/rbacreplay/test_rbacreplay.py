@@ -79,6 +79,14 @@ def test_the_rules_before_the_cut_had_unused_grants_and_covered_the_control_plan
            Rule("ClusterRole/nodewright", "", ("karpenter.sh",), ("nodeclaims",), ("create", "patch", "update",
                                                                                   "delete")))
     assert judge(_access("update", "coordination.k8s.io", "leases", "kube-controller-manager"), old)[0]
+    # ... and they lacked what the EC2NodeClass finalizer sends.
+    classes = (Rule("ClusterRole/nodewright", "", ("karpenter.k8s.aws",), ("ec2nodeclasses", "ec2nodeclasses/status"),
+                    ("get", "list", "watch")),
+               Rule("ClusterRole/nodewright", "", ("karpenter.k8s.aws",), ("ec2nodeclasses/status",),
+                    ("patch", "update")))
+    assert judge(_access("patch", "karpenter.k8s.aws", "ec2nodeclasses", "default"), classes) == (
+        False, "closest rule ClusterRole/nodewright: ['karpenter.k8s.aws'] ['ec2nodeclasses', "
+               "'ec2nodeclasses/status'] ['get', 'list', 'watch'] (verbs ['get', 'list', 'watch'] lack 'patch')")
     assert unused({(g, r, v) for v, g, r, _ in RECORDED}, old) == [
         "Role/nodewright: list coordination.k8s.io/leases", "Role/nodewright: watch coordination.k8s.io/leases",
         "Role/nodewright: patch coordination.k8s.io/leases", "ClusterRole/nodewright: update karpenter.sh/nodeclaims"]
