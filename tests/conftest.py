@@ -35,6 +35,12 @@ rbac.install()
 _REPLAYED = tuple(str(Path(__file__).resolve().parent / d) for d in ("unit/aws", "integration", "iamreplay"))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Synthesize the stacks' IAM documents before the first replayed test (outside every test's timeout)."""
+    if any(str(item.path).startswith(_REPLAYED) for item in session.items):
+        RECORDER.prepare()
+
+
 @pytest.fixture(autouse=True)
 def _iam_replay(request: pytest.FixtureRequest) -> Iterator[None]:
     if not str(request.node.path).startswith(_REPLAYED) or request.node.get_closest_marker("no_iam_replay"):
@@ -82,6 +88,14 @@ def _rbac_summary(terminalreporter: pytest.TerminalReporter) -> None:
     except FileNotFoundError:
         return
     terminalreporter.write_line(f"RBAC replay: chart rules no request used: {', '.join(unused) or 'none'}")
+    from rbacreplay.recorded import RECORDED
+
+    listed = {(g, r, v) for v, g, r, _ in RECORDED}
+    new = sorted(f"{v} {g or 'core'}/{r}" for g, r, v in rbac.RECORDER.used_atoms() - listed
+                 if not r.startswith("nonResourceURL:"))
+    if new:
+        terminalreporter.write_line(f"RBAC replay: sent but not in tests/rbacreplay/recorded.py (add them there and "
+                                    f"to the chart's contract): {', '.join(new)}")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -187,6 +187,11 @@ class Recorder:
         permissions = self.documents["irsa"][0]
         return [name for name, _ in all_statements(permissions) if name not in self.total.used]
 
+    def prepare(self) -> None:
+        """Load the synthesized documents (synthesizing them when the cache is cold, ~25 s per identity mode) and
+        judge the role assumptions: called once after collection, so no test's timeout pays for it."""
+        self._policies()
+
     def begin(self, test: str) -> None:
         self._policies()  # load (and judge the role assumptions) before any controller thread calls AWS
         with self._lock:

@@ -60,6 +60,7 @@ def launched(kube: EmulatorThread, pool: str, count: int) -> list[dict[str, Any]
     return wait_for(ready, 15, f"{count} launched NodeClaim(s) of {pool}")
 
 
+@pytest.mark.timeout(180)  # a hang guard: four launches, two deletions and their waits (the suite's default is 30 s)
 def test_classes_and_pools_created_changed_and_deleted_leave_no_launch_template_or_instance_profile(
         kube, account, replica, core, custom) -> None:
     manager = replica.runtime.manager
