@@ -51,38 +51,44 @@ CHECKS: dict[str, CheckInfo] = {
         ),
         CheckInfo(
             "CKV_NW_4",
-            "No wildcard IAM actions (*, ec2:*, iam:*, <service>:*, NotAction); every policy is readable, "
-            "Version 2012-10-17 and within IAM's size limit",
+            "No wildcard IAM actions (*, ec2:*, iam:*, <service>:*, NotAction) nor KMS key policies open to "
+            "Principal *; every policy is readable, Version 2012-10-17 and within IAM's size limit",
             "List the exact actions the controller calls (see docs/policy-gate.md); write policies as JSON "
             "or aws_iam_policy_document so the gate can read them, with Version 2012-10-17; split a policy over "
-            "6,144 characters (managed) / 10,240 (inline) / 2,048 (trust) into several managed policies.",
+            "6,144 characters (managed) / 10,240 (inline) / 2,048 (trust) into several managed policies; give a "
+            "key policy's Principal '*' statement a kms:CallerAccount (or aws:PrincipalOrgID) condition, or name "
+            "the principals.",
             TF,
         ),
         CheckInfo(
             "CKV_NW_5",
-            "EC2 launch/terminate and instance-profile actions are conditioned on the cluster ownership tag",
+            "EC2 launch/terminate/tag and instance-profile actions are conditioned on the cluster ownership tag",
             "Condition ec2:RunInstances/ec2:CreateFleet on aws:RequestTag/kubernetes.io/cluster/<cluster> = owned "
             "(only image, snapshot, subnet and security-group ARNs may go without), ec2:TerminateInstances/"
             "ec2:DeleteLaunchTemplate on aws:ResourceTag/kubernetes.io/cluster/<cluster> = owned; give "
             "iam:CreateInstanceProfile only instance-profile ARNs with that aws:RequestTag, and iam:AddRole/"
-            "RemoveRole/Delete/TagInstanceProfile only with that aws:ResourceTag.",
+            "RemoveRole/Delete/TagInstanceProfile only with that aws:ResourceTag; ec2:CreateTags only with "
+            "ec2:CreateAction (tag on create) or that aws:ResourceTag.",
             TF,
         ),
         CheckInfo(
             "CKV_NW_6",
-            "The instance profile's role is the node role, which trusts only EC2 and holds no admin or IAM rights",
+            "The instance profile's role is the node role, which trusts only EC2 and holds no admin, *FullAccess, "
+            "IAM or EC2 write rights",
             "Give the instance profile the node role (the one the controller may iam:PassRole), whose trust "
             "allows only Service ec2.amazonaws.com to sts:AssumeRole; attach only the node policies (never "
-            "AdministratorAccess, PowerUserAccess, IAMFullAccess or iam:* writes).",
+            "AdministratorAccess, PowerUserAccess, any *FullAccess policy, iam:* writes, or EC2 writes such as "
+            "ec2:RunInstances/TerminateInstances; the VPC CNI's ENI actions are fine).",
             TF,
         ),
         CheckInfo(
             "CKV_NW_7",
-            "The interruption queue is encrypted, TLS-only, writable only by EventBridge, keeps messages briefly "
-            "and is fed spot and state-change events",
+            "The interruption queue is encrypted, TLS-only, writable only by this account's EventBridge rules, "
+            "keeps messages briefly and is fed spot and state-change events",
             "Set sqs_managed_sse_enabled (or kms_master_key_id) and message_retention_seconds <= 900 (Karpenter: "
             "300); add a queue policy that Denies sqs:* when aws:SecureTransport is false and Allows "
-            "events.amazonaws.com sqs:SendMessage (never Principal * without aws:SourceArn); route EventBridge "
+            "events.amazonaws.com sqs:SendMessage with aws:SourceArn (the rules) or aws:SourceAccount (never a "
+            "service or Principal * without one); route EventBridge "
             "rules for 'EC2 Spot Instance Interruption Warning' and 'EC2 Instance State-change Notification' to it.",
             TF,
         ),
@@ -101,8 +107,10 @@ CHECKS: dict[str, CheckInfo] = {
         ),
         CheckInfo(
             "CKV_NW_10",
-            "Every EC2NodeClass requires IMDSv2 (httpTokens: required) with a hop limit of at most 2",
-            "Set spec.metadataOptions.httpTokens: required and httpPutResponseHopLimit: 1 (2 at most).",
+            "Every EC2NodeClass requires IMDSv2 (httpTokens: required) with a hop limit of at most 2 and "
+            "encrypts its EBS volumes",
+            "Set spec.metadataOptions.httpTokens: required and httpPutResponseHopLimit: 1 (2 at most); never set "
+            "blockDeviceMappings[].ebs.encrypted: false.",
             K8S,
         ),
         CheckInfo(
@@ -122,9 +130,17 @@ CHECKS: dict[str, CheckInfo] = {
         ),
         CheckInfo(
             "CKV_NW_13",
-            "No Role or ClusterRole has a wildcard verb, resource or apiGroup in any rule",
+            "No Role or ClusterRole has a wildcard verb, resource or apiGroup in any rule, and no ClusterRole "
+            "reads Secrets cluster-wide",
             "List the exact verbs, resources and API groups in every rule (the chart's RBAC table in "
-            "docs/architecture.md).",
+            "docs/architecture.md); read a Secret through a Role in its namespace, with resourceNames.",
+            K8S,
+        ),
+        CheckInfo(
+            "CKV_NW_14",
+            "No NetworkPolicy ingress rule admits every port from every source",
+            "Give each ingress rule the ports the pods serve (the chart: the metrics port) and, where known, "
+            "the sources (networkPolicy.metricsFrom).",
             K8S,
         ),
     )

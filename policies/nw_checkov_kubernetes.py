@@ -1,4 +1,4 @@
-"""checkov checks CKV_NW_8..13 for ``--framework kubernetes`` (the rendered Helm chart).
+"""checkov checks CKV_NW_8..14 for ``--framework kubernetes`` (the rendered Helm chart).
 
 Each wraps one function of ``nw_k8s_rules`` over the single object checkov hands over. A rule that
 raises reports FAILED with the error (checkov would drop it silently). CKV_NW_12 compares an annotated
@@ -9,10 +9,7 @@ account name is held to the trust as the Terraform copy is.
 
 from __future__ import annotations
 
-import os
-import sys
 import traceback
-from pathlib import Path
 from typing import Any
 
 import nw_catalog
@@ -22,18 +19,10 @@ import nw_tfdoc
 from checkov.common.models.enums import CheckCategories, CheckResult
 from checkov.kubernetes.checks.resource.base_spec_check import BaseK8Check
 
-_TRUSTS: list[dict[str, list[str]]] = []
-
 
 def stack_trusts() -> dict[str, list[str]]:
     """IRSA trusts (role name -> subjects) of the stacks scanned alongside the manifests, read once."""
-    if not _TRUSTS:
-        argv = sys.argv
-        files = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-f", "--file")]
-        files += [str(p) for d in os.environ.get("NODEWRIGHT_POLICY_STACKS", "").split(os.pathsep) if d
-                  for p in sorted(Path(d).glob("*/cdk.tf.json"))]
-        _TRUSTS.append(nw_stack_rules.irsa_trusts_of_files([f for f in files if f.endswith("cdk.tf.json")]))
-    return _TRUSTS[0]
+    return nw_stack_rules.scanned_irsa_trusts()
 
 
 class ObjectRuleCheck(BaseK8Check):

@@ -1,4 +1,4 @@
-"""checkov checks CKV_NW_1..10, 12 and 13 for ``--framework terraform_json`` (synthesized CDK Terrain stacks).
+"""checkov checks CKV_NW_1..10 and 12..14 for ``--framework terraform_json`` (synthesized CDK Terrain stacks).
 
 checkov hands a resource check one resource at a time, with references unresolved
 (``"${data.aws_iam_policy_document.x.json}"``). Our rules need the whole synthesis (a role, its
@@ -45,6 +45,7 @@ SCOPES: dict[str, list[str]] = {
     "CKV_NW_10": ["kubernetes_manifest"],
     "CKV_NW_12": ["helm_release", "kubernetes_manifest"],
     "CKV_NW_13": ["kubernetes_manifest"],
+    "CKV_NW_14": ["kubernetes_manifest"],
 }
 _CACHE: dict[tuple[tuple[str, float], ...], nw_catalog.RuleReport] = {}
 
@@ -76,7 +77,7 @@ def _analysis(stack_file: Path) -> nw_catalog.RuleReport:
     siblings = sorted(stack_file.parent.parent.glob("*/cdk.tf.json")) or [stack_file]
     key = tuple((str(p), p.stat().st_mtime) for p in siblings)
     if key not in _CACHE:
-        _CACHE[key] = nw_stack_rules.analyze(nw_tfdoc.project_of(stack_file))
+        _CACHE[key] = nw_stack_rules.analyze(nw_tfdoc.project_of(stack_file), nw_stack_rules.scanned_irsa_trusts())
     return _CACHE[key]
 
 
@@ -91,7 +92,8 @@ class StackRuleCheck(BaseResourceCheck):
 
     def __init__(self, check_id: str) -> None:
         info = nw_catalog.CHECKS[check_id]
-        category = CheckCategories.KUBERNETES if check_id in ("CKV_NW_8", "CKV_NW_9", "CKV_NW_10", "CKV_NW_13") \
+        category = CheckCategories.KUBERNETES if check_id in ("CKV_NW_8", "CKV_NW_9", "CKV_NW_10", "CKV_NW_13",
+                                                                            "CKV_NW_14") \
             else CheckCategories.IAM
         super().__init__(name=info.name, id=check_id, categories=[category],
                          supported_resources=SCOPES[check_id], guideline=info.fix)

@@ -15,6 +15,12 @@ Facts they encode:
   Instance profiles are created only with ``aws:RequestTag/kubernetes.io/cluster/<cluster> = owned`` and
   changed or deleted only with that ``aws:ResourceTag``: with ``iam:AddRoleToInstanceProfile`` on any profile a
   controller could put any passable role into a profile of its choosing.
+- ``ec2:CreateTags`` is safe only on create (``ec2:CreateAction``, EC2 user guide "Grant permission to tag
+  resources during creation") or on resources already tagged ``kubernetes.io/cluster/<cluster> = owned``
+  (Karpenter's ``AllowScopedResourceTagging``): otherwise the controller can tag any instance as its own and
+  then terminate it.
+- A KMS key policy with Principal ``*`` (or ``AWS: *``) and no condition naming the caller's account,
+  organization or ARN lets any AWS account use the key (KMS developer guide, "Key policies").
 - IAM quotas ("IAM and AWS STS quotas"): a managed policy holds at most 6,144 characters, an inline policy
   10,240, a role trust policy 2,048 by default (4,096 on request), white space not counted; a policy without
   ``Version: 2012-10-17`` is read with the 2008 grammar, in which policy variables are literal text.
@@ -42,8 +48,24 @@ CREATE_ACTIONS = ("ec2:RunInstances", "ec2:CreateFleet")
 PROFILE_CREATE_ACTIONS = ("iam:CreateInstanceProfile", "iam:TagInstanceProfile")
 PROFILE_CHANGE_ACTIONS = ("iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile",
                           "iam:DeleteInstanceProfile", "iam:TagInstanceProfile", "iam:UntagInstanceProfile")
-# AWS managed policies that make a node (and every pod on it) an administrator.
+# AWS managed policies that make a node (and every pod on it) an administrator; any ``*FullAccess`` policy
+# (AmazonEC2FullAccess, AmazonS3FullAccess...) gives every pod on the node a whole service.
 ADMIN_MANAGED_POLICIES = ("AdministratorAccess", "PowerUserAccess", "IAMFullAccess")
+FULL_ACCESS_SUFFIX = "FullAccess"
+# EC2 writes a node role never needs (the VPC CNI's ENI actions, e.g. ec2:AssignPrivateIpAddresses and
+# ec2:CreateTags on network interfaces, are not in the list): with them a pod on a node launches, stops or
+# terminates instances or opens security groups.
+NODE_FORBIDDEN_EC2_ACTIONS = (
+    "ec2:RunInstances", "ec2:CreateFleet", "ec2:TerminateInstances", "ec2:StopInstances", "ec2:StartInstances",
+    "ec2:RebootInstances", "ec2:ModifyInstanceAttribute", "ec2:ModifyInstanceMetadataOptions",
+    "ec2:CreateLaunchTemplate", "ec2:CreateLaunchTemplateVersion", "ec2:ModifyLaunchTemplate",
+    "ec2:DeleteLaunchTemplate", "ec2:AuthorizeSecurityGroupIngress", "ec2:AuthorizeSecurityGroupEgress",
+    "ec2:ModifySecurityGroupRules", "ec2:CreateSecurityGroup", "ec2:DeleteSecurityGroup", "ec2:DeleteVolume",
+    "ec2:DetachVolume", "ec2:DeleteSnapshot")
+# Condition keys that pin who may use a key whose policy names Principal "*" (KMS developer guide, "Key policies":
+# kms:CallerAccount with kms:ViaService is AWS's own pattern for service-integrated keys).
+KMS_NARROWING_KEYS = ("kms:calleraccount", "aws:principalaccount", "aws:principalorgid", "aws:principalarn",
+                      "aws:sourceaccount", "aws:sourcearn")
 # IAM actions that let a role change IAM itself (escalation from a node).
 IAM_ESCALATION_ACTIONS = ("iam:PassRole", "iam:CreateRole", "iam:AttachRolePolicy", "iam:PutRolePolicy",
                           "iam:UpdateAssumeRolePolicy", "iam:CreateAccessKey", "iam:CreatePolicyVersion")
@@ -291,6 +313,11 @@ def wildcard_action(pattern: str, kind: str) -> bool:
     return False
 
 
+def _unpinned_everyone(st: Statement) -> bool:
+    everyone = bool(st.principals.get("*")) or "*" in st.principals.get("AWS", [])
+    return everyone and not any(c.key.lower() in KMS_NARROWING_KEYS for c in st.conditions)
+
+
 def check_wildcards(project: Project, model: IamModel, report: RuleReport) -> None:
     """CKV_NW_4 on every policy document of the project."""
     for doc in model.documents:
@@ -311,6 +338,11 @@ def check_wildcards(project: Project, model: IamModel, report: RuleReport) -> No
         for i, st in enumerate(doc.statements):
             if not st.allows:
                 continue
+            if doc.address.startswith("aws_kms_key.") and _unpinned_everyone(st):
+                report.failed("CKV_NW_4", path, doc.address,
+                              f"The key policy's {_label(st, i)} allows Principal '*' without a condition naming the "
+                              f"caller (kms:CallerAccount, aws:PrincipalAccount, aws:PrincipalOrgID...): any AWS "
+                              f"account may use the key.")
             if st.not_actions:
                 report.failed("CKV_NW_4", path, doc.address,
                               f"{_label(st, i)} allows NotAction {st.not_actions}: every other action is granted.")
@@ -353,6 +385,11 @@ def _launch_problems(st: Statement) -> list[str]:
     if destroys and not _has_owner_tag(st, "aws:resourcetag"):
         problems.append(f"allows {destroys} without aws:ResourceTag/kubernetes.io/cluster/<cluster> = owned: "
                         f"it could terminate instances or launch templates of other clusters")
+    if st.grants("ec2:CreateTags") and not any(c.key.lower() == "ec2:createaction" for c in st.conditions) \
+            and not _has_owner_tag(st, "aws:resourcetag"):
+        problems.append("allows ec2:CreateTags without an ec2:CreateAction condition (tag on create) or "
+                        "aws:ResourceTag/kubernetes.io/cluster/<cluster> = owned: the controller could tag any "
+                        "instance as its own, then terminate it")
     creates_profiles = [a for a in PROFILE_CREATE_ACTIONS if st.grants(a)]
     changes_profiles = [a for a in PROFILE_CHANGE_ACTIONS if st.grants(a)]
     if creates_profiles or changes_profiles:
@@ -379,7 +416,7 @@ def check_launch_conditions(project: Project, model: IamModel, report: RuleRepor
             continue
         path = project.stacks[doc.stack].path
         for i, st in enumerate(doc.statements):
-            if not st.allows or not any(st.grants(a) for a in CREATE_ACTIONS + DESTROY_ACTIONS
+            if not st.allows or not any(st.grants(a) for a in CREATE_ACTIONS + DESTROY_ACTIONS + ("ec2:CreateTags",)
                                         + PROFILE_CREATE_ACTIONS + PROFILE_CHANGE_ACTIONS):
                 continue
             report.passed("CKV_NW_5", path, doc.address)
@@ -433,11 +470,15 @@ def _admin_problems(project: Project, role: Role) -> list[str]:
     problems = []
     for arn in _managed_policy_arns(project, role):
         name = _TOKEN.sub("x", arn).rsplit(":policy/", 1)[-1].split("/")[-1]
-        if ":policy/" in _TOKEN.sub("x", arn) and name in ADMIN_MANAGED_POLICIES:
+        if ":policy/" in _TOKEN.sub("x", arn) and (name in ADMIN_MANAGED_POLICIES or name.endswith(FULL_ACCESS_SUFFIX)):
             problems.append(f"has the AWS managed policy {name} attached ({arn}): every pod on a node gets it")
     escalating = sorted({a for s in role.allowed() for a in IAM_ESCALATION_ACTIONS if s.grants(a)})
     if escalating:
         problems.append(f"may {escalating}: a node could change IAM")
+    ec2_writes = sorted({a for s in role.allowed() for a in NODE_FORBIDDEN_EC2_ACTIONS if s.grants(a)})
+    if ec2_writes:
+        problems.append(f"may {ec2_writes}: any pod on a node could launch, stop or terminate instances or open "
+                        f"security groups (only the controller launches)")
     return problems
 
 

@@ -1,4 +1,4 @@
-"""Rules CKV_NW_8..12 on single Kubernetes objects (plain dicts as parsed from YAML).
+"""Rules CKV_NW_8..14 on single Kubernetes objects (plain dicts as parsed from YAML).
 
 Each ``*_problems`` function takes one object and returns what is wrong with it (an empty list when
 nothing is, ``None`` when the object is not in the rule's scope). The same functions serve the
@@ -13,7 +13,12 @@ Karpenter facts used (karpenter.sh docs, "NodePools" and "EC2NodeClasses"):
   ``httpEndpoint: disabled`` turns the metadata service off.
 - NodePool ``spec.limits`` bounds any resource: cpu, memory, or an extended resource such as ``nvidia.com/gpu``.
 - RBAC: a ``*`` in any rule's verbs, resources or apiGroups grants what the chart never asked for (every rule
-  counts, not only the first).
+  counts, not only the first); a ClusterRole that may get/list/watch ``secrets`` (without ``resourceNames``) reads
+  every Secret of every namespace once bound cluster-wide (Kubernetes "RBAC good practices": "Listing secrets").
+- EBS: ``blockDeviceMappings[].ebs.encrypted: false`` launches unencrypted volumes (Karpenter's defaults encrypt).
+- NetworkPolicy: an ingress rule with neither ``ports`` nor ``from`` (or with a peer that selects everything:
+  ``{}``, ``namespaceSelector: {}`` alone, ``ipBlock`` 0.0.0.0/0 or ::/0 without ``except``) admits all traffic
+  (Kubernetes "Network Policies": "allow all ingress traffic").
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 NODEPOOL_KINDS = ("NodePool", "Provisioner")
 NODECLASS_KINDS = ("EC2NodeClass", "AWSNodeTemplate")
 RBAC_KINDS = ("ClusterRole", "Role")
+NETWORK_POLICY_KINDS = ("NetworkPolicy",)
+_SECRET_READS = {"get", "list", "watch", "*"}
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 
 
@@ -101,15 +108,22 @@ def spot_taint_problems(obj: dict[str, Any]) -> list[str] | None:
             f"two-minute interruption would land on spot without opting in."]
 
 
+def _ebs_problems(obj: dict[str, Any]) -> list[str]:
+    return [f"{_name(obj)} spec.blockDeviceMappings[{i}] ({_dict(m).get('deviceName', '?')}) sets ebs.encrypted: false: "
+            f"node volumes (images, secrets written to disk) would be unencrypted."
+            for i, m in enumerate(_list(_get(obj, "spec", "blockDeviceMappings")))
+            if str(_dict(_dict(m).get("ebs")).get("encrypted")).lower() == "false"]
+
+
 def imds_problems(obj: dict[str, Any]) -> list[str] | None:
     """CKV_NW_10: IMDSv2 required (set or defaulted: every version defaults to required) and hop limit at
-    most 2."""
+    most 2; no block device mapping with ``encrypted: false``."""
     if obj.get("kind") not in NODECLASS_KINDS:
         return None
     options = _dict(_get(obj, "spec", "metadataOptions"))
+    problems = _ebs_problems(obj)
     if str(options.get("httpEndpoint", "enabled")) == "disabled":
-        return []
-    problems = []
+        return problems
     if options.get("httpTokens", "required") != "required":
         problems.append(f"{_name(obj)} allows IMDSv1 (metadataOptions.httpTokens is "
                         f"{options.get('httpTokens', 'not set')!r}, must be 'required').")
@@ -159,6 +173,39 @@ def rbac_problems(obj: dict[str, Any]) -> list[str] | None:
         for field in ("verbs", "resources", "apiGroups"):
             if "*" in [str(v) for v in _list(_dict(rule).get(field))]:
                 problems.append(f"{_name(obj)} rules[{i}].{field} contains '*': it grants every {field[:-1]}.")
+        rule = _dict(rule)
+        reads = _SECRET_READS & {str(v) for v in _list(rule.get("verbs"))}
+        if (obj.get("kind") == "ClusterRole" and reads and "secrets" in [str(v) for v in _list(rule.get("resources"))]
+                and {"", "*"} & {str(v) for v in _list(rule.get("apiGroups"))} and not _list(rule.get("resourceNames"))):
+            problems.append(f"{_name(obj)} rules[{i}] may {sorted(reads)} secrets in every namespace: use a Role in "
+                            f"the namespace that holds the Secret, with resourceNames.")
+    return problems
+
+
+def _admits_everything(peer: Any) -> bool:
+    peer = _dict(peer)
+    if not peer:
+        return True
+    block = _dict(peer.get("ipBlock"))
+    if block:
+        return str(block.get("cidr")) in ("0.0.0.0/0", "::/0") and not _list(block.get("except"))
+    namespaces, pods = peer.get("namespaceSelector"), peer.get("podSelector")
+    return namespaces == {} and pods in (None, {})
+
+
+def network_policy_problems(obj: dict[str, Any]) -> list[str] | None:
+    """CKV_NW_14: no ingress rule of a NetworkPolicy admits all traffic (every port from every source)."""
+    if obj.get("kind") not in NETWORK_POLICY_KINDS:
+        return None
+    problems = []
+    for i, rule in enumerate(_list(_get(obj, "spec", "ingress"))):
+        rule = _dict(rule)
+        if _list(rule.get("ports")):
+            continue
+        sources = _list(rule.get("from"))
+        if not sources or any(_admits_everything(p) for p in sources):
+            problems.append(f"{_name(obj)} spec.ingress[{i}] admits every port from every source: name the ports "
+                            f"(and sources) the pods serve.")
     return problems
 
 
@@ -199,6 +246,7 @@ RULES = {
     "CKV_NW_11": container_problems,
     "CKV_NW_12": service_account_problems,
     "CKV_NW_13": rbac_problems,
+    "CKV_NW_14": network_policy_problems,
 }
 KINDS = {
     "CKV_NW_8": NODEPOOL_KINDS,
@@ -207,6 +255,7 @@ KINDS = {
     "CKV_NW_11": WORKLOAD_KINDS,
     "CKV_NW_12": ("ServiceAccount",),
     "CKV_NW_13": RBAC_KINDS,
+    "CKV_NW_14": NETWORK_POLICY_KINDS,
 }
 
 

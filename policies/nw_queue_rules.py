@@ -10,6 +10,9 @@ Facts (Karpenter's interruption handling and AWS docs):
   written with ``Bool`` (AWS's examples) or ``StringEquals`` (terraform-aws-eks's Karpenter module).
 - Only the rules may send: an ``Allow sqs:SendMessage`` to Principal ``*`` without a source condition lets
   anyone inject fake interruption events (and make the controller drain nodes).
+- A service principal (``events.amazonaws.com``, ``sqs.amazonaws.com``...) allowed to send without ``aws:SourceArn`` /
+  ``aws:SourceAccount`` is the confused deputy: any account's EventBridge rule may target the queue (IAM user
+  guide, "The confused deputy problem"; EventBridge user guide's SQS queue policy example names the rule ARN).
 - A spot interruption warning is useful for two minutes; Karpenter keeps messages 300 s. A queue that keeps
   them much longer (SQS's default is 4 days) replays stale interruptions after a controller outage.
 """
@@ -65,6 +68,13 @@ def _public_send(st: Statement) -> bool:
     everyone = st.principals.get("*") or "*" in st.principals.get("AWS", [])
     narrowed = any(c.key.lower() in SOURCE_KEYS for c in st.conditions)
     return st.allows and bool(everyone) and st.grants("sqs:SendMessage") and not narrowed
+
+
+def _unscoped_service_send(st: Statement) -> list[str]:
+    """The service principals a statement lets sqs:SendMessage without a source condition."""
+    services = st.principals.get("Service", [])
+    narrowed = any(c.key.lower() in SOURCE_KEYS for c in st.conditions)
+    return list(services) if st.allows and services and st.grants("sqs:SendMessage") and not narrowed else []
 
 
 def _allows_eventbridge(st: Statement) -> bool:
@@ -127,6 +137,10 @@ def queue_problems(project: Project, stack: Stack, name: str, conf: dict[str, An
     if any(_public_send(s) for s in statements):
         problems.append("lets Principal '*' sqs:SendMessage without a source condition (aws:SourceArn of the "
                         "rules): anyone could send fake interruptions")
+    unscoped = sorted({p for s in statements for p in _unscoped_service_send(s)})
+    if unscoped:
+        problems.append(f"lets {unscoped} sqs:SendMessage without aws:SourceArn or aws:SourceAccount: any account's "
+                        f"rule could send fake interruptions (confused deputy)")
     retention = scalar(conf.get("message_retention_seconds"))
     seconds = int(retention) if isinstance(retention, (int, float)) or str(retention).isdigit() else None
     if retention is None or (seconds is not None and seconds > MAX_RETENTION_SECONDS):

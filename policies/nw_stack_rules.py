@@ -1,7 +1,7 @@
 """Every nodewright rule over a synthesized project: the entry point of the Terraform side.
 
 ``analyze(project)`` runs the IAM rules (CKV_NW_1..6), the interruption queue rule (CKV_NW_7), the
-Kubernetes object rules on ``kubernetes_manifest`` resources (CKV_NW_8..10, 12), and the Helm release wiring
+Kubernetes object rules on ``kubernetes_manifest`` resources (CKV_NW_8..10, 12..14), and the Helm release wiring
 of CKV_NW_12: the release of the nodewright chart annotates its ServiceAccount with the ARN of the IRSA
 role whose trust names that very ServiceAccount (Helm provider ``helm_release``: ``values`` YAML strings,
 then ``set`` entries, later wins).
@@ -9,7 +9,9 @@ then ``set`` entries, later wins).
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +79,8 @@ def _sa_annotation(project: Project, namespace: str, name: str, values: dict[str
     return None
 
 
-def _release_problems(project: Project, model: IamModel, stack: Stack, conf: dict[str, Any]) -> list[str]:
+def _release_problems(project: Project, model: IamModel, stack: Stack, conf: dict[str, Any],
+                      trusts: dict[str, list[str]] | None = None) -> list[str]:
     values = release_values(conf)
     namespace = str(values.get("namespaceOverride") or scalar(conf.get("namespace")) or "default")
     namespace = "kube-system" if namespace == "default" else namespace  # the chart's own rule (values.yaml)
@@ -102,6 +105,19 @@ def _release_problems(project: Project, model: IamModel, stack: Stack, conf: dic
     if ref is None:
         if not nw_k8s_rules.ROLE_ARN.match(str(annotation)):
             return [f"{nw_k8s_rules.ROLE_ARN_ANNOTATION}={annotation!r} is not an IAM role ARN."]
+        # A literal ARN (values written for a role another stack or account manages): held to the trust of the
+        # stacks' role of that name, when there is one.
+        # A literal ARN (values written for a role another stack manages): held to the trust of the role of that
+        # name in this project, else in any stack scanned in the same run (``trusts``).
+        named = str(annotation).rsplit("/", 1)[-1]
+        literal = [r for r in model.roles.values() if r.role_name == named and r.is_web_identity()]
+        subjects = [s for r in literal for s in nw_iam_rules.irsa_subjects(r)]
+        where = literal[0].address if literal else "a scanned stack"
+        if not literal and trusts and named in trusts:
+            subjects = trusts[named]
+        if (literal or (trusts and named in trusts)) and subject not in subjects:
+            return [f"The release installs ServiceAccount {subject} but role {named} ({annotation}, {where}) "
+                    f"trusts {subjects}: sts:AssumeRoleWithWebIdentity will be denied."]
         return []
     annotated = model.roles.get((ref.stack, ref.name)) if ref.type == "aws_iam_role" and ref.attr == "arn" else None
     if annotated is None:
@@ -113,15 +129,17 @@ def _release_problems(project: Project, model: IamModel, stack: Stack, conf: dic
     return []
 
 
-def check_releases(project: Project, model: IamModel, report: RuleReport) -> None:
-    """CKV_NW_12 on every ``helm_release`` of the nodewright chart."""
+def check_releases(project: Project, model: IamModel, report: RuleReport,
+                   trusts: dict[str, list[str]] | None = None) -> None:
+    """CKV_NW_12 on every ``helm_release`` of the nodewright chart (``trusts``: IRSA role name -> subjects of every
+    stack scanned in the same run, :func:`scanned_irsa_trusts`)."""
     for stack, name, conf in project.all_resources("helm_release"):
         chart = str(scalar(conf.get("chart")) or "")
         if "nodewright" not in chart and scalar(conf.get("name")) != "nodewright":
             continue
         address = f"helm_release.{name}"
         report.passed("CKV_NW_12", stack.path, address)
-        for problem in _release_problems(project, model, stack, conf):
+        for problem in _release_problems(project, model, stack, conf, trusts):
             report.failed("CKV_NW_12", stack.path, address, problem)
 
 
@@ -165,11 +183,26 @@ def irsa_trusts_of_files(stack_files: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def analyze(project: Project) -> RuleReport:
-    """Every Terraform-side rule over ``project``."""
+_SCANNED_TRUSTS: list[dict[str, list[str]]] = []
+
+
+def scanned_irsa_trusts() -> dict[str, list[str]]:
+    """IRSA trusts (role name -> subjects) of every stack scanned in this checkov run (the ``cdk.tf.json`` files
+    among ``-f`` arguments, or under ``$NODEWRIGHT_POLICY_STACKS``), read once."""
+    if not _SCANNED_TRUSTS:
+        argv = sys.argv
+        files = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-f", "--file")]
+        files += [str(p) for d in os.environ.get("NODEWRIGHT_POLICY_STACKS", "").split(os.pathsep) if d
+                  for p in sorted(Path(d).glob("*/cdk.tf.json"))]
+        _SCANNED_TRUSTS.append(irsa_trusts_of_files([f for f in files if f.endswith("cdk.tf.json")]))
+    return _SCANNED_TRUSTS[0]
+
+
+def analyze(project: Project, trusts: dict[str, list[str]] | None = None) -> RuleReport:
+    """Every Terraform-side rule over ``project`` (``trusts``: see :func:`check_releases`)."""
     model = nw_iam_model.build(project)
     report = nw_iam_rules.run(project, model)
     report.extend(nw_queue_rules.run(project))
-    check_releases(project, model, report)
+    check_releases(project, model, report, trusts)
     check_manifests(project, report)
     return report

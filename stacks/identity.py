@@ -6,8 +6,8 @@
   managed policy per part of :data:`stacks.policies.CONTROLLER_POLICY_PARTS`, as Karpenter splits them),
   trusted either through the cluster's OIDC provider (IRSA, the default) for exactly
   ``system:serviceaccount:kube-system:nodewright`` with audience ``sts.amazonaws.com``, or
-  through EKS Pod Identity with an association for that same service account (trust limited to this
-  cluster's associations and that service account's session tags).
+  through EKS Pod Identity with an association for that same service account (trust limited to the
+  session tags of this cluster's ARN and that service account).
 """
 
 from __future__ import annotations
@@ -55,10 +55,8 @@ class IdentityStack(NodewrightStack):
         if settings.identity_mode is IdentityMode.IRSA:
             trust = self._irsa_trust(cluster)
         else:
-            trust = policies.pod_identity_trust_policy(
-                self.account_id, policies.pod_identity_association_arns(
-                    self.partition, settings.region, self.account_id, settings.cluster_name),
-                settings.cluster_name, CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT)
+            trust = policies.pod_identity_trust_policy(cluster.cluster.arn, CONTROLLER_NAMESPACE,
+                                                       CONTROLLER_SERVICE_ACCOUNT)
         self.controller_role = IamRole(self, "controller_role", name=settings.controller_role_name,
                                        assume_role_policy=to_json(trust))
         self.controller_policies: dict[str, IamPolicy] = {}

@@ -40,11 +40,11 @@ CONTROLLER_POLICY_PARTS: dict[str, tuple[str, ...]] = {
                            "AllowInstanceProfileReadActions"),
 }
 
-# Read-only EC2 calls the controller makes for discovery and pricing (Karpenter v1 policy, plus
-# DescribeAvailabilityZones for zone ids; DescribeCapacityReservations for capacityReservationSelectorTerms, as
-# Karpenter v1.14's policy). They support no resource-level permissions.
+# Read-only EC2 calls the controller makes for discovery and pricing (Karpenter v1 policy;
+# DescribeCapacityReservations for capacityReservationSelectorTerms, as Karpenter v1.14's policy). They support no
+# resource-level permissions. Not ec2:DescribeAvailabilityZones: the only fact it gave (zone name -> zone id) comes
+# with every subnet from DescribeSubnets, and offerings exist only in the zones of the classes' subnets.
 EC2_READ_ACTIONS = (
-    "ec2:DescribeAvailabilityZones",
     "ec2:DescribeCapacityReservations",
     "ec2:DescribeImages",
     "ec2:DescribeInstances",
@@ -55,6 +55,11 @@ EC2_READ_ACTIONS = (
     "ec2:DescribeSpotPriceHistory",
     "ec2:DescribeSubnets",
 )
+
+#: Resource types a launch (RunInstances/CreateFleet) references without creating them: the statement
+#: ``AllowScopedEC2InstanceAccessActions`` grants exactly these.
+LAUNCH_REFERENCED_EC2_TYPES = ("image", "snapshot", "security-group", "subnet", "capacity-reservation",
+                               "placement-group")
 
 # Resource types the controller creates through RunInstances/CreateFleet/CreateLaunchTemplate.
 _CREATED_EC2_TYPES = ("fleet", "instance", "volume", "network-interface", "launch-template",
@@ -139,10 +144,12 @@ def controller_policy(ctx: ControllerPolicyContext) -> Document:
     profile_resource_tags = {**resource_owned, "aws:ResourceTag/topology.kubernetes.io/region": ctx.region}
     profile_request_tags = {**request_tags, "aws:RequestTag/topology.kubernetes.io/region": ctx.region}
     statements: list[Document] = [
-        # Launches reference AWS-owned images/snapshots and the cluster's subnets and security
-        # groups; those resources are read, not created, and carry no ownership tag.
+        # Launches reference AWS-owned images/snapshots, the cluster's subnets and security groups, and the
+        # capacity reservation (CapacityReservationTarget) and placement group (Placement) the launch template
+        # names; those resources are read, not created, and carry no ownership tag. Karpenter v1.12+ and
+        # terraform-aws-eks v21 grant capacity-reservation/* and placement-group/* here too.
         _allow("AllowScopedEC2InstanceAccessActions", ["ec2:RunInstances", "ec2:CreateFleet"],
-               [ctx.ec2_arn(kind) for kind in ("image", "snapshot", "security-group", "subnet")]),
+               [ctx.ec2_arn(kind) for kind in LAUNCH_REFERENCED_EC2_TYPES]),
         _allow("AllowScopedEC2LaunchTemplateAccessActions", ["ec2:RunInstances", "ec2:CreateFleet"],
                ctx.ec2_arn("launch-template"),
                {"StringEquals": resource_owned, "StringLike": nodepool_resource}),
@@ -156,6 +163,7 @@ def controller_policy(ctx: ControllerPolicyContext) -> Document:
         _allow("AllowScopedDeletion", ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
                [ctx.ec2_arn("instance"), ctx.ec2_arn("launch-template")],
                {"StringEquals": resource_owned, "StringLike": nodepool_resource}),
+        # No ec2:DescribeAvailabilityZones (Karpenter's policy has it): zone ids come with DescribeSubnets.
         _allow("AllowRegionalReadActions", list(EC2_READ_ACTIONS), "*",
                {"StringEquals": {"aws:RequestedRegion": ctx.region}}),
         _allow("AllowSSMReadActions", "ssm:GetParameter",
@@ -216,35 +224,28 @@ def irsa_trust_policy(oidc_provider_arn: str, issuer_host: str, subject: str) ->
     }]}
 
 
-def pod_identity_association_arns(partition: str, region: str, account_id: str, cluster_name: str) -> str:
-    """ARN pattern of the cluster's EKS Pod Identity associations
-    (``arn:<partition>:eks:<region>:<account>:podidentityassociation/<cluster>/<association id>``)."""
-    return f"arn:{partition}:eks:{region}:{account_id}:podidentityassociation/{cluster_name}/*"
+def pod_identity_trust_policy(cluster_arn: str, namespace: str, service_account: str) -> Document:
+    """Trust for EKS Pod Identity: one service account of one cluster, by the session tags EKS sends.
 
-
-def pod_identity_trust_policy(account_id: str, association_arns: str, cluster_name: str,
-                              namespace: str, service_account: str) -> Document:
-    """Trust for EKS Pod Identity: this account's associations of this cluster, for one service account.
-
-    The EKS Auth service (``pods.eks.amazonaws.com``) calls ``sts:AssumeRole`` with session tags
-    (``sts:TagSession``) ``eks-cluster-arn``, ``eks-cluster-name``, ``kubernetes-namespace``,
-    ``kubernetes-service-account``, ``kubernetes-pod-name`` and ``kubernetes-pod-uid`` (EKS user guide, "Grant
-    Pods access to AWS resources based on tags"). The request's source is the *pod identity association*, not
-    the cluster, so ``aws:SourceArn`` is matched with ``ArnLike`` against the cluster's associations
-    (:func:`pod_identity_association_arns`); the session tags pin the namespace, service account and cluster,
-    as the EKS user guide's trust example does. Both conditions hold for both actions (the tags are request
-    tags of the AssumeRole call too).
+    The EKS Auth service (``pods.eks.amazonaws.com``) calls ``sts:AssumeRole`` and ``sts:TagSession`` with the
+    session tags ``eks-cluster-arn``, ``eks-cluster-name``, ``kubernetes-namespace``,
+    ``kubernetes-service-account``, ``kubernetes-pod-name`` and ``kubernetes-pod-uid`` (EKS user guide, "Create
+    IAM role with trust policy required by EKS Pod Identity" and "Enable or disable session tags").
+    Documented by AWS: the principal, the two actions, and ``StringEquals`` on
+    ``aws:RequestTag/kubernetes-namespace`` and ``aws:RequestTag/kubernetes-service-account`` (the guide's
+    example). Ours: ``aws:RequestTag/eks-cluster-arn`` (a tag from the documented list, so a role is not
+    usable from another cluster's association). Not used: ``aws:SourceArn`` / ``aws:SourceAccount``, which the
+    guide does not document for this principal (if EKS sent other values, Pod Identity would get no
+    credentials). See docs/iam.md.
     """
     return {"Version": VERSION, "Statement": [{
         "Sid": "AllowEksPodIdentity",
         "Effect": "Allow",
         "Principal": {"Service": "pods.eks.amazonaws.com"},
         "Action": ["sts:AssumeRole", "sts:TagSession"],
-        "Condition": {"StringEquals": {"aws:SourceAccount": account_id,
-                                       "aws:RequestTag/eks-cluster-name": cluster_name,
+        "Condition": {"StringEquals": {"aws:RequestTag/eks-cluster-arn": cluster_arn,
                                        "aws:RequestTag/kubernetes-namespace": namespace,
-                                       "aws:RequestTag/kubernetes-service-account": service_account},
-                      "ArnLike": {"aws:SourceArn": association_arns}},
+                                       "aws:RequestTag/kubernetes-service-account": service_account}},
     }]}
 
 

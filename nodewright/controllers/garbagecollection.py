@@ -1,12 +1,20 @@
-"""Garbage collection: leaked instances and NodeClaims whose instance vanished.
+"""Garbage collection: leaked instances, NodeClaims whose instance vanished, and unused launch templates.
 
 Karpenter's ``nodeclaim/garbagecollection`` controller: an instance tagged for this cluster (the cloud
 provider's :meth:`list`) with no NodeClaim of the same provider ID, older than :attr:`grace` (30 s, so a
 launch in flight is never mistaken for a leak), is terminated. A launched NodeClaim whose instance no longer
 exists is deleted (its finalizer then releases without a cloud call).
+
+:class:`LaunchTemplateGC` (Karpenter deletes a launch template when its cache evicts it unused): every
+:attr:`LaunchTemplateGC.period` (5 min) the cloud deletes the launch templates this cluster owns that no current
+EC2NodeClass / NodePool / capacity type needs (:meth:`nodewright.cloud.aws.launchtemplates.LaunchTemplateProvider.
+garbage_collect`): EC2 allows 5,000 per region, and every change of a class's AMI, security groups or userData
+makes new ones.
 """
 
 from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
 
 from nodewright.api import labels as L
 from nodewright.api.nodeclaim import NodeClaim
@@ -83,3 +91,41 @@ class GarbageCollector:
             self.ctx.cloud_error("nodeclaim.garbagecollection", "Delete", err)
             return
         self.terminated.append(pid)
+
+
+@runtime_checkable
+class LaunchTemplateCollector(Protocol):
+    """A cloud whose launch templates outlive the configurations that made them."""
+
+    def garbage_collect_launch_templates(self, needed: dict[str, set[str]]) -> list[str]:
+        """Delete the templates no class/pool in ``needed`` (EC2NodeClass -> its NodePools) still uses; returns
+        their names. Raises CloudProviderError."""
+        ...
+
+
+class LaunchTemplateGC:
+    """Runs at most every :attr:`period` seconds (a no-op for clouds without launch templates).
+
+    Attributes:
+        deleted: names of the templates deleted, in order (tests, the simulator).
+    """
+
+    def __init__(self, ctx: Context, period: float = 300.0) -> None:
+        self.ctx = ctx
+        self.period = period
+        self._last = float("-inf")
+        self.deleted: list[str] = []
+
+    def reconcile(self, state: ClusterState | None = None, force: bool = False) -> None:
+        cloud = self.ctx.cloud
+        now = self.ctx.clock()
+        if not isinstance(cloud, LaunchTemplateCollector) or (not force and now - self._last < self.period):
+            return
+        self._last = now
+        state = state or snapshot(self.ctx.cluster)
+        needed = {name: pools for name, pools in state.nodepools_by_nodeclass().items()
+                  if name in state.nodeclasses and not is_deleting(state.nodeclasses[name])}
+        try:
+            self.deleted += cloud.garbage_collect_launch_templates(needed)
+        except CloudProviderError as err:
+            self.ctx.cloud_error("launchtemplate.garbagecollection", "DeleteLaunchTemplate", err)

@@ -3,7 +3,7 @@
 The run loop (:mod:`nodewright.runtime`) calls :meth:`step` every ``reconcile_period`` while this replica
 leads; the simulator calls it on its own clock. Each step takes one snapshot of the cluster and runs the
 controllers in dependency order: EC2NodeClass status, static NodePools (``spec.replicas``), provisioning, lifecycle, termination, interruption,
-garbage collection, NodePool status, state metrics. Nothing here sleeps or starts threads.
+garbage collection (instances, then launch templates), NodePool status, state metrics. Nothing here sleeps or starts threads.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from nodewright.controllers.common import Context, log
 from nodewright.controllers.disruption import DisruptionController
-from nodewright.controllers.garbagecollection import GarbageCollector
+from nodewright.controllers.garbagecollection import GarbageCollector, LaunchTemplateGC
 from nodewright.controllers.interruption import InterruptionController, InterruptionSource
 from nodewright.controllers.lifecycle import LifecycleController
 from nodewright.controllers.nodeclass import NodeClassController
@@ -47,6 +47,7 @@ class ControllerOptions:
     registration_timeout: float = 900.0
     gc_grace: float = 30.0
     gc_period: float = 30.0
+    launch_template_gc_period: float = 300.0
     status_period: float = 10.0
     nodeclass_period: float = 60.0
     spot_to_spot_consolidation: bool = False
@@ -93,6 +94,7 @@ class ControllerManager:
             pricing_policy=opts.pricing_policy)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
+        self.launch_template_gc = LaunchTemplateGC(ctx, opts.launch_template_gc_period)
         self.status = NodePoolStatusController(ctx, opts.status_period, opts.pricing_policy)
         self.nodeclass = NodeClassController(ctx, opts.nodeclass_period)
         self.state_metrics = StateMetricsController(ctx)
@@ -114,6 +116,7 @@ class ControllerManager:
             ("disruption", self.disruption.reconcile),
             ("interruption", self.interruption.reconcile if self.interruption else None),
             ("garbagecollection", self.gc.reconcile),
+            ("launchtemplate.garbagecollection", self.launch_template_gc.reconcile),
             ("nodepool.status", self.status.reconcile),
             ("metrics.state", self.state_metrics.reconcile),  # node gauges, pod startups (dashboard)
         ):

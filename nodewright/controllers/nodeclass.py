@@ -18,6 +18,13 @@ show up without a spec change; the provider's own caches bound the AWS calls). A
 (throttling, timeout) keeps the last written status and retries with per-nodeclass exponential backoff.
 The status is patched only when it changed (conditions compared without ``lastTransitionTime``).
 
+Termination (Karpenter's ``nodeclass`` termination controller, ``pkg/controllers/nodeclass/termination.go``): every
+EC2NodeClass gets the ``karpenter.k8s.aws/termination`` finalizer. Once it is being deleted, the controller waits
+while any NodeClaim references it (an event ``WaitingOnNodeClaimTermination`` names them, Karpenter's wording),
+then deletes the class's managed instance profile and every launch template tagged with it (the cloud's
+:meth:`NodeClassResources.delete_nodeclass_resources`) and removes the finalizer. A cloud failure keeps the
+finalizer and retries with the same backoff.
+
 The status comes from the cloud provider's ``nodeclass_status(nodeclass)`` (see :class:`NodeClassStatusSource`;
 ``AWSCloudProvider`` implements it). With a cloud that has none (the simulator's, test fakes) this controller
 does nothing.
@@ -35,11 +42,11 @@ from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_ec2nodeclass
 from nodewright.backoff import Backoff
 from nodewright.cloud.provider import CloudProviderError
-from nodewright.controllers.common import Context, log
+from nodewright.controllers.common import Context, log, remove_finalizer
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
-from nodewright.kube.objects import Obj, is_deleting, meta, name_of, set_condition
+from nodewright.kube.objects import Obj, finalizers_of, is_deleting, meta, name_of, set_condition
 from nodewright.state.cluster import ClusterState, snapshot
 
 #: The ``status`` fields this controller owns; a field missing from a new status is removed from the object.
@@ -60,6 +67,18 @@ class NodeClassStatusSource(Protocol):
         ...
 
 
+@runtime_checkable
+class NodeClassResources(Protocol):
+    """A cloud that owns per-EC2NodeClass resources to delete when the class goes."""
+
+    def delete_nodeclass_resources(self, nodeclass: str) -> None:
+        """Delete the managed instance profile and the launch templates of ``nodeclass`` (no error when absent).
+
+        Raises:
+            CloudProviderError: a delete failed (the finalizer stays; retried with backoff)."""
+        ...
+
+
 @dataclass
 class _Seen:
     spec: str  # the spec as sorted JSON when last resolved
@@ -76,6 +95,7 @@ class NodeClassController:
 
     Attributes:
         patched: names of the EC2NodeClasses whose status was written, in order (for tests and the simulator).
+        finalized: names of the EC2NodeClasses whose resources were deleted and finalizer released, in order.
     """
 
     def __init__(self, ctx: Context, period: float = 60.0, source: NodeClassStatusSource | None = None) -> None:
@@ -83,18 +103,25 @@ class NodeClassController:
         self.period = period
         cloud = ctx.cloud
         self.source = source if source is not None else (cloud if isinstance(cloud, NodeClassStatusSource) else None)
+        self.cleanup = cloud if isinstance(cloud, NodeClassResources) else None
         self.backoff = Backoff(initial=5.0, maximum=300.0)
         self._seen: dict[str, _Seen] = {}
+        self._waiting: dict[str, list[str]] = {}
         self.patched: list[str] = []
+        self.finalized: list[str] = []
 
     def reconcile(self, state: ClusterState | None = None, force: bool = False) -> None:
         """Resolve the EC2NodeClasses that are new, changed or due (all of them with ``force``)."""
-        if self.source is None:
+        if self.source is None and self.cleanup is None:
             return
         now = self.ctx.clock()
         state = state or snapshot(self.ctx.cluster)
         for name, doc in sorted(state.nodeclasses.items()):
             if is_deleting(doc):
+                self._finalize(doc, state, now)
+                continue
+            self._add_finalizer(doc)
+            if self.source is None:
                 continue
             spec = json.dumps(doc.get("spec") or {}, sort_keys=True)
             seen = self._seen.get(name)
@@ -106,7 +133,48 @@ class NodeClassController:
                 self._seen[name] = _Seen(spec, now + self.period)
         for gone in set(self._seen) - set(state.nodeclasses):
             del self._seen[gone]
-        self.backoff.prune(lambda key: key in state.nodeclasses)
+        self.backoff.prune(lambda key: key.removeprefix("finalize/") in state.nodeclasses)
+
+    def _add_finalizer(self, doc: Obj) -> None:
+        """Put ``karpenter.k8s.aws/termination`` on a class (guarded by its resourceVersion; retried next pass)."""
+        if self.cleanup is None or L.AWS_TERMINATION_FINALIZER in finalizers_of(doc):
+            return
+        patch = {"metadata": {"finalizers": [*finalizers_of(doc), L.AWS_TERMINATION_FINALIZER],
+                              "resourceVersion": meta(doc).get("resourceVersion")}}
+        try:
+            self.ctx.cluster.patch(r.EC2NODECLASSES, name_of(doc), patch)
+        except KubeError as err:
+            log.info("adding the termination finalizer to ec2nodeclass %s failed, retrying: %s", name_of(doc), err,
+                     extra={"ec2nodeclass": name_of(doc)})
+
+    def _finalize(self, doc: Obj, state: ClusterState, now: float) -> None:
+        """Release a deleted class once no NodeClaim uses it, after deleting its cloud resources."""
+        name = name_of(doc)
+        key = f"finalize/{name}"
+        if self.cleanup is None or L.AWS_TERMINATION_FINALIZER not in finalizers_of(doc) \
+                or not self.backoff.ready(key, now):
+            return
+        users = state.nodeclaims_of_nodeclass(name)
+        if users:
+            if self._waiting.get(name) != users:
+                self._waiting[name] = users
+                self.ctx.event(doc, "WaitingOnNodeClaimTermination",
+                               f"Waiting on NodeClaim termination for {', '.join(users)}")
+            return
+        try:
+            self.cleanup.delete_nodeclass_resources(name)
+        except CloudProviderError as err:
+            delay = self.backoff.failed(key, now)
+            self.ctx.cloud_error("nodeclass.termination", "DeleteNodeClassResources", err)
+            log.warning("deleting the resources of ec2nodeclass %s failed, retrying in %.0fs: %s", name, delay, err,
+                        extra={"ec2nodeclass": name})
+            return
+        self.backoff.succeeded(key)
+        self._waiting.pop(name, None)
+        if remove_finalizer(self.ctx, r.EC2NODECLASSES, doc, L.AWS_TERMINATION_FINALIZER):
+            self.finalized.append(name)
+            log.info("ec2nodeclass %s: deleted its instance profile and launch templates", name,
+                     extra={"ec2nodeclass": name})
 
     def _reconcile_one(self, doc: Obj, now: float) -> bool:
         """Resolve and write one EC2NodeClass; False when a transient failure left it for a retry."""

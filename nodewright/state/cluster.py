@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
+from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.cluster import Cluster
-from nodewright.kube.objects import Obj, labels_of, meta, name_of, namespace_of
+from nodewright.kube.objects import Obj, is_deleting, labels_of, meta, name_of, namespace_of
 from nodewright.scheduling import Pod
 from nodewright.state.models import ClusterModels, models_for
 from nodewright.state.pods import daemonset_owner, node_name, pod_key
@@ -71,6 +72,32 @@ class ClusterState:
         """The pod each DaemonSet runs on a node (daemonset overhead), through
         :meth:`ClusterModels.daemonset_pods` with this state's LimitRanges and DaemonSet pods."""
         return self.models.daemonset_pods(self.daemonsets, self.limitranges, self.daemon_pods)
+
+    def nodeclaims_of_nodeclass(self, nodeclass: str) -> list[str]:
+        """Names of the NodeClaims whose ``spec.nodeClassRef.name`` is ``nodeclass``; a NodeClaim that does not
+        validate counts as using it (a finalizer waits rather than deleting what a launch may still need)."""
+        users = []
+        for name, obj in sorted(self.nodeclaims.items()):
+            try:
+                ref = self.models.nodeclaim(obj).spec.node_class_ref.name
+            except NodewrightValidationError:
+                ref = nodeclass
+            if ref == nodeclass:
+                users.append(name)
+        return users
+
+    def nodepools_by_nodeclass(self) -> dict[str, set[str]]:
+        """EC2NodeClass name -> the (valid, not deleting) NodePools whose template references it."""
+        out: dict[str, set[str]] = {}
+        for name, obj in self.nodepools.items():
+            if is_deleting(obj):
+                continue
+            try:
+                ref = self.models.nodepool(obj).spec.template.spec.node_class_ref.name
+            except NodewrightValidationError:
+                continue
+            out.setdefault(ref, set()).add(name)
+        return out
 
     def managed_nodes(self) -> list[Obj]:
         """Nodes carrying the ``karpenter.sh/nodepool`` label."""

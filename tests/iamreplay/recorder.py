@@ -57,6 +57,11 @@ class MotoState:
                                            dict(template.latest_version().data))
         return None
 
+    def placement_group_name(self, region: str, group_id: str) -> str | None:
+        """moto keeps no placement groups: a group given by id cannot be named (the call counts as unresolved)."""
+        groups = getattr(self._ec2(region), "placement_groups", {})
+        return next((g.name for g in list(groups.values()) if getattr(g, "id", None) == group_id), None)
+
     def instance_profile(self, name: str) -> tuple[dict[str, str], list[str]] | None:
         from moto.iam.models import iam_backends
 
@@ -151,20 +156,19 @@ class Recorder:
         """How the controller gets its role in each mode, against that mode's trust (once per session)."""
         binding = self.binding
         role = binding.controller_role_arn
-        subject = "system:serviceaccount:kube-system:nodewright"
+        subject = binding.subject
         irsa = Request("sts:AssumeRoleWithWebIdentity", role, {
             f"{binding.oidc_issuer_host}:sub": (subject,), f"{binding.oidc_issuer_host}:aud": ("sts.amazonaws.com",)},
-            principal=("Federated", binding.values["${aws_iam_openid_connect_provider.oidc_provider.arn}"]),
+            principal=("Federated", binding.oidc_provider_arn),
             call="IRSA token exchange")
         session_tags = {
-            "eks-cluster-arn": f"arn:{binding.partition}:eks:{binding.region}:{binding.account}:cluster/{binding.cluster}",
+            "eks-cluster-arn": binding.cluster_arn,
             "eks-cluster-name": binding.cluster, "kubernetes-namespace": "kube-system",
             "kubernetes-service-account": "nodewright", "kubernetes-pod-name": "nodewright-7d9f8-abcde",
             "kubernetes-pod-uid": "0f8e4a8c-1111-4c3b-9d7e-2f6a5b4c3d2e"}
-        association = (f"arn:{binding.partition}:eks:{binding.region}:{binding.account}:podidentityassociation/"
-                       f"{binding.cluster}/a-abcdefghijklmnop1")
-        pod_context = {"aws:SourceAccount": (binding.account,), "aws:SourceArn": (association,),
-                       **tag_context("aws:RequestTag", session_tags)}
+        # What EKS Pod Identity documents it sends: the session tags (EKS user guide, "Enable or disable session
+        # tags"); nothing else is assumed.
+        pod_context = tag_context("aws:RequestTag", session_tags)
         pod = [Request(action, role, pod_context, principal=("Service", "pods.eks.amazonaws.com"),
                        call="EKS Pod Identity credentials") for action in ("sts:AssumeRole", "sts:TagSession")]
         for mode, requests in (("irsa", [irsa]), ("pod-identity", pod)):
@@ -182,6 +186,11 @@ class Recorder:
             return []
         permissions = self.documents["irsa"][0]
         return [name for name, _ in all_statements(permissions) if name not in self.total.used]
+
+    def prepare(self) -> None:
+        """Load the synthesized documents (synthesizing them when the cache is cold, ~25 s per identity mode) and
+        judge the role assumptions: called once after collection, so no test's timeout pays for it."""
+        self._policies()
 
     def begin(self, test: str) -> None:
         self._policies()  # load (and judge the role assumptions) before any controller thread calls AWS

@@ -4,6 +4,7 @@ call, the resource and the statement; the role assumption of both identity modes
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -22,8 +23,9 @@ LT_TAGS = resource_tags("demo", "general", "default", {"team": "payments"})
 class FakeAccount:
     """A launch template, an instance profile holding the node role, and one instance."""
 
-    def __init__(self, lt_tags: dict[str, str]) -> None:
+    def __init__(self, lt_tags: dict[str, str], **data: Any) -> None:
         self.lt_tags = lt_tags
+        self.data = data
 
     def ec2_tags(self, region: str, resource_id: str) -> dict[str, str] | None:
         return {"i-1": instance_tags("demo", "general", "default", "general-abc")}.get(resource_id, {}) \
@@ -33,11 +35,14 @@ class FakeAccount:
         specs = [{"ResourceType": k, "Tags": [{"Key": a, "Value": b} for a, b in self.lt_tags.items()]}
                  for k in ("network-interface", "spot-instances-request")]
         data = {"ImageId": "ami-1", "SecurityGroupIds": ["sg-1"], "IamInstanceProfile": {"Name": "demo_0123"},
-                "TagSpecifications": specs}
+                "TagSpecifications": specs, **self.data}
         return LaunchTemplateFacts("lt-1", self.lt_tags, data) if name == "nodewright/demo/abc" else None
 
     def instance_profile(self, name: str) -> tuple[dict[str, str], list[str]] | None:
         return ({}, [B.node_role]) if name == "demo_0123" else None
+
+    def placement_group_name(self, region: str, group_id: str) -> str | None:
+        return {"pg-0abc": "ml-cluster"}.get(group_id)
 
 
 def _fleet(capacity_type: str = "spot") -> Call:
@@ -82,7 +87,7 @@ def test_the_tags_sent_before_this_change_are_denied_naming_call_resource_and_st
     old = {"team": "payments", "karpenter.k8s.aws/cluster": "demo", "karpenter.k8s.aws/ec2nodeclass": "default"}
     denials = _judge(_fleet(), FakeAccount(old))["irsa"]
     assert denials[0] == (
-        "IAM replay DENIED [irsa] ec2:CreateFleet by ec2:CreateFleet on "
+        "IAM replay DENIED [irsa] ec2:CreateFleet by ec2:CreateFleet referencing launch-template on "
         "arn:aws:ec2:us-east-1:123456789012:launch-template/lt-1: expected "
         "demo-nodewright-controller-node-lifecycle/AllowScopedEC2LaunchTemplateAccessActions to allow it, but "
         "condition not met: StringEquals aws:ResourceTag/kubernetes.io/cluster/demo ['owned'] (request: absent); "
@@ -121,6 +126,82 @@ def test_both_identity_modes_let_the_controller_assume_its_role():
     recorder.begin("role assumption")
     tally = recorder.end()
     assert recorder.total.evaluated == 3 and recorder.total.denials == [] and tally.calls == 0
-    _, trust = controller_documents("pod-identity", B)
-    condition = trust["Statement"][0]["Condition"]
-    assert condition["ArnLike"] == {"aws:SourceArn": "arn:aws:eks:us-east-1:123456789012:podidentityassociation/demo/*"}
+
+ARN = "arn:aws:ec2:us-east-1:123456789012:"
+RESERVED = {"CapacityReservationSpecification": {"CapacityReservationTarget": {"CapacityReservationId": "cr-0a1"}}}
+PLACED = {"Placement": {"GroupId": "pg-0abc"}}
+
+
+def _without_reservations_and_placement_groups(mode: str) -> dict[str, Any]:
+    """The synthesized documents with the launch statement as it was before #27 (no capacity-reservation/*,
+    no placement-group/*): what the replay must catch."""
+    permissions, _ = controller_documents(mode, B)
+    old = copy.deepcopy(permissions)
+    for document in old.values():
+        for statement in document["Statement"]:
+            if statement.get("Sid") == "AllowScopedEC2InstanceAccessActions":
+                statement["Resource"] = [r for r in statement["Resource"]
+                                         if "capacity-reservation" not in r and "placement-group" not in r]
+    return old
+
+
+@pytest.mark.parametrize("data", [RESERVED, PLACED], ids=["capacity-reservation", "placement-group"])
+def test_reserved_and_placed_launches_are_allowed_and_were_denied_by_the_old_statement(data: dict[str, Any]):
+    requests = authorizations(_fleet("on-demand"), FakeAccount(LT_TAGS, **data))
+    kind, ident = ("capacity-reservation", "cr-0a1") if data is RESERVED else ("placement-group", "ml-cluster")
+    referenced = sorted({r.action for r in requests if r.resource == f"{ARN}{kind}/{ident}"})
+    assert referenced == ["ec2:CreateFleet", "ec2:RunInstances"]
+    assert _judge(_fleet("on-demand"), FakeAccount(LT_TAGS, **data)) == {"irsa": [], "pod-identity": []}
+    for mode in IDENTITY_MODES:
+        old = _without_reservations_and_placement_groups(mode)
+        denials = [denial_message(mode, r, d, "t") for r in requests if not (d := evaluate(old, r)).allowed]
+        assert denials == [
+            f"IAM replay DENIED [{mode}] {action} by ec2:CreateFleet referencing {kind} on {ARN}{kind}/{ident}: "
+            f"expected demo-nodewright-controller-node-lifecycle/AllowScopedEC2InstanceAccessActions to allow it, "
+            f"but its Resource ['arn:aws:ec2:us-east-1::image/*', 'arn:aws:ec2:us-east-1::snapshot/*', "
+            f"'arn:aws:ec2:us-east-1:*:security-group/*', 'arn:aws:ec2:us-east-1:*:subnet/*'] does not match "
+            f"(in t)" for action in ("ec2:CreateFleet", "ec2:RunInstances")]
+
+
+def test_every_referenced_resource_comes_from_the_request_and_its_template():
+    data = {"KeyName": "ops", "BlockDeviceMappings": [{"DeviceName": "/dev/xvda", "Ebs": {
+        "VolumeSize": 20, "SnapshotId": "snap-1"}}], "NetworkInterfaces": [{"DeviceIndex": 0, "Groups": ["sg-2"]}],
+        **RESERVED, **PLACED}
+    resources = {r.resource for r in authorizations(_fleet("spot"), FakeAccount(LT_TAGS, **data))
+                 if r.action == "ec2:RunInstances"}
+    assert resources == {
+        "arn:aws:ec2:us-east-1::image/ami-1", "arn:aws:ec2:us-east-1::snapshot/snap-1",
+        *(f"{ARN}{k}" for k in ("launch-template/lt-1", "security-group/sg-1", "security-group/sg-2",
+                                "subnet/subnet-1", "key-pair/ops", "capacity-reservation/cr-0a1",
+                                "placement-group/ml-cluster", "fleet/*", "instance/*", "volume/*",
+                                "network-interface/*", "spot-instances-request/*"))}
+    run = Call("ec2", "RunInstances", {"MinCount": 1, "MaxCount": 1, "SubnetId": "subnet-9",
+                                       "LaunchTemplate": {"LaunchTemplateName": "nodewright/demo/abc"}},
+               B.region, B.account)
+    assert {r.resource.rsplit(":", 1)[1] for r in authorizations(run, FakeAccount(LT_TAGS, **RESERVED))} == {
+        "launch-template/lt-1", "image/ami-1", "security-group/sg-1", "subnet/subnet-9",
+        "capacity-reservation/cr-0a1", "instance/*", "volume/*", "network-interface/*",
+        "role/KarpenterNodeRole-demo"}
+
+
+@pytest.mark.parametrize(("data", "field"), [
+    ({"LicenseSpecifications": [{"LicenseConfigurationArn": "arn:x"}]}, "LicenseSpecifications"),
+    ({"SecurityGroups": ["default"]}, "SecurityGroups"),
+    ({"BlockDeviceMappings": [{"DeviceName": "/dev/xvda", "Ebs": {"KmsKeyId": "k"}}]}, "KmsKeyId"),
+    ({"CapacityReservationSpecification": {"CapacityReservationTarget": {
+        "CapacityReservationResourceGroupArn": "arn:g"}}}, "CapacityReservationResourceGroupArn"),
+    ({"Placement": {"HostId": "h-1"}}, "HostId"),
+])
+def test_a_request_shape_the_replay_cannot_map_fails(data: dict[str, Any], field: str):
+    with pytest.raises(UnmappedCall, match=field):
+        authorizations(_fleet(), FakeAccount(LT_TAGS, **data))
+
+
+def test_the_replay_judges_the_synthesized_documents_not_the_policy_function():
+    permissions, trust = controller_documents("pod-identity", B)
+    assert sorted(permissions) == [f"demo-nodewright-controller-{part}" for part in (
+        "eks-integration", "iam-integration", "interruption", "node-lifecycle", "resource-discovery")]
+    assert permissions["demo-nodewright-controller-eks-integration"]["Statement"][0]["Resource"] == B.cluster_arn
+    assert trust["Statement"][0]["Condition"] == {"StringEquals": {
+        "aws:RequestTag/eks-cluster-arn": B.cluster_arn, "aws:RequestTag/kubernetes-namespace": "kube-system",
+        "aws:RequestTag/kubernetes-service-account": "nodewright"}}

@@ -145,17 +145,14 @@ def test_irsa_trust_names_exactly_the_service_account_and_sts_audience():
     }]
 
 
-def test_pod_identity_trust_is_limited_to_the_clusters_associations_and_one_service_account():
-    arns = policies.pod_identity_association_arns("aws", "ap-northeast-2", "111122223333", "shop")
-    assert arns == "arn:aws:eks:ap-northeast-2:111122223333:podidentityassociation/shop/*"
-    (stmt,) = policies.pod_identity_trust_policy("111122223333", arns, "shop", "kube-system", "nodewright")["Statement"]
+def test_pod_identity_trust_uses_the_documented_session_tags_of_one_cluster_and_service_account():
+    cluster = "arn:aws:eks:ap-northeast-2:111122223333:cluster/shop"
+    (stmt,) = policies.pod_identity_trust_policy(cluster, "kube-system", "nodewright")["Statement"]
     assert stmt["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert stmt["Action"] == ["sts:AssumeRole", "sts:TagSession"]
-    assert stmt["Condition"] == {
-        "StringEquals": {"aws:SourceAccount": "111122223333", "aws:RequestTag/eks-cluster-name": "shop",
-                         "aws:RequestTag/kubernetes-namespace": "kube-system",
-                         "aws:RequestTag/kubernetes-service-account": "nodewright"},
-        "ArnLike": {"aws:SourceArn": arns}}
+    assert stmt["Condition"] == {"StringEquals": {"aws:RequestTag/eks-cluster-arn": cluster,
+                                                  "aws:RequestTag/kubernetes-namespace": "kube-system",
+                                                  "aws:RequestTag/kubernetes-service-account": "nodewright"}}
 
 
 def test_queue_policy_lets_only_the_rules_send_and_denies_plain_http():

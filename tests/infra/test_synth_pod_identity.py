@@ -45,14 +45,12 @@ def test_controller_role_trusts_only_eks_pod_identity_for_this_cluster(synth):
     (stmt,) = policy_of(role, "assume_role_policy")["Statement"]
     assert stmt["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert stmt["Action"] == ["sts:AssumeRole", "sts:TagSession"]
-    account = "${data.aws_caller_identity.caller.account_id}"
-    # EKS Pod Identity's request comes from the association (not the cluster) and carries session tags.
-    assert stmt["Condition"] == {
-        "StringEquals": {"aws:SourceAccount": account, "aws:RequestTag/eks-cluster-name": "shop-prod",
-                         "aws:RequestTag/kubernetes-namespace": "kube-system",
-                         "aws:RequestTag/kubernetes-service-account": "nodewright"},
-        "ArnLike": {"aws:SourceArn": f"arn:${{data.aws_partition.partition.partition}}:eks:us-west-2:{account}:"
-                                     "podidentityassociation/shop-prod/*"}}
+    # The session tags EKS Pod Identity sends (EKS user guide); the cluster ARN is the cluster stack's output.
+    cluster_arn = stmt["Condition"]["StringEquals"]["aws:RequestTag/eks-cluster-arn"]
+    assert synth.resolve(cluster_arn) == ("cluster", "${aws_eks_cluster.cluster.arn}")
+    assert stmt["Condition"] == {"StringEquals": {"aws:RequestTag/eks-cluster-arn": cluster_arn,
+                                                  "aws:RequestTag/kubernetes-namespace": "kube-system",
+                                                  "aws:RequestTag/kubernetes-service-account": "nodewright"}}
 
 
 def test_pod_identity_agent_addon_and_no_irsa_annotation(synth):

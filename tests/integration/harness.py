@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client as k8s
+from rbacreplay.recorder import CONTROLLER_TOKEN
 
 from nodewright.api import labels as L
 from nodewright.runtime import Runtime, build_runtime, serve
@@ -24,9 +25,8 @@ from .awsmoto import CLUSTER, REGION, Account
 from .emulator import EmulatorThread
 
 T = TypeVar("T")
+# CONTROLLER_TOKEN: the replicas' bearer token (the emulator's RBAC binds it; the RBAC replay judges its requests).
 ENDPOINT = "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com"
-#: The controller's bearer token (what the emulator's RBAC binds, when a test sets rules).
-CONTROLLER_TOKEN = "nodewright-controller"
 #: Cluster CA (base64 PEM) and service CIDR given as settings, so no eks:DescribeCluster call is needed.
 CA_BUNDLE = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJJVEVTVAotLS0tLUVORCBDRVJUSUZJQ0FURS0tLS0tCg=="
 SERVICE_CIDR = "10.100.0.0/16"

@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import yaml
+
 POLICY_ATTRS = {
     "aws_iam_policy": ("policy", "identity"),
     "aws_iam_role_policy": ("policy", "identity"),
@@ -306,7 +308,160 @@ def release_service_account_renamed(docs: Docs) -> int:
     raise AssertionError("no helm_release")
 
 
+def create_tags_without_create_action(docs: Docs) -> int:
+    """``ec2:CreateTags`` on the created types without the ``ec2:CreateAction`` condition: the controller may tag
+    any instance with the ownership tag, then terminate it."""
+    def fn(sts: list[St]) -> list[St] | None:
+        removed = sum(s.drop_conditions("ec2:CreateAction") for s in sts
+                      if any(a.lower() == "ec2:createtags" for a in s.actions))
+        return sts if removed else None
+    return edit_statements(docs, "identity", fn)
+
+
+def _queue_statements(docs: Docs, fn: Callable[[dict[str, Any]], bool]) -> int:
+    """Apply ``fn`` to every statement of the interruption queue's policies; how many it changed."""
+    _conf, holders = _queue(docs)
+    changed = 0
+    for conf, attr in holders:
+        policy = json.loads(conf[attr])
+        changed += sum(1 for st in policy["Statement"] if fn(st))
+        conf[attr] = json.dumps(policy)
+    assert changed, "no queue statement changed"
+    return changed
+
+
+def queue_eventbridge_without_source(docs: Docs) -> int:
+    """The EventBridge statement without ``aws:SourceArn`` (Karpenter's CloudFormation writes it so): any account's
+    rule may send (confused deputy)."""
+    def fn(st: dict[str, Any]) -> bool:
+        if "Service" not in (st.get("Principal") or {}) or "Condition" not in st:
+            return False
+        del st["Condition"]
+        return True
+    return _queue_statements(docs, fn)
+
+
+def node_role_ec2_full_access(docs: Docs) -> int:
+    """AmazonEC2FullAccess attached to the node role."""
+    return _attach(docs, "arn:${data.aws_partition.partition.partition}:iam::aws:policy/AmazonEC2FullAccess")
+
+
+def node_role_ec2_writes(docs: Docs) -> int:
+    """An inline policy on the node role that may launch and terminate instances."""
+    stack, role = _node_role(docs)
+    docs[stack]["resource"].setdefault("aws_iam_role_policy", {})["node_ec2"] = {
+        "role": f"${{aws_iam_role.{role}.name}}",
+        "policy": json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Sid": "SelfHeal", "Effect": "Allow", "Action": ["ec2:RunInstances", "ec2:TerminateInstances"],
+             "Resource": "*"}]})}
+    return 1
+
+
+def _kms_key(docs: Docs, statements: list[dict[str, Any]]) -> int:
+    stack, _ = _node_role(docs)
+    docs[stack]["resource"].setdefault("aws_kms_key", {})["nodes"] = {
+        "description": "node volumes", "enable_key_rotation": True,
+        "policy": json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Sid": "EnableAccountAdministrationThroughIAM", "Effect": "Allow",
+             "Principal": {"AWS": "arn:aws:iam::111122223333:root"}, "Action": "kms:*", "Resource": "*"},
+            *statements]})}
+    return 1
+
+
+_KEY_USE = ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:CreateGrant",
+            "kms:DescribeKey"]
+
+
+def kms_key_wildcard_principal(docs: Docs) -> int:
+    """A KMS key policy letting Principal ``*`` use the key, with no condition on the caller."""
+    return _kms_key(docs, [{"Sid": "AllowUse", "Effect": "Allow", "Principal": {"AWS": "*"}, "Action": _KEY_USE,
+                            "Resource": "*"}])
+
+
+def release_literal_role_arn_service_account_renamed(docs: Docs) -> int:
+    """The release names the controller role by a literal ARN (values written for a role another stack manages)
+    and installs ServiceAccount ``karpenter``, which the role's trust does not name."""
+    return _release_literal_role_arn(docs, "karpenter")
+
+
+def _release_literal_role_arn(docs: Docs, service_account: str) -> int:
+    def trust_text(doc: dict[str, Any], conf: dict[str, Any]) -> str:
+        text = str(conf.get("assume_role_policy"))
+        if text.startswith("${data.aws_iam_policy_document."):
+            return json.dumps(doc.get("data", {}).get("aws_iam_policy_document", {}).get(text.split(".")[2]))
+        return text
+
+    roles = [conf["name"] for doc in docs.values() for conf in (doc.get("resource", {}).get("aws_iam_role") or {}).values()
+             if "AssumeRoleWithWebIdentity" in trust_text(doc, conf) and isinstance(conf.get("name"), str)]
+    assert roles, "no IRSA role with a literal name"
+    for doc in docs.values():
+        for conf in (doc.get("resource", {}).get("helm_release") or {}).values():
+            if "nodewright" not in str(conf.get("chart", "")):
+                continue
+            values = conf.get("values") or ["{}"]
+            merged = yaml.safe_load(values[0]) or {}
+            merged["serviceAccount"] = {"name": service_account, "annotations": {
+                "eks.amazonaws.com/role-arn": f"arn:aws:iam::111122223333:role/{roles[0]}"}}
+            conf["values"] = [json.dumps(merged), *values[1:]]
+            conf["set"] = [e for e in conf.get("set") or [] if not str(e.get("name", "")).startswith("serviceAccount")]
+            return 1
+    raise AssertionError("no nodewright helm_release")
+
+
 # --- reasonable configurations the gate must pass (controls) --------------------------------
+
+
+def karpenter_resource_tagging(docs: Docs) -> int:
+    """Karpenter's ``AllowScopedResourceTagging``: CreateTags on owned instances, only the NodeClaim/Name keys."""
+    return _add_statement(docs, {
+        "Sid": "AllowScopedResourceTagging", "Effect": "Allow", "Action": ["ec2:CreateTags"],
+        "Resource": ["arn:aws:ec2:us-east-1:*:instance/*"],
+        "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/nodewright": "owned"},
+                      "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+                      "ForAllValues:StringEquals": {"aws:TagKeys": ["karpenter.sh/nodeclaim", "Name"]}}})
+
+
+def queue_eventbridge_source_account(docs: Docs) -> int:
+    """The EventBridge statement pinned by ``aws:SourceAccount`` instead of the rule ARNs."""
+    def fn(st: dict[str, Any]) -> bool:
+        if "Service" not in (st.get("Principal") or {}) or "Condition" not in st:
+            return False
+        st["Condition"] = {"StringEquals": {"aws:SourceAccount": "111122223333"}}
+        return True
+    return _queue_statements(docs, fn)
+
+
+def node_role_cni_inline(docs: Docs) -> int:
+    """The VPC CNI's ENI actions inline on the node role (what AmazonEKS_CNI_Policy grants), and SSM."""
+    stack, role = _node_role(docs)
+    resources = docs[stack]["resource"]
+    resources.setdefault("aws_iam_role_policy", {})["node_cni"] = {
+        "role": f"${{aws_iam_role.{role}.name}}",
+        "policy": json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Sid": "Eni", "Effect": "Allow", "Resource": "*", "Action": [
+                "ec2:AssignPrivateIpAddresses", "ec2:AttachNetworkInterface", "ec2:CreateNetworkInterface",
+                "ec2:DeleteNetworkInterface", "ec2:DescribeInstances", "ec2:DescribeNetworkInterfaces",
+                "ec2:DetachNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute", "ec2:UnassignPrivateIpAddresses"]},
+            {"Sid": "TagEni", "Effect": "Allow", "Action": ["ec2:CreateTags"],
+             "Resource": ["arn:aws:ec2:*:*:network-interface/*"]}]})}
+    resources["aws_iam_role_policy_attachment"]["node_ssm"] = {
+        "role": f"${{aws_iam_role.{role}.name}}",
+        "policy_arn": "arn:${data.aws_partition.partition.partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}
+    return 1
+
+
+def kms_key_account_pinned(docs: Docs) -> int:
+    """AWS's pattern for a service-integrated key: Principal ``*`` pinned by kms:CallerAccount and kms:ViaService."""
+    return _kms_key(docs, [{"Sid": "AllowEbsForAccount", "Effect": "Allow", "Principal": {"AWS": "*"},
+                            "Action": _KEY_USE, "Resource": "*", "Condition": {"StringEquals": {
+                                "kms:CallerAccount": "111122223333", "kms:ViaService": "ec2.us-east-1.amazonaws.com"}}}])
+
+
+def release_literal_role_arn(docs: Docs) -> int:
+    """The release names the controller role by its literal ARN, with the ServiceAccount its trust names."""
+    return _release_literal_role_arn(docs, "nodewright")
+
+
 
 
 def queue_tls_deny_string_equals(docs: Docs) -> int:
@@ -439,6 +594,57 @@ def chart_service_account_renamed(objs: list[dict[str, Any]]) -> int:
     return 1
 
 
+def clusterrole_reads_secrets(objs: list[dict[str, Any]]) -> int:
+    """The ClusterRole may get/list/watch Secrets (every namespace's)."""
+    _cluster_roles(objs)[0]["rules"].append({"apiGroups": [""], "resources": ["secrets"],
+                                             "verbs": ["get", "list", "watch"]})
+    return 1
+
+
+def _network_policy(ingress: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "nodewright", "namespace": "kube-system"},
+            "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "nodewright"}},
+                     "policyTypes": ["Ingress"], "ingress": ingress}}
+
+
+def network_policy_admits_all(objs: list[dict[str, Any]]) -> int:
+    """A NetworkPolicy whose ingress rule is ``{}`` (every port, every source)."""
+    objs.append(_network_policy([{}]))
+    return 1
+
+
+def nodeclass_unencrypted_volume(objs: list[dict[str, Any]]) -> int:
+    """An EC2NodeClass root volume with ``encrypted: false``."""
+    _first(objs, "EC2NodeClass")["spec"]["blockDeviceMappings"] = [
+        {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "100Gi", "volumeType": "gp3", "encrypted": False}}]
+    return 1
+
+
+def role_reads_named_secret(objs: list[dict[str, Any]]) -> int:
+    """Control: a namespaced Role reading one named Secret."""
+    objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                 "metadata": {"name": "nodewright-webhook", "namespace": "kube-system"},
+                 "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"],
+                            "resourceNames": ["nodewright-cert"]}]})
+    return 1
+
+
+def network_policy_metrics_port(objs: list[dict[str, Any]]) -> int:
+    """Control: the chart's NetworkPolicy: the metrics port from any source, and from a monitoring namespace."""
+    objs.append(_network_policy([{"ports": [{"port": "http-metrics", "protocol": "TCP"}]},
+                                 {"from": [{"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}]}]))
+    return 1
+
+
+def nodeclass_encrypted_with_kms(objs: list[dict[str, Any]]) -> int:
+    """Control: an EC2NodeClass root volume encrypted with a customer managed key."""
+    _first(objs, "EC2NodeClass")["spec"]["blockDeviceMappings"] = [
+        {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "100Gi", "encrypted": True,
+                                            "kmsKeyID": "arn:aws:kms:us-east-1:111122223333:key/abc"}}]
+    return 1
+
+
 def nodeclass_without_metadata_options(objs: list[dict[str, Any]]) -> int:
     """Control: an EC2NodeClass that leaves metadataOptions to the (safe) defaults."""
     del _first(objs, "EC2NodeClass", "metadataOptions")["spec"]["metadataOptions"]
@@ -469,6 +675,14 @@ TF_VARIANTS: dict[str, tuple[Callable[[Docs], int], str]] = {
     "queue-public-send": (queue_public_send, "CKV_NW_7"),
     "queue-retention-days": (queue_retention_days, "CKV_NW_7"),
     "release-service-account-renamed": (release_service_account_renamed, "CKV_NW_12"),
+    # issue #27, item 5
+    "create-tags-without-create-action": (create_tags_without_create_action, "CKV_NW_5"),
+    "queue-eventbridge-without-source": (queue_eventbridge_without_source, "CKV_NW_7"),
+    "node-role-ec2-full-access": (node_role_ec2_full_access, "CKV_NW_6"),
+    "node-role-ec2-writes": (node_role_ec2_writes, "CKV_NW_6"),
+    "kms-key-wildcard-principal": (kms_key_wildcard_principal, "CKV_NW_4"),
+    "release-literal-role-arn-service-account-renamed": (release_literal_role_arn_service_account_renamed,
+                                                         "CKV_NW_12"),
 }
 K8S_VARIANTS: dict[str, tuple[Callable[[list[dict[str, Any]]], int], str]] = {
     "spot-without-taint": (spot_pool_without_taint, "CKV_NW_9"),
@@ -479,14 +693,26 @@ K8S_VARIANTS: dict[str, tuple[Callable[[list[dict[str, Any]]], int], str]] = {
     "clusterrole-wildcard-resource-second-rule": (clusterrole_wildcard_resource_in_second_rule, "CKV_NW_13"),
     "role-wildcard-api-group": (role_wildcard_api_group, "CKV_NW_13"),
     "chart-service-account-renamed": (chart_service_account_renamed, "CKV_NW_12"),
+    # issue #27, item 5
+    "clusterrole-reads-secrets": (clusterrole_reads_secrets, "CKV_NW_13"),
+    "networkpolicy-admits-all": (network_policy_admits_all, "CKV_NW_14"),
+    "nodeclass-unencrypted-volume": (nodeclass_unencrypted_volume, "CKV_NW_10"),
 }
 #: Reasonable configurations the gate must pass (no CKV_NW finding at all).
 TF_CONTROLS: dict[str, Callable[[Docs], int]] = {
     "queue-tls-deny-string-equals": queue_tls_deny_string_equals,
     "no-instance-profile": no_instance_profile,
     "unrelated-launcher": unrelated_launcher,
+    "karpenter-resource-tagging": karpenter_resource_tagging,
+    "queue-eventbridge-source-account": queue_eventbridge_source_account,
+    "node-role-cni-inline": node_role_cni_inline,
+    "kms-key-account-pinned": kms_key_account_pinned,
+    "release-literal-role-arn": release_literal_role_arn,
 }
 K8S_CONTROLS: dict[str, Callable[[list[dict[str, Any]]], int]] = {
     "nodeclass-without-metadata-options": nodeclass_without_metadata_options,
     "nodepool-gpu-limits-only": nodepool_gpu_limits_only,
+    "role-reads-named-secret": role_reads_named_secret,
+    "networkpolicy-metrics-port": network_policy_metrics_port,
+    "nodeclass-encrypted-with-kms": nodeclass_encrypted_with_kms,
 }

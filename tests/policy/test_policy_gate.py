@@ -70,7 +70,7 @@ def test_coverage_gaps_name_the_checks_that_saw_nothing():
     assert len(gaps) == 1 and gaps[0].startswith("CKV_NW_1 evaluated no object")
     only_k8s = [result("CKV_NW_11", "x", "f", "passed")]
     assert {g.split()[0] for g in gate.coverage_gaps(only_k8s, ["kubernetes"])} == {
-        "CKV_NW_8", "CKV_NW_9", "CKV_NW_10", "CKV_NW_12", "CKV_NW_13"}
+        "CKV_NW_8", "CKV_NW_9", "CKV_NW_10", "CKV_NW_12", "CKV_NW_13", "CKV_NW_14"}
 
 
 def test_terraform_addresses_are_rebuilt_from_the_enclosing_block():

@@ -86,7 +86,7 @@ def test_catch_rate_is_every_mistake(docs):
         mutate(objs)
         caught += [name] if check_id in k8s_findings(objs, docs) else []
     total = len(mut.TF_VARIANTS) + len(mut.K8S_VARIANTS)
-    assert (len(caught), total) == (25, 25), sorted((set(mut.TF_VARIANTS) | set(mut.K8S_VARIANTS)) - set(caught))
+    assert (len(caught), total) == (34, 34), sorted((set(mut.TF_VARIANTS) | set(mut.K8S_VARIANTS)) - set(caught))
 
 
 def test_messages_say_what_is_wrong(docs):
@@ -102,3 +102,17 @@ def test_messages_say_what_is_wrong(docs):
         "whose trust names ['system:serviceaccount:kube-system:nodewright']: sts:AssumeRoleWithWebIdentity will "
         "be denied."]
     assert Path(FIXTURES / "chart" / "minimal.yaml").is_file()
+
+
+def test_a_literal_role_arn_is_held_to_the_trust_of_a_stack_scanned_in_the_same_run(docs):
+    """The release's stack alone (its role lives in another stack): the trusts of the other scanned stacks decide."""
+    trusts = nw_stack_rules.irsa_trusts(project_of_docs(docs))
+    mut.release_literal_role_arn_service_account_renamed(docs)
+    alone = project_of_docs({"addons": docs["addons"]})
+    assert nw_stack_rules.analyze(alone).findings == []  # nothing to compare with: not guessed
+    (finding,) = nw_stack_rules.analyze(alone, trusts).findings
+    assert (finding.check_id, finding.address) == ("CKV_NW_12", "helm_release.nodewright")
+    assert finding.message == (
+        "The release installs ServiceAccount system:serviceaccount:kube-system:karpenter but role "
+        "nodewright-controller (arn:aws:iam::111122223333:role/nodewright-controller, a scanned stack) trusts "
+        "['system:serviceaccount:kube-system:nodewright']: sts:AssumeRoleWithWebIdentity will be denied.")

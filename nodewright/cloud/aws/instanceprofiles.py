@@ -107,7 +107,11 @@ class InstanceProfileProvider:
         return created
 
     def delete(self, nodeclass: str) -> None:
-        """Delete the managed profile of ``nodeclass`` (roles removed first); no error when absent."""
+        """Delete the managed profile of ``nodeclass`` (roles removed first); no error when absent.
+
+        Called by the EC2NodeClass termination finalizer (:mod:`nodewright.controllers.nodeclass`) for a class
+        with ``spec.role`` (Karpenter ``instanceprofile.Provider.Delete``); a ``spec.instanceProfile`` is the
+        user's and is never deleted."""
         name = profile_name(self.cluster_name, self.region, nodeclass)
         try:
             profile = self._get(name)

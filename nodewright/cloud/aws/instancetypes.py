@@ -3,7 +3,10 @@
 * ``ec2:DescribeInstanceTypes`` (paginated) gives the specs; labels, capacity and EKS allocatable come from
   :func:`nodewright.cloud.catalog.instance_type_from_aws` (one derivation shared with the bundled catalog).
 * ``ec2:DescribeInstanceTypeOfferings`` (location type ``availability-zone``, paginated) says which zones
-  offer each type; ``ec2:DescribeAvailabilityZones`` maps zone names to zone ids.
+  offer each type. Zone ids come from the subnets the controller resolved (``ec2:DescribeSubnets`` returns each
+  subnet's ``AvailabilityZoneId``, :attr:`nodewright.cloud.aws.subnets.SubnetProvider.zone_ids`): offerings exist
+  only in zones where an EC2NodeClass has a subnet, so ``ec2:DescribeAvailabilityZones`` would add no fact and is
+  neither called nor granted (Karpenter's ``subnetZoneInfo`` takes the zone id from the subnet the same way).
 * Offerings = offered zones (restricted to the EC2NodeClass's subnet zones) x supported usage classes, priced
   by :class:`~nodewright.cloud.aws.pricing.PricingProvider`, with recently failed ones ``available=False``.
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -51,9 +54,11 @@ class InstanceTypeProvider:
     """Live instance types of one region (bundled snapshot as the fallback)."""
 
     def __init__(self, ec2: Any, region: str, prices: catalog.PriceLookup, unavailable: UnavailableOfferings,
-                 clock: Clock = time.monotonic, patterns: Sequence[str] = ()) -> None:
+                 clock: Clock = time.monotonic, patterns: Sequence[str] = (),
+                 zone_ids: Callable[[], Mapping[str, str]] | None = None) -> None:
         """``patterns``: optional ``instance-type`` filter values (``"m5.*"``) restricting what is described;
-        empty means every type (the default, as Karpenter)."""
+        empty means every type (the default, as Karpenter). ``zone_ids``: zone name -> zone id known from the
+        resolved subnets (an unknown zone gets an empty id)."""
         self._ec2 = ec2
         self._filters = [{"Name": "instance-type", "Values": list(patterns)}] if patterns else []
         self.region = region
@@ -62,7 +67,7 @@ class InstanceTypeProvider:
         self._clock = clock
         self._records: dict[str, Mapping[str, Any]] = {}
         self._offered: dict[str, list[str]] = {}
-        self._zone_ids: dict[str, str] = {}
+        self._zone_ids: Callable[[], Mapping[str, str]] = zone_ids or dict
         self._specs_at: float | None = None
         self._offerings_at: float | None = None
         self._views: dict[tuple[Any, ...], list[InstanceType]] = {}
@@ -120,8 +125,6 @@ class InstanceTypeProvider:
         self._records = records
 
     def _describe_offerings(self) -> None:
-        zones = self._ec2.describe_availability_zones().get("AvailabilityZones", [])
-        self._zone_ids = {z["ZoneName"]: z.get("ZoneId", "") for z in zones}
         offered: dict[str, list[str]] = {}
         paginator = self._ec2.get_paginator("describe_instance_type_offerings")
         for page in paginator.paginate(LocationType="availability-zone", Filters=self._filters):
@@ -136,7 +139,8 @@ class InstanceTypeProvider:
         """
         self.refresh()
         key = (tuple(sorted(zones)) if zones is not None else None, repr(kubelet), self._unavailable.version(),
-               getattr(self._prices, "version", 0), self._specs_at, self._offerings_at)
+               getattr(self._prices, "version", 0), self._specs_at, self._offerings_at,
+               tuple(sorted(self._zone_ids().items())))
         if key not in self._views:
             # Only the latest few views matter (availability changes invalidate them); keep memory bounded.
             if len(self._views) > 32:
@@ -146,13 +150,14 @@ class InstanceTypeProvider:
 
     def _build(self, zones: Iterable[str] | None, kubelet: KubeletSettings | None) -> list[InstanceType]:
         allowed = set(zones) if zones is not None else None
+        ids = self._zone_ids()
         unavailable = _Unavailable(self._unavailable)
         out: list[InstanceType] = []
         for name in sorted(self._records):
             offered = [z for z in self._offered.get(name, []) if allowed is None or z in allowed]
             if not offered:
                 continue
-            zone_objs = [catalog.Zone(z, self._zone_ids.get(z, "")) for z in offered]
+            zone_objs = [catalog.Zone(z, ids.get(z, "")) for z in offered]
             try:
                 instance_type = catalog.instance_type_from_aws(
                     self._records[name], zone_objs, self._prices, kubelet=kubelet, unavailable=unavailable)

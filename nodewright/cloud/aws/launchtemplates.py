@@ -14,7 +14,10 @@ type (spot requests are tagged only in spot templates, as Karpenter does).
 
 Refresh policy: a template known to exist is trusted for 10 minutes; a fleet error saying it is gone
 invalidates it. :meth:`LaunchTemplateProvider.delete_unused` removes this cluster's templates that no
-current configuration needs.
+current configuration needs; its callers (Karpenter's ``DeleteAll`` on EC2NodeClass termination, and its
+launch-template cache eviction) are :meth:`LaunchTemplateProvider.delete_for_nodeclass` (the EC2NodeClass
+finalizer, :mod:`nodewright.controllers.nodeclass`) and :meth:`LaunchTemplateProvider.garbage_collect` (the
+periodic pass of :class:`nodewright.controllers.garbagecollection.LaunchTemplateGC`).
 
 Karpenter v1.14's EC2NodeClass launch fields (``launchtemplate.go``): ``networkInterfaces`` become the
 template's interfaces (security groups on each, ``Ipv4PrefixCount``, public IP and connection tracking on all but
@@ -37,7 +40,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -228,6 +231,11 @@ class LaunchTemplateSpec:
         return f"nodewright/{self.cluster_name}/{digest[:16]}"
 
 
+def _gone(err: ClientError) -> bool:
+    """EC2 says the template does not exist (another replica or a user deleted it)."""
+    return is_not_found_error(error_code(err)) or error_code(err) == "InvalidLaunchTemplateName.NotFoundException"
+
+
 @dataclass(frozen=True, slots=True)
 class LaunchTemplate:
     """A launch template that exists in EC2."""
@@ -245,6 +253,10 @@ class LaunchTemplateProvider:
         self._ec2 = ec2
         self.cluster_name = cluster_name
         self._known: TTLCache[LaunchTemplate] = TTLCache(ttl, clock)
+        self._clock = clock
+        self.ttl = ttl
+        self._used: dict[str, float] = {}  # template name -> clock time of its last ensure()
+        self._seen: dict[str, float] = {}  # template name -> when garbage_collect first listed it
         self.created = 0
         """How many templates this provider created (a reuse counter for tests and metrics)."""
 
@@ -256,6 +268,7 @@ class LaunchTemplateProvider:
             LaunchError: any other AWS error.
         """
         name = spec.name()
+        self._used[name] = self._clock()
         known = self._known.get(name)
         if known is not None:
             return known
@@ -270,7 +283,7 @@ class LaunchTemplateProvider:
         try:
             found = self._ec2.describe_launch_templates(LaunchTemplateNames=[name])["LaunchTemplates"]
         except ClientError as err:
-            if is_not_found_error(error_code(err)) or error_code(err) == "InvalidLaunchTemplateName.NotFoundException":
+            if _gone(err):
                 return None
             raise translate(err, operation="ec2:DescribeLaunchTemplates") from err
         return LaunchTemplate(name, found[0]["LaunchTemplateId"], image_id) if found else None
@@ -291,24 +304,70 @@ class LaunchTemplateProvider:
         log.info("created launch template", extra={"launch_template": name, "ami": spec.image_id})
         return LaunchTemplate(name, created["LaunchTemplate"]["LaunchTemplateId"], spec.image_id)
 
-    def delete_unused(self, in_use: set[str]) -> list[str]:
+    def delete_unused(self, in_use: Collection[str] = (), nodeclass: str | None = None,
+                      keep: Callable[[Mapping[str, Any]], bool] | None = None) -> list[str]:
         """Delete this cluster's templates whose names are not in ``in_use``; returns the deleted names.
 
         Only templates tagged ``kubernetes.io/cluster/<cluster>=owned`` and ``eks:eks-cluster-name=<cluster>`` are
         looked at: the ones the controller created, and the only ones its policy lets it delete.
+
+        Args:
+            in_use: names to keep.
+            nodeclass: only templates tagged ``karpenter.k8s.aws/ec2nodeclass=<nodeclass>``.
+            keep: also keep a template when this returns True for its ``DescribeLaunchTemplates`` record.
         """
         deleted = []
-        owned = tag_filters({ownership_tag(self.cluster_name): "owned", labels.TAG_CLUSTER_NAME: self.cluster_name})
+        wanted = {ownership_tag(self.cluster_name): "owned", labels.TAG_CLUSTER_NAME: self.cluster_name}
+        if nodeclass is not None:
+            wanted[labels.TAG_EC2NODECLASS] = nodeclass
         try:
             paginator = self._ec2.get_paginator("describe_launch_templates")
-            pages = paginator.paginate(Filters=owned)
-            names = [t["LaunchTemplateName"] for page in pages for t in page.get("LaunchTemplates", [])]
-            for name in names:
-                if name in in_use:
+            pages = paginator.paginate(Filters=tag_filters(wanted))
+            records = [t for page in pages for t in page.get("LaunchTemplates", [])]
+            for record in records:
+                name = record["LaunchTemplateName"]
+                if name in in_use or (keep is not None and keep(record)):
                     continue
-                self._ec2.delete_launch_template(LaunchTemplateName=name)
+                try:
+                    self._ec2.delete_launch_template(LaunchTemplateName=name)
+                except ClientError as err:
+                    if not _gone(err):
+                        raise
                 self._known.delete(name)
+                self._used.pop(name, None)
+                self._seen.pop(name, None)
                 deleted.append(name)
+                log.info("deleted launch template", extra={"launch_template": name})
         except ClientError as err:
             raise translate(err, operation="ec2:DeleteLaunchTemplate") from err
         return deleted
+
+    def delete_for_nodeclass(self, nodeclass: str) -> list[str]:
+        """Delete every template of ``nodeclass`` (Karpenter ``launchtemplate.Provider.DeleteAll``, called by its
+        EC2NodeClass termination finalizer)."""
+        return self.delete_unused(nodeclass=nodeclass)
+
+    def garbage_collect(self, needed: Mapping[str, Collection[str]]) -> list[str]:
+        """Delete the templates no current EC2NodeClass / NodePool / capacity type needs; returns their names.
+
+        A template is needed while both hold: its ``karpenter.k8s.aws/ec2nodeclass`` tag names a class in
+        ``needed`` whose NodePools include its ``karpenter.sh/nodepool`` tag; and it was used for a launch within
+        :attr:`ttl` seconds (a changed class -- new AMI, security groups, userData -- or a capacity type a pool no
+        longer allows makes new templates, and the old ones stop being used). A template this provider has not
+        used since it started gets :attr:`ttl` seconds from the first pass that listed it (Karpenter hydrates its
+        launch-template cache at start and deletes a template when it is evicted unused).
+
+        Args:
+            needed: EC2NodeClass name -> names of the NodePools that reference it.
+        """
+        now = self._clock()
+
+        def keep(record: Mapping[str, Any]) -> bool:
+            name = record["LaunchTemplateName"]
+            tags = {t["Key"]: t.get("Value", "") for t in record.get("Tags", [])}
+            if tags.get(labels.TAG_NODEPOOL) not in needed.get(tags.get(labels.TAG_EC2NODECLASS, ""), ()):
+                return False
+            last = self._used.get(name, self._seen.setdefault(name, now))
+            return now - last < self.ttl
+
+        return self.delete_unused(keep=keep)

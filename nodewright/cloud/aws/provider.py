@@ -157,7 +157,8 @@ class AWSCloudProvider:
         self.pricing = PricingProvider(clients.pricing, clients.ec2, settings.region, clock,
                                        isolated_vpc=settings.isolated_vpc)
         self.instance_types = InstanceTypeProvider(clients.ec2, settings.region, self.pricing, self.unavailable, clock,
-                                                    settings.instance_type_patterns)
+                                                    settings.instance_type_patterns,
+                                                    zone_ids=lambda: self.subnets.zone_ids)
         self.capacity_reservations = CapacityReservationProvider(clients.ec2, clock)
         self.launch_templates = LaunchTemplateProvider(clients.ec2, settings.cluster_name, clock)
         self.instance_profiles = InstanceProfileProvider(clients.iam, settings.cluster_name, settings.region, clock)
@@ -265,6 +266,19 @@ class AWSCloudProvider:
             reason = "Unauthorized" if isinstance(err, AuthorizationError) else getattr(err, "reason",
                                                                                         "NodeClassNotReady")
             return {"conditions": [{"type": "Ready", "status": "False", "reason": reason, "message": str(err)}]}
+
+    # --- cleanup (EC2NodeClass finalizer, launch-template garbage collection) -------------------------------
+
+    def delete_nodeclass_resources(self, nodeclass: str) -> None:
+        """The managed instance profile of ``nodeclass`` (whether or not the class still names ``spec.role``: a
+        class switched to ``spec.instanceProfile`` leaves the old one behind) and every launch template tagged
+        with it. See :class:`nodewright.controllers.nodeclass.NodeClassResources`."""
+        self.instance_profiles.delete(nodeclass)
+        self.launch_templates.delete_for_nodeclass(nodeclass)
+
+    def garbage_collect_launch_templates(self, needed: dict[str, set[str]]) -> builtins.list[str]:
+        """See :meth:`nodewright.cloud.aws.launchtemplates.LaunchTemplateProvider.garbage_collect`."""
+        return self.launch_templates.garbage_collect(needed)
 
     # --- authorization backoff ------------------------------------------------------------------------------
 

@@ -54,6 +54,9 @@ class SubnetProvider:
     def __init__(self, ec2: Any, clock: Clock = time.monotonic, ttl: float = SUBNET_TTL_SECONDS) -> None:
         self._ec2 = ec2
         self._cache: TTLCache[list[Subnet]] = TTLCache(ttl, clock)
+        #: Zone name -> zone id of every subnet described so far (DescribeSubnets' ``AvailabilityZoneId``): the
+        #: zone ids of the instance-type offerings (no DescribeAvailabilityZones call).
+        self.zone_ids: dict[str, str] = {}
 
     def resolve(self, terms: Sequence[SubnetSelectorTerm]) -> list[Subnet]:
         """Every subnet matching any term, most free IPs first (ties by id).
@@ -76,6 +79,7 @@ class SubnetProvider:
                             available_ips=int(raw.get("AvailableIpAddressCount", 0)), tags=tags_dict(raw.get("Tags")))
         except ClientError as err:
             raise translate(err, operation="ec2:DescribeSubnets") from err
+        self.zone_ids.update({s.zone: s.zone_id for s in found.values() if s.zone_id})
         return sorted(found.values(), key=lambda s: (-s.available_ips, s.id))
 
     def zonal(self, terms: Sequence[SubnetSelectorTerm]) -> dict[str, Subnet]:

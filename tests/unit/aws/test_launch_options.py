@@ -8,7 +8,7 @@ from typing import Any
 
 import boto3
 
-from aws.conftest import CLUSTER, REGION, Cluster
+from aws.conftest import CLUSTER, REGION, Cluster, make_provider, nodeclaim, nodeclass, stubbed_pricing
 from nodewright.api.manifests import parse_ec2nodeclass
 from nodewright.cloud.aws.launchtemplates import LaunchTemplateProvider, LaunchTemplateSpec, launch_options
 from nodewright.cloud.aws.tags import resource_tags
@@ -59,3 +59,19 @@ def test_prefixes_alone_make_one_primary_interface(cluster: Cluster) -> None:
 
 def test_no_v114_fields_no_change() -> None:
     assert launch_options(_nodeclass()) == {}
+
+
+def test_a_launch_into_a_placement_group_is_judged_by_the_iam_replay(cluster: Cluster) -> None:
+    """Through the provider: the template carries ``Placement.GroupName``, CreateFleet launches from it, and the IAM
+    replay (tests/conftest.py) authorizes ``placement-group/ml-cluster`` against the synthesized policies."""
+    pricing, _ = stubbed_pricing()
+    provider = make_provider({"default": nodeclass(placementGroupSelector={"name": "ml-cluster"})}, pricing)
+    sent: list[dict[str, Any]] = []
+    provider.instances._ec2.meta.events.register("provide-client-params.ec2.CreateFleet",
+                                                 lambda params, **_: sent.append(params))
+    launched = provider.create(nodeclaim())
+    assert launched.status is not None and launched.status.provider_id
+    name = sent[0]["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]["LaunchTemplateName"]
+    ec2 = boto3.client("ec2", region_name=REGION)
+    data = ec2.describe_launch_template_versions(LaunchTemplateName=name)["LaunchTemplateVersions"][0]
+    assert data["LaunchTemplateData"]["Placement"] == {"GroupName": "ml-cluster"}

@@ -90,3 +90,27 @@ def test_block_device_defaults_and_overrides() -> None:
 @pytest.mark.parametrize(("size", "gib"), [("20Gi", 20), ("100G", 94), ("1Ti", 1024), ("1T", 932)])
 def test_volume_sizes_round_up_to_gib(size: str, gib: int) -> None:
     assert volume_size_gib(size) == gib
+
+
+def test_garbage_collection_keeps_what_a_live_class_and_pool_use_and_deletes_the_rest(cluster: Cluster) -> None:
+    ec2 = boto3.client("ec2", region_name=REGION)
+    now = [1000.0]
+    provider = LaunchTemplateProvider(ec2, CLUSTER, clock=lambda: now[0])
+    used = provider.ensure(_spec(cluster))
+    stale = provider.ensure(_spec(cluster, "#!/bin/bash\necho v1\n"))
+    ec2.create_launch_template(LaunchTemplateName="someone-elses", LaunchTemplateData={"ImageId": cluster.ami_amd64})
+    needed = {"default": {"general"}}
+    assert provider.garbage_collect(needed) == []  # both used just now
+    now[0] += provider.ttl - 1
+    provider.ensure(_spec(cluster))  # launches keep using one of them
+    now[0] += 2
+    assert provider.garbage_collect(needed) == [stale.name]  # unused for the TTL
+    assert provider.garbage_collect({"default": {"batch"}}) == [used.name]  # its NodePool is gone
+    assert [t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"]] == ["someone-elses"]
+    # A restarted controller gives the templates it finds one TTL from the first pass that listed them.
+    again = provider.ensure(_spec(cluster))
+    restarted = LaunchTemplateProvider(ec2, CLUSTER, clock=lambda: now[0])
+    assert restarted.garbage_collect(needed) == []
+    now[0] += restarted.ttl
+    assert restarted.garbage_collect(needed) == [again.name]
+    assert provider.delete_for_nodeclass("default") == []

@@ -56,7 +56,8 @@ def test_instance_types_fall_back_to_bundled_snapshot_when_api_fails(aws_env: No
     ec2 = boto3.client("ec2", region_name=REGION)
     stubber = Stubber(ec2)
     stubber.add_client_error("describe_instance_types", service_error_code="InternalError", http_status_code=500)
-    stubber.add_client_error("describe_availability_zones", service_error_code="InternalError", http_status_code=500)
+    stubber.add_client_error("describe_instance_type_offerings", service_error_code="InternalError",
+                             http_status_code=500)
     stubber.activate()
     pricing: Any = PricingProvider(object(), object(), REGION)  # bundled prices, never refreshed here
     provider = InstanceTypeProvider(ec2, REGION, pricing, UnavailableOfferings(), patterns=("m5.large", "c5.large"))

@@ -225,3 +225,49 @@ def test_failed_status_write_backs_off_instead_of_retrying_every_step(
     clock.advance(4)
     controller.reconcile()
     assert status(cluster)["instanceProfile"] == PROFILE and len(cloud.calls) == 2
+
+
+class CleaningCloud(FakeNodeClassCloud):
+    """Also owns per-class resources: records :meth:`delete_nodeclass_resources` (or raises what was queued)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock)
+        self.cleaned: list[str] = []
+        self.fail: Exception | None = None
+
+    def delete_nodeclass_resources(self, nodeclass: str) -> None:
+        if self.fail is not None:
+            raise self.fail
+        self.cleaned.append(nodeclass)
+
+
+def test_termination_finalizer_waits_for_nodeclaims_then_cleans_up_and_releases(
+        cluster: InMemoryCluster, clock: FakeClock) -> None:
+    from nodewright.api import labels as L
+
+    cloud = CleaningCloud(clock)
+    controller = NodeClassController(Context(cluster, cloud, clock, Metrics(), "demo"), period=60.0)
+    controller.reconcile()
+    doc = cluster.get(r.EC2NODECLASSES, "default")
+    assert doc is not None and doc["metadata"]["finalizers"] == [L.AWS_TERMINATION_FINALIZER]
+    cluster.create(r.NODECLAIMS, {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                                  "metadata": {"name": "general-a"}, "spec": {
+                                      "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                                       "name": "default"}, "requirements": []}})
+    cluster.delete(r.EC2NODECLASSES, "default")
+    controller.reconcile()
+    controller.reconcile()
+    assert cloud.cleaned == [] and cluster.get(r.EC2NODECLASSES, "default") is not None
+    waiting = [e["message"] for e in cluster.events if e["reason"] == "WaitingOnNodeClaimTermination"]
+    assert waiting == ["Waiting on NodeClaim termination for general-a"]  # once, not every pass
+    cluster.delete(r.NODECLAIMS, "general-a")
+    cloud.fail = LaunchError("DeleteLaunchTemplate: throttled")
+    controller.reconcile()
+    assert cluster.get(r.EC2NODECLASSES, "default") is not None  # kept; retried after the backoff
+    cloud.fail = None
+    controller.reconcile()
+    assert cloud.cleaned == []  # still backing off
+    clock.advance(5.0)
+    controller.reconcile()
+    assert cloud.cleaned == ["default"] and controller.finalized == ["default"]
+    assert cluster.get(r.EC2NODECLASSES, "default") is None
