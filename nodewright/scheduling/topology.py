@@ -151,26 +151,51 @@ class Topology:
         self._count_existing(nodes)
 
     def _count_existing(self, nodes: Iterable[ExistingNode]) -> None:
+        """Count the pods bound to ``nodes`` (not marked for deletion) in every group that selects them, and the
+        owners of each required anti-affinity group. Per group the pods are visited in node order, then pod
+        order (so each ``counts`` dict is built in the same order whatever the grouping below); a group only
+        visits the pods of its namespaces, and the inverse count only pods with required anti-affinity."""
         groups = self.groups
         if not groups:
             return
+        pairs: list[tuple[ExistingNode, Pod]] = []
+        by_namespace: dict[str, list[tuple[ExistingNode, Pod]]] = {}
+        owners: list[tuple[ExistingNode, Pod]] = []
         for node in nodes:
             if node.marked_for_deletion:
                 continue
             for pod in node.pods:
-                for g in groups:
-                    domain = node.labels.get(g.key)
-                    if domain is None:
+                pair = (node, pod)
+                pairs.append(pair)
+                by_namespace.setdefault(pod.namespace, []).append(pair)
+                if pod.affinity.pod_anti_affinity_required:
+                    owners.append(pair)
+        for g in groups:
+            key = g.key
+            selector = g.selector
+            if selector is not None:
+                namespaces = g.namespaces
+                if namespaces is None:
+                    visit = pairs
+                elif len(namespaces) == 1:
+                    visit = by_namespace.get(next(iter(namespaces)), [])
+                else:
+                    visit = [p for p in pairs if p[1].namespace in namespaces]
+                flt = g.node_filter
+                counts = g.counts
+                for node, pod in visit:
+                    domain = node.labels.get(key)
+                    if domain is None or not selector.matches(pod.labels):
                         continue
-                    if g.selects(pod) and (
-                        g.node_filter is None or g.node_filter.matches_node(node.labels, node.taints)
-                    ):
-                        g.counts[domain] = g.counts.get(domain, 0) + 1
-                    if g.enforce_inverse and any(
-                        t.topology_key == g.key and t.label_selector == g.selector
-                        for t in pod.affinity.pod_anti_affinity_required
-                    ):
-                        g.owner_counts[domain] = g.owner_counts.get(domain, 0) + 1
+                    if flt is None or flt.matches_node(node.labels, node.taints):
+                        counts[domain] = counts.get(domain, 0) + 1
+            if g.enforce_inverse:
+                owner_counts = g.owner_counts
+                for node, pod in owners:
+                    domain = node.labels.get(key)
+                    if domain is not None and any(t.topology_key == key and t.label_selector == selector
+                                                  for t in pod.affinity.pod_anti_affinity_required):
+                        owner_counts[domain] = owner_counts.get(domain, 0) + 1
 
     def init_universes(
         self, classes: Iterable[PodClass], templates: Sequence[NodeClaimTemplate], nodes: Sequence[ExistingNodeState]
