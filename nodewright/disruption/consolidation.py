@@ -329,6 +329,12 @@ def _savings_search(ordered: Sequence[Node], allowed: dict[str, int], best: Deci
         feasible = max((k for k in range(len(by_price) + 1) if search.screen.aggregate_fits(need[k], lost[k])),
                        default=0)
         lo, hi = 2, feasible
+        if lo <= hi and (best is None or cost(by_price[:hi]) > best.savings + 1e-9):
+            option = search.option(by_price[:hi], MULTI_NODE)  # the whole list first, as _binary_search
+            if option is not None:
+                best, lo = _better(best, option), hi + 1
+            else:
+                hi -= 1
         while lo <= hi and affordable():
             mid = (lo + hi) // 2
             if best is not None and cost(by_price[:mid]) <= best.savings + 1e-9:
@@ -419,11 +425,20 @@ def _largest_group_prefix(ordered: Sequence[Node], allowed: dict[str, int], trie
 
 
 def _binary_search(candidates: Sequence[Node], lo: int, hi: int, search: _Search) -> Decision | None:
-    """Largest k in [lo, hi] with a valid option for ``candidates[:k]`` (Karpenter's binary search)."""
+    """Largest k in [lo, hi] with a valid option for ``candidates[:k]`` (Karpenter's binary search), trying
+    ``hi`` first: at scale the budgets, not the room, usually bound the move, and then one simulation decides.
+    When ``hi`` fails the binary search runs as Karpenter's over the same range (so it finds what Karpenter's
+    finds, where prefixes are not monotone too) without simulating ``hi`` again."""
+    if lo > hi:
+        return None
+    first = search.option(candidates[:hi], MULTI_NODE)
+    if first is not None:
+        return first
     best: Decision | None = None
+    top = hi
     while lo <= hi:
         mid = (lo + hi) // 2
-        option = search.option(candidates[:mid], MULTI_NODE)
+        option = None if mid == top else search.option(candidates[:mid], MULTI_NODE)
         if option is not None:
             best, lo = option, mid + 1
         else:

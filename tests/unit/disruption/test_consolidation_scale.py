@@ -64,23 +64,28 @@ class _TickingSimulator(Simulator):
 
 
 def test_multi_node_returns_the_best_move_found_when_its_time_budget_runs_out() -> None:
-    nodes = [_keeper(), *(node(f"n{i}", MEDIUM, [pod(f"a{i}-0")]) for i in range(6))]
-    view = cluster(nodes)
+    # No instance types to launch: moves are deletions. Four keepers have 1.4 cores free each: the sums say
+    # five 1000m pods fit (5.6 >= 5), the screen's first-fit sees that one keeper takes one pod.
+    keepers = [node(f"k{i}", itype("c.two", 2, 4, 1.0), [pod(f"k{i}-0", 600)], do_not_disrupt=True)
+               for i in range(4)]
+    full = itype("c.one", 1, 2, 0.20)  # a candidate has no room left for another's pod
+    view = cluster([*keepers, *(node(f"n{i}", full, [pod(f"a{i}-0", 1000)]) for i in range(6))], [pool(types=[])])
     now = [0.0]
-    opts = DecisionOptions(consolidation=ConsolidationOptions(multi_node_timeout=15.0, clock=lambda: now[0]),
+    opts = DecisionOptions(consolidation=ConsolidationOptions(multi_node_timeout=5.0, clock=lambda: now[0]),
                            methods=(MULTI_NODE,))
-    # Binary search over 2..6: 4 fits (t=10 s), 5 fits (t=20 s), then the budget is spent before 6 is tried.
+    # Each simulation takes 10 s. Six nodes fail the sums, five the screen (no simulation); the binary search
+    # over 2..5 finds that 3 fit (t=10 s), then the budget is spent before 4 are tried.
     outcome = decide_pass(view, NOW, opts, _TickingSimulator(view, now, 10.0))
     assert outcome.stopped_early == (MULTI_NODE,)
     d = outcome.decision
-    assert d is not None and [c.name for c in d.candidates] == ["n0", "n1", "n2", "n3", "n4"]
-    assert d.evaluated == 2 and round(d.savings, 6) == 1.0
-    # With the default minute the whole prefix goes, no timeout.
+    assert d is not None and [c.name for c in d.candidates] == ["n0", "n1", "n2"]
+    assert d.decision == "delete" and d.evaluated == 2 and round(d.savings, 6) == 0.6
+    # With the default minute the search finishes: four nodes, no timeout.
     now[0] = 0.0
     unhurried = DecisionOptions(consolidation=ConsolidationOptions(clock=lambda: now[0]), methods=(MULTI_NODE,))
     outcome = decide_pass(view, NOW, unhurried, _TickingSimulator(view, now, 10.0))
     assert outcome.stopped_early == () and outcome.decision is not None
-    assert len(outcome.decision.candidates) == 6
+    assert [c.name for c in outcome.decision.candidates] == ["n0", "n1", "n2", "n3"]
 
 
 def test_the_savings_search_removes_the_dearer_nodes_the_budget_allows() -> None:
