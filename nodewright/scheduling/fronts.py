@@ -51,6 +51,12 @@ class Front:
         self._next = i
         return kept if limit is None else [t for t in kept if prices[t.name] < limit]
 
+    def by_price(self) -> list[TypeInfo]:
+        """Every type by (price, name), front or not. For one pod the first that fits is the first front type
+        that fits (an earlier type dominating it would fit too), without computing the front (issue 30: the
+        dominance scan of ~1,300 types was most of a cold one-pod batch)."""
+        return self._ordered
+
 
 def pool_front(template: NodeClaimTemplate, reqs: Requirements) -> Front | None:
     """The :class:`Front` of ``template``'s :meth:`~.NodeClaimTemplate.priced` list under ``reqs``, kept with the
@@ -67,12 +73,14 @@ def pool_front(template: NodeClaimTemplate, reqs: Requirements) -> Front | None:
 
 
 def pack_inputs(
-    template: NodeClaimTemplate, reqs: Requirements
+    template: NodeClaimTemplate, reqs: Requirements, lone: bool = False
 ) -> tuple[list[TypeInfo], dict[str, float], list[TypeInfo] | None]:
     """What the packer takes for a group of ``template``'s pods under ``reqs``: its :meth:`~.NodeClaimTemplate.priced`
-    types, their prices by name and their Pareto front (None while the pool has limits)."""
+    types, their prices by name and their Pareto front (None while the pool has limits). ``lone``: the group is
+    one pod, for which :func:`~.packing.pack` only looks for the first type that fits, so every type by price
+    (:meth:`Front.by_price`) stands in for the front."""
     front = pool_front(template, reqs)
     if front is None:
         ranked = template.priced(reqs)
         return [t for t, _ in ranked], {t.name: price for t, price in ranked}, None
-    return front.types, front.prices, front.below(None)
+    return front.types, front.prices, front.by_price() if lone else front.below(None)
