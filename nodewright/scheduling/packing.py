@@ -34,23 +34,13 @@ from dataclasses import dataclass
 from operator import le, mul
 from typing import Any
 
-from nodewright.scheduling.fronts import Front
+from nodewright.scheduling.fronts import MAX_FILLED_TYPES, linear_prices, pareto
 from nodewright.scheduling.nodeclaimtemplate import TypeInfo, Vector
 
 BEAM_WIDTH = 8
 SMALL_PROBLEM_PODS = 64
 TAIL_BINS = 6
 MAX_CACHED_FILLS = 50_000
-#: Under ties (issue 30) at most this many types give a fill in one move search. The bound of a type's score
-#: (price over the most value it could hold) only prunes when prices are not a linear function of the resources;
-#: with prices linear in cpu and memory (a catalog priced per vCPU and GiB) every type's bound ties with the best
-#: fills' scores and each search filled the whole front (~300 types) at every beam state. Types are visited best
-#: bound first, so the cap keeps the most promising. It applies only to such problems (:data:`LINEAR_FIT`): on
-#: real catalogs and the tests' the search is the full scan's.
-MAX_FILLED_TYPES = 48
-#: A problem's prices count as linear when the weights give the median front type's price within this relative
-#: error (the bundled catalog: 15-17%; priced per vCPU and GiB: 0.8%, allocatable being net of overhead).
-LINEAR_FIT = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,16 +71,6 @@ class Bin:
 
 def _fits(need: Sequence[int], budget: Sequence[int]) -> bool:
     return all(map(le, need, budget))
-
-
-def pareto(types: Sequence[TypeInfo], prices: dict[str, float]) -> list[TypeInfo]:
-    """Drop types another type dominates (at least the budget in every dimension, at most the price); the rest
-    by (price, name) (:class:`~.fronts.Front`, all at once).
-
-    A type's dominators fit whatever it fits, so the front of any subset closed that way (the types that fit
-    some pod, a cheapest-first prefix) is this front filtered to the subset, order kept: :func:`pack` takes a
-    front computed once per (NodePool, requirements) instead of one per batch."""
-    return Front([(t, prices[t.name]) for t in types]).below(None)
 
 
 def _fit_weights(types: Sequence[TypeInfo], prices: dict[str, float], dims: int, mode: str) -> list[float]:
@@ -249,8 +229,7 @@ class _Shared:
         #: Per type, the smallest of its caps: counts all at most that are their own capped counts.
         self.floor = [min(caps, default=0) for caps in self.caps]
         self.fills: dict[tuple[object, ...], Fill] = {}
-        #: Whether the prices are linear in the resources (:func:`_linear`), set by the first problem.
-        self.linear: bool | None = None
+        self.linear: bool | None = None  # prices linear in the resources (fronts.linear_prices): 1st problem
 
     def fill(self, j: int, order: tuple[int, ...] | None, counts: Sequence[int], top: int | None = None) -> Fill:
         """FFD fill of type ``j`` in ``order`` (None: the dot-product fill), cached. ``top``: ``max(counts)``
@@ -268,15 +247,6 @@ class _Shared:
                 self.fills.clear()  # bounds memory on batches of many shapes, where reuse is rare anyway
             self.fills[key] = found
         return found
-
-
-def _linear(types: Sequence[TypeInfo], prices: Sequence[float], weights: Sequence[float]) -> bool:
-    """Whether the front is large (over :data:`MAX_FILLED_TYPES`) and priced linearly in its resources: the
-    median type's price within :data:`LINEAR_FIT` of ``weights`` x budget."""
-    if len(types) <= MAX_FILLED_TYPES:
-        return False
-    errors = sorted(abs(p - sum(map(mul, weights, t.budget))) / max(p, 1e-12) for t, p in zip(types, prices, strict=True))
-    return errors[len(errors) // 2] <= LINEAR_FIT
 
 
 def _move_key(s: tuple[float, str, int, int, TypeInfo, Fill]) -> tuple[float, str, int, int]:
@@ -311,10 +281,8 @@ class _Problem:
         self.static_order = sorted(
             (shared.prices[j] / (sum(map(mul, w, t.budget)) * (1 + 1e-9) + slack), j) for j, t in enumerate(self.types)
         )
-        #: Most types filled per move search: :data:`MAX_FILLED_TYPES` when the prices are linear in the
-        #: resources (the fitted weights; all bounds tie), else unbounded.
-        if shared.linear is None:
-            shared.linear = _linear(self.types, shared.prices, _fit_weights(self.types, prices, self.dims, "fit"))
+        if shared.linear is None:  # then all score bounds tie: fill at most MAX_FILLED_TYPES per move search
+            shared.linear = linear_prices(self.types, shared.prices, _fit_weights(self.types, prices, self.dims, "fit"))
         self.max_filled = MAX_FILLED_TYPES if shared.linear else len(self.types)
 
     def _need(self, counts: Sequence[int]) -> tuple[list[int], int]:
