@@ -3,21 +3,29 @@
 **Multi-node** (Karpenter ``MultiNodeConsolidation``): candidates ordered by disruption cost, cut to what the
 ``Underutilized`` budgets allow, are searched for the longest prefix whose pods fit on the remaining nodes plus
 at most one new node strictly cheaper than the prefix (binary search over the prefix length, as Karpenter's
-``firstNConsolidationOption``; at least two nodes). Karpenter stops at 100 candidates; nodewright starts with
-the same window and, when the whole window consolidates, doubles it (up to ``max_candidates``) so a large,
-mostly idle cluster collapses in a few passes instead of hundreds. Every probe is screened first
-(:mod:`nodewright.disruption.screen`: sums, then first-fit) and only simulated when the screen passes.
+``firstNConsolidationOption``, after one probe of the whole prefix; at least two nodes). Like Karpenter it
+considers at most 100 candidates (``max_candidates``; above ``window`` the window doubles while whole windows
+consolidate). Every probe is screened first (:mod:`nodewright.disruption.screen`: sums, then first-fit) and only
+simulated when the screen passes.
+
+Bounded blast radius and time (issue 30): a replacement may take at most ``max_replacement_pod_share`` of its
+NodePool's pods (never less than :data:`REPLACEMENT_PODS_FLOOR`), and each search has a time budget on
+``ConsolidationOptions.clock`` (Karpenter's ``MultiNodeConsolidationTimeoutDuration`` 1 min,
+``SingleNodeConsolidationTimeoutDuration`` 3 min); when it runs out no further probe is simulated and multi-node
+returns the best valid move it has (Karpenter's multi-node returns its last valid command on timeout), and the
+pass reports the method in ``PassOutcome.stopped_early``. After Karpenter's search, :func:`_savings_search` tries
+the candidates by descending price and keeps a move only when it saves strictly more.
 
 Beyond Karpenter, when no prefix of the whole ordering consolidates, the same search runs over the candidates
 of each NodePool and of each (NodePool, zone), each cut to the pool's budget: disruption-cost order interleaves
 pools and zones, and one replacement node lives in one pool and one zone, so e.g. three nodes of a zone whose
 pods carry a zone topology spread can only become one node *of that zone* -- a prefix mixing zones never fits.
-These group searches share a bound of ``max_simulations`` full simulations per pass.
+These group searches share a bound of ``max_simulations`` full simulations per pass (and the time budget).
 
 **Single-node** (Karpenter ``SingleNodeConsolidation``): each candidate in order; the first whose pods fit
 elsewhere (delete) or on one strictly cheaper node (replace; spot-to-spot rules in
 :mod:`nodewright.disruption.replacement`) wins. Screened likewise; at most ``max_simulations`` full
-simulations per pass.
+simulations per pass (a work bound) and ``single_node_timeout`` seconds (a timeout).
 
 Balanced NodePools: an option found for candidates of a ``consolidationPolicy: Balanced`` pool is kept only when
 its savings justify its disruption (:mod:`nodewright.disruption.balanced`, Karpenter v1.14's score); a rejected
