@@ -297,8 +297,8 @@ class Metrics:
             "reason and consolidation type.", ["decision", "reason", "consolidation_type"], registry=reg)
         self.disruption_consolidation_timeouts = Counter(
             "karpenter_voluntary_disruption_consolidation_timeouts_total",
-            "Consolidation searches (multi|single) stopped by their bound with candidates left untried (nodewright "
-            "bounds a pass by max_simulations full simulations where Karpenter bounds it by time).",
+            "Consolidation searches (multi|single) whose time budget (1 min multi-node, 3 min single-node) ran out "
+            "before they were done; multi-node then acts on the best valid move found so far.",
             ["consolidation_type"], registry=reg)
         # --- cluster state (controllers/state_metrics.py) -----------------------------------------------------
         per_node = "per node (cpu cores, memory/ephemeral_storage bytes, pods count)"

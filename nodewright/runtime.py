@@ -28,6 +28,7 @@ from nodewright.controllers.common import Context
 from nodewright.controllers.interruption import InterruptionSource
 from nodewright.controllers.manager import ControllerManager, ControllerOptions
 from nodewright.controllers.provisioning import launch_pricing_hook
+from nodewright.disruption import ConsolidationOptions
 from nodewright.kube import resources as r
 from nodewright.kube.client import KubernetesCluster
 from nodewright.kube.cluster import Clock, Cluster
@@ -89,7 +90,13 @@ class Runtime:
                                     batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
                                     spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
                                     preference_policy=s.preference_policy, min_values_policy=s.min_values_policy,
-                                    pricing_policy=policy.current if policy else None)
+                                    pricing_policy=policy.current if policy else None,
+                                    consolidation=ConsolidationOptions(
+                                        multi_node_timeout=s.multi_node_consolidation_timeout,
+                                        single_node_timeout=s.single_node_consolidation_timeout,
+                                        max_candidates=s.multi_node_consolidation_candidates,
+                                        window=min(s.multi_node_consolidation_candidates, 100),
+                                        max_replacement_pod_share=s.consolidation_replacement_pod_share))
         self.manager = ControllerManager(self.ctx, options, self.interruption)
         self.elector = LeaderElector(
             self.cluster, self.identity,

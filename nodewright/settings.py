@@ -251,6 +251,14 @@ class Settings:
         isolated_vpc: no calls to AWS APIs without a VPC endpoint (the Pricing API).
         eks_control_plane: take the Kubernetes version from ``eks:DescribeCluster``.
         preference_policy: ``Respect`` or ``Ignore`` (Karpenter's ``PreferencePolicy``).
+        multi_node_consolidation_timeout, single_node_consolidation_timeout: seconds a multi-node / single-node
+            consolidation search may run (Karpenter's fixed ``MultiNodeConsolidationTimeoutDuration`` 1m and
+            ``SingleNodeConsolidationTimeoutDuration`` 3m); ``NODEWRIGHT_MULTI_NODE_CONSOLIDATION_TIMEOUT`` /
+            ``NODEWRIGHT_SINGLE_NODE_CONSOLIDATION_TIMEOUT``. Multi-node then acts on its best move so far.
+        multi_node_consolidation_candidates: the most candidates one multi-node search considers (Karpenter's
+            fixed 100); ``NODEWRIGHT_MULTI_NODE_CONSOLIDATION_CANDIDATES``.
+        consolidation_replacement_pod_share: the largest share of its NodePool's pods one consolidation
+            replacement may take (at least 110 pods); ``NODEWRIGHT_CONSOLIDATION_REPLACEMENT_POD_SHARE``, 0.1.
         min_values_policy: ``Strict`` or ``BestEffort`` (Karpenter's ``MinValuesPolicy``).
         log_output_paths: where logs go: ``stdout``, ``stderr`` or file paths.
     """
@@ -288,6 +296,10 @@ class Settings:
     preference_policy: str = "Respect"
     min_values_policy: str = "Strict"
     log_output_paths: tuple[str, ...] = ("stdout",)
+    multi_node_consolidation_timeout: float = 60.0
+    single_node_consolidation_timeout: float = 180.0
+    multi_node_consolidation_candidates: int = 100
+    consolidation_replacement_pod_share: float = 0.1
 
 
 #: field -> (environment variable, parser kind). Flags use the field name with dashes.
@@ -325,6 +337,10 @@ ENV_NAMES: dict[str, tuple[str, str]] = {
     "preference_policy": ("PREFERENCE_POLICY", "str"),
     "min_values_policy": ("MIN_VALUES_POLICY", "str"),
     "log_output_paths": ("LOG_OUTPUT_PATHS", "list"),
+    "multi_node_consolidation_timeout": ("NODEWRIGHT_MULTI_NODE_CONSOLIDATION_TIMEOUT", "duration"),
+    "single_node_consolidation_timeout": ("NODEWRIGHT_SINGLE_NODE_CONSOLIDATION_TIMEOUT", "duration"),
+    "multi_node_consolidation_candidates": ("NODEWRIGHT_MULTI_NODE_CONSOLIDATION_CANDIDATES", "int"),
+    "consolidation_replacement_pod_share": ("NODEWRIGHT_CONSOLIDATION_REPLACEMENT_POD_SHARE", "float"),
 }
 #: Fallback environment variables read when the primary one is unset (older or nodewright-specific names).
 ENV_ALIASES: dict[str, tuple[str, ...]] = {
@@ -412,6 +428,16 @@ def _check(s: Settings) -> None:
             raise NodewrightValidationError(env_name, f"{value!r} is not one of {', '.join(choices)}")
     if not s.log_output_paths:
         raise NodewrightValidationError("LOG_OUTPUT_PATHS", "give stdout, stderr or a file path")
+    for timeout_field in ("multi_node_consolidation_timeout", "single_node_consolidation_timeout"):
+        if getattr(s, timeout_field) <= 0:
+            raise NodewrightValidationError(ENV_NAMES[timeout_field][0], "must be a positive duration (e.g. 1m)")
+    if s.multi_node_consolidation_candidates < 2:
+        raise NodewrightValidationError("NODEWRIGHT_MULTI_NODE_CONSOLIDATION_CANDIDATES",
+                                        f"{s.multi_node_consolidation_candidates} is below 2 (default 100)")
+    if not 0 < s.consolidation_replacement_pod_share <= 1:
+        raise NodewrightValidationError("NODEWRIGHT_CONSOLIDATION_REPLACEMENT_POD_SHARE",
+                                        f"{s.consolidation_replacement_pod_share} is not a fraction in (0, 1] "
+                                        "(default 0.1)")
     for port_field in ("metrics_port", "health_probe_port"):
         port = getattr(s, port_field)
         if not 0 <= port <= 65535:

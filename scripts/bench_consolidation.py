@@ -16,18 +16,39 @@ nodes and $/h before and after, the moves and the types left.
 With ``--pricing FILE`` (a PricingPolicy) the synthetic passes decide on effective marginal prices (what that
 costs in time; docs/pricing.md#consolidation).
 
-Run: ``.venv/bin/python scripts/bench_consolidation.py [--sizes 100,1000,5000] [--seed 7] [--pricing FILE]``
+**Realistic clusters** (issue 30, ``--realistic 1000,5000,10000``; :mod:`bench_cluster`): 24 NodePools with
+different requirements, taints and weights, default budgets (10%), web / batch / stateful workloads with PDBs,
+zone and hostname spread, hostname anti-affinity, DaemonSets and do-not-disrupt pods, on-demand and spot. Per
+size and method (full pass, multi-node only, single-node only), over ``--seeds`` seeds: CPU seconds (p50 and
+max), candidates evaluated, full simulations, $/h saved, nodes and pods disrupted, the most pods one replacement
+takes, how many seeds ended on the time budget, and the process's peak RSS after the size.
+
+**Optimality** (``--optimum-cases N``): clusters of 12-40 nodes (one team: three NodePools, default budgets);
+the full pass's saving against the best single move of the same move space, found exhaustively (every set of
+underutilized candidates within every pool's budget, best-first by the set's price -- an upper bound of its
+saving -- each judged exactly as consolidation judges a move: screen, simulation with at most one new node,
+replacement rules). Cases whose space exceeds 2 million sets are skipped.
+
+Run: ``.venv/bin/python scripts/bench_consolidation.py [--sizes 100,1000,5000] [--seed 7] [--pricing FILE]
+[--realistic 1000,5000,10000] [--seeds 10] [--optimum-cases 20]``
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
+import itertools
 import random
+import resource
+import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_cluster  # noqa: E402
 
 from nodewright.api import labels as L  # noqa: E402
 from nodewright.api.nodepool import Budget  # noqa: E402
@@ -41,7 +62,11 @@ from nodewright.disruption import (  # noqa: E402
     Node,
     Pool,
     decide,
+    decide_pass,
 )
+from nodewright.disruption.budgets import budget_mapping  # noqa: E402
+from nodewright.disruption.consolidation import _Search, underutilized_candidates  # noqa: E402
+from nodewright.disruption.model import REASON_UNDERUTILIZED, Decision  # noqa: E402
 from nodewright.disruption.replay import converge  # noqa: E402
 from nodewright.disruption.simulation import Simulator  # noqa: E402
 from nodewright.pricing import load_pricing_policy  # noqa: E402
@@ -148,17 +173,120 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
 
 
+def _rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _moved_to_replacement(decision: Decision | None) -> int:
+    return max((len(p.pods) for p in decision.replacements), default=0) if decision is not None else 0
+
+
+PASSES = (("full pass", None), ("multi-node", (MULTI_NODE,)), ("single-node", (SINGLE_NODE,)))
+
+
+def realistic_rows(sizes: list[int], seeds: int, policy: object, first_seed: int = 1) -> list[tuple[str, ...]]:
+    """One row per (size, pass) over ``seeds`` seeds (see module docstring)."""
+    rows = []
+    for n in sizes:
+        stats: dict[str, list[tuple[float, int, int, float, int, int, int, bool]]] = {p: [] for p, _ in PASSES}
+        pods = cost = 0.0
+        for seed in range(first_seed, first_seed + seeds):
+            view = bench_cluster.realistic(n, seed)
+            pods += sum(len(node.pods) for node in view.nodes) / seeds
+            cost += sum(node.price for node in view.nodes) / seeds
+            for label, methods in PASSES:
+                opts = DecisionOptions(consolidation=ConsolidationOptions(pricing=policy),  # type: ignore[arg-type]
+                                       **({} if methods is None else {"methods": methods}))
+                simulator = Simulator(view)
+                started = time.process_time()
+                outcome = decide_pass(view, bench_cluster.NOW, opts, simulator)
+                elapsed = time.process_time() - started
+                d = outcome.decision
+                stats[label].append((elapsed, d.evaluated if d else 0, simulator.calls, d.savings if d else 0.0,
+                                     len(d.candidates) if d else 0, sum(len(c.pods) for c in d.candidates) if d else 0,
+                                     _moved_to_replacement(d), bool(outcome.stopped_early)))
+        rss = _rss_mib()
+        for label, _ in PASSES:
+            st = stats[label]
+            times = [x[0] for x in st]
+            rows.append((f"{n} ({pods:.0f} pods, ${cost:.0f}/h)", label, f"{statistics.median(times):.2f}",
+                         f"{max(times):.2f}", f"{statistics.median(x[1] for x in st):.0f}",
+                         f"{statistics.median(x[2] for x in st):.0f}", f"{statistics.median(x[3] for x in st):.2f}",
+                         f"{statistics.median(x[4] for x in st):.0f}", f"{statistics.median(x[5] for x in st):.0f}",
+                         str(max(x[6] for x in st)), str(sum(x[7] for x in st)), f"{rss:.0f}"))
+    return rows
+
+
+def exhaustive_optimum(view: ClusterView, limit: int = 2_000_000) -> tuple[float, int] | None:
+    """The best saving of one consolidation move over every within-budget set of underutilized candidates, and the
+    simulations spent; None when the space exceeds ``limit`` sets (see module docstring)."""
+    now = bench_cluster.NOW
+    allowed = budget_mapping(view.pools, view.nodes, REASON_UNDERUTILIZED, now)
+    by_pool: dict[str, list[Node]] = {}
+    for node in underutilized_candidates(view, now):
+        by_pool.setdefault(node.nodepool, []).append(node)
+    choices = []
+    for pool, nodes in by_pool.items():
+        k = min(len(nodes), allowed.get(pool, 0))
+        choices.append([c for r in range(k + 1) for c in itertools.combinations(nodes, r)])
+    size = 1
+    for c in choices:
+        size *= len(c)
+    if size > limit:
+        return None
+    heap = [(-sum(n.price for part in combo for n in part), i, combo)
+            for i, combo in enumerate(itertools.product(*choices))]
+    heapq.heapify(heap)
+    simulator = Simulator(view)
+    search = _Search(view, simulator, ConsolidationOptions())
+    best = 0.0
+    while heap:
+        neg, _, combo = heapq.heappop(heap)
+        if -neg <= best + 1e-9:
+            break
+        nodes = [n for part in combo for n in part]
+        if not nodes:
+            continue
+        option = search.option(nodes, MULTI_NODE if len(nodes) > 1 else SINGLE_NODE)
+        if option is not None and option.savings > best:
+            best = option.savings
+    return best, simulator.calls
+
+
+def optimum_rows(cases: int) -> tuple[list[tuple[str, ...]], list[float]]:
+    rows, ratios = [], []
+    rng = random.Random(30)
+    for case in range(cases):
+        n = rng.randint(12, 40)
+        view = bench_cluster.realistic(n, 1000 + case, teams=1)
+        found = exhaustive_optimum(view)
+        if found is None:
+            rows.append((str(case), str(n), "-", "-", "-", "space too large"))
+            continue
+        optimum, sims = found
+        d = decide(view, bench_cluster.NOW)
+        got = d.savings if d is not None else 0.0
+        ratio = 1.0 if optimum <= 1e-9 else got / optimum
+        ratios.append(ratio)
+        rows.append((str(case), str(n), f"{got:.4f}", f"{optimum:.4f}", f"{ratio:.3f}",
+                     f"{sims} sims; {d.message() if d else 'no decision'}"))
+    return rows, ratios
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,5000")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--pricing", default=None, help="a PricingPolicy file: decide on effective prices")
     parser.add_argument("--combinations", type=int, default=24, help="c5a.xlarge nodes of the karpenter#1962 case")
+    parser.add_argument("--realistic", default="1000,5000,10000", help="sizes of the realistic clusters ('' skips)")
+    parser.add_argument("--seeds", type=int, default=10, help="seeds per realistic size")
+    parser.add_argument("--optimum-cases", type=int, default=20, help="small clusters compared with the optimum")
     args = parser.parse_args()
     policy = load_pricing_policy(args.pricing) if args.pricing else None
     header = ("nodes", "pass", "seconds", "method", "evaluated", "simulations", "$/h saved", "decision")
     rows = []
-    for n in (int(s) for s in args.sizes.split(",")):
+    for n in (int(s) for s in args.sizes.split(",") if s):
         view = build(n, args.seed)
         pods = sum(len(node.pods) for node in view.nodes)
         cost = sum(node.price for node in view.nodes)
@@ -167,7 +295,24 @@ def main() -> None:
                                    **({} if methods is None else {"methods": methods}))
             row = run(view, opts, label)
             rows.append((f"{n} ({pods} pods, ${cost:.0f}/h)", *row))
-    _table(header, rows)
+    if args.sizes:
+        _table(header, rows)
+    if args.realistic:
+        print(f"\nrealistic clusters (24 NodePools, default budgets; {args.seeds} seeds; CPU seconds)")
+        _table(("nodes", "pass", "p50 s", "max s", "evaluated", "simulations", "$/h saved", "nodes", "pods",
+                "max pods/replacement", "timeouts", "peak RSS MiB"),
+               realistic_rows([int(s) for s in args.realistic.split(",")], args.seeds, policy))
+    if args.optimum_cases:
+        rows, ratios = optimum_rows(args.optimum_cases)
+        print("\nsavings vs the exhaustive optimum of the same move space (12-40 nodes, 3 NodePools)")
+        _table(("case", "nodes", "found $/h", "optimum $/h", "ratio", "note"), rows)
+        if ratios:
+            ordered = sorted(ratios)
+            p10 = ordered[len(ordered) - -(-9 * len(ordered) // 10)]
+            print(f"ratio: min {ordered[0]:.3f}, median {statistics.median(ordered):.3f}, "
+                  f"90% of cases >= {p10:.3f} ({len(ordered)} cases)")
+    if not args.combinations:
+        return
     print("\nkubernetes-sigs/karpenter#1962: half-idle c5a.xlarge into fewer, bigger-memory nodes")
     _table(("nodepool", "before", "before $/h", "after nodes", "after $/h", "moves", "seconds", "left"),
            cheaper_combinations(args.combinations))

@@ -26,8 +26,11 @@ shows the machine's load average: other work on this 2-core machine slows every 
 (``node-exporter`` with hostPort 9100) and three that run only on some instance types (GPU, Neuron, more than 8
 vCPU), so each type's daemonset overhead is worked out for the 1,300 types.
 
+``--linear-prices N`` (issue 30) times N topology-free batches of 10, 40 and 100 pods with 8-28 request shapes
+on the catalog re-priced linearly in vCPUs and GiB, where many types and fills have equal price ratios (ties).
+
 Run: ``.venv/bin/python scripts/bench_scheduling.py [--sizes 1,10,50,100,500,1000,5000,20000,50000] [--repeat 3]
-[--pack-cases 30] [--milp-cases 30] [--daemonsets]``
+[--pack-cases 30] [--milp-cases 30] [--daemonsets] [--linear-prices 30]``
 """
 
 from __future__ import annotations
@@ -198,6 +201,51 @@ def pack_suite(cases: int, seed: int = 1) -> None:
     print(f"total $/h of the {cases} plans: {total_cost:.4f}")
 
 
+#: Linear prices (``--linear-prices``): USD/hour per vCPU and per GiB on demand (m5-like); spot at 35%.
+LINEAR_VCPU, LINEAR_GIB, LINEAR_SPOT = 0.0475, 0.00625, 0.35
+
+
+def linear_catalog(types: list[InstanceType]) -> list[InstanceType]:
+    """``types`` with every offering priced linearly in vCPUs and GiB: many equal price ratios (ties)."""
+    import dataclasses
+
+    out = []
+    for it in types:
+        od = LINEAR_VCPU * it.capacity.get("cpu", 0) / 1000 + LINEAR_GIB * it.capacity.get("memory", 0) / 2**30
+        offerings = tuple(dataclasses.replace(o, price=round(od * (LINEAR_SPOT if o.capacity_type == "spot" else 1), 6))
+                          for o in it.offerings)
+        out.append(dataclasses.replace(it, offerings=offerings))
+    return out
+
+
+def linear_suite(cases: int, seed: int = 7) -> None:
+    """Topology-free batches of 10-100 pods with 8-28 request shapes on the linear-price catalog, through
+    :func:`schedule` on a warm cache (a first batch compiled the pool): CPU milliseconds per batch."""
+    types = linear_catalog(load_instance_types("us-east-1"))
+    pool = NodePoolSpec(name="default", requirements=Requirements())
+    cache = SchedulingCache()
+    schedule(make_pods(1), [], [pool], {"default": types}, cache=cache)
+    rng = random.Random(seed)
+    cpus, mems = [100, 250, 500, 750, 1000, 1500, 2000, 3000], [128, 256, 512, 1024, 1536, 2048, 3072, 4096, 8192]
+    rows: dict[int, list[tuple[float, float, int]]] = {}
+    for case in range(cases):
+        size = (10, 40, 100)[case % 3]
+        shapes = rng.sample([(c, m) for c in cpus for m in mems], rng.randint(8, 28))
+        pods = [Pod(namespace="default", name=f"p{case}-{i}", labels={"app": f"s{i % len(shapes)}"},
+                    requests={"cpu": shapes[i % len(shapes)][0], "memory": shapes[i % len(shapes)][1] * 2**20,
+                              "pods": 1}) for i in range(size)]
+        start = time.process_time()
+        result = schedule(pods, [], [pool], {"default": types}, cache=cache)
+        rows.setdefault(size, []).append((time.process_time() - start, result.total_price, len(result.new_nodeclaims)))
+    print(f"\nlinear prices ({LINEAR_VCPU}/vCPU + {LINEAR_GIB}/GiB on demand, spot x{LINEAR_SPOT}; {len(types)} types): "
+          f"{cases} topology-free batches of 8-28 shapes, warm cache, CPU ms per batch")
+    print(f"{'pods':>7} {'batches':>8} {'median':>8} {'max':>8} {'$/h (sum)':>10} {'nodes (sum)':>11}")
+    for size in sorted(rows):
+        r = rows[size]
+        print(f"{size:>7} {len(r):>8} {statistics.median(x[0] for x in r) * 1000:>8.1f} "
+              f"{max(x[0] for x in r) * 1000:>8.1f} {sum(x[1] for x in r):>10.4f} {sum(x[2] for x in r):>11}")
+
+
 def milp_suite(cases: int) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
     from scheduling.helpers import pool  # type: ignore[import-not-found]
@@ -227,8 +275,13 @@ def main() -> None:
     parser.add_argument("--pack-cases", type=int, default=30)
     parser.add_argument("--milp-cases", type=int, default=30)
     parser.add_argument("--daemonsets", action="store_true", help="add eight DaemonSets (see the docstring)")
+    parser.add_argument("--linear-prices", type=int, default=0, metavar="N",
+                        help="N batches of 10-100 pods, 8-28 shapes, on a catalog with linear prices (ties)")
     args = parser.parse_args()
-    bench([int(s) for s in args.sizes.split(",")], max(1, args.repeat), args.daemonsets)
+    if args.sizes:
+        bench([int(s) for s in args.sizes.split(",")], max(1, args.repeat), args.daemonsets)
+    if args.linear_prices:
+        linear_suite(args.linear_prices)
     if args.pack_cases:
         pack_suite(args.pack_cases)
     if args.milp_cases:

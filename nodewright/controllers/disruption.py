@@ -29,7 +29,8 @@ Metrics: ``karpenter_voluntary_disruption_decisions_total{decision,reason,consol
 ``karpenter_nodepools_allowed_disruptions`` and ``..._nodes_consuming_budgets{nodepool,reason}``,
 ``karpenter_voluntary_disruption_eligible_nodes{reason}`` (set at every decision pass),
 ``karpenter_voluntary_disruption_consolidation_timeouts_total{consolidation_type}`` (a multi- or single-node
-search the ``max_simulations`` bound cut short: nodewright bounds by simulations where Karpenter bounds by time),
+search whose time budget ran out, Karpenter's 1 min / 3 min: ``ConsolidationOptions.multi_node_timeout`` /
+``single_node_timeout``),
 ``karpenter_voluntary_disruption_queue_failures_total{decision,reason,consolidation_type}`` (replacements not
 Ready when a command is rolled back);
 events with the reason and the saving in $/h

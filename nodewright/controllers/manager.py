@@ -8,6 +8,7 @@ garbage collection (instances, then launch templates), NodePool status, state me
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -38,6 +39,8 @@ class ControllerOptions:
     (``Strict`` or ``BestEffort``; ``Respect`` or ``Ignore``).
     ``pricing_policy`` returns the PricingPolicy in force (``--pricing-policy``: the file re-read when it changes),
     or None: the provisioner and consolidation then decide on effective marginal prices (docs/pricing.md).
+    ``consolidation``: the consolidation searches' time budgets and bounds (its ``spot_to_spot`` is replaced by
+    ``spot_to_spot_consolidation``).
     """
 
     batch_idle_duration: float = 1.0
@@ -54,6 +57,7 @@ class ControllerOptions:
     preference_policy: str = "Respect"
     min_values_policy: str = "Strict"
     pricing_policy: Callable[[], PricingPolicy | None] | None = None
+    consolidation: ConsolidationOptions = ConsolidationOptions()
 
 
 class ControllerManager:
@@ -88,7 +92,7 @@ class ControllerManager:
         self.termination = TerminationController(ctx)
         self.terminator: Terminator = self.termination.terminator
         self.disruption = DisruptionController(ctx, self.terminator, DecisionOptions(
-            consolidation=ConsolidationOptions(spot_to_spot=opts.spot_to_spot_consolidation)),
+            consolidation=dataclasses.replace(opts.consolidation, spot_to_spot=opts.spot_to_spot_consolidation)),
             nominated=self.provisioner.nominated_targets, min_values_policy=opts.min_values_policy,
             preference_policy=opts.preference_policy,
             pricing_policy=opts.pricing_policy)

@@ -3,21 +3,29 @@
 **Multi-node** (Karpenter ``MultiNodeConsolidation``): candidates ordered by disruption cost, cut to what the
 ``Underutilized`` budgets allow, are searched for the longest prefix whose pods fit on the remaining nodes plus
 at most one new node strictly cheaper than the prefix (binary search over the prefix length, as Karpenter's
-``firstNConsolidationOption``; at least two nodes). Karpenter stops at 100 candidates; nodewright starts with
-the same window and, when the whole window consolidates, doubles it (up to ``max_candidates``) so a large,
-mostly idle cluster collapses in a few passes instead of hundreds. Every probe is screened first
-(:mod:`nodewright.disruption.screen`: sums, then first-fit) and only simulated when the screen passes.
+``firstNConsolidationOption``, after one probe of the whole prefix; at least two nodes). Like Karpenter it
+considers at most 100 candidates (``max_candidates``; above ``window`` the window doubles while whole windows
+consolidate). Every probe is screened first (:mod:`nodewright.disruption.screen`: sums, then first-fit) and only
+simulated when the screen passes.
+
+Bounded blast radius and time (issue 30): a replacement may take at most ``max_replacement_pod_share`` of its
+NodePool's pods (never less than :data:`REPLACEMENT_PODS_FLOOR`), and each search has a time budget on
+``ConsolidationOptions.clock`` (Karpenter's ``MultiNodeConsolidationTimeoutDuration`` 1 min,
+``SingleNodeConsolidationTimeoutDuration`` 3 min); when it runs out no further probe is simulated and multi-node
+returns the best valid move it has (Karpenter's multi-node returns its last valid command on timeout), and the
+pass reports the method in ``PassOutcome.stopped_early``. After Karpenter's search, :func:`_savings_search` tries
+the candidates by descending price and keeps a move only when it saves strictly more.
 
 Beyond Karpenter, when no prefix of the whole ordering consolidates, the same search runs over the candidates
 of each NodePool and of each (NodePool, zone), each cut to the pool's budget: disruption-cost order interleaves
 pools and zones, and one replacement node lives in one pool and one zone, so e.g. three nodes of a zone whose
 pods carry a zone topology spread can only become one node *of that zone* -- a prefix mixing zones never fits.
-These group searches share a bound of ``max_simulations`` full simulations per pass.
+These group searches share a bound of ``max_simulations`` full simulations per pass (and the time budget).
 
 **Single-node** (Karpenter ``SingleNodeConsolidation``): each candidate in order; the first whose pods fit
 elsewhere (delete) or on one strictly cheaper node (replace; spot-to-spot rules in
 :mod:`nodewright.disruption.replacement`) wins. Screened likewise; at most ``max_simulations`` full
-simulations per pass.
+simulations per pass (a work bound) and ``single_node_timeout`` seconds (a timeout).
 
 Balanced NodePools: an option found for candidates of a ``consolidationPolicy: Balanced`` pool is kept only when
 its savings justify its disruption (:mod:`nodewright.disruption.balanced`, Karpenter v1.14's score); a rejected
@@ -39,8 +47,10 @@ it, and a node filled to the target is not immediately "underutilized" again.
 
 from __future__ import annotations
 
+import math
+import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
@@ -63,8 +73,14 @@ from nodewright.pricing.engine import MinimumSaving, MoveSaving
 from nodewright.pricing.policy import PricingPolicy
 from nodewright.scheduling import NodeClaimPlan, Requirements, SchedulingResult
 
-#: Karpenter's ``MultiNodeConsolidation`` window.
+#: Karpenter's ``MultiNodeConsolidation`` cap on the candidates one multi-node search considers.
 KARPENTER_MULTI_NODE_CANDIDATES = 100
+#: Karpenter's ``MultiNodeConsolidationTimeoutDuration`` and ``SingleNodeConsolidationTimeoutDuration``, seconds.
+MULTI_NODE_TIMEOUT = 60.0
+SINGLE_NODE_TIMEOUT = 180.0
+#: Kubernetes' default kubelet ``maxPods``: a replacement may always take this many pods (see
+#: :attr:`ConsolidationOptions.max_replacement_pod_share`).
+REPLACEMENT_PODS_FLOOR = 110
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,17 +89,32 @@ class ConsolidationOptions:
 
     Attributes:
         window: first multi-node window (Karpenter: 100 candidates).
-        max_candidates: the largest multi-node window when whole windows keep consolidating.
-        max_simulations: single-node full simulations per pass (Karpenter bounds by a 3-minute timeout instead).
+        max_candidates: the most candidates one multi-node search considers (Karpenter's cap, 100); above
+            ``window`` the window doubles while whole windows consolidate.
+        max_simulations: single-node full simulations per pass (a work bound; None: only the time budget).
         spot_to_spot: allow spot -> spot replacement (Karpenter feature gate ``SpotToSpotConsolidation``).
         pricing: the PricingPolicy in force (savings at effective marginal prices), or None (list prices).
+        multi_node_timeout: seconds one multi-node search may run (Karpenter's 1 minute); when it runs out the
+            best valid move found so far is returned and the search counts as timed out.
+        single_node_timeout: the same for single-node consolidation (Karpenter's 3 minutes).
+        clock: seconds, monotonic (``time.monotonic``); tests inject a fake one.
+        max_replacement_pod_share: a replacement may take at most this share of its NodePool's pods (the pods
+            bound to the pool's nodes now), but always :data:`REPLACEMENT_PODS_FLOOR`; its type's ``pods``
+            capacity (kubelet ``maxPods``) bounds it anyway. None: no share bound.
+        improve_simulations: simulations the savings search (:func:`multi_node_search`) may spend beyond
+            Karpenter's prefix search, per pass.
     """
 
     window: int = KARPENTER_MULTI_NODE_CANDIDATES
-    max_candidates: int = 1_000
-    max_simulations: int = 30
+    max_candidates: int = KARPENTER_MULTI_NODE_CANDIDATES
+    max_simulations: int | None = 30
     spot_to_spot: bool = True
     pricing: PricingPolicy | None = field(default=None, compare=False)
+    multi_node_timeout: float = MULTI_NODE_TIMEOUT
+    single_node_timeout: float = SINGLE_NODE_TIMEOUT
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False)
+    max_replacement_pod_share: float | None = 0.1
+    improve_simulations: int = 8
 
 
 def underutilized_candidates(view: ClusterView, now: float) -> list[Node]:
@@ -127,10 +158,14 @@ def _screen(view: ClusterView, simulator: Simulator) -> Screen:
 
 
 class _Search:
-    """Evaluates consolidation options for candidate sets: screen, then simulate."""
+    """Evaluates consolidation options for candidate sets: screen, then simulate, within a time budget.
+
+    ``timeout`` seconds of ``options.clock`` from construction: once spent, :meth:`option` refuses to simulate
+    (returns None) and :attr:`timed_out` is set, so every search loop winds down keeping the best valid option it
+    already has (anytime search; Karpenter returns its last valid command when its timeout fires)."""
 
     def __init__(self, view: ClusterView, simulator: Simulator, options: ConsolidationOptions,
-                 skipped: list[Skip] | None = None) -> None:
+                 skipped: list[Skip] | None = None, timeout: float | None = None) -> None:
         self.view = view
         self.simulator = simulator
         self.options = options
@@ -138,6 +173,15 @@ class _Search:
         self.pricing = pass_pricing(simulator, view, options.pricing)
         self.skipped = skipped if skipped is not None else []
         self.evaluated = 0
+        self.deadline = None if timeout is None else options.clock() + timeout
+        self.timed_out = False
+        self.pod_caps = replacement_pod_caps(view, options)
+
+    def expired(self) -> bool:
+        """True (and :attr:`timed_out` set) once the time budget is spent."""
+        if not self.timed_out and self.deadline is not None and self.options.clock() >= self.deadline:
+            self.timed_out = True
+        return self.timed_out
 
     def screened_out(self, candidates: Sequence[Node]) -> bool:
         """True when the screen proves (sums, first-fit + price floor) the set cannot consolidate, or (under a
@@ -152,21 +196,41 @@ class _Search:
         return floor is None or self.pricing.floor(floor) >= self.pricing.removed_cost(candidates)
 
     def option(self, candidates: Sequence[Node], method: str) -> Decision | None:
-        """The consolidation decision for exactly ``candidates``, or None."""
+        """The consolidation decision for exactly ``candidates``, or None (also when the time is up)."""
+        if self.expired():
+            return None
         self.evaluated += 1
         if self.screened_out(candidates):
             return None
         result = self.simulator.simulate(candidates, max_new=1, pricing=self.pricing.scheduler_pricing(candidates))
-        return _judge(self.view, method, candidates, result, self.pricing, self.options, self.skipped)
+        return _judge(self.view, method, candidates, result, self.pricing, self.options, self.skipped,
+                      self.pod_caps)
+
+
+def replacement_pod_caps(view: ClusterView, options: ConsolidationOptions) -> dict[str, int] | None:
+    """NodePool -> the most pods one replacement of that pool may take (see
+    :attr:`ConsolidationOptions.max_replacement_pod_share`), or None when unbounded."""
+    share = options.max_replacement_pod_share
+    if share is None:
+        return None
+    pods: dict[str, int] = dict.fromkeys(view.pools, 0)
+    for node in view.nodes:
+        pods[node.nodepool] = pods.get(node.nodepool, 0) + len(node.pods)
+    return {name: max(REPLACEMENT_PODS_FLOOR, math.ceil(share * count)) for name, count in pods.items()}
 
 
 def _judge(view: ClusterView, method: str, candidates: Sequence[Node], result: SchedulingResult,
-           pricing: MovePricing, options: ConsolidationOptions, skipped: list[Skip] | None) -> Decision | None:
-    """The decision a simulation of ``candidates`` supports: a cheaper replacement (or none), a saving that clears
-    the minimum of the candidates' pools (else a :class:`Skip` appended to ``skipped``), Balanced's approval."""
+           pricing: MovePricing, options: ConsolidationOptions, skipped: list[Skip] | None,
+           pod_caps: dict[str, int] | None = None) -> Decision | None:
+    """The decision a simulation of ``candidates`` supports: a cheaper replacement (or none) taking no more pods
+    than its pool's cap (``pod_caps``), a saving that clears the minimum of the candidates' pools (else a
+    :class:`Skip` appended to ``skipped``), Balanced's approval."""
     replacements = consolidation_replacements(result, candidates, options.spot_to_spot,
                                               pool_requirements=pool_requirements(view), pricing=pricing)
     if replacements is None:
+        return None
+    if pod_caps is not None and any(len(p.pods) > pod_caps.get(p.nodepool, REPLACEMENT_PODS_FLOOR)
+                                    for p in replacements):
         return None
     saving = pricing.move_saving(candidates, replacements)
     threshold = _threshold(view, candidates)
@@ -222,21 +286,94 @@ def multi_node(view: ClusterView, now: float, simulator: Simulator,
 def multi_node_search(view: ClusterView, now: float, simulator: Simulator,
                       options: ConsolidationOptions | None = None,
                       skipped: list[Skip] | None = None) -> tuple[Decision | None, bool]:
-    """:func:`multi_node`'s decision, and whether the ``max_simulations`` bound stopped the group search with
-    groups left untried (nodewright's counterpart of Karpenter's multi-node consolidation timeout). Moves skipped
-    for their saving are appended to ``skipped``."""
+    """:func:`multi_node`'s decision, and whether its time budget (``multi_node_timeout``) ran out before the
+    search was done (Karpenter's multi-node consolidation timeout; the decision is then the best valid move found
+    so far). Moves skipped for their saving are appended to ``skipped``.
+
+    The search (see module docstring): Karpenter's longest consolidating prefix of the candidates by disruption
+    cost, cut to the budgets and to ``max_candidates``; when none, the per-pool and per-(pool, zone) groups; then
+    :func:`_savings_search`, which keeps a move only when it saves strictly more than the one found."""
     opts = options or ConsolidationOptions()
     allowed = budget_mapping(view.pools, view.nodes, REASON_UNDERUTILIZED, now)
     ordered = _candidates(view, now, simulator)
     candidates = within_budget(ordered, allowed)[: opts.max_candidates]
-    search = _Search(view, simulator, opts, skipped)
+    search = _Search(view, simulator, opts, skipped, opts.multi_node_timeout)
     best = _largest_prefix(candidates, search, opts)
-    stopped = False
     if best is None:
-        best, stopped = _largest_group_prefix(ordered, allowed, candidates, search, opts)
+        best = _largest_group_prefix(ordered, allowed, candidates, search, opts)
+    best = _savings_search(ordered, allowed, best, search, opts)
     if best is not None:
         best.evaluated = search.evaluated
-    return best, stopped
+    return best, search.timed_out
+
+
+def _better(a: Decision | None, b: Decision | None) -> Decision | None:
+    """The option saving more (``a`` on ties, and when ``b`` is None)."""
+    if b is None or (a is not None and b.savings <= a.savings + 1e-9):
+        return a
+    return b
+
+
+def _savings_search(ordered: Sequence[Node], allowed: dict[str, int], best: Decision | None, search: _Search,
+                    opts: ConsolidationOptions) -> Decision | None:
+    """Beyond Karpenter: disruption-cost order puts the nodes with the fewest pods first, which are often the
+    cheapest, so its longest prefix can save a fraction of what the budgets allow. Within ``improve_simulations``
+    more simulations (and the time budget) this tries the candidates by descending price (ties: disruption-cost
+    order), cut to the budgets and ``max_candidates``: their longest consolidating prefix, then, greedily, adding
+    each further candidate to the best set while it still consolidates and saves more. A set is simulated only
+    when its price (what removing it could save at most) beats the best saving so far, and the screen passes it.
+    The move returned saves at least as much as ``best``."""
+    by_price = within_budget(sorted(ordered, key=lambda n: -n.price), allowed)[: opts.max_candidates]
+    if not by_price or opts.improve_simulations <= 0:
+        return best
+    limit = search.simulator.calls + opts.improve_simulations
+    cost = search.pricing.removed_cost
+
+    def affordable() -> bool:
+        return search.simulator.calls < limit and not search.expired()
+
+    if len(by_price) >= 2 and affordable():
+        need, lost = _prefix_sums(by_price, search.screen)
+        feasible = max((k for k in range(len(by_price) + 1) if search.screen.aggregate_fits(need[k], lost[k])),
+                       default=0)
+        lo, hi = 2, feasible
+        if lo <= hi and (best is None or cost(by_price[:hi]) > best.savings + 1e-9):
+            option = search.option(by_price[:hi], MULTI_NODE)  # the whole list first, as _binary_search
+            if option is not None:
+                best, lo = _better(best, option), hi + 1
+            else:
+                hi -= 1
+        while lo <= hi and affordable():
+            mid = (lo + hi) // 2
+            if best is not None and cost(by_price[:mid]) <= best.savings + 1e-9:
+                lo = mid + 1  # cannot beat best: try more nodes
+                continue
+            option = search.option(by_price[:mid], MULTI_NODE)
+            if option is not None:
+                best, lo = _better(best, option), mid + 1
+            else:
+                hi = mid - 1
+    chosen = list(best.candidates) if best is not None else []
+    names = {c.name for c in chosen}
+    used: dict[str, int] = {}
+    for c in chosen:
+        used[c.nodepool] = used.get(c.nodepool, 0) + 1
+    for node in by_price:
+        if not affordable() or len(chosen) >= opts.max_candidates:
+            break
+        if node.name in names or used.get(node.nodepool, 0) >= allowed.get(node.nodepool, 0):
+            continue
+        trial = [*chosen, node]
+        if best is not None and cost(trial) <= best.savings + 1e-9:
+            continue
+        if len(trial) < 2:
+            continue  # a single node is single-node consolidation's
+        option = search.option(trial, MULTI_NODE)
+        if option is not None and _better(best, option) is option:
+            best, chosen = option, trial
+            names.add(node.name)
+            used[node.nodepool] = used.get(node.nodepool, 0) + 1
+    return best
 
 
 def _largest_prefix(candidates: Sequence[Node], search: _Search, opts: ConsolidationOptions) -> Decision | None:
@@ -272,36 +409,44 @@ def _groups(ordered: Sequence[Node]) -> list[list[Node]]:
 
 
 def _largest_group_prefix(ordered: Sequence[Node], allowed: dict[str, int], tried: Sequence[Node],
-                          search: _Search, opts: ConsolidationOptions) -> tuple[Decision | None, bool]:
+                          search: _Search, opts: ConsolidationOptions) -> Decision | None:
     """The best (most nodes, then most $/h saved) consolidating prefix of a pool or pool-zone group, trying
-    groups until ``max_simulations`` simulations were spent (see module docstring); and whether that bound
-    stopped the search with groups left."""
+    groups until ``max_simulations`` simulations were spent or the time is up (see module docstring)."""
     simulator, start = search.simulator, search.simulator.calls
     seen = {tuple(c.name for c in tried)}
     best: Decision | None = None
-    stopped = False
     for group in _groups(ordered):
         members = within_budget(group, allowed)[: opts.max_candidates]
         key = tuple(c.name for c in members)
         if len(members) < 2 or key in seen:
             continue
-        if simulator.calls - start >= opts.max_simulations:
-            stopped = True
+        if opts.max_simulations is not None and simulator.calls - start >= opts.max_simulations:
+            break
+        if search.expired():
             break
         seen.add(key)
         found = _largest_prefix(members, search, opts)
         if found is not None and (best is None or (len(found.candidates), found.savings)
                                   > (len(best.candidates), best.savings)):
             best = found
-    return best, stopped
+    return best
 
 
 def _binary_search(candidates: Sequence[Node], lo: int, hi: int, search: _Search) -> Decision | None:
-    """Largest k in [lo, hi] with a valid option for ``candidates[:k]`` (Karpenter's binary search)."""
+    """Largest k in [lo, hi] with a valid option for ``candidates[:k]`` (Karpenter's binary search), trying
+    ``hi`` first: at scale the budgets, not the room, usually bound the move, and then one simulation decides.
+    When ``hi`` fails the binary search runs as Karpenter's over the same range (so it finds what Karpenter's
+    finds, where prefixes are not monotone too) without simulating ``hi`` again."""
+    if lo > hi:
+        return None
+    first = search.option(candidates[:hi], MULTI_NODE)
+    if first is not None:
+        return first
     best: Decision | None = None
+    top = hi
     while lo <= hi:
         mid = (lo + hi) // 2
-        option = search.option(candidates[:mid], MULTI_NODE)
+        option = None if mid == top else search.option(candidates[:mid], MULTI_NODE)
         if option is not None:
             best, lo = option, mid + 1
         else:
@@ -318,18 +463,21 @@ def single_node(view: ClusterView, now: float, simulator: Simulator,
 def single_node_search(view: ClusterView, now: float, simulator: Simulator,
                        options: ConsolidationOptions | None = None,
                        skipped: list[Skip] | None = None) -> tuple[Decision | None, bool]:
-    """:func:`single_node`'s decision, and whether the ``max_simulations`` bound stopped the search with
-    candidates left untried (nodewright's counterpart of Karpenter's single-node consolidation timeout). Moves
-    skipped for their saving are appended to ``skipped``."""
+    """:func:`single_node`'s decision, and whether its time budget (``single_node_timeout``) ran out with
+    candidates left untried (Karpenter's single-node consolidation timeout). ``max_simulations`` bounds the
+    simulations of one pass too (a work bound, not a timeout). Moves skipped for their saving are appended to
+    ``skipped``."""
     opts = options or ConsolidationOptions()
     allowed = budget_mapping(view.pools, view.nodes, REASON_UNDERUTILIZED, now)
     candidates = [c for c in _candidates(view, now, simulator) if allowed.get(c.nodepool, 0) > 0]
-    search = _Search(view, simulator, opts, skipped)
+    search = _Search(view, simulator, opts, skipped, opts.single_node_timeout)
     start = simulator.calls
     for candidate in candidates:
-        if simulator.calls - start >= opts.max_simulations:
-            return None, True
+        if opts.max_simulations is not None and simulator.calls - start >= opts.max_simulations:
+            return None, False
         option = search.option([candidate], SINGLE_NODE)
+        if search.timed_out:
+            return None, True
         if option is not None:
             option.evaluated = search.evaluated
             return option, False
@@ -345,7 +493,7 @@ def validate_consolidation(decision: Decision, nodes: list[Node], view: ClusterV
         return None
     pricing = MovePricing(view, options.pricing)
     result = Simulator(view).simulate(nodes, max_new=1, pricing=pricing.scheduler_pricing(nodes))
-    fresh = _judge(view, decision.method, nodes, result, pricing, options, None)
+    fresh = _judge(view, decision.method, nodes, result, pricing, options, None, replacement_pod_caps(view, options))
     if fresh is None:
         return None
     fresh.evaluated = decision.evaluated

@@ -59,9 +59,10 @@ class PassOutcome:
 
     Attributes:
         decision: the graceful decision, or None.
-        stopped_early: the methods (:data:`MULTI_NODE`, :data:`SINGLE_NODE`) whose search the
-            ``max_simulations`` bound ended with candidates left untried, in the order they ran (the
-            disruption controller counts them as Karpenter's consolidation timeouts).
+        stopped_early: the methods (:data:`MULTI_NODE`, :data:`SINGLE_NODE`) whose time budget
+            (``ConsolidationOptions.multi_node_timeout`` / ``single_node_timeout``) ran out before their search
+            was done, in the order they ran (the disruption controller counts them as Karpenter's consolidation
+            timeouts; multi-node then acted on the best valid move it had found).
         skipped: consolidation moves found feasible but not taken for their saving (below the NodePool's
             minimum saving, or nothing saved at effective prices), in the order found.
         blocked: node name -> why simulations moving its pods failed (pods no node can take again, such as pods
@@ -86,7 +87,7 @@ def decide(view: ClusterView, now: float, options: DecisionOptions | None = None
 
 def decide_pass(view: ClusterView, now: float, options: DecisionOptions | None = None,
                 simulator: Simulator | None = None) -> PassOutcome:
-    """:func:`decide`, with which consolidation searches the simulation bound cut short."""
+    """:func:`decide`, with which consolidation searches their time budget cut short."""
     opts = options or DecisionOptions()
     simulator = simulator or Simulator(view)
     runners: dict[str, Callable[[], tuple[Decision | None, bool]]] = {

@@ -174,7 +174,8 @@ def _join(claim: NodeClaim, cls: PodClass, k: int) -> None:
 
 def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirements, members: list[PodClass]) -> None:
     run.within_limits(template, template.types_for(merged))  # says once per pool how many types limits exclude
-    priced, prices, front = pack_inputs(template, merged)
+    lone = sum(len(m.pods) for m in members) == 1
+    priced, prices, front = pack_inputs(template, merged, lone)
     items, pack_types = _with_port_dims(members, priced)
     bins, left = pack(items, pack_types, prices, front=front if pack_types is priced else None)
     joins = _joins(run, template, members)

@@ -115,8 +115,11 @@ class TypeInfo:
     def _rank_offerings(self) -> dict[str | None, list[Offering]]:
         """Available offerings by (price, list price, zone), per capacity type (None: all); the sort is stable, so
         ties keep the catalog's order."""
-        ordered = sorted((o for o in self.it.offerings if o.available),
-                         key=lambda o: (self.price_of(o), o.price, o.zone))
+        available = [o for o in self.it.offerings if o.available]
+        if self.pricing is None:  # (list price, list price, zone) orders as (list price, zone): the cold path
+            ordered = sorted(available, key=lambda o: (o.price, o.zone))
+        else:
+            ordered = sorted(available, key=lambda o: (self.price_of(o), o.price, o.zone))
         by_price: dict[str | None, list[Offering]] = {None: ordered}
         for o in ordered:
             by_price.setdefault(o.capacity_type, []).append(o)

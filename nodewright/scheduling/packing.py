@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from operator import le, mul
 from typing import Any
 
-from nodewright.scheduling.fronts import Front
+from nodewright.scheduling.fronts import MAX_FILLED_TYPES, linear_prices, pareto
 from nodewright.scheduling.nodeclaimtemplate import TypeInfo, Vector
 
 BEAM_WIDTH = 8
@@ -71,16 +71,6 @@ class Bin:
 
 def _fits(need: Sequence[int], budget: Sequence[int]) -> bool:
     return all(map(le, need, budget))
-
-
-def pareto(types: Sequence[TypeInfo], prices: dict[str, float]) -> list[TypeInfo]:
-    """Drop types another type dominates (at least the budget in every dimension, at most the price); the rest
-    by (price, name) (:class:`~.fronts.Front`, all at once).
-
-    A type's dominators fit whatever it fits, so the front of any subset closed that way (the types that fit
-    some pod, a cheapest-first prefix) is this front filtered to the subset, order kept: :func:`pack` takes a
-    front computed once per (NodePool, requirements) instead of one per batch."""
-    return Front([(t, prices[t.name]) for t in types]).below(None)
 
 
 def _fit_weights(types: Sequence[TypeInfo], prices: dict[str, float], dims: int, mode: str) -> list[float]:
@@ -239,6 +229,7 @@ class _Shared:
         #: Per type, the smallest of its caps: counts all at most that are their own capped counts.
         self.floor = [min(caps, default=0) for caps in self.caps]
         self.fills: dict[tuple[object, ...], Fill] = {}
+        self.linear: bool | None = None  # prices linear in the resources (fronts.linear_prices): 1st problem
 
     def fill(self, j: int, order: tuple[int, ...] | None, counts: Sequence[int], top: int | None = None) -> Fill:
         """FFD fill of type ``j`` in ``order`` (None: the dot-product fill), cached. ``top``: ``max(counts)``
@@ -290,6 +281,9 @@ class _Problem:
         self.static_order = sorted(
             (shared.prices[j] / (sum(map(mul, w, t.budget)) * (1 + 1e-9) + slack), j) for j, t in enumerate(self.types)
         )
+        if shared.linear is None:  # then all score bounds tie: fill at most MAX_FILLED_TYPES per move search
+            shared.linear = linear_prices(self.types, shared.prices, _fit_weights(self.types, prices, self.dims, "fit"))
+        self.max_filled = MAX_FILLED_TYPES if shared.linear else len(self.types)
 
     def _need(self, counts: Sequence[int]) -> tuple[list[int], int]:
         """Summed requests and number of the remaining pods."""
@@ -337,15 +331,19 @@ class _Problem:
         best_key: tuple[float, float, int] | None = None
         shared = self.shared
         top = max(counts, default=0)
+        filled = 0
         for static, bound, j in self._candidates(counts):
             if best_key is not None:
                 if static > best_key[0]:
                     break
                 if bound > best_key[0]:
                     continue
+            if filled >= self.max_filled and best is not None:
+                break
             fill = shared.fill(j, self.order, counts, top)
             if not fill:
                 continue
+            filled += 1
             value = sum(self.values[i] * k for i, k in fill)
             # Ties go to the type listed first (pareto order), as a scan in that order would choose.
             key = (shared.prices[j] / value, -value, j)
@@ -361,12 +359,16 @@ class _Problem:
         shared = self.shared
         orders: tuple[tuple[int, ...] | None, ...] = (self.order, None) if self.small else (self.order,)
         top = max(counts, default=0)
+        filled = 0
         for static, bound, j in self._candidates(counts):
             if static > kth:
                 break
             if bound > kth:
                 continue
+            if filled >= self.max_filled and len(scored) >= limit:
+                break
             t = self.types[j]
+            filled += 1
             for n, order in enumerate(orders):
                 fill = shared.fill(j, order, counts, top)
                 if fill:

@@ -154,36 +154,88 @@ class Topology:
         self._count_existing(nodes)
 
     def _count_existing(self, nodes: Iterable[ExistingNode]) -> None:
+        """Count the pods bound to ``nodes`` (not marked for deletion) in every group that selects them, and the
+        owners of each required anti-affinity group.
+
+        Per group the pods are visited in node order, then pod order (so each ``counts`` dict is built in the
+        same order as a plain scan). Which pods a group visits is narrowed first, never widened: those of its
+        namespace, and, for a selector with ``matchLabels``, those carrying its first label (an index built once
+        per call); each is then checked against the whole selector. The inverse count visits only pods with
+        required anti-affinity."""
         groups = self.groups
         if not groups:
             return
+        def indexed(g: TopologyGroup) -> tuple[str | None, str, str] | None:
+            """(namespace or None for all, label key, value) of the group's first matchLabels, when usable."""
+            sel, namespaces = g.selector, g.namespaces
+            if sel is None or not sel.match_labels or (namespaces is not None and len(namespaces) != 1):
+                return None
+            k, v = sel.match_labels[0]
+            return (None if namespaces is None else next(iter(namespaces)), k, v)
+
+        wanted = {t for t in map(indexed, groups) if t is not None}
+        keys = {k for _, k, _ in wanted}
+        pairs: list[tuple[ExistingNode, Pod]] = []
+        by_label: dict[tuple[str | None, str, str], list[tuple[ExistingNode, Pod]]] = {t: [] for t in wanted}
+        owners: list[tuple[ExistingNode, Pod]] = []
         for node in nodes:
             if node.marked_for_deletion:
                 continue
             for pod in node.pods:
-                for g in groups:
-                    domain = node.labels.get(g.key)
-                    if domain is None:
+                pair = (node, pod)
+                pairs.append(pair)
+                labels = pod.labels
+                for k in keys:
+                    v = labels.get(k)
+                    if v is None:
                         continue
-                    if g.selects(pod) and (
-                        g.node_filter is None or g.node_filter.matches_node(node.labels, node.taints)
-                    ):
-                        g.counts[domain] = g.counts.get(domain, 0) + 1
-                    if g.enforce_inverse and any(
-                        t.topology_key == g.key and t.label_selector == g.selector
-                        for t in pod.affinity.pod_anti_affinity_required
-                    ):
-                        g.owner_counts[domain] = g.owner_counts.get(domain, 0) + 1
+                    hit = by_label.get((pod.namespace, k, v))
+                    if hit is not None:
+                        hit.append(pair)
+                    hit = by_label.get((None, k, v))
+                    if hit is not None:
+                        hit.append(pair)
+                if pod.affinity.pod_anti_affinity_required:
+                    owners.append(pair)
+        for g in groups:
+            key = g.key
+            selector = g.selector
+            if selector is not None:
+                namespaces = g.namespaces
+                where = indexed(g)
+                visit: list[tuple[ExistingNode, Pod]]
+                if where is not None:
+                    visit = by_label[where]
+                elif namespaces is None:
+                    visit = pairs
+                else:
+                    visit = [p for p in pairs if p[1].namespace in namespaces]
+                flt = g.node_filter
+                counts = g.counts
+                for node, pod in visit:
+                    domain = node.labels.get(key)
+                    if domain is None or not selector.matches(pod.labels):
+                        continue
+                    if flt is None or flt.matches_node(node.labels, node.taints):
+                        counts[domain] = counts.get(domain, 0) + 1
+            if g.enforce_inverse:
+                owner_counts = g.owner_counts
+                for node, pod in owners:
+                    domain = node.labels.get(key)
+                    if domain is not None and any(t.topology_key == key and t.label_selector == selector
+                                                  for t in pod.affinity.pod_anti_affinity_required):
+                        owner_counts[domain] = owner_counts.get(domain, 0) + 1
 
     def init_universes(
         self, classes: Iterable[PodClass], templates: Sequence[NodeClaimTemplate], nodes: Sequence[ExistingNodeState]
     ) -> None:
         """Add to every non-hostname spread group the domains its owners could reach."""
+        memo: dict[tuple[object, ...], set[str]] = {}
         for cls in classes:
             for g in cls.owned:
                 if g.kind != SPREAD or g.key == wk.HOSTNAME:
                     continue
-                g.universe |= self.eligible_domains(cls, g, templates, nodes)
+                g.universe |= self.eligible_domains(cls, g, templates, nodes, memo)
 
     def refresh_universes(
         self, cls: PodClass, templates: Sequence[NodeClaimTemplate], nodes: Sequence[ExistingNodeState]
@@ -196,7 +248,8 @@ class Topology:
 
     @staticmethod
     def eligible_domains(
-        cls: PodClass, g: TopologyGroup, templates: Sequence[NodeClaimTemplate], nodes: Sequence[ExistingNodeState]
+        cls: PodClass, g: TopologyGroup, templates: Sequence[NodeClaimTemplate], nodes: Sequence[ExistingNodeState],
+        memo: dict[tuple[object, ...], set[str]] | None = None,
     ) -> set[str]:
         """Domains of ``g.key`` that count for the spread minimum of an owner of class ``cls``: those of the
         NodePools and existing nodes kube-scheduler's PodTopologySpread would count for it.
@@ -223,12 +276,20 @@ class Topology:
             merged = template.reqs.intersect(own)
             if template.types_for(merged):
                 domains |= template.domains(key, merged)
-        for node in nodes:
-            value = node.labels.get(key)
-            if value is not None and own.satisfied_by_labels(node.labels):
-                if flt is None or flt.tolerates(node.node.taints):
-                    domains.add(value)
-        return domains
+        # The nodes' part depends only on (key, own requirements, tolerations): ``memo`` (one per node list)
+        # shares it between the classes of one run.
+        memo_key = (key, own, None if flt is None else flt.tolerations)
+        from_nodes = None if memo is None else memo.get(memo_key)
+        if from_nodes is None:
+            from_nodes = set()
+            for node in nodes:
+                value = node.labels.get(key)
+                if value is not None and own.satisfied_by_labels(node.labels):
+                    if flt is None or flt.tolerates(node.node.taints):
+                        from_nodes.add(value)
+            if memo is not None:
+                memo[memo_key] = from_nodes
+        return domains | from_nodes
 
     @staticmethod
     def record(cls: PodClass, domains: Mapping[str, str], counts_on: Callable[[NodeFilter], bool]) -> None:

@@ -273,19 +273,19 @@ def test_allowed_disruptions_without_an_active_budget_is_karpenters_max_int32(en
                          {"nodepool": "default", "reason": "Empty"}) == 2_147_483_647
 
 
-def test_consolidation_cut_short_by_its_simulation_bound_counts_as_a_timeout(env: Any) -> None:
+def test_consolidation_cut_short_by_its_time_budget_counts_as_a_timeout(env: Any) -> None:
     cluster, clock, _, _, metrics = env
+    # An injected clock standing still at 0: single-node's budget of 0 s is spent before its first candidate,
+    # multi-node's 60 s never.
     controller = DisruptionController(env[3].ctx, env[3].terminator, DecisionOptions(
-        consolidation=ConsolidationOptions(max_simulations=0)))
+        consolidation=ConsolidationOptions(single_node_timeout=0.0, clock=lambda: 0.0)))
     for name in ("a", "b", "c"):
         add_node(cluster, name, "c.medium", [3000])  # underutilized candidates, none consolidates
     assert controller.reconcile() is None and controller.command is None
     timeouts = {kind: metrics.value("karpenter_voluntary_disruption_consolidation_timeouts_total",
                                     {"consolidation_type": kind}) for kind in ("multi", "single")}
-    # single-node had 3 candidates and no simulation left; multi-node's one pool/zone group was the prefix
-    # already searched (not bounded), so nothing was left untried there.
     assert timeouts == {"multi": None, "single": 1}
-    env[3].reconcile()  # the default bound (30 simulations) is never reached here
+    env[3].reconcile()  # default budgets (1 min / 3 min) are never reached here
     clock.now += 10
     env[3].reconcile()
     assert metrics.value("karpenter_voluntary_disruption_consolidation_timeouts_total",

@@ -123,3 +123,29 @@ def test_overhead_settings_reach_the_aws_providers_allocatable_maths() -> None:
     assert (custom.max_pods, custom.vm_memory_overhead_percent, custom.reserved_enis) == (50, 0.1, 1)
     default = kubelet()
     assert (default.max_pods, default.vm_memory_overhead_percent, default.reserved_enis) == (50, 0.075, 0)
+
+
+def test_consolidation_time_budgets_and_bounds_reach_the_disruption_controller() -> None:
+    from nodewright.kube.memory import InMemoryCluster
+    from nodewright.runtime import Runtime
+
+    s = load_settings({**BASE, "NODEWRIGHT_MULTI_NODE_CONSOLIDATION_TIMEOUT": "30s",
+                       "NODEWRIGHT_SINGLE_NODE_CONSOLIDATION_TIMEOUT": "1m30s",
+                       "NODEWRIGHT_MULTI_NODE_CONSOLIDATION_CANDIDATES": "50",
+                       "NODEWRIGHT_CONSOLIDATION_REPLACEMENT_POD_SHARE": "0.25"})
+    runtime = Runtime(InMemoryCluster(lambda: 0.0), object(), s)  # type: ignore[arg-type]
+    opts = runtime.manager.disruption.options.consolidation
+    assert (opts.multi_node_timeout, opts.single_node_timeout, opts.max_candidates, opts.window,
+            opts.max_replacement_pod_share, opts.spot_to_spot) == (30.0, 90.0, 50, 50, 0.25, False)
+    defaults = load_settings(BASE)
+    assert (defaults.multi_node_consolidation_timeout, defaults.single_node_consolidation_timeout,
+            defaults.multi_node_consolidation_candidates, defaults.consolidation_replacement_pod_share) == (
+        60.0, 180.0, 100, 0.1)
+    for name, value, why in (
+            ("NODEWRIGHT_MULTI_NODE_CONSOLIDATION_TIMEOUT", "0s", "must be a positive duration (e.g. 1m)"),
+            ("NODEWRIGHT_MULTI_NODE_CONSOLIDATION_CANDIDATES", "1", "1 is below 2 (default 100)"),
+            ("NODEWRIGHT_CONSOLIDATION_REPLACEMENT_POD_SHARE", "1.5",
+             "1.5 is not a fraction in (0, 1] (default 0.1)")):
+        with pytest.raises(NodewrightValidationError) as err:
+            load_settings({**BASE, name: value})
+        assert str(err.value) == f"{name}: {why}"

@@ -88,3 +88,51 @@ def testpareto_drops_dominated_types() -> None:
     d = TypeInfo(make_type("d.x4", 4, 8, 0.3), (4000, 8 * 2**30, 110))  # c holds the same for less
     prices = {"a.x2": 0.11, "b.x2": 0.1, "c.x4": 0.2, "d.x4": 0.3}
     assert [t.name for t in pareto([a, b, c, d], prices)] == ["b.x2", "c.x4"]
+
+
+def _linear_problem() -> tuple[list[Item], list[TypeInfo], dict[str, float]]:
+    """120 types priced exactly per vCPU and GiB (every score bound ties) and 40 pods of 10 shapes."""
+    types = []
+    for i in range(120):
+        cpu, mem = 1 + i % 40, (1 + i % 40) * (2 + i // 40 * 2)
+        it = make_type(f"lin{i:03d}", cpu, mem, round(0.04 * cpu + 0.005 * mem, 6))
+        alloc = it.allocatable()
+        types.append(TypeInfo(it, (alloc["cpu"], alloc["memory"], alloc["pods"])))
+    prices = {t.name: t.it.offerings[0].price for t in types}
+    items = [Item((250 * (1 + k % 5), 512 * MIB * (1 + k // 5), 1), 4) for k in range(10)]
+    return items, types, prices
+
+
+def test_linear_prices_bound_each_move_search_and_every_pod_is_placed() -> None:
+    items, types, prices = _linear_problem()
+    front = pareto(types, prices)
+    shared = _Shared(items, front, prices)
+    problem = _Problem(items, shared, prices, "fit")
+    assert shared.linear is True and len(front) > packing.MAX_FILLED_TYPES
+    assert problem.max_filled == packing.MAX_FILLED_TYPES
+    counts = [it.count for it in items]
+    filled_before = len(shared.fills)
+    assert len(problem.moves(counts, packing.BEAM_WIDTH)) == packing.BEAM_WIDTH
+    # Two fills (first-fit decreasing and dot product) per type, for at most MAX_FILLED_TYPES types.
+    assert len(shared.fills) - filled_before <= 2 * packing.MAX_FILLED_TYPES
+    bins, left = packing.pack(items, types, prices)
+    assert left == [0] * len(items) and sum(k for b in bins for _, k in b.fill) == 40
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_catalogs_not_priced_linearly_keep_the_full_scan(seed: int) -> None:
+    items, types, prices = random_problem(seed)
+    shared = _Shared(items, pareto(types, prices), prices)
+    problem = _Problem(items, shared, prices, "fit")
+    assert shared.linear is False and problem.max_filled == len(problem.types)
+
+
+def test_one_pod_takes_the_same_type_from_all_types_by_price_as_from_the_front() -> None:
+    from nodewright.scheduling.fronts import Front
+
+    items, types, prices = _linear_problem()
+    front = Front([(t, prices[t.name]) for t in types])
+    for vec in ((250, 512 * MIB, 1), (3000, 9 * 1024 * MIB, 1), (39_000, 70 * 1024 * MIB, 1), (64_000, MIB, 1)):
+        lone = [Item(vec, 1)]
+        assert packing.pack(lone, types, prices, front=front.by_price()) == packing.pack(
+            lone, types, prices, front=front.below(None))
