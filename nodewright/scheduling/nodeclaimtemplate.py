@@ -116,10 +116,9 @@ class TypeInfo:
         """Available offerings by (price, list price, zone), per capacity type (None: all); the sort is stable, so
         ties keep the catalog's order."""
         available = [o for o in self.it.offerings if o.available]
-        if self.pricing is None:  # (list price, list price, zone) orders as (list price, zone): the cold path
-            ordered = sorted(available, key=lambda o: (o.price, o.zone))
-        else:
-            ordered = sorted(available, key=lambda o: (self.price_of(o), o.price, o.zone))
+        # Without pricing, (list price, list price, zone) orders as (list price, zone): the cold path.
+        ordered = sorted(available, key=(lambda o: (o.price, o.zone)) if self.pricing is None
+                         else (lambda o: (self.price_of(o), o.price, o.zone)))
         by_price: dict[str | None, list[Offering]] = {None: ordered}
         for o in ordered:
             by_price.setdefault(o.capacity_type, []).append(o)
