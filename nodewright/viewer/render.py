@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nodewright.quantities import CPU, MEMORY, format_quantity
-from nodewright.viewer.view import ClusterView, NodeRow, PoolRow
+from nodewright.viewer.view import UNMANAGED, ClusterView, NodeRow, PoolRow
 
 #: Pending pods listed before "... N more".
 PENDING_SHOWN = 8
@@ -77,7 +77,7 @@ def summary(view: ClusterView, style: Style) -> Text:
     """The first line: counts, $/h totals and what the view shows."""
     nodes = view.nodes
     text = Text("nodewright nodes", style=style.style("bold"))
-    text.append(f"  {len(nodes)} nodes  {sum(1 for p in view.pools if p.nodes)} NodePools  "
+    text.append(f"  {len(nodes)} nodes  {sum(1 for p in view.pools if p.name != UNMANAGED)} NodePools  "
                 f"{len(view.pending)} pending pods  ${view.list_price:.4f}/h list")
     if view.effective_price is not None and any(p.effective_price is not None for p in view.pools):
         text.append(f"  ${view.effective_price:.4f}/h effective")
@@ -103,7 +103,7 @@ def pending_table(view: ClusterView, style: Style) -> RenderableType:
 
 def _limits(pool: PoolRow) -> str:
     if not pool.limits:
-        return "no limits" if pool.name and not pool.name.startswith("(") else ""
+        return "" if pool.name == UNMANAGED else "no limits"
     parts = []
     for resource, limit in sorted(pool.limits.items()):
         used = pool.usage.get(resource, 0)

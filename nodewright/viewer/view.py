@@ -330,7 +330,7 @@ def build_view(state: ClusterState, pricer: Pricer, now: float, selector: str = 
         except NodewrightValidationError:
             node_capacity = {}
         capacity[pool] = add(capacity.get(pool, {}), node_capacity)
-    names = sorted(set(rows) | {n for n, d in state.nodepools.items() if not is_deleting(d)} - {UNMANAGED})
+    names = sorted((set(rows) | {n for n, d in state.nodepools.items() if not is_deleting(d)}) - {UNMANAGED})
     if UNMANAGED in rows:
         names.append(UNMANAGED)
     pools = []
