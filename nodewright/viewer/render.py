@@ -31,7 +31,7 @@ class Style:
     def bar(self, used: int, total: int) -> Text:
         """``used`` of ``total`` as a bar of :data:`BAR_WIDTH` cells and a percentage."""
         frac = used / total if total > 0 else 0.0
-        cells = min(BAR_WIDTH, round(frac * BAR_WIDTH))
+        cells = min(BAR_WIDTH, int(frac * BAR_WIDTH + 0.5))  # half up, not to even
         percent = f"{frac * 100:4.0f}%" if total > 0 else "   -"
         if self.plain:
             return Text(f"[{'#' * cells}{'-' * (BAR_WIDTH - cells)}] {percent}")
