@@ -175,3 +175,15 @@ def problems(refs: list[MetricRef], series: dict[str, tuple[str, set[str]]]) -> 
         if missing:
             out.append(f"{ref.name}: no label(s) {sorted(missing)} (has {sorted(series[ref.name][1])})")
     return out
+
+
+#: Grafana's interval variables and a stand-in for each; other ``$var``s become ``.*`` (All).
+GRAFANA_INTERVALS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
+
+
+def grafana_to_promql(query: str) -> str:
+    """A dashboard query as Prometheus receives it: interval variables as durations, every other variable
+    (``$nodepool``, ``${controller}``) as ``.*`` (Grafana's All)."""
+    for name, value in GRAFANA_INTERVALS.items():
+        query = query.replace(name, value)
+    return re.sub(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?", ".*", query)
