@@ -93,7 +93,8 @@ def pending_table(view: ClusterView, style: Style) -> RenderableType:
     table = Table(box=None, show_edge=False, pad_edge=False, title_justify="left", expand=False,
                   title=Text(f"Pending pods ({len(view.pending)})", style=style.style("bold red")))
     for column in ("POD", "AGE", "CPU", "MEMORY", "REASON"):
-        table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=100 if column == "REASON" else None)
+        wide = column == "REASON" and not style.plain  # plain text keeps the whole reason
+        table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=100 if wide else None)
     for row in view.pending[:PENDING_SHOWN]:
         table.add_row(row.key, age(row.created, view.now), cores(row.cpu), memory(row.memory), row.reason)
     if len(view.pending) > PENDING_SHOWN:

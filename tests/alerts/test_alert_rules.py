@@ -5,16 +5,14 @@ metrics the controller exports. promtool comes from Debian's ``prometheus`` pack
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
+from chart.promql_refs import metric_refs, problems, registered_series  # tests/chart/promql_refs.py
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "helm" / "nodewright" / "rules" / "nodewright-alerts.yaml"
@@ -46,18 +44,8 @@ def test_promtool_unit_tests_pass() -> None:
     assert "SUCCESS" in done.stdout
 
 
-def promql_refs() -> Any:
-    """``tests/chart/promql_refs.py`` (the PromQL reference reader the dashboard tests use)."""
-    spec = importlib.util.spec_from_file_location("promql_refs", ROOT / "tests" / "chart" / "promql_refs.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("promql_refs", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_every_alert_is_tested_documented_and_reads_exported_metrics() -> None:
-    refs_of, problems, series = promql_refs().metric_refs, promql_refs().problems, promql_refs().registered_series()
+    series = registered_series()
 
     tested = {case["alertname"] for test in yaml.safe_load(TESTS.read_text())["tests"]
               for case in test.get("alert_rule_test", []) if case.get("exp_alerts")}
@@ -70,5 +58,5 @@ def test_every_alert_is_tested_documented_and_reads_exported_metrics() -> None:
         assert rule["annotations"]["runbook_url"] == f"docs/alerts.md#{name.lower()}"
         assert re.search(rf"^## {name}$", runbooks, re.M), f"{name}: no runbook section in docs/alerts.md"
         assert rule["labels"]["severity"] in ("info", "warning", "critical")
-        refs = refs_of(rule["expr"])
+        refs = metric_refs(rule["expr"])
         assert refs and problems(refs, series) == [], (name, problems(refs, series))
