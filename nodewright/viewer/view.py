@@ -337,15 +337,15 @@ def build_view(state: ClusterState, pricer: Pricer, now: float, selector: str = 
     for name in names:
         members = tuple(sort_nodes(rows.get(name, []), sort))
         limits, usage = _pool_limits(state, name) if name != UNMANAGED else ({}, None)
-        effective = ([n.effective_price for n in members if n.list_price is not None]
-                     if pricer.policy is not None else None)
+        shares = ([n.effective_price for n in members if n.list_price is not None]
+                  if pricer.policy is not None else None)
         pools.append(PoolRow(
             name=name, nodes=members, limits=limits, usage=usage if usage is not None else capacity.get(name, {}),
             cpu_requested=sum(n.cpu_requested for n in members), cpu_allocatable=sum(n.cpu_allocatable for n in members),
             memory_requested=sum(n.memory_requested for n in members),
             memory_allocatable=sum(n.memory_allocatable for n in members), pods=sum(n.pods for n in members),
             list_price=round(sum(n.list_price or 0.0 for n in members), 6),
-            effective_price=None if effective is None else round(sum(p or 0.0 for p in effective), 6)))
+            effective_price=None if shares is None else round(sum(p or 0.0 for p in shares), 6)))
     pending = []
     for pod in state.pods.values():
         if node_name(pod) or is_terminal(pod):

@@ -54,6 +54,15 @@ DASHBOARDS = sorted((ROOT / "helm" / "nodewright" / "dashboards").glob("*.json")
 #: a family keyed by pod or node that kept deleted objects would pass this within two rounds).
 SERIES_BOUND = 300
 ROUNDS, NODES_PER_ROUND, PODS_PER_ROUND = 3, 30, 60
+#: Panels that must have data after one provisioning flow and the churn.
+KEY_PANELS = {
+    "Nodes by NodePool", "Nodes by instance type", "Nodes by capacity type", "Cost per NodePool ($/h)",
+    "NodePool usage vs limits", "NodeClaims created by reason", "Reconciliations per minute",
+    "Controller reconciliation latency [$controller]", "Controller reconciliation rate",
+    "Scheduling simulation duration", "Cloud provider calls", "Leader replicas", "Cluster state synced",
+    "List $/h", "$/h per NodePool, list and effective", "CPU requests vs allocatable by NodePool",
+    "Cluster utilization", "Pods by phase and NodePool", "Cheapest available offerings", "Build",
+}
 #: Panels that have no data in this run, and why (no interruption queue, no PricingPolicy, no disruption, ...).
 EXPECTED_EMPTY = {
     "Interruption messages", "Interruption handling delay",  # no interruption queue configured
@@ -221,7 +230,7 @@ def test_prometheus_scrapes_the_controller_evaluates_alerts_and_cardinality_stay
         over = {family: count for family, count in peak.items() if count > SERIES_BOUND}
         assert over == {}, f"families over {SERIES_BOUND} series: {over}"
         assert peak["karpenter_pods_state"] >= baseline["karpenter_pods_state"] + PODS_PER_ROUND
-        assert peak["karpenter_nodes_allocatable"] >= 4 * NODES_PER_ROUND  # cpu, memory, pods, ... per node
+        assert peak["karpenter_nodes_allocatable"] >= 3 * NODES_PER_ROUND  # cpu, memory and pods of each node
         after = wait_for(lambda: (s := prometheus.series_per_family())
                          and s.get("karpenter_nodes_allocatable") == baseline["karpenter_nodes_allocatable"] and s,
                          30, "node series back to the baseline", interval=0.5)
@@ -240,10 +249,12 @@ def test_prometheus_scrapes_the_controller_evaluates_alerts_and_cardinality_stay
         assert len(evaluated) == 13
         assert {r["name"]: r["health"] for r in evaluated} == {r["name"]: "ok" for r in evaluated}
         assert all(r["lastEvaluation"] > "2000" for r in evaluated)
-        firing = {r["name"] for r in evaluated if r["state"] != "inactive"}
-        assert firing == {"NodewrightNodePoolNearLimit"}  # no leader/metrics-absent/unsynced alarms in a healthy run
+        state = {r["name"]: r["state"] for r in evaluated}
+        healthy = ("NodewrightNoLeader", "NodewrightMetricsAbsent", "NodewrightClusterStateUnsynced",
+                   "NodewrightControllerErrors", "NodewrightNodeClaimNotReady", "NodewrightNodeClaimTerminationStuck")
+        assert {name: state[name] for name in healthy} == dict.fromkeys(healthy, "inactive")
 
-        # The dashboards' queries run in Prometheus and (but for the named ones) return series.
+        # The dashboards' queries run in Prometheus and return series (but for the named ones).
         empty, ran = set(), 0
         for path in DASHBOARDS:
             for where, query, template in dashboard_queries(json.loads(path.read_text())):
@@ -252,8 +263,9 @@ def test_prometheus_scrapes_the_controller_evaluates_alerts_and_cardinality_stay
                 ran += 1
                 if not prometheus.query(grafana_to_promql(query)):
                     empty.add(where.removeprefix("panel ").strip("'"))
+        record_timing(f"prometheus: {ran} dashboard queries, {len(empty)} without data: {sorted(empty)}", 0.0)
         assert ran >= 80
+        assert not KEY_PANELS & empty, f"key panels without data: {sorted(KEY_PANELS & empty)}"
         assert empty <= EXPECTED_EMPTY, f"panels without data: {sorted(empty - EXPECTED_EMPTY)}"
-        assert len(empty) <= len(EXPECTED_EMPTY) and ran - len(empty) >= 60
     finally:
         prometheus.stop()
