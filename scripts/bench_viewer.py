@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import argparse
 import io
-import statistics
 import time
-from typing import Any
 
+from bench_state_metrics import _median_ms  # scripts/: one timing helper
 from rich.console import Console
 
 from nodewright.kube import resources as r
@@ -50,15 +49,6 @@ def cluster(nodes: int, pods_per_node: int) -> InMemoryCluster:
     return c
 
 
-def median_ms(fn: Any, repeat: int = 5) -> float:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
@@ -69,18 +59,18 @@ def main() -> None:
     start = time.perf_counter()
     view = build_view(snapshot(c), pricer, 1_800_000_000.0)
     first = (time.perf_counter() - start) * 1000
-    unchanged = median_ms(lambda: build_view(snapshot(c), pricer, 1_800_000_000.0))
+    unchanged = _median_ms(lambda: build_view(snapshot(c), pricer, 1_800_000_000.0))
 
     def one_pod_changed() -> None:
         c.patch_status(r.PODS, "ip-10-0-0-0", {"phase": "Running", "podIP": str(time.perf_counter())}, "default")
         build_view(snapshot(c), pricer, 1_800_000_000.0)
 
-    changed = median_ms(one_pod_changed)
+    changed = _median_ms(one_pod_changed)
 
     def draw() -> None:
         Console(file=io.StringIO(), width=180, height=50).print(render(view, Style(), height=50)[0])
 
-    drawn = median_ms(draw)
+    drawn = _median_ms(draw)
     print(f"nodewright nodes: {args.nodes} nodes, {args.nodes * args.pods_per_node} pods")
     print(f"{'step':<34}{'ms':>10}")
     for step, ms in (("first view (models converted)", first), ("rebuild, nothing changed", unchanged),

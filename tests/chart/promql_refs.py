@@ -45,24 +45,23 @@ def tokenize(expr: str) -> list[tuple[str, str]]:
     return tokens
 
 
-def _label_list(tokens: list[tuple[str, str]], i: int) -> tuple[set[str], int]:
-    """Labels of ``( a, b )`` starting at ``tokens[i] == "("``; returns them and the index after ``)``."""
+def _names_until(tokens: list[tuple[str, str]], i: int, close: str) -> tuple[set[str], int]:
+    """Identifiers between ``tokens[i]`` (an opening ``(`` or ``{``) and ``close``: the labels of ``( a, b )``
+    or the label names of ``{a="x", b=~"y"}``; returns them and the index after ``close``."""
     labels, i = set(), i + 1
-    while tokens[i][1] != ")":
+    while tokens[i][1] != close:
         if tokens[i][0] == "ident":
             labels.add(tokens[i][1])
         i += 1
     return labels, i + 1
+
+
+def _label_list(tokens: list[tuple[str, str]], i: int) -> tuple[set[str], int]:
+    return _names_until(tokens, i, ")")
 
 
 def _matchers(tokens: list[tuple[str, str]], i: int) -> tuple[set[str], int]:
-    """Label names of ``{a="x", b=~"y"}`` starting at ``tokens[i] == "{"``; index after ``}``."""
-    labels, i = set(), i + 1
-    while tokens[i][1] != "}":
-        if tokens[i][0] == "ident":
-            labels.add(tokens[i][1])
-        i += 1
-    return labels, i + 1
+    return _names_until(tokens, i, "}")
 
 
 def metric_refs(expr: str) -> list[MetricRef]:
