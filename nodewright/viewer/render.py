@@ -147,13 +147,12 @@ def _pool_cells(pool: PoolRow, style: Style, effective: bool) -> list[Renderable
     return cells
 
 
-def body_rows(view: ClusterView, style: Style) -> list[tuple[bool, list[RenderableType]]]:
-    """Every table row, ``(is a pool row, cells)``: each pool's totals, then its nodes."""
-    effective = "EFF $/h" in _columns(view)
-    rows: list[tuple[bool, list[RenderableType]]] = []
+def body_rows(view: ClusterView) -> list[tuple[PoolRow, NodeRow | None]]:
+    """Every table row in order: each pool's totals ``(pool, None)``, then its nodes ``(pool, node)``."""
+    rows: list[tuple[PoolRow, NodeRow | None]] = []
     for pool in view.pools:
-        rows.append((True, _pool_cells(pool, style, effective)))
-        rows.extend((False, _node_cells(node, view, style, effective)) for node in pool.nodes)
+        rows.append((pool, None))
+        rows.extend((pool, node) for node in pool.nodes)
     return rows
 
 
@@ -163,24 +162,27 @@ def render(view: ClusterView, style: Style, height: int | None = None, page: int
     parts: list[RenderableType] = [summary(view, style)]
     if view.pending:
         parts.append(pending_table(view, style))
-    rows = body_rows(view, style)
+    rows = body_rows(view)
     pages, shown = 1, rows
     if height is not None:
         used = 3 + (min(len(view.pending), PENDING_SHOWN) + 2 + (len(view.pending) > PENDING_SHOWN)
                     if view.pending else 0)
-        pool_rows = sum(1 for is_pool, _ in rows if is_pool)
-        room = max(1, height - used - pool_rows - 1)
-        nodes = [i for i, (is_pool, _) in enumerate(rows) if not is_pool]
+        room = max(1, height - used - len(view.pools) - 1)
+        nodes = [i for i, (_, node) in enumerate(rows) if node is not None]
         pages = max(1, -(-len(nodes) // room))
         page = min(max(page, 0), pages - 1)
         keep = set(nodes[page * room:(page + 1) * room])
-        shown = [row for i, row in enumerate(rows) if row[0] or i in keep]
+        shown = [row for i, row in enumerate(rows) if row[1] is None or i in keep]  # cells only for these
     table = Table(box=None, show_edge=False, pad_edge=False, expand=False, header_style=style.style("bold"))
     for column in _columns(view):
         table.add_column(column, no_wrap=True, overflow="ellipsis",
                          justify="right" if column in ("PODS", "LIST $/h", "EFF $/h") else "left")
-    for is_pool, cells in shown:
-        table.add_row(*cells, style=style.style("on grey11") if is_pool else None)
+    effective = "EFF $/h" in _columns(view)
+    for pool, node in shown:
+        if node is None:
+            table.add_row(*_pool_cells(pool, style, effective), style=style.style("on grey11"))
+        else:
+            table.add_row(*_node_cells(node, view, style, effective))
     parts.append(table)
     if pages > 1:
         parts.append(Text(f"page {page + 1}/{pages}  (n/p or arrows: page, q: quit)", style=style.style("grey50")))
