@@ -21,6 +21,11 @@ from typing import Any
 OUT = Path(__file__).resolve().parents[1] / "helm" / "nodewright" / "dashboards"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 RATE = "$__rate_interval"
+#: cpu requested on each NodePool's nodes: pods' plus DaemonSet pods' requests (``or ... * 0``: a pool without
+#: DaemonSet pods has no daemon series, and ``a + nothing`` would be nothing).
+_POD_CPU = 'sum by (nodepool) (karpenter_nodes_total_pod_requests{resource_type="cpu",nodepool=~"$nodepool"})'
+_DAEMON_CPU = 'sum by (nodepool) (karpenter_nodes_total_daemon_requests{resource_type="cpu",nodepool=~"$nodepool"})'
+CPU_REQUESTED = f"({_POD_CPU} + ({_DAEMON_CPU} or {_POD_CPU} * 0))"
 
 
 def variable(name: str, label: str, query: str) -> dict[str, Any]:
@@ -196,10 +201,9 @@ def allocation() -> dict[str, Any]:
             "percent")
     b.panel("timeseries", "CPU requests vs allocatable by NodePool", "Pod and DaemonSet cpu requests over "
             "allocatable cpu of each NodePool's nodes.",
-            [target('(sum by (nodepool) (karpenter_nodes_total_pod_requests{resource_type="cpu",nodepool=~"$nodepool"})'
-                    ' + sum by (nodepool) (karpenter_nodes_total_daemon_requests{resource_type="cpu",nodepool=~"$nodepool"}))'
-                    ' / sum by (nodepool) (karpenter_nodes_allocatable{resource_type="cpu",nodepool=~"$nodepool"})',
-                    "{{nodepool}}", "A")], "percentunit")
+            [target(f"{CPU_REQUESTED} / sum by (nodepool) "
+                    '(karpenter_nodes_allocatable{resource_type="cpu",nodepool=~"$nodepool"})', "{{nodepool}}", "A")],
+            "percentunit")
     b.panel("timeseries", "NodeClaims created by reason", "NodeClaims created per interval, by reason.",
             [target(f"sum by (nodepool, reason) (increase(karpenter_nodeclaims_created_total{{nodepool=~\"$nodepool\"}}"
                     f"[{RATE}]))", "{{nodepool}} {{reason}}", "A")])
@@ -240,11 +244,9 @@ def cost() -> dict[str, Any]:
                     "effective", "B")], "currencyUSD")
     b.panel("timeseries", "Idle $/h by NodePool (cpu)", "List $/h times the share of allocatable cpu no pod "
             "requests.",
-            [target(f'sum by (nodepool) ({list_}) * (1 - (sum by (nodepool) (karpenter_nodes_total_pod_requests'
-                    '{resource_type="cpu",nodepool=~"$nodepool"}) + sum by (nodepool) '
-                    '(karpenter_nodes_total_daemon_requests{resource_type="cpu",nodepool=~"$nodepool"})) / sum by '
-                    '(nodepool) (karpenter_nodes_allocatable{resource_type="cpu",nodepool=~"$nodepool"}))',
-                    "{{nodepool}}", "A")], "currencyUSD")
+            [target(f"sum by (nodepool) ({list_}) * (1 - {CPU_REQUESTED} / sum by (nodepool) "
+                    '(karpenter_nodes_allocatable{resource_type="cpu",nodepool=~"$nodepool"}))', "{{nodepool}}", "A")],
+            "currencyUSD")
     b.panel("table", "Cost by NodePool", "Karpenter's karpenter_nodepools_cost_total and nodewright's list and "
             "effective $/h.",
             [target('sum by (nodepool) (karpenter_nodepools_cost_total{nodepool=~"$nodepool"})', "", "A",
