@@ -229,6 +229,9 @@ def test_prometheus_scrapes_the_controller_evaluates_alerts_and_cardinality_stay
                      <= baseline["karpenter_pods_state"], 60, f"round {round_}'s pods gone", interval=0.5)
         record_timing(f"prometheus churn: {ROUNDS * (NODES_PER_ROUND + PODS_PER_ROUND)} objects created and deleted",
                       time.monotonic() - started)
+        largest = sorted(peak.items(), key=lambda kv: -kv[1])[:4]
+        record_timing("prometheus series per family, peak (baseline): " + ", ".join(
+            f"{family} {count} ({baseline.get(family, 0)})" for family, count in largest), 0.0)
         over = {family: count for family, count in peak.items() if count > SERIES_BOUND}
         assert over == {}, f"families over {SERIES_BOUND} series: {over}"
         assert peak["karpenter_pods_state"] >= baseline["karpenter_pods_state"] + PODS_PER_ROUND
