@@ -15,7 +15,7 @@ export PATH := $(CURDIR)/$(TOOLS):$(PATH)
 # pip's config on some machines names local wheel folders that do not exist; drop that noise, keep failures.
 QUIET_PIP    := 2>&1 | { grep -v '^WARNING: Location' || true; }
 
-.PHONY: help setup demo test lint typecheck pytest policy synth chart crds bench clean
+.PHONY: help setup demo test lint typecheck pytest policy synth chart crds bench clean pipeline
 
 help:
 	@echo "make demo   - set everything up, then run the main job on built-in defaults"
@@ -80,6 +80,15 @@ bench: $(VENV)/.stamp
 	$(PY) scripts/bench_simulation.py
 	$(PY) scripts/bench_catalog.py
 	$(PY) scripts/bench_synth.py
+
+# The GitOps pull-request step (docs/whatif.md): nodewright diff of MANIFESTS between BASE and HEAD_REF on SNAPSHOT.
+BASE      ?= HEAD~1
+HEAD_REF  ?= HEAD
+MANIFESTS ?= examples/whatif/nodepools
+SNAPSHOT  ?= examples/whatif/snapshot.yaml
+pipeline: $(VENV)/.stamp
+	$(PY) scripts/pipeline.py --base $(BASE) --head $(HEAD_REF) --manifests $(MANIFESTS) --snapshot $(SNAPSHOT) \
+		$(if $(MAX_COST_INCREASE),--max-cost-increase $(MAX_COST_INCREASE)) $(if $(MAX_EVICTIONS),--max-evictions $(MAX_EVICTIONS))
 
 clean:
 	rm -rf cdktf.out out .pytest_cache .mypy_cache .ruff_cache

@@ -103,12 +103,14 @@ def report_findings(findings: list[Any], locate: Callable[[str], str], strict: b
 @click.option("--strict", is_flag=True, help="Treat warnings about the input as errors (exit 2).")
 @click.option("--fail-on-unschedulable", is_flag=True,
               help="Exit 3 when any pod stays unschedulable (for CI).")
+@click.option("--snapshot", "snapshot_file", default=None, type=click.Path(dir_okay=False),
+              help="A `nodewright snapshot` file: pending pods' provisioning and a disruption dry run (docs/whatif.md).")
 @exit_on_invalid_input
 def simulate_command(filenames: tuple[str, ...], region: str | None, output: str, scenario: str | None = None,
                      baseline: str | None = None, plot: str | None = None, seed: int | None = None,
                      compare_targets: str | None = None, pricing_file: str | None = None,
                      compare_pricing_runs: bool = False, strict: bool = False,
-                     fail_on_unschedulable: bool = False) -> None:
+                     fail_on_unschedulable: bool = False, snapshot_file: str | None = None) -> None:
     """Print the provisioning decision for FILEs: new nodes, their types, pods and $/hour.
     With --scenario, replay a scenario over time (nodes, pending pods, cost) instead.
 
@@ -116,6 +118,18 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     input that is valid but probably wrong gets one warning line each (--strict: exit 2). Exit codes: 0 done,
     2 invalid input, 3 unschedulable pods with --fail-on-unschedulable."""
     import json
+
+    if snapshot_file is not None:  # docs/whatif.md
+        if filenames or scenario or baseline or plot or compare_targets or compare_pricing_runs:
+            raise NodewrightValidationError("--snapshot", "give --snapshot alone (with --region, --output, --pricing, "
+                                                          "--fail-on-unschedulable)")
+        from nodewright.whatif.command import simulate_snapshot
+
+        unschedulable = simulate_snapshot(snapshot_file, region, output, pricing_file)["provisioning"]["unschedulable"]
+        if fail_on_unschedulable and unschedulable:
+            click.echo(f"error: {len(unschedulable)} pod(s) unschedulable (--fail-on-unschedulable)", err=True)
+            sys.exit(3)
+        return
 
     from nodewright.admission import apply_limit_ranges
     from nodewright.api.manifests import ManifestFiles, load_manifest_files, parse_documents
@@ -218,6 +232,7 @@ def _log_to_stderr() -> Iterator[None]:
 @click.option("--pricing-policy", default=None, help="PricingPolicy file (Savings Plans, RIs, discounts) [env NODEWRIGHT_PRICING_POLICY].")
 @click.option("--aws-endpoint-url", default=None, help="Override the AWS endpoint (testing against a local EC2 emulator).")
 @click.option("--feature-gates", default=None, help="Gate=bool,... [env FEATURE_GATES]: SpotToSpotConsolidation, ReservedCapacity, ...")
+@click.option("--aws-feature-gates", default=None, help="Gate=bool,... [env AWS_FEATURE_GATES]: NodeClassCEL (kubelet expressions).")
 @click.option("--leader-election-name", default=None, help="Lease name [env LEADER_ELECTION_NAME, nodewright-leader-election].")
 @click.option("--leader-election-namespace", default=None, help="Lease namespace [env LEADER_ELECTION_NAMESPACE, else the pod's].")
 @click.version_option(package_name="nodewright", message="nodewright %(version)s")
@@ -332,6 +347,69 @@ def nodes_command(kubeconfig: str | None, context: str | None, snapshot: str | N
         source = policy_label(policy, pricing_file)
     sys.exit(run(Options(kubeconfig=kubeconfig, context=context, snapshot=snapshot, selector=selector, sort=sort,
                          policy=policy, policy_source=source, region=region, once=once)))
+
+
+# --- what-if (nodewright/whatif/, docs/whatif.md) ----------------------------------------------------------------
+
+
+@cli.command("snapshot", short_help="Write every object a decision reads (read-only) to one file.")
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="Snapshot file to write (JSON when it ends in .json, else YAML); written whole or not at all.")
+@click.option("--kubeconfig", default=None, help="Kubeconfig path [env KUBECONFIG]; default in-cluster, then ~/.kube/config.")
+@click.option("--context", default=None, help="Kubeconfig context (default: the current one).")
+@click.option("--redact", is_flag=True, help="Replace names and labels with stable hashes (to share in a bug report).")
+@click.option("--from-file", "from_files", multiple=True, type=click.Path(dir_okay=False),
+              help="Build the snapshot from `kubectl get ... -o yaml` output instead of a cluster (repeatable).")
+@click.option("--timeout", default=30.0, show_default=True, type=float, help="Seconds per LIST request.")
+@click.option("--print-clusterrole", is_flag=True, help="Print the read-only ClusterRole a snapshot needs, and exit.")
+@exit_on_invalid_input
+def snapshot_cmd(output: str | None, kubeconfig: str | None, context: str | None, redact: bool,
+                 from_files: tuple[str, ...], timeout: float, print_clusterrole: bool = False) -> None:
+    """Read Nodes, NodeClaims, NodePools, EC2NodeClasses, pods, DaemonSets, PDBs, volumes, CSINodes, LimitRanges,
+    Namespaces, RuntimeClasses (and NodeOverlays) with list verbs only and write them to one file. Never reads
+    Secrets or ConfigMaps. Exit 2 (nothing written) on an unreachable cluster or refused LIST."""
+    from nodewright.whatif.command import snapshot_command
+
+    snapshot_command(output, kubeconfig, context, redact, from_files, timeout, print_clusterrole)
+
+
+@cli.command("explain", short_help="Why a pod is pending, why a node is (not) disrupted, what a NodePool costs.")
+@click.argument("what", type=click.Choice(["pod", "node", "nodepool"]))
+@click.argument("name")
+@click.option("--snapshot", default=None, type=click.Path(dir_okay=False), help="A `nodewright snapshot` file.")
+@click.option("--kubeconfig", default=None, help="Read the live cluster instead (read-only).")
+@click.option("--region", default=None, help="AWS region; default from the nodes' zones.")
+@click.option("--pricing", "pricing_file", default=None, type=click.Path(dir_okay=False),
+              help="A PricingPolicy: effective $/h beside list $/h.")
+@exit_on_invalid_input
+def explain_cmd(what: str, name: str, snapshot: str | None, kubeconfig: str | None, region: str | None,
+                pricing_file: str | None) -> None:
+    """Explain one object (pod: namespace/name or name in default) in Karpenter's words, on one screen."""
+    from nodewright.whatif.command import explain_command
+
+    explain_command(what, name, snapshot, kubeconfig, region, pricing_file)
+
+
+@cli.command("diff", short_help="What two revisions of NodePools/EC2NodeClasses change: $/h, nodes, drift.")
+@click.option("--base", required=True, type=click.Path(file_okay=False, exists=True), help="Manifests before.")
+@click.option("--head", required=True, type=click.Path(file_okay=False, exists=True), help="Manifests after.")
+@click.option("--snapshot", default=None, type=click.Path(dir_okay=False), help="Evaluate on this snapshot.")
+@click.option("--scenario", default=None, type=click.Path(dir_okay=False), help="Evaluate by replaying this Scenario.")
+@click.option("--region", default=None, help="AWS region; default from the nodes' zones.")
+@click.option("--output", "-o", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
+@click.option("--pricing", "pricing_file", default=None, type=click.Path(dir_okay=False),
+              help="A PricingPolicy: effective $/h beside list $/h.")
+@click.option("--max-cost-increase", default=None, metavar="5%", help="Exit 1 when $/h grows by more than this.")
+@click.option("--max-evictions", default=None, type=int, help="Exit 1 when the change evicts more pods than this.")
+@exit_on_invalid_input
+def diff_cmd(base: str, head: str, snapshot: str | None, scenario: str | None, region: str | None, output: str,
+             pricing_file: str | None, max_cost_increase: str | None, max_evictions: int | None) -> None:
+    """Evaluate the NodePools/EC2NodeClasses of --base and of --head on a snapshot (or a scenario) and print what
+    changes: $/h (list, effective), nodes, instance types, pending pods, drift (nodes replaced, pods evicted, pace
+    under the budgets). Exit 1 when a --max-* gate is exceeded, 2 on invalid input."""
+    from nodewright.whatif.command import diff_command
+
+    diff_command(base, head, snapshot, scenario, region, output, pricing_file, max_cost_increase, max_evictions)
 
 
 def main(argv: list[str] | None = None) -> None:

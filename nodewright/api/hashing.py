@@ -76,6 +76,18 @@ def ec2nodeclass_hash_annotations(nodeclass: EC2NodeClass | Mapping[str, Any]) -
             labels.EC2NODECLASS_HASH_VERSION: EC2NODECLASS_HASH_VERSION}
 
 
+def stamped_nodeclass_hash(annotations: Mapping[str, str]) -> str | None:
+    """The EC2NodeClass hash a NodeClaim was stamped with, when it can be compared with
+    :func:`ec2nodeclass_hash`: None when unstamped or stamped under another hash version (a NodeClaim Karpenter
+    launched carries Karpenter's own hash and version: Karpenter's ``areStaticFieldsDrifted`` compares hashes only
+    when the versions agree, so such a claim is never drifted for it). An unversioned stamp is compared."""
+    stamped = annotations.get(labels.EC2NODECLASS_HASH)
+    version = annotations.get(labels.EC2NODECLASS_HASH_VERSION)
+    if not stamped or (version is not None and version != EC2NODECLASS_HASH_VERSION):
+        return None
+    return stamped
+
+
 NODEPOOL_HASH_VERSION = "nodewright-v1"
 
 

@@ -134,6 +134,33 @@ class InMemoryCluster:
         self._notify(kind, "ADDED", stored)
         return stored
 
+    def restore(self, kind: ResourceKind, obj: Obj) -> Obj:
+        """Store ``obj`` exactly as an API server served it (a snapshot's object: its uid, creationTimestamp,
+        deletionTimestamp and finalizers kept; only ``resourceVersion`` is this cluster's). No listener is told:
+        restoring is loading, not a change.
+
+        Raises:
+            AlreadyExistsError: an object of that kind, namespace and name is already stored.
+            ValueError: no ``metadata.name``.
+        """
+        metadata = dict(meta(obj))
+        if not metadata.get("name"):
+            raise ValueError(f"{kind.kind}: metadata.name is required")
+        ns = (metadata.get("namespace") or "default") if kind.namespaced else None
+        if kind.namespaced:
+            metadata["namespace"] = ns
+        key = (ns, str(metadata["name"]))
+        if key in self._bucket(kind):
+            raise AlreadyExistsError(f"{kind.kind} {metadata['name']!r} already exists")
+        if not metadata.get("uid"):
+            self._uids += 1
+            metadata["uid"] = str(uuid.uuid5(_UID_NAMESPACE, str(self._uids)))
+        metadata["resourceVersion"] = self._next_rv()
+        metadata.setdefault("creationTimestamp", format_time(self._clock()))
+        stored = {**obj, "apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata}
+        self._bucket(kind)[key] = stored
+        return stored
+
     def _existing(self, kind: ResourceKind, name: str, namespace: str | None) -> tuple[tuple[str | None, str], Obj]:
         key = (namespace if kind.namespaced else None, name)
         obj = self._bucket(kind).get(key)

@@ -1,9 +1,8 @@
 """Where ``nodewright nodes`` reads objects from: a snapshot file or a live cluster.
 
 * :func:`load_snapshot`: a snapshot (a ``v1`` ``kind: List`` of the cluster's objects, YAML or JSON, with the
-  ``nodewright.io/snapshot-*`` annotations; docs/viewer.md) read as a plain ``kind: List`` into a read-only
-  :class:`ObjectsCluster`. When ``nodewright.whatif.snapshot`` is installed its ``read_snapshot`` reads the
-  file (the one reader), else the list is read here.
+  ``nodewright.io/snapshot-*`` annotations; docs/whatif.md) read by ``nodewright.whatif.snapshot.read_snapshot``
+  into a read-only :class:`ObjectsCluster`.
 * :func:`live_cluster`: a :class:`~nodewright.kube.client.KubernetesCluster` over the kubeconfig that watches
   only what the viewer shows (:data:`VIEWER_KINDS`: Pods, Nodes, NodeClaims, NodePools): one LIST each, then
   WATCH events (:mod:`nodewright.kube.informer`); nothing is polled. :class:`WatchedOnly` answers ``[]`` for the
@@ -13,21 +12,15 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
-from nodewright.kube.objects import Obj, in_scope, name_of, namespace_of, parse_time
+from nodewright.kube.objects import Obj, in_scope, name_of, namespace_of
 from nodewright.kube.resources import ResourceKind
 
-#: The snapshot annotation holding when it was taken (RFC 3339), shared with ``nodewright.whatif``.
-SNAPSHOT_TIME = "nodewright.io/snapshot-time"
 #: What the live viewer watches.
 VIEWER_KINDS: tuple[ResourceKind, ...] = (r.PODS, r.NODES, r.NODECLAIMS, r.NODEPOOLS)
 
@@ -84,52 +77,18 @@ def _kind_of(obj: Mapping[str, Any]) -> ResourceKind | None:
     return None
 
 
-def _read_list(path: Path) -> tuple[list[Obj], float | None]:
-    """The items of a ``kind: List`` file (YAML or JSON) and its ``nodewright.io/snapshot-time`` (epoch s).
-
-    Raises:
-        NodewrightValidationError: naming the file and what is wrong.
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise NodewrightValidationError(str(path), f"cannot read the snapshot: {err.strerror or err}") from err
-    try:
-        doc = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as err:
-        raise NodewrightValidationError(str(path), f"not YAML or JSON: {' '.join(str(err).split())}") from err
-    if not isinstance(doc, dict) or doc.get("kind") != "List":
-        raise NodewrightValidationError(str(path), "a snapshot is one v1 'kind: List' of the cluster's objects")
-    items = doc.get("items")
-    if not isinstance(items, list):
-        raise NodewrightValidationError(f"{path}: items", "must be a list of objects")
-    for i, item in enumerate(items):
-        if not isinstance(item, dict) or not item.get("kind") or not isinstance(item.get("metadata"), dict):
-            raise NodewrightValidationError(f"{path}: items[{i}]", "must be an object with kind and metadata")
-    annotations = (doc.get("metadata") or {}).get("annotations") or {}
-    return items, parse_time(annotations.get(SNAPSHOT_TIME))
-
-
 def load_snapshot(path: str) -> ObjectsCluster:
-    """The objects of a snapshot file as a read-only cluster (see the module docstring).
+    """The objects of a snapshot file as a read-only cluster, read by the one snapshot reader
+    (:func:`nodewright.whatif.snapshot.read_snapshot`: ``nodewright snapshot`` files and ``kubectl get -o yaml``
+    output); its time (``nodewright.io/snapshot-time``) becomes :attr:`ObjectsCluster.time`.
 
     Raises:
-        NodewrightValidationError: the file cannot be read or is not a ``kind: List``.
+        NodewrightValidationError: every problem of the file, one per line.
     """
-    reader: Callable[[str], Any] | None = None
-    try:
-        from nodewright.whatif.snapshot import read_snapshot  # type: ignore[import-not-found]
+    from nodewright.whatif.snapshot import read_snapshot
 
-        reader = read_snapshot
-    except ImportError:
-        reader = None
-    if reader is not None:
-        loaded = reader(path)
-        items = loaded if isinstance(loaded, list) else getattr(loaded, "objects", None)
-        if isinstance(items, list):
-            return ObjectsCluster(items)
-    items, taken = _read_list(Path(path))
-    return ObjectsCluster(items, taken)
+    snap = read_snapshot(path)
+    return ObjectsCluster(snap.objects, snap.time)
 
 
 def live_cluster(kubeconfig: str | None, context: str | None, on_change: Callable[[], None],

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodewright.api import labels as L
+from nodewright.api.hashing import stamped_nodeclass_hash
 from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeclaim
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
@@ -315,7 +316,7 @@ class SimulatedCloudProvider:
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         """:data:`~nodewright.cloud.provider.DRIFT_NODECLASS` when the EC2NodeClass changed since launch."""
         nodeclass = self._nodeclasses(nodeclaim.spec.node_class_ref.name)
-        stamped = (nodeclaim.metadata.annotations or {}).get(L.EC2NODECLASS_HASH)
+        stamped = stamped_nodeclass_hash(nodeclaim.metadata.annotations or {})
         if nodeclass is None or not stamped:
             return None
         return DRIFT_NODECLASS if stamped != nodeclass_hash(nodeclass) else None

@@ -146,15 +146,17 @@ def test_bad_flags_are_one_line(cluster: str, args: list[str], message: str) -> 
     assert result.exit_code == 2 and result.output.strip() == message
 
 
-def test_bad_snapshots_are_one_line(tmp_path: Path) -> None:
+def test_bad_snapshots_are_one_line_each(tmp_path: Path) -> None:
+    """Read by the one snapshot reader (nodewright.whatif.snapshot): file, place and reason on one line."""
     path = tmp_path / "s.yaml"
-    path.write_text("kind: Pod\nmetadata: {name: x}\n")
-    result = CliRunner().invoke(cli, ["nodes", "--once", "--snapshot", str(path)])
-    assert result.exit_code == 2
-    assert result.output.strip() == f"error: {path}: a snapshot is one v1 'kind: List' of the cluster's objects"
     path.write_text('{"kind": "List", "items": [{"kind": "Node"}]}')
     result = CliRunner().invoke(cli, ["nodes", "--once", "--snapshot", str(path)])
-    assert result.output.strip() == f"error: {path}: items[0]: must be an object with kind and metadata"
+    assert result.exit_code == 2
+    assert result.output.strip() == f"error: {path}#items[0]: Node None has apiVersion None; expected 'v1'"
+    path.write_text("a: [1, 2")
+    result = CliRunner().invoke(cli, ["nodes", "--once", "--snapshot", str(path)])
+    assert result.output.strip() == (f"error: {path}: not valid YAML at line 2: did not find expected ',' or ']' "
+                                     "(truncated or corrupted?)")
 
 
 def test_a_thousand_nodes_page_on_one_screen(tmp_path: Path) -> None:

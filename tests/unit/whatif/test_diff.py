@@ -1,0 +1,114 @@
+"""``nodewright diff``: two revisions of NodePools on a snapshot; gates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from click.testing import CliRunner
+
+from nodewright.cli import cli
+from tests.unit.whatif.cluster import nodeclass, nodepool
+
+REPO = Path(__file__).parents[3]
+
+
+def manifest(doc: dict[str, Any]) -> dict[str, Any]:
+    """What a GitOps repository holds: no status, no server metadata."""
+    return {"apiVersion": doc["apiVersion"], "kind": doc["kind"], "metadata": {"name": doc["metadata"]["name"]},
+            "spec": doc["spec"]}
+
+
+def revision(path: Path, *docs: dict[str, Any]) -> Path:
+    path.mkdir(parents=True)
+    (path / "pools.yaml").write_text(yaml.safe_dump_all([manifest(d) for d in docs]))
+    return path
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_same_manifests_change_nothing(tmp_path: Path, snapshot_file: Path) -> None:
+    base = revision(tmp_path / "a", nodepool(), nodeclass())
+    head = revision(tmp_path / "b", nodepool(), nodeclass())
+    result = run("diff", "--base", str(base), "--head", str(head), "--snapshot", str(snapshot_file), "-o", "json",
+                 "--max-cost-increase", "0%", "--max-evictions", "0")
+    assert result.exit_code == 0, result.output
+    change = json.loads(result.output)["change"]
+    assert (change["price_per_hour"], change["nodes_replaced"], change["pods_evicted"]) == (0.0, 0, 0)
+
+
+def test_narrower_requirements_drift_every_node(tmp_path: Path, snapshot_file: Path) -> None:
+    base = revision(tmp_path / "a", nodepool(), nodeclass())
+    head = revision(tmp_path / "b", nodepool(categories=("c",)), nodeclass())
+    result = run("diff", "--base", str(base), "--head", str(head), "--snapshot", str(snapshot_file), "-o", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["base"]["instance_types"] == {"c6a.2xlarge": 1, "m5.2xlarge": 1, "m5.large": 1, "m5.xlarge": 2}
+    assert doc["head"]["instance_types"] == {"c6a.2xlarge": 1, "c6a.xlarge": 1}
+    assert (doc["base"]["price_per_hour"], doc["head"]["price_per_hour"]) == (1.17, 0.459)
+    change = doc["change"]
+    assert change["nodes_replaced"] == 4 and change["nodes_waiting"] == 2 and change["pods_evicted"] == 4
+    assert change["drift_reasons"] == {"RequirementsDrifted": 4}
+    assert change["pace"] == "general: 4 at most 4 at a time (1 round(s))"
+
+
+def test_budget_paces_the_drift(tmp_path: Path, snapshot_file: Path) -> None:
+    base = revision(tmp_path / "a", nodepool(), nodeclass())
+    head = revision(tmp_path / "b", nodepool(budget="1", categories=("c",)), nodeclass())
+    doc = json.loads(run("diff", "--base", str(base), "--head", str(head), "--snapshot", str(snapshot_file),
+                         "-o", "json").output)
+    assert doc["change"]["rounds"] == 4
+    assert doc["change"]["pace"] == "general: 4 at most 1 at a time (4 round(s))"
+
+
+def test_ami_change_drifts_the_class_nodes_and_the_gates_fail(tmp_path: Path, snapshot_file: Path) -> None:
+    base = revision(tmp_path / "a", nodepool(), nodeclass())
+    head = revision(tmp_path / "b", nodepool(), nodeclass(ami="al2023@v20260701"))
+    result = run("diff", "--base", str(base), "--head", str(head), "--snapshot", str(snapshot_file),
+                 "--max-evictions", "3", "--max-cost-increase", "5%")
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert "gate: 4 pod(s) evicted, more than --max-evictions 3" in lines
+    assert any(line.startswith("drift: nodes replaced") and "4 AMIDrift" in line for line in lines)
+
+
+def test_scenario_replay_compares_both_revisions(tmp_path: Path) -> None:
+    scenario = REPO / "examples" / "scenarios"
+    files = sorted(scenario.glob("*.yaml"))
+    assert files  # the bundled scenarios
+    base = revision(tmp_path / "a", nodepool(), nodeclass())
+    head = revision(tmp_path / "b", nodepool(categories=("c",)), nodeclass())
+    small = tmp_path / "s.yaml"
+    small.write_text(yaml.safe_dump({
+        "apiVersion": "nodewright.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "tiny"},
+        "spec": {"duration": "10m", "region": "us-west-2", "manifests": [
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+             "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": {
+                 "metadata": {"labels": {"app": "web"}},
+                 "spec": {"containers": [{"name": "c", "image": "x",
+                                          "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}}]}}))
+    result = run("diff", "--base", str(base), "--head", str(head), "--scenario", str(small), "-o", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["evaluated_on"] == {"scenario": str(small)}
+    assert doc["base"]["pending_pods"] == 0 and doc["head"]["pending_pods"] == 0
+    assert doc["base"]["price_per_hour"] > 0 and doc["head"]["price_per_hour"] > 0
+    assert set(doc["change"]) >= {"price_per_hour", "nodes", "pods_evicted"}
+
+
+def test_bad_inputs_are_one_line(tmp_path: Path, snapshot_file: Path) -> None:
+    base = revision(tmp_path / "a", nodepool(), nodeclass())
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run("diff", "--base", str(base), "--head", str(empty), "--snapshot", str(snapshot_file))
+    assert (result.exit_code, result.output.splitlines()) == (2, [
+        f"error: {empty}: no *.yaml, *.yml or *.json manifest files"])
+    result = run("diff", "--base", str(base), "--head", str(base))
+    assert result.output.splitlines() == ["error: --snapshot: give exactly one of --snapshot FILE or --scenario FILE"]
+    result = run("diff", "--base", str(base), "--head", str(base), "--snapshot", str(snapshot_file),
+                 "--max-cost-increase", "lots")
+    assert result.output.splitlines() == ["error: --max-cost-increase: expected a percentage like 5%, got 'lots'"]

@@ -1,0 +1,75 @@
+"""``nodewright explain pod|node|nodepool`` on the Karpenter-run test cluster, through the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from nodewright.cli import cli
+from nodewright.whatif.explain import explain
+from nodewright.whatif.snapshot import Snapshot
+from tests.unit.whatif.cluster import NOW, cluster, nodepool, pod
+
+
+def run(*args: str) -> tuple[int, list[str]]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output.splitlines()
+
+
+def test_pending_pod_gets_a_new_nodeclaim(snapshot_file: Path) -> None:
+    assert run("explain", "pod", "default/big", "--snapshot", str(snapshot_file)) == (0, [
+        "Pod default/big: phase Pending",
+        "  pending; the provisioner launches a NodeClaim for it: nodepool general, c6a.2xlarge on-demand in "
+        "us-west-2a, $0.3060/h (1 pod(s) on it)"])
+
+
+def test_bound_pod_and_its_node(snapshot_file: Path) -> None:
+    assert run("explain", "pod", "web-5d8f-a", "--snapshot", str(snapshot_file)) == (0, [
+        "Pod default/web-5d8f-a: phase Running",
+        "  bound to node ip-10-0-1-1 (nodepool general, m5.xlarge)",
+        "  that node: disrupted by multi-node-consolidation"])
+
+
+def test_unschedulable_pod_each_nodepool_in_the_schedulers_words() -> None:
+    pools = [nodepool(), nodepool("compute", categories=("c",))]
+    objects = cluster(pools=pools) + [pod("huge", None, "1000", "1Gi", {"app": "huge"}, owner=None)]
+    text = explain(Snapshot(objects, NOW, source="s.yaml"), "pod", "huge").splitlines()
+    assert text[0] == "Pod default/huge: phase Pending"
+    assert text[1].startswith('  pending and unschedulable: incompatible with nodepool "compute", daemonset overhead=')
+    assert text[2].startswith('  nodepool general: incompatible with nodepool "general", daemonset overhead={cpu: '
+                              '100m, memory: 128Mi, pods: 1}, no instance type satisfied resources {cpu: 1000, '
+                              'memory: 1Gi, pods: 1}')
+    assert text[3].startswith('  nodepool compute: incompatible with nodepool "compute"')
+    assert len(text) == 4
+
+
+def test_node_blocked_by_a_pdb_and_the_budgets(snapshot_file: Path) -> None:
+    assert run("explain", "node", "ip-10-0-1-3", "--snapshot", str(snapshot_file)) == (0, [
+        "Node ip-10-0-1-3: nodepool general, m5.2xlarge on-demand in us-west-2a, $0.3840/h, 1 pod(s) that would move",
+        "  not disrupted now: pdb default/db prevents pod evictions",
+        "  budget allows now: Empty 4, Drifted 4, Underutilized 4"])
+
+
+def test_empty_node_is_taken_by_emptiness(snapshot_file: Path) -> None:
+    code, lines = run("explain", "node", "ip-10-0-1-2", "--snapshot", str(snapshot_file))
+    assert code == 0
+    assert lines[1] == "  disruption candidate: emptiness would act now: Deleting 1 empty node, saving $0.19/h"
+
+
+def test_nodepool_costs_and_limits(snapshot_file: Path) -> None:
+    assert run("explain", "nodepool", "general", "--snapshot", str(snapshot_file)) == (0, [
+        "NodePool general: 4 node(s), $0.8640/h list, 1 x m5.2xlarge, 1 x m5.large, 2 x m5.xlarge",
+        "  limits: cpu 20 of 1000",
+        "  disruption: consolidationPolicy WhenEmptyOrUnderutilized, consolidateAfter 1m, budgets 100%",
+        "  allowed now: Empty 4, Drifted 4, Underutilized 4",
+        "  pending pods launch 1 NodeClaim(s) here: c6a.2xlarge $0.3060/h",
+        "  disruption now: 2 of its node(s) would be disrupted by some method"])
+
+
+def test_unknown_name_and_missing_source_are_one_line(snapshot_file: Path) -> None:
+    code, lines = run("explain", "node", "nope", "--snapshot", str(snapshot_file))
+    assert code == 2 and lines == [f"error: nope: no Node 'nope' in {snapshot_file} (4 Nodes: ip-10-0-1-1, "
+                                   "ip-10-0-1-2, ip-10-0-1-3, ip-10-0-1-4)"]
+    assert run("explain", "node", "x") == (2, ["error: --snapshot: give exactly one of --snapshot FILE or "
+                                               "--kubeconfig PATH"])
