@@ -254,10 +254,12 @@ def test_prometheus_scrapes_the_controller_evaluates_alerts_and_cardinality_stay
         assert len(evaluated) == 13
         assert {r["name"]: r["health"] for r in evaluated} == {r["name"]: "ok" for r in evaluated}
         assert all(r["lastEvaluation"] > "2000" for r in evaluated)
-        state = {r["name"]: r["state"] for r in evaluated}
         healthy = ("NodewrightNoLeader", "NodewrightMetricsAbsent", "NodewrightClusterStateUnsynced",
                    "NodewrightControllerErrors", "NodewrightNodeClaimNotReady", "NodewrightNodeClaimTerminationStuck")
-        assert {name: state[name] for name in healthy} == dict.fromkeys(healthy, "inactive")
+        # Inactive once the run is steady (a 2 s test Lease on a loaded machine may lapse for a moment: the
+        # no-leader rule then goes pending, as it should, and back).
+        wait_for(lambda: all(r["state"] == "inactive" for r in rules() if r["name"] in healthy), 60,
+                 "the health alerts inactive", interval=0.5)
 
         # The dashboards' queries run in Prometheus and return series (but for the named ones).
         with_data: dict[str, bool] = {}  # panel -> one of its queries returned series
