@@ -92,3 +92,13 @@ pipeline: $(VENV)/.stamp
 
 clean:
 	rm -rf cdktf.out out .pytest_cache .mypy_cache .ruff_cache
+
+# promtool and prometheus (tests/alerts, tests/integration/test_prometheus.py): Debian's `prometheus` package,
+# installed when missing and we are root; otherwise those tests skip and say why.
+.PHONY: prometheus-tools
+setup: prometheus-tools
+prometheus-tools:
+	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q prometheus >/dev/null || { apt-get update -q >/dev/null \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q prometheus >/dev/null; }; }; } \
+	  || echo "promtool not installed (apt-get install prometheus as root); the alert and Prometheus tests will skip"

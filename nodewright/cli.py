@@ -1,4 +1,4 @@
-"""The ``nodewright`` command line: ``run``, ``simulate``, ``convert``, ``crds``.
+"""The ``nodewright`` command line: ``run``, ``simulate``, ``convert``, ``crds``, ``nodes``.
 
 Each subcommand is a thin wrapper over the module that owns the behaviour; invalid user input
 (:class:`nodewright.errors.NodewrightValidationError`) is printed on one line and exits 2.
@@ -315,6 +315,38 @@ def crds_command(output_dir: str | None) -> None:
         return
     for path in crds.write_crds(output_dir):
         click.echo(f"wrote {path}")
+
+
+@cli.command("nodes", short_help="Watch nodes: requests vs allocatable, pods, $/h, by NodePool (eks-node-viewer).")
+@click.option("--kubeconfig", default=None, help="Kubeconfig path [env KUBECONFIG, else ~/.kube/config].")
+@click.option("--context", default=None, help="Kubeconfig context (default: the current one).")
+@click.option("--snapshot", default=None, type=click.Path(dir_okay=False),
+              help="Read a snapshot file (a kind: List of the cluster's objects) instead of a cluster.")
+@click.option("-l", "--node-selector", "selector", default="", metavar="SELECTOR",
+              help="Show only nodes matching this label selector (a=b,c in (x,y),!d).")
+@click.option("--sort", "sort", default="creation", show_default=True, metavar="KEY[=asc|desc]",
+              help="Order nodes in a NodePool by name, creation, cpu, memory, pods, price or any label key.")
+@click.option("--pricing", "pricing_file", default=None, type=click.Path(dir_okay=False),
+              help="A PricingPolicy: add each node's effective $/h beside its list $/h (docs/pricing.md).")
+@click.option("--region", default=None, help="Region for prices of nodes without region or zone labels [us-east-1].")
+@click.option("--once", is_flag=True, help="Print one plain-text view and exit (the default when not on a terminal).")
+@exit_on_invalid_input
+def nodes_command(kubeconfig: str | None, context: str | None, snapshot: str | None, selector: str, sort: str,
+                  pricing_file: str | None, region: str | None, once: bool) -> None:
+    """A live view of the cluster's nodes grouped by NodePool: CPU and memory requests against allocatable,
+    pods, instance type, capacity type, zone, age, list (and with --pricing effective) $/h, pool totals and
+    limits, and pending pods with the reason they wait. Refreshes from watches; docs/viewer.md."""
+    from nodewright.viewer.app import Options, run
+
+    policy, source = None, ""
+    if pricing_file:
+        from nodewright.pricing.policy import load_pricing_policy
+        from nodewright.pricing.report import policy_label
+
+        policy = load_pricing_policy(pricing_file)
+        source = policy_label(policy, pricing_file)
+    sys.exit(run(Options(kubeconfig=kubeconfig, context=context, snapshot=snapshot, selector=selector, sort=sort,
+                         policy=policy, policy_source=source, region=region, once=once)))
 
 
 # --- what-if (nodewright/whatif/, docs/whatif.md) ----------------------------------------------------------------

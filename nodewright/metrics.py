@@ -97,6 +97,58 @@ class InstanceTypeCollector:
         return families
 
 
+class NodeClaimStatusCollector:
+    """operator-pkg's status metrics of NodeClaims, computed when scraped from the rows the state metrics
+    controller hands over each pass (:func:`nodewright.controllers.condition_metrics.status_rows`):
+
+    * ``operator_nodeclaim_status_condition_count{name, namespace, type, status, reason}``: 1 per NodeClaim and
+      condition;
+    * ``operator_nodeclaim_status_condition_current_status_seconds{...same}``: seconds since the condition took
+      its current status (now - ``lastTransitionTime``);
+    * ``operator_nodeclaim_termination_current_time_seconds{name, namespace}``: seconds since a deleting
+      NodeClaim's ``deletionTimestamp``.
+
+    Series exist only for live NodeClaims (a deleted one is gone at the next pass): the cardinality is bounded
+    by the NodeClaims in the cluster x their conditions. Source: awslabs/operatorpkg ``status/metrics.go``
+    (``ConditionCount``, ``ConditionCurrentStatusSeconds``, ``TerminationCurrentTimeSeconds``), with
+    NodeClaims' empty namespace.
+    """
+
+    CONDITION_LABELS = ("name", "namespace", "type", "status", "reason")
+
+    def __init__(self) -> None:
+        #: (name, type, status, reason, since epoch seconds) per NodeClaim condition.
+        self.conditions: list[tuple[str, str, str, str, float]] = []
+        #: (name, deletion epoch seconds) per deleting NodeClaim.
+        self.terminating: list[tuple[str, float]] = []
+        self.clock: Callable[[], float] = lambda: 0.0
+
+    def _families(self) -> list[GaugeMetricFamily]:
+        return [GaugeMetricFamily("operator_nodeclaim_status_condition_count",
+                                  "NodeClaim conditions, 1 per NodeClaim and condition type.",
+                                  labels=list(self.CONDITION_LABELS)),
+                GaugeMetricFamily("operator_nodeclaim_status_condition_current_status_seconds",
+                                  "Seconds a NodeClaim condition has held its current status.",
+                                  labels=list(self.CONDITION_LABELS)),
+                GaugeMetricFamily("operator_nodeclaim_termination_current_time_seconds",
+                                  "Seconds since a deleting NodeClaim's deletionTimestamp.",
+                                  labels=["name", "namespace"])]
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return self._families()
+
+    def collect(self) -> list[GaugeMetricFamily]:
+        count, current, terminating = families = self._families()
+        now = self.clock()
+        for name, type_, status, reason, since in self.conditions:
+            labels = [name, "", type_, status, reason]
+            count.add_metric(labels, 1.0)
+            current.add_metric(labels, max(0.0, now - since))
+        for name, since in self.terminating:
+            terminating.add_metric([name, ""], max(0.0, now - since))
+        return families
+
+
 class Metrics:
     """Every metric the controllers record (units in the metric names: seconds, USD per hour).
 
@@ -328,6 +380,19 @@ class Metrics:
             "operator_nodeclaim_status_condition_transition_seconds",
             "Seconds a NodeClaim condition spent in a status (status) before transitioning (to_status).",
             ["type", "status", "to_status"], buckets=_LATENCY_BUCKETS, registry=reg)
+
+        self.nodeclaim_status = NodeClaimStatusCollector()
+        reg.register(self.nodeclaim_status)
+        # --- controllers (controllers/manager.py), controller-runtime's names as Karpenter exports them ---------
+        self.reconcile_total = Counter(
+            "controller_runtime_reconcile_total", "Controller passes, by controller and result (success|error).",
+            ["controller", "result"], registry=reg)
+        self.reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors_total", "Controller passes that raised, by controller.",
+            ["controller"], registry=reg)
+        self.reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds", "Seconds one controller pass took, by controller.",
+            ["controller"], buckets=_DURATION_BUCKETS, registry=reg)
 
     def observe_instance_types(self, instance_types: Iterable[Any]) -> None:
         """Remember the instance types the NodePools may launch; exported at scrape time (see

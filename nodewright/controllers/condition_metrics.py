@@ -9,6 +9,10 @@ NodeClaim's ``creationTimestamp``. ``type="Ready", status="Unknown"`` is then cr
 capacity dashboard's "Node launch-to-ready latency" panel.
 
 Called by the controllers right where they write NodeClaim conditions; costs one dict per transition.
+
+:func:`status_rows` gives operator-pkg's current-status gauges their rows (the NodeClaims' conditions now, with
+the same rule for lifecycle conditions not written yet), exported at scrape time by
+:class:`nodewright.metrics.NodeClaimStatusCollector`.
 """
 
 from __future__ import annotations
@@ -57,3 +61,33 @@ def observe_condition_transitions(
         metrics.nodeclaim_condition_transition.labels(type_, status, to_status).observe(max(0.0, at - since))
         observed += 1
     return observed
+
+
+def status_rows(claims: Iterable[Mapping[str, Any]]) -> tuple[list[tuple[str, str, str, str, float]],
+                                                                list[tuple[str, float]]]:
+    """``(conditions, terminating)`` of :class:`nodewright.metrics.NodeClaimStatusCollector` for ``claims``:
+    ``(name, type, status, reason, since)`` per condition (a lifecycle condition not written yet is
+    ``Unknown`` since ``creationTimestamp``, as Karpenter initialises it), and ``(name, deletionTimestamp)`` per
+    deleting NodeClaim; epoch seconds, unparseable times left out."""
+    conditions: list[tuple[str, str, str, str, float]] = []
+    terminating: list[tuple[str, float]] = []
+    for claim in claims:
+        name = str(meta(claim).get("name") or "")
+        created = parse_time(meta(claim).get("creationTimestamp"))
+        seen = set()
+        for cond in (claim.get("status") or {}).get("conditions") or []:
+            type_ = str(cond.get("type") or "")
+            seen.add(type_)
+            since = parse_time(cond.get("lastTransitionTime"))
+            if since is None:
+                since = created
+            if type_ and since is not None:
+                conditions.append((name, type_, str(cond.get("status") or "Unknown"), str(cond.get("reason") or ""),
+                                   since))
+        if created is not None:
+            conditions.extend((name, type_, "Unknown", "", created)
+                              for type_ in sorted(LIFECYCLE_CONDITIONS - seen))
+        deleted = parse_time(meta(claim).get("deletionTimestamp"))
+        if deleted is not None:
+            terminating.append((name, deleted))
+    return conditions, terminating

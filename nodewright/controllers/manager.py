@@ -9,6 +9,7 @@ garbage collection (instances, then launch templates), NodePool status, state me
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -130,9 +131,15 @@ class ControllerManager:
                 log.warning("controller pass ended before %s: leadership lost or shutting down", name)
                 return
             self.current = name
+            started, result = time.perf_counter(), "success"
             try:
                 run(self.snapshotter(self.ctx.cluster))
             except Exception:  # one broken controller must not stall the rest of the step
                 log.exception("controller %s failed", name)
+                result = "error"
+                self.ctx.metrics.reconcile_errors.labels(name).inc()
             finally:
                 self.current = ""
+                # controller-runtime's reconcile metrics (Karpenter's controllers dashboard reads them)
+                self.ctx.metrics.reconcile_total.labels(name, result).inc()
+                self.ctx.metrics.reconcile_time.labels(name).observe(time.perf_counter() - started)

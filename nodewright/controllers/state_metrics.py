@@ -30,6 +30,7 @@ from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.controllers.common import Context, log
+from nodewright.controllers.condition_metrics import status_rows
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube.objects import Obj, labels_of, meta, parse_time
 from nodewright.metrics import NODE_METRIC_LABELS
@@ -160,6 +161,9 @@ class StateMetricsController:
         if state is self._last:
             return
         self._last = state
+        status = self.ctx.metrics.nodeclaim_status
+        status.conditions, status.terminating = status_rows(state.nodeclaims.values())
+        status.clock = self.ctx.clock
         self._update_nodes(state)
         self._update_totals(state)
         self._observe_pod_startups(state)

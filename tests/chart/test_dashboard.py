@@ -102,3 +102,12 @@ def test_template_variables(dashboard):
 def test_dashboard_can_be_switched_off_or_moved(rendered, render):
     assert one(rendered["production"], "ConfigMap", "nodewright-capacity-dashboard")["metadata"]["namespace"] == "monitoring"
     assert [d for d in render("dashboard.enabled=false") if d["kind"] == "ConfigMap"] == []
+
+
+def test_one_configmap_per_dashboard(rendered):
+    maps = {d["metadata"]["name"]: d for d in rendered["minimal"] if d["kind"] == "ConfigMap"
+            and d["metadata"].get("labels", {}).get("grafana_dashboard") == "1"}
+    assert sorted(maps) == [f"nodewright-{n}-dashboard" for n in
+                            ("allocation", "capacity", "controllers", "cost", "performance")]
+    assert list(maps["nodewright-cost-dashboard"]["data"]) == ["nodewright-cost.json"]
+    assert json.loads(maps["nodewright-cost-dashboard"]["data"]["nodewright-cost.json"])["uid"] == "nodewright-cost"

@@ -17,11 +17,11 @@ def test_writes_every_variant_with_crds(helm, tmp_path, capsys):
     kinds = sorted(d["kind"] for d in minimal)
     assert kinds.count("CustomResourceDefinition") == 3
     assert kinds.count("NodePool") == 3 and kinds.count("EC2NodeClass") == 3
-    assert len(minimal) == 21  # incl. the ValidatingAdmissionPolicy and its binding
+    assert len(minimal) == 25  # incl. the ValidatingAdmissionPolicy and its binding, 5 dashboard ConfigMaps
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 5
     minimal_line = next(line for line in lines if "minimal.yaml" in line)
-    assert "21 documents" in minimal_line
+    assert "25 documents" in minimal_line
     assert "CustomResourceDefinition=3" in minimal_line and "NodePool=3" in minimal_line
 
 
@@ -30,7 +30,7 @@ def test_no_crds_and_single_values_file(helm, tmp_path, capsys):
     assert render_chart.main(["--out", str(tmp_path), "--no-crds", "--values", str(values)]) == 0
     assert [p.name for p in tmp_path.iterdir()] == ["custom-pools.yaml"]
     out = capsys.readouterr().out
-    assert "17 documents" in out and "CustomResourceDefinition" not in out
+    assert "21 documents" in out and "CustomResourceDefinition" not in out  # 5 dashboard ConfigMaps
 
 
 def test_helm_failure_exits_1_with_helms_message(helm, tmp_path, capsys):
