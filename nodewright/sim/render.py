@@ -61,6 +61,8 @@ def render_table(result: Mapping[str, Any]) -> str:
     lines.append("  ".join("-" * w for w in widths))
     for row in rows:
         lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+    for node, reason in (result["summary"].get("disruptions_blocked") or {}).items():
+        lines.append(f"disruption blocked: node {node}: {reason}")
     if baseline:
         ours, theirs = result["summary"], baseline["summary"]
         if theirs.get("cost_usd"):
