@@ -102,7 +102,8 @@ def base_problem(node: Node, pools: dict[str, Pool], pdbs: Sequence[PDB], reason
         return None
     for pod in node.pods:
         if pod_blocks_disruption(pod):
-            return f"pod {pod.key} has {L.DO_NOT_DISRUPT}"
+            legacy = pod.annotations.get(L.DO_NOT_DISRUPT) != "true"
+            return f"pod {pod.key} has {L.V1ALPHA5_DO_NOT_EVICT if legacy else L.DO_NOT_DISRUPT}"
         overlap = pdb_overlap_problem(pod, pdbs)
         if overlap is not None:
             return overlap
