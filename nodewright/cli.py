@@ -103,23 +103,26 @@ def report_findings(findings: list[Any], locate: Callable[[str], str], strict: b
 @click.option("--strict", is_flag=True, help="Treat warnings about the input as errors (exit 2).")
 @click.option("--fail-on-unschedulable", is_flag=True,
               help="Exit 3 when any pod stays unschedulable (for CI).")
+@click.option("--replicas", "replicas_mode", type=click.Choice(["min", "max"]), default="min", show_default=True,
+              help="Targets of HorizontalPodAutoscalers and KEDA ScaledObjects: min = max(replicas, minReplicas); "
+                   "max = maxReplicas (the peak, within the NodePools' limits or not).")
 @exit_on_invalid_input
 def simulate_command(filenames: tuple[str, ...], region: str | None, output: str, scenario: str | None = None,
                      baseline: str | None = None, plot: str | None = None, seed: int | None = None,
                      compare_targets: str | None = None, pricing_file: str | None = None,
                      compare_pricing_runs: bool = False, strict: bool = False,
-                     fail_on_unschedulable: bool = False) -> None:
+                     fail_on_unschedulable: bool = False, replicas_mode: str = "min") -> None:
     """Print the provisioning decision for FILEs: new nodes, their types, pods and $/hour.
     With --scenario, replay a scenario over time (nodes, pending pods, cost) instead.
 
     Kinds a decision does not need (ServiceAccount, Ingress, Role, ...) are skipped with one summary line;
-    input that is valid but probably wrong gets one warning line each (--strict: exit 2). Exit codes: 0 done,
-    2 invalid input, 3 unschedulable pods with --fail-on-unschedulable."""
+    input that is valid but probably wrong gets one warning line each (--strict: exit 2). Every problem of every
+    document is reported in one run. Exit codes: 0 done, 2 invalid input, 3 unschedulable pods with
+    --fail-on-unschedulable."""
     import json
 
     from nodewright.admission import apply_limit_ranges
-    from nodewright.api.manifests import ManifestFiles, load_manifest_files, parse_documents
-    from nodewright.review import review_documents
+    from nodewright.api.manifests import ManifestFiles, load_manifest_files
     from nodewright.sim.decision import decide, render_table
 
     pricing = None
@@ -153,17 +156,9 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     if not filenames:
         raise NodewrightValidationError("--filename", "give at least one manifest file with -f")
     loaded = load_manifest_files(list(filenames))
-    try:
-        objects = parse_documents(loaded.docs)
-    except NodewrightValidationError as err:
-        raise loaded.locate(err) from None
-    review = review_documents(loaded.docs, objects)
-    skipped = review.skipped_line()
-    if skipped:
-        click.echo(skipped, err=True)
-    report_findings(annotation_findings(loaded) + review.findings, loaded.locate_path, strict)
+    docs, review, sizings = _read_simulate_input(loaded, strict, peak=replicas_mode == "max")
     # LimitRange defaults, as the API server's admission would apply them, before any pod is read.
-    used = ManifestFiles(apply_limit_ranges(loaded.docs), loaded.sources).subset(review.keep)
+    used = ManifestFiles(apply_limit_ranges(docs), loaded.sources).subset(review.keep)
     # The decision runs the provisioner, which logs its sentences once (the events of the decision): with the
     # table they are shown on stderr as plain lines; the JSON carries them in "events" (stderr then shows only
     # warnings and errors, Python's default).
@@ -172,20 +167,72 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
             decision = decide(used.docs, region, pricing)
         except NodewrightValidationError as err:
             raise used.locate(err) from None
+    from nodewright.cloud.catalog import price_is_fallback
+
+    if price_is_fallback(decision["region"]):
+        click.echo(f"warning: nodewright bundles on-demand prices for us-east-1 only: its prices stand in for "
+                   f"{decision['region']}, so the $/h shown are estimates", err=True)
     if output == "json":
         click.echo(json.dumps(decision, indent=2))
     else:
         click.echo(render_table(decision))
+    if replicas_mode == "max" and any(s.replicas is not None for s in sizings):
+        from nodewright.sim.decision import peak_line
+
+        click.echo(peak_line(decision, sizings), err=True)
     if fail_on_unschedulable and decision["unschedulable"]:
         click.echo(f"error: {len(decision['unschedulable'])} pod(s) unschedulable (--fail-on-unschedulable)", err=True)
         sys.exit(3)
 
 
+def _read_simulate_input(loaded: Any, strict: bool, peak: bool) -> tuple[list[dict[str, Any]], Any, list[Any]]:
+    """Parse and review ``loaded`` (:class:`~nodewright.api.manifests.ManifestFiles`) for ``simulate -f``: the
+    documents to decide on (autoscaled workloads sized, :func:`nodewright.sim.autoscaling.size_autoscaled_workloads`)
+    the :class:`~nodewright.review.Review` (which of them a decision uses) and the
+    :class:`~nodewright.sim.autoscaling.Sizing` of each pod autoscaler. Prints the skipped-kinds line, one line per warning and one line per
+    sizing on stderr.
+
+    Raises:
+        NodewrightValidationError: every problem of every document at once (Karpenter kinds, autoscalers,
+            workloads, volumes, ...), each naming its file and document; or, when every NodePool is not ready,
+            one line saying which and why.
+        SystemExit: 2 with ``strict`` and warnings.
+    """
+    from nodewright.api.manifests import parse_documents
+    from nodewright.errors import combine
+    from nodewright.review import Finding, review_documents
+    from nodewright.sim.autoscaling import size_autoscaled_workloads
+    from nodewright.sim.decision import document_problems
+
+    problems: list[NodewrightValidationError] = []
+    objects = parse_documents(loaded.docs, problems)
+    docs, sizings, unread = size_autoscaled_workloads(loaded.docs, peak=peak)
+    review = review_documents(loaded.docs, objects)
+    skipped = review.skipped_line()
+    if skipped:
+        click.echo(skipped, err=True)
+    findings = annotation_findings(loaded) + review.findings + [Finding(p.path, p.reason) for p in unread]
+    findings = [type(f)(f.path, loaded.locate_text(f.reason)) for f in findings]
+    if problems:
+        report_findings(findings, loaded.locate_path, False)
+        raise loaded.locate(combine(problems + document_problems(objects)))
+    report_findings(findings, loaded.locate_path, strict)
+    for sizing in sizings:
+        click.echo(sizing.line(peak), err=True)
+    pools = {pool.name for pool in objects.nodepools}
+    no_pool = review.no_pool_reason() if pools and pools <= set(review.not_ready) else None
+    if no_pool is not None:
+        raise NodewrightValidationError("", no_pool)
+    return docs, review, sizings
+
+
 @contextlib.contextmanager
 def _log_to_stderr() -> Iterator[None]:
-    """Print nodewright's INFO and higher log records to stderr as bare messages while the block runs."""
+    """Print nodewright's INFO and higher log records to stderr as bare messages while the block runs, less the
+    per-pod "Could not schedule pod" errors: the table prints those once, grouped by reason."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.addFilter(lambda record: not (record.levelno >= logging.ERROR and getattr(record, "pod", None)))
     logger = logging.getLogger("nodewright")
     previous = logger.level
     logger.addHandler(handler)

@@ -41,11 +41,12 @@ USED_KINDS = frozenset({
 })
 #: Kinds applied to the others before a decision (:mod:`nodewright.admission`), not passed on themselves.
 ADMISSION_KINDS = frozenset({"LimitRange"})
+#: Pod autoscalers: read to size their targets (:func:`nodewright.sim.autoscaling.size_autoscaled_workloads`),
+#: not passed on themselves.
+SIZING_KINDS = frozenset({"HorizontalPodAutoscaler", "ScaledObject"})
 #: Kinds that change where or whether pods schedule, which ``simulate -f`` does not model: a warning each.
 NOT_MODELLED_KINDS: Mapping[str, str] = {
     "ResourceQuota": "quotas are not enforced",
-    "HorizontalPodAutoscaler": "the replica counts in the manifests are used as given",
-    "ScaledObject": "the replica counts in the manifests are used as given",
     "ReplicationController": "its pods are not read: use a Deployment or ReplicaSet",
 }
 
@@ -93,11 +94,21 @@ class Review:
         skipped: kind -> count of documents ``simulate`` does not need (left out silently but for the summary).
         keep: input indices of the documents a decision should use (skipped kinds, NodePools that cannot launch
             and documents replaced by a later one of the same kind and name are left out).
+        not_ready: NodePool name -> why it launches nothing (its EC2NodeClass is missing, a foreign node class).
     """
 
     findings: list[Finding] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     keep: list[int] = field(default_factory=list)
+    not_ready: dict[str, str] = field(default_factory=dict)
+
+    def no_pool_reason(self) -> str | None:
+        """When every NodePool of the input is not ready: one sentence naming each and why (the decision would
+        otherwise end with "no NodePool in the input"), else None."""
+        if not self.not_ready:
+            return None
+        why = "; ".join(f"NodePool {name!r} is not ready: {reason}" for name, reason in sorted(self.not_ready.items()))
+        return f"no NodePool can launch nodes: {why}"
 
     def skipped_line(self) -> str | None:
         """``"skipped 7 objects simulate does not need: ServiceAccount x2, Ingress x1, ..."`` (most frequent
@@ -144,7 +155,7 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
                     "replaces the earlier, as kubectl apply would",
                 ))
             latest[key] = index
-        if for_simulate and kind not in USED_KINDS and kind not in ADMISSION_KINDS:
+        if for_simulate and kind not in USED_KINDS and kind not in ADMISSION_KINDS and kind not in SIZING_KINDS:
             if kind in NOT_MODELLED_KINDS:
                 review.findings.append(Finding(
                     f"documents[{index}]", f"{kind} {object_name(doc)!r} is not modelled by simulate: {NOT_MODELLED_KINDS[kind]}"
@@ -201,22 +212,27 @@ def _where(docs: Sequence[Mapping[str, Any]], kind: str, name: str, path: str) -
 
 
 def _unusable_nodepools(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects, review: Review) -> set[str]:
+    """Names of the NodePools that launch nothing (recorded in ``review.not_ready`` with a finding each). Only
+    the NodePool that wins each name counts, the last one, as ``kubectl apply`` leaves it (:func:`_where` names
+    that document)."""
     classes = {nc.name for nc in objects.ec2nodeclasses}
-    unusable: set[str] = set()
-    for pool in objects.nodepools:
+    winners = {pool.name: pool for pool in objects.nodepools}
+    for pool in winners.values():
         ref = pool.spec.template.spec.node_class_ref
         path = _where(docs, "NodePool", pool.name, "spec.template.spec.nodeClassRef")
         if (ref.group, ref.kind) != (wk.AWS_GROUP, "EC2NodeClass"):
-            reason = (f"{ref.group}/{ref.kind} is not a node class nodewright can launch (only "
-                      f"{wk.AWS_GROUP}/EC2NodeClass): this NodePool launches nothing (in NodePool {pool.name!r})")
+            why = (f"{ref.group}/{ref.kind} is not a node class nodewright can launch (only "
+                   f"{wk.AWS_GROUP}/EC2NodeClass)")
+            reason = f"{why}: this NodePool launches nothing (in NodePool {pool.name!r})"
         elif classes and ref.name not in classes:
+            why = f"its EC2NodeClass {ref.name!r} is not in the input (classes: {', '.join(sorted(classes))})"
             reason = (f"EC2NodeClass {ref.name!r} is not in the input (classes: {', '.join(sorted(classes))}): "
                       f"Karpenter would keep this NodePool not Ready, so it launches nothing (in NodePool {pool.name!r})")
         else:
             continue
-        unusable.add(pool.name)
+        review.not_ready[pool.name] = why
         review.findings.append(Finding(path, reason))
-    return unusable
+    return set(review.not_ready)
 
 
 def _not_yet_honoured(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects) -> Iterator[Finding]:
