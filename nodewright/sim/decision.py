@@ -63,6 +63,7 @@ from nodewright.scheduling import (
 )
 from nodewright.scheduling.pods import WORKLOAD_KINDS
 from nodewright.settings import min_values_policy, preference_policy
+from nodewright.sim.render import targets_text
 from nodewright.sim.volumes import bind_static_claims
 from nodewright.sim.workloads import pod_manifest
 from nodewright.state.cluster import snapshot
@@ -432,8 +433,7 @@ def render_table(decision: Mapping[str, Any]) -> str:
         shown = ", ".join(pods[:SHOWN_PODS]) + (f" and {len(pods) - SHOWN_PODS} more" if len(pods) > SHOWN_PODS else "")
         lines.append(f"unschedulable ({len(pods)} pod{'s' if len(pods) != 1 else ''}: {shown}): {reason}")
     if decision.get("target_utilization"):
-        lines.append("target utilization per NodePool: "
-                     + ", ".join(f"{name} {_percent(v)}" for name, v in decision["target_utilization"].items()))
+        lines.append(f"target utilization per NodePool: {targets_text(decision['target_utilization'])}")
     placed = sum(len(nc["pods"]) for nc in decision["nodeclaims"])
     on_existing = sum(len(e["pods"]) for e in decision["existing"])
     lines.append(f"prices: {decision['price_source']}")

@@ -147,3 +147,22 @@ def test_prices_outside_the_bundled_region_get_a_warning_line() -> None:
     summary = [line for line in done.stdout.splitlines() if line.startswith("1 new node(s)")]
     assert summary == ["1 new node(s) for 1 pod(s), 0 pod(s) on existing nodes, 0 unschedulable; total "
                        "$0.0770/h (eu-west-1)"]
+
+
+# --- item 10: a scenario's output shows each pool's target ---------------------------------------------------
+
+SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "scenarios"
+
+
+def test_scenario_output_shows_each_pools_target_utilization() -> None:
+    # load-test's pool 'service' is annotated 0.8: why its plain replay differs from the "1.0" comparison column.
+    done = _simulate("--scenario", str(SCENARIOS / "load-test.yaml"))
+    assert done.exit_code == 0, done.output
+    assert "target utilization per NodePool: low-spot 100%, platform 100%, service 80%" in done.stdout.splitlines()
+
+
+def test_comparison_names_the_scenarios_own_targets() -> None:
+    done = _simulate("--scenario", str(SCENARIOS / "team-spread.yaml"), "--compare-target-utilization", "1.0,0.75")
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines()[-1] == ("every NodePool set to each column's target; the scenario's own (a plain "
+                                            "replay): team1 100%")
