@@ -21,7 +21,6 @@ from constructs import Construct
 from stacks import policies
 from stacks.settings import InfraSettings
 
-
 #: Where a local backend's state files are, relative to the stack directory ``cdktf.out/stacks/<stack>``: the
 #: directory holding ``cdktf.out`` (the project root when synthesized with ``main.py``).
 LOCAL_STATE_DIR = "../../.."
