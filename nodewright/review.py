@@ -166,6 +166,7 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
         review.findings.extend(_not_yet_honoured(docs, objects))
     if for_simulate:
         review.findings.extend(_unknown_values(docs))
+        review.findings.extend(_pod_findings(docs))
     winners = set(latest.values())
     for index, doc in enumerate(docs):
         kind = str(doc.get("kind"))
@@ -249,6 +250,60 @@ def _not_yet_honoured(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjec
                 _where(docs, "EC2NodeClass", nc.name, f"spec.kubelet.{field_name}"),
                 "accepted but not yet honoured: Karpenter v1.14 passes kubelet fields beyond its typed ones to the "
                 f"node's kubelet configuration; nodewright does not write them yet (in EC2NodeClass {nc.name!r})",
+            )
+
+
+def _pod_metadata(doc: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """``(path, metadata)`` of the pods ``doc`` stands for: a Pod's own, a workload's pod template's."""
+    kind = doc.get("kind")
+    spec = doc.get("spec")
+    if kind == "Pod":
+        meta = doc.get("metadata")
+        return ("metadata", meta) if isinstance(meta, dict) else None
+    if not isinstance(spec, dict) or kind not in ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob"):
+        return None
+    base = "spec"
+    if kind == "CronJob":
+        spec, base = ((spec.get("jobTemplate") or {}).get("spec") or {}), "spec.jobTemplate.spec"
+    template = spec.get("template") if isinstance(spec, dict) else None
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    return (f"{base}.template.metadata", meta) if isinstance(meta, dict) else None
+
+
+def _pod_findings(docs: Sequence[Mapping[str, Any]]) -> Iterator[Finding]:
+    """Pods (of a Pod or a workload's template) that two PodDisruptionBudgets select, whose eviction the Eviction
+    API refuses (:func:`nodewright.kube.pdb.overlapping_budgets`, the rule the controller's disruption follows),
+    and pods annotated with the v1alpha5 ``karpenter.sh/do-not-evict`` (Karpenter v1 ignores it; nodewright
+    honours it, docs/karpenter-compatibility.md)."""
+    from nodewright.kube.pdb import overlapping_budgets
+
+    pdbs = [d for d in docs if d.get("kind") == "PodDisruptionBudget"]
+    for index, doc in enumerate(docs):
+        found = _pod_metadata(doc)
+        if found is None:
+            continue
+        path, meta = found
+        what = f"{doc.get('kind')} {object_name(doc)!r}"
+        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+        if str(annotations.get(wk.V1ALPHA5_DO_NOT_EVICT)) == "true":
+            yield Finding(
+                f"documents[{index}].{path}.annotations[{wk.V1ALPHA5_DO_NOT_EVICT}]",
+                f"the v1alpha5 annotation: Karpenter v1 ignores it; nodewright honours it as {wk.DO_NOT_DISRUPT} "
+                f"(its node is not disrupted voluntarily); annotate {wk.DO_NOT_DISRUPT}: \"true\" instead (in {what})",
+            )
+        if len(pdbs) < 2:
+            continue
+        namespace = (doc.get("metadata") or {}).get("namespace") if isinstance(doc.get("metadata"), dict) else None
+        labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+        pod = {"metadata": {"name": object_name(doc), "namespace": namespace or "default", "labels": labels}}
+        budgets = [b if (b.get("metadata") or {}).get("namespace") else
+                   {**b, "metadata": {**(b.get("metadata") or {}), "namespace": "default"}} for b in pdbs]
+        for names in overlapping_budgets(budgets, [pod]).values():
+            yield Finding(
+                f"documents[{index}].{path}.labels",
+                f"its pods are selected by more than one PodDisruptionBudget ({', '.join(names)}): the Eviction API "
+                f"refuses to evict such pods, so their nodes are never disrupted voluntarily (consolidation, drift) "
+                f"(in {what})",
             )
 
 

@@ -166,3 +166,23 @@ def test_comparison_names_the_scenarios_own_targets() -> None:
     assert done.exit_code == 0, done.output
     assert done.stdout.splitlines()[-1] == ("every NodePool set to each column's target; the scenario's own (a plain "
                                             "replay): team1 100%")
+
+
+# --- items 2 and 4 in simulate -f: two budgets over the same pods; do-not-evict ---------------------------------
+
+
+def test_simulate_warns_of_pods_two_budgets_select_and_of_do_not_evict() -> None:
+    # pdbs.yaml: Deployment 'web' (labels app=web, team=shop; karpenter.sh/do-not-evict) and PDBs 'web'
+    # (app=web) and 'shop' (team=shop).
+    done = _simulate(*_f("pools.yaml", "pdbs.yaml"))
+    where = f"{FIX / 'pdbs.yaml'}#documents[0].spec.template.metadata"
+    assert done.exit_code == 0, done.output
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning:")] == [
+        f"warning: {where}.annotations[karpenter.sh/do-not-evict]: the v1alpha5 annotation: Karpenter v1 ignores it; "
+        "nodewright honours it as karpenter.sh/do-not-disrupt (its node is not disrupted voluntarily); annotate "
+        'karpenter.sh/do-not-disrupt: "true" instead (in Deployment \'web\')',
+        f"warning: {where}.labels: its pods are selected by more than one PodDisruptionBudget (shop, web): the "
+        "Eviction API refuses to evict such pods, so their nodes are never disrupted voluntarily (consolidation, "
+        "drift) (in Deployment 'web')",
+    ]
+    assert _simulate(*_f("pools.yaml", "pdbs.yaml"), "--strict").exit_code == 2
