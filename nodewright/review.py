@@ -284,8 +284,8 @@ def _pod_findings(docs: Sequence[Mapping[str, Any]]) -> Iterator[Finding]:
             continue
         path, meta = found
         what = f"{doc.get('kind')} {object_name(doc)!r}"
-        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
-        if str(annotations.get(wk.V1ALPHA5_DO_NOT_EVICT)) == "true":
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and str(annotations.get(wk.V1ALPHA5_DO_NOT_EVICT)) == "true":
             yield Finding(
                 f"documents[{index}].{path}.annotations[{wk.V1ALPHA5_DO_NOT_EVICT}]",
                 f"the v1alpha5 annotation: Karpenter v1 ignores it; nodewright honours it as {wk.DO_NOT_DISRUPT} "
@@ -294,8 +294,9 @@ def _pod_findings(docs: Sequence[Mapping[str, Any]]) -> Iterator[Finding]:
         if len(pdbs) < 2:
             continue
         namespace = (doc.get("metadata") or {}).get("namespace") if isinstance(doc.get("metadata"), dict) else None
-        labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
-        pod = {"metadata": {"name": object_name(doc), "namespace": namespace or "default", "labels": labels}}
+        labels = meta.get("labels")
+        pod = {"metadata": {"name": object_name(doc), "namespace": namespace or "default",
+                            "labels": labels if isinstance(labels, dict) else {}}}
         budgets = [b if (b.get("metadata") or {}).get("namespace") else
                    {**b, "metadata": {**(b.get("metadata") or {}), "namespace": "default"}} for b in pdbs]
         for names in overlapping_budgets(budgets, [pod]).values():
