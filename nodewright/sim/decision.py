@@ -112,13 +112,15 @@ class _Clock:
         return DECISION_TIME
 
 
-def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
+def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster, warn: bool = True) -> None:
     """Create the parsed documents in ``cluster`` as an API server would hold them.
 
     Workloads become their pods (``<name>-<i>``; pending ones ``PodScheduled=False/Unschedulable``, bound
     ones Running), admitted with the LimitRange defaults of their namespace (:mod:`nodewright.admission`); a NodePool, NodeClaim, Node or Pod with ``metadata.deletionTimestamp`` is created and then
     deleted (held by a finalizer), so it is terminating as in the input (so are PersistentVolumes and claims); a NodePool whose EC2NodeClass is
-    missing gets a default one.
+    missing gets a default one. Every invalid document is reported, not only the first; statically bound
+    PersistentVolume/Claim pairs are bound first (:func:`nodewright.sim.volumes.bind_static_claims`). With
+    ``warn=False`` nothing is logged (missing RuntimeClasses, skipped kinds).
 
     Raises:
         NodewrightValidationError: an invalid document (path ``documents[i].<field>``, reason ending
@@ -185,6 +187,8 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
         raise combine(errors)
     for resource, name, namespace in leaving:
         cluster.delete(resource, name, namespace)
+    if not warn:  # a validation pass (document_problems): the decision's own pass prints the warnings
+        return
     _warn_missing_runtime_classes(cluster)
     line = skipped.skipped_line()
     if line:
@@ -194,13 +198,10 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
 def document_problems(objects: KarpenterObjects) -> list[NodewrightValidationError]:
     """Every problem :func:`load_cluster` finds in ``objects``' other documents (workloads, Nodes, volumes, ...),
     without deciding: lets ``simulate`` report them in the same run as the Karpenter kinds' problems."""
-    quiet, log.disabled = log.disabled, True  # its warnings are the decision's to print, not this check's
     try:
-        load_cluster(objects, InMemoryCluster(_Clock(), seed=0))
+        load_cluster(objects, InMemoryCluster(_Clock(), seed=0), warn=False)
     except NodewrightValidationError as err:
         return err.problems
-    finally:
-        log.disabled = quiet
     return []
 
 
