@@ -162,7 +162,7 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
     # The decision runs the provisioner, which logs its sentences once (the events of the decision): with the
     # table they are shown on stderr as plain lines; the JSON carries them in "events" (stderr then shows only
     # warnings and errors, Python's default).
-    with _log_to_stderr() if output == "table" else contextlib.nullcontext():
+    with _log_to_stderr(logging.INFO if output == "table" else logging.WARNING):
         try:
             decision = decide(used.docs, region, pricing)
         except NodewrightValidationError as err:
@@ -227,16 +227,17 @@ def _read_simulate_input(loaded: Any, strict: bool, peak: bool) -> tuple[list[di
 
 
 @contextlib.contextmanager
-def _log_to_stderr() -> Iterator[None]:
-    """Print nodewright's INFO and higher log records to stderr as bare messages while the block runs, less the
-    per-pod "Could not schedule pod" errors: the table prints those once, grouped by reason."""
+def _log_to_stderr(level: int) -> Iterator[None]:
+    """Print nodewright's log records of ``level`` and higher (INFO with the table, WARNING with JSON, whose
+    ``events`` carry the rest) to stderr as bare messages while the block runs, less the per-pod "Could not
+    schedule pod" errors: the output has those once (the table grouped by reason, the JSON in ``unschedulable``)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     handler.addFilter(lambda record: not (record.levelno >= logging.ERROR and getattr(record, "pod", None)))
     logger = logging.getLogger("nodewright")
     previous = logger.level
     logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    logger.setLevel(level)
     try:
         yield
     finally:

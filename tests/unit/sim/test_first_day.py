@@ -133,6 +133,16 @@ def test_unschedulable_pods_print_once_grouped_by_reason_in_karpenters_words() -
     ]
 
 
+def test_json_output_carries_the_unschedulable_pods_and_stderr_does_not_repeat_them() -> None:
+    import json
+
+    done = _simulate(*_f("pools.yaml", "big.yaml"), "-o", "json")
+    assert done.exit_code == 0, done.output
+    assert done.stderr == ""
+    assert sorted(u["pod"] for u in json.loads(done.stdout)["unschedulable"]) == sorted(
+        f"default/huge-{i}" for i in range(10))
+
+
 def test_stdin_is_named_stdin() -> None:
     done = _simulate("-f", "-", stdin=(FIX / "bad.yaml").read_text())
     assert done.exit_code == 2
