@@ -31,11 +31,12 @@ def bind_static_claims(docs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """``docs`` with every statically bound PersistentVolumeClaim/PersistentVolume pair marked Bound.
 
     A pair: a claim whose ``spec.volumeName`` names a volume of the input whose ``spec.claimRef`` names the
-    claim (namespace, default ``default``, and name) or is unset; or a volume whose ``claimRef`` names a claim of
-    the input that names no volume (pre-bound volume: the claim gets ``volumeName``). The claim gains
-    ``pv.kubernetes.io/bind-completed: "yes"`` and ``status.phase: Bound``, the volume ``status.phase: Bound``
-    (and a ``claimRef`` when it had none). A claim naming a volume bound to another claim is left as given (the
-    controller would not bind it). Changed documents are copies; the order is kept.
+    claim back (namespace, default ``default``, and name); or a volume whose ``claimRef`` names a claim of the
+    input that names no volume (a pre-bound volume: the claim gets ``volumeName``). The claim gains
+    ``pv.kubernetes.io/bind-completed: "yes"`` and ``status.phase: Bound``, the volume ``status.phase: Bound``.
+    A claim naming a volume without a ``claimRef`` back stays unbound, as Karpenter's scheduler treats a claim
+    whose bind has not completed (its "should handle pods with PVCs with defined volumeName" case); one naming a
+    volume bound to another claim too. Changed documents are copies; the order is kept.
     """
     claims: dict[tuple[str, str], int] = {}
     volumes: dict[str, int] = {}
@@ -56,20 +57,18 @@ def bind_static_claims(docs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         pair = None
         for key, c_index in claims.items():
             named = _map(docs[c_index], "spec").get("volumeName")
-            if named == volume_name and (wanted is None or wanted == key):
+            if named == volume_name and wanted == key:
                 pair = (key, c_index)
                 break
             if not named and wanted == key:
                 pair = (key, c_index)
         if pair is None:
             continue
-        (namespace, claim_name), c_index = pair
+        _, c_index = pair
         pvc = docs[c_index]
         annotations = {**_map(_meta(pvc), "annotations"), BIND_COMPLETED: "yes"}
         out[c_index] = {**pvc, "metadata": {**_meta(pvc), "annotations": annotations},
                         "spec": {**_map(pvc, "spec"), "volumeName": volume_name},
                         "status": {**_map(pvc, "status"), "phase": "Bound"}}
-        claim_ref = dict(ref) if ref else {"kind": "PersistentVolumeClaim", "namespace": namespace, "name": claim_name}
-        out[v_index] = {**pv, "spec": {**spec, "claimRef": claim_ref},
-                        "status": {**_map(pv, "status"), "phase": "Bound"}}
+        out[v_index] = {**pv, "status": {**_map(pv, "status"), "phase": "Bound"}}
     return out
