@@ -155,8 +155,9 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
                                         "only apply to --scenario runs")
     if not filenames:
         raise NodewrightValidationError("--filename", "give at least one manifest file with -f")
-    loaded = load_manifest_files(list(filenames))
-    docs, review, sizings = _read_simulate_input(loaded, strict, peak=replicas_mode == "max")
+    unreadable: list[NodewrightValidationError] = []  # reported with every other problem, in one run
+    loaded = load_manifest_files(list(filenames), unreadable)
+    docs, review, sizings = _read_simulate_input(loaded, strict, peak=replicas_mode == "max", unreadable=unreadable)
     # LimitRange defaults, as the API server's admission would apply them, before any pod is read.
     used = ManifestFiles(apply_limit_ranges(docs), loaded.sources).subset(review.keep)
     # The decision runs the provisioner, which logs its sentences once (the events of the decision): with the
@@ -185,7 +186,8 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         sys.exit(3)
 
 
-def _read_simulate_input(loaded: Any, strict: bool, peak: bool) -> tuple[list[dict[str, Any]], Any, list[Any]]:
+def _read_simulate_input(loaded: Any, strict: bool, peak: bool, unreadable: list[NodewrightValidationError] | None = None
+                         ) -> tuple[list[dict[str, Any]], Any, list[Any]]:
     """Parse and review ``loaded`` (:class:`~nodewright.api.manifests.ManifestFiles`) for ``simulate -f``: the
     documents to decide on (autoscaled workloads sized, :func:`nodewright.sim.autoscaling.size_autoscaled_workloads`)
     the :class:`~nodewright.review.Review` (which of them a decision uses) and the
@@ -193,7 +195,8 @@ def _read_simulate_input(loaded: Any, strict: bool, peak: bool) -> tuple[list[di
     sizing on stderr.
 
     Raises:
-        NodewrightValidationError: every problem of every document at once (Karpenter kinds, autoscalers,
+        NodewrightValidationError: every problem of every document at once (``unreadable``: the files and YAML
+            documents :func:`~nodewright.api.manifests.load_manifest_files` could not read; Karpenter kinds,
             workloads, volumes, ...), each naming its file and document; or, when every NodePool is not ready,
             one line saying which and why.
         SystemExit: 2 with ``strict`` and warnings.
@@ -213,9 +216,11 @@ def _read_simulate_input(loaded: Any, strict: bool, peak: bool) -> tuple[list[di
         click.echo(skipped, err=True)
     findings = annotation_findings(loaded) + review.findings + [Finding(p.path, p.reason) for p in unread]
     findings = [type(f)(f.path, loaded.locate_text(f.reason)) for f in findings]
-    if problems:
+    if problems or unreadable:
         report_findings(findings, loaded.locate_path, False)
-        raise loaded.locate(combine(problems + document_problems(objects)))
+        everything = problems + document_problems(objects)
+        located = loaded.locate(combine(everything)).problems if everything else []
+        raise combine([*(unreadable or []), *located])
     report_findings(findings, loaded.locate_path, strict)
     for sizing in sizings:
         click.echo(sizing.line(peak), err=True)

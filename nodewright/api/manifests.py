@@ -229,8 +229,11 @@ class ManifestFiles:
         return self.sources[int(match.group(1))] + path[match.end() :]
 
 
-def load_manifest_files(paths: list[str]) -> ManifestFiles:
+def load_manifest_files(paths: list[str], errors: list[NodewrightValidationError] | None = None) -> ManifestFiles:
     """Read and parse multi-document YAML files (``"-"`` is standard input), in order.
+
+    With ``errors``, unreadable files and invalid documents are appended to it (and left out) instead of raised,
+    so a caller can report them with the other documents' problems in one run.
 
     Raises:
         NodewrightValidationError: path ``<file>`` when a file cannot be read, or
@@ -238,9 +241,16 @@ def load_manifest_files(paths: list[str]) -> ManifestFiles:
     """
     docs: list[dict[str, Any]] = []
     sources: list[str] = []
-    errors: list[NodewrightValidationError] = []
+    collect = errors is not None
+    errors = errors if errors is not None else []
     for path in paths:
-        text = read_text(path)
+        try:
+            text = read_text(path)
+        except NodewrightValidationError as err:
+            if not collect:
+                raise
+            errors.append(err)
+            continue
         for index, chunk in enumerate(_split_documents(text)):
             try:
                 loaded = load_manifests(chunk)
@@ -250,7 +260,7 @@ def load_manifest_files(paths: list[str]) -> ManifestFiles:
                 continue
             docs.extend(loaded)
             sources.extend(f"{'<stdin>' if path == '-' else path}#documents[{index}]" for _ in loaded)
-    if errors:
+    if errors and not collect:
         raise combine(errors)
     return ManifestFiles(docs, sources)
 

@@ -18,7 +18,8 @@ of the Nodes (``ap-northeast-2a`` -> ``ap-northeast-2``), else ``us-east-1``; ev
 catalog is available.
 
 The JSON output is the contract of DESIGN.md (``nodeclaims``, ``existing``, ``unschedulable``,
-``total_price_per_hour``) plus ``region``, ``price_source`` and ``events`` (the log sentences).
+``total_price_per_hour``) plus ``region``, ``price_source``, ``events`` (the log sentences), ``target_utilization``
+and ``limits`` (each limited NodePool's ``spec.limits`` as quantities).
 """
 
 from __future__ import annotations

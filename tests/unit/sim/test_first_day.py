@@ -77,6 +77,19 @@ def test_problems_of_a_nodepool_a_deployment_and_a_pod_are_reported_together() -
     ]
 
 
+def test_unreadable_files_and_bad_yaml_are_reported_with_the_other_problems(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    done = _simulate(*_f("pools.yaml", "broken.yaml", "bad.yaml"), "-f", str(missing))
+    assert done.exit_code == 2
+    lines = done.stderr.splitlines()
+    assert lines[:2] == [
+        f"error: {FIX / 'broken.yaml'}#documents[0]: invalid YAML at line 3 of the document: did not find expected "
+        "',' or '}'",
+        f"error: {missing}: cannot read file: No such file or directory",
+    ]
+    assert len(lines) == 5 and all(line.startswith(f"error: {FIX / 'bad.yaml'}#documents[") for line in lines[2:])
+
+
 # --- item 7: duplicate NodePools, a missing EC2NodeClass ---------------------------------------------------
 
 
