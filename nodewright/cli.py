@@ -136,6 +136,9 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         if filenames or region:
             raise NodewrightValidationError("--scenario", "give either --scenario or -f/--region, not both "
                                                           "(a scenario names its region in spec.region)")
+        if replicas_mode != "min":
+            raise NodewrightValidationError("--replicas", "applies to -f decisions; a scenario's autoscalers follow "
+                                                          "its load events")
         from nodewright.sim.command import check_plot_path, simulate_scenario
 
         if plot:

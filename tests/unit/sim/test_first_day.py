@@ -60,6 +60,14 @@ def test_replicas_max_says_when_the_limits_do_not_allow_the_peak(tmp_path: Path)
             "lines for other reasons") in done.stderr.splitlines()
 
 
+def test_replicas_max_is_refused_for_a_scenario() -> None:
+    done = _simulate("--scenario", str(Path(__file__).resolve().parents[3] / "examples" / "scenarios" /
+                                       "team-spread.yaml"), "--replicas", "max")
+    assert done.exit_code == 2
+    assert done.stderr == ("error: --replicas: applies to -f decisions; a scenario's autoscalers follow its load "
+                           "events\n")
+
+
 # --- item 6: every problem of every document, in one run ---------------------------------------------------
 
 
