@@ -105,18 +105,23 @@ def report_findings(findings: list[Any], locate: Callable[[str], str], strict: b
               help="Exit 3 when any pod stays unschedulable (for CI).")
 @click.option("--snapshot", "snapshot_file", default=None, type=click.Path(dir_okay=False),
               help="A `nodewright snapshot` file: pending pods' provisioning and a disruption dry run (docs/whatif.md).")
+@click.option("--replicas", "replicas_mode", type=click.Choice(["min", "max"]), default="min", show_default=True,
+              help="Targets of HorizontalPodAutoscalers and KEDA ScaledObjects: min = max(replicas, minReplicas); "
+                   "max = maxReplicas (the peak, within the NodePools' limits or not).")
 @exit_on_invalid_input
 def simulate_command(filenames: tuple[str, ...], region: str | None, output: str, scenario: str | None = None,
                      baseline: str | None = None, plot: str | None = None, seed: int | None = None,
                      compare_targets: str | None = None, pricing_file: str | None = None,
                      compare_pricing_runs: bool = False, strict: bool = False,
-                     fail_on_unschedulable: bool = False, snapshot_file: str | None = None) -> None:
+                     fail_on_unschedulable: bool = False, snapshot_file: str | None = None,
+                     replicas_mode: str = "min") -> None:
     """Print the provisioning decision for FILEs: new nodes, their types, pods and $/hour.
     With --scenario, replay a scenario over time (nodes, pending pods, cost) instead.
 
     Kinds a decision does not need (ServiceAccount, Ingress, Role, ...) are skipped with one summary line;
-    input that is valid but probably wrong gets one warning line each (--strict: exit 2). Exit codes: 0 done,
-    2 invalid input, 3 unschedulable pods with --fail-on-unschedulable."""
+    input that is valid but probably wrong gets one warning line each (--strict: exit 2). Every problem of every
+    document is reported in one run. Exit codes: 0 done, 2 invalid input, 3 unschedulable pods with
+    --fail-on-unschedulable."""
     import json
 
     if snapshot_file is not None:  # docs/whatif.md
@@ -132,8 +137,7 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         return
 
     from nodewright.admission import apply_limit_ranges
-    from nodewright.api.manifests import ManifestFiles, load_manifest_files, parse_documents
-    from nodewright.review import review_documents
+    from nodewright.api.manifests import ManifestFiles, load_manifest_files
     from nodewright.sim.decision import decide, render_table
 
     pricing = None
@@ -147,6 +151,9 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         if filenames or region:
             raise NodewrightValidationError("--scenario", "give either --scenario or -f/--region, not both "
                                                           "(a scenario names its region in spec.region)")
+        if replicas_mode != "min":
+            raise NodewrightValidationError("--replicas", "applies to -f decisions; a scenario's autoscalers follow "
+                                                          "its load events")
         from nodewright.sim.command import check_plot_path, simulate_scenario
 
         if plot:
@@ -166,44 +173,94 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
                                         "only apply to --scenario runs")
     if not filenames:
         raise NodewrightValidationError("--filename", "give at least one manifest file with -f")
-    loaded = load_manifest_files(list(filenames))
-    try:
-        objects = parse_documents(loaded.docs)
-    except NodewrightValidationError as err:
-        raise loaded.locate(err) from None
-    review = review_documents(loaded.docs, objects)
-    skipped = review.skipped_line()
-    if skipped:
-        click.echo(skipped, err=True)
-    report_findings(annotation_findings(loaded) + review.findings, loaded.locate_path, strict)
+    unreadable: list[NodewrightValidationError] = []  # reported with every other problem, in one run
+    loaded = load_manifest_files(list(filenames), unreadable)
+    docs, review, sizings = _read_simulate_input(loaded, strict, peak=replicas_mode == "max", unreadable=unreadable)
     # LimitRange defaults, as the API server's admission would apply them, before any pod is read.
-    used = ManifestFiles(apply_limit_ranges(loaded.docs), loaded.sources).subset(review.keep)
+    used = ManifestFiles(apply_limit_ranges(docs), loaded.sources).subset(review.keep)
     # The decision runs the provisioner, which logs its sentences once (the events of the decision): with the
     # table they are shown on stderr as plain lines; the JSON carries them in "events" (stderr then shows only
     # warnings and errors, Python's default).
-    with _log_to_stderr() if output == "table" else contextlib.nullcontext():
+    with _log_to_stderr(logging.INFO if output == "table" else logging.WARNING):
         try:
             decision = decide(used.docs, region, pricing)
         except NodewrightValidationError as err:
             raise used.locate(err) from None
+    from nodewright.cloud.catalog import price_is_fallback
+
+    if price_is_fallback(decision["region"]):
+        click.echo(f"warning: nodewright bundles on-demand prices for us-east-1 only: its prices stand in for "
+                   f"{decision['region']}, so the $/h shown are estimates", err=True)
     if output == "json":
         click.echo(json.dumps(decision, indent=2))
     else:
         click.echo(render_table(decision))
+    if replicas_mode == "max" and any(s.replicas is not None for s in sizings):
+        from nodewright.sim.decision import peak_line
+
+        click.echo(peak_line(decision, sizings), err=True)
     if fail_on_unschedulable and decision["unschedulable"]:
         click.echo(f"error: {len(decision['unschedulable'])} pod(s) unschedulable (--fail-on-unschedulable)", err=True)
         sys.exit(3)
 
 
+def _read_simulate_input(loaded: Any, strict: bool, peak: bool, unreadable: list[NodewrightValidationError] | None = None
+                         ) -> tuple[list[dict[str, Any]], Any, list[Any]]:
+    """Parse and review ``loaded`` (:class:`~nodewright.api.manifests.ManifestFiles`) for ``simulate -f``: the
+    documents to decide on (autoscaled workloads sized, :func:`nodewright.sim.autoscaling.size_autoscaled_workloads`)
+    the :class:`~nodewright.review.Review` (which of them a decision uses) and the
+    :class:`~nodewright.sim.autoscaling.Sizing` of each pod autoscaler. Prints the skipped-kinds line, one line per warning and one line per
+    sizing on stderr.
+
+    Raises:
+        NodewrightValidationError: every problem of every document at once (``unreadable``: the files and YAML
+            documents :func:`~nodewright.api.manifests.load_manifest_files` could not read; Karpenter kinds,
+            workloads, volumes, ...), each naming its file and document; or, when every NodePool is not ready,
+            one line saying which and why.
+        SystemExit: 2 with ``strict`` and warnings.
+    """
+    from nodewright.api.manifests import parse_documents
+    from nodewright.errors import combine
+    from nodewright.review import Finding, review_documents
+    from nodewright.sim.autoscaling import size_autoscaled_workloads
+    from nodewright.sim.decision import document_problems
+
+    problems: list[NodewrightValidationError] = []
+    objects = parse_documents(loaded.docs, problems)
+    docs, sizings, unread = size_autoscaled_workloads(loaded.docs, peak=peak)
+    review = review_documents(loaded.docs, objects)
+    skipped = review.skipped_line()
+    if skipped:
+        click.echo(skipped, err=True)
+    findings = annotation_findings(loaded) + review.findings + [Finding(p.path, p.reason) for p in unread]
+    findings = [type(f)(f.path, loaded.locate_text(f.reason)) for f in findings]
+    if problems or unreadable:
+        report_findings(findings, loaded.locate_path, False)
+        everything = problems + document_problems(objects)
+        located = loaded.locate(combine(everything)).problems if everything else []
+        raise combine([*(unreadable or []), *located])
+    report_findings(findings, loaded.locate_path, strict)
+    for sizing in sizings:
+        click.echo(sizing.line(peak), err=True)
+    pools = {pool.name for pool in objects.nodepools}
+    no_pool = review.no_pool_reason() if pools and pools <= set(review.not_ready) else None
+    if no_pool is not None:
+        raise NodewrightValidationError("", no_pool)
+    return docs, review, sizings
+
+
 @contextlib.contextmanager
-def _log_to_stderr() -> Iterator[None]:
-    """Print nodewright's INFO and higher log records to stderr as bare messages while the block runs."""
+def _log_to_stderr(level: int) -> Iterator[None]:
+    """Print nodewright's log records of ``level`` and higher (INFO with the table, WARNING with JSON, whose
+    ``events`` carry the rest) to stderr as bare messages while the block runs, less the per-pod "Could not
+    schedule pod" errors: the output has those once (the table grouped by reason, the JSON in ``unschedulable``)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.addFilter(lambda record: not (record.levelno >= logging.ERROR and getattr(record, "pod", None)))
     logger = logging.getLogger("nodewright")
     previous = logger.level
     logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    logger.setLevel(level)
     try:
         yield
     finally:

@@ -42,11 +42,12 @@ USED_KINDS = frozenset({
 })
 #: Kinds applied to the others before a decision (:mod:`nodewright.admission`), not passed on themselves.
 ADMISSION_KINDS = frozenset({"LimitRange"})
+#: Pod autoscalers: read to size their targets (:func:`nodewright.sim.autoscaling.size_autoscaled_workloads`),
+#: not passed on themselves.
+SIZING_KINDS = frozenset({"HorizontalPodAutoscaler", "ScaledObject"})
 #: Kinds that change where or whether pods schedule, which ``simulate -f`` does not model: a warning each.
 NOT_MODELLED_KINDS: Mapping[str, str] = {
     "ResourceQuota": "quotas are not enforced",
-    "HorizontalPodAutoscaler": "the replica counts in the manifests are used as given",
-    "ScaledObject": "the replica counts in the manifests are used as given",
     "ReplicationController": "its pods are not read: use a Deployment or ReplicaSet",
 }
 
@@ -94,11 +95,21 @@ class Review:
         skipped: kind -> count of documents ``simulate`` does not need (left out silently but for the summary).
         keep: input indices of the documents a decision should use (skipped kinds, NodePools that cannot launch
             and documents replaced by a later one of the same kind and name are left out).
+        not_ready: NodePool name -> why it launches nothing (its EC2NodeClass is missing, a foreign node class).
     """
 
     findings: list[Finding] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     keep: list[int] = field(default_factory=list)
+    not_ready: dict[str, str] = field(default_factory=dict)
+
+    def no_pool_reason(self) -> str | None:
+        """When every NodePool of the input is not ready: one sentence naming each and why (the decision would
+        otherwise end with "no NodePool in the input"), else None."""
+        if not self.not_ready:
+            return None
+        why = "; ".join(f"NodePool {name!r} is not ready: {reason}" for name, reason in sorted(self.not_ready.items()))
+        return f"no NodePool can launch nodes: {why}"
 
     def skipped_line(self) -> str | None:
         """``"skipped 7 objects simulate does not need: ServiceAccount x2, Ingress x1, ..."`` (most frequent
@@ -145,7 +156,7 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
                     "replaces the earlier, as kubectl apply would",
                 ))
             latest[key] = index
-        if for_simulate and kind not in USED_KINDS and kind not in ADMISSION_KINDS:
+        if for_simulate and kind not in USED_KINDS and kind not in ADMISSION_KINDS and kind not in SIZING_KINDS:
             if kind in NOT_MODELLED_KINDS:
                 review.findings.append(Finding(
                     f"documents[{index}]", f"{kind} {object_name(doc)!r} is not modelled by simulate: {NOT_MODELLED_KINDS[kind]}"
@@ -156,6 +167,7 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
         review.findings.extend(_not_yet_honoured(docs, objects))
     if for_simulate:
         review.findings.extend(_unknown_values(docs))
+        review.findings.extend(_pod_findings(docs))
     winners = set(latest.values())
     for index, doc in enumerate(docs):
         kind = str(doc.get("kind"))
@@ -202,22 +214,27 @@ def _where(docs: Sequence[Mapping[str, Any]], kind: str, name: str, path: str) -
 
 
 def _unusable_nodepools(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects, review: Review) -> set[str]:
+    """Names of the NodePools that launch nothing (recorded in ``review.not_ready`` with a finding each). Only
+    the NodePool that wins each name counts, the last one, as ``kubectl apply`` leaves it (:func:`_where` names
+    that document)."""
     classes = {nc.name for nc in objects.ec2nodeclasses}
-    unusable: set[str] = set()
-    for pool in objects.nodepools:
+    winners = {pool.name: pool for pool in objects.nodepools}
+    for pool in winners.values():
         ref = pool.spec.template.spec.node_class_ref
         path = _where(docs, "NodePool", pool.name, "spec.template.spec.nodeClassRef")
         if (ref.group, ref.kind) != (wk.AWS_GROUP, "EC2NodeClass"):
-            reason = (f"{ref.group}/{ref.kind} is not a node class nodewright can launch (only "
-                      f"{wk.AWS_GROUP}/EC2NodeClass): this NodePool launches nothing (in NodePool {pool.name!r})")
+            why = (f"{ref.group}/{ref.kind} is not a node class nodewright can launch (only "
+                   f"{wk.AWS_GROUP}/EC2NodeClass)")
+            reason = f"{why}: this NodePool launches nothing (in NodePool {pool.name!r})"
         elif classes and ref.name not in classes:
+            why = f"its EC2NodeClass {ref.name!r} is not in the input (classes: {', '.join(sorted(classes))})"
             reason = (f"EC2NodeClass {ref.name!r} is not in the input (classes: {', '.join(sorted(classes))}): "
                       f"Karpenter would keep this NodePool not Ready, so it launches nothing (in NodePool {pool.name!r})")
         else:
             continue
-        unusable.add(pool.name)
+        review.not_ready[pool.name] = why
         review.findings.append(Finding(path, reason))
-    return unusable
+    return set(review.not_ready)
 
 
 def _not_yet_honoured(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects) -> Iterator[Finding]:
@@ -244,6 +261,61 @@ def _not_yet_honoured(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjec
                           "a CEL expression: simulate evaluates it per instance type; nodewright run needs the AWS "
                           "feature gate NodeClassCEL=true (AWS_FEATURE_GATES, chart settings.awsFeatureGates."
                           f"nodeClassCEL), else the class is not Ready (in EC2NodeClass {nc.name!r})")
+
+
+def _pod_metadata(doc: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """``(path, metadata)`` of the pods ``doc`` stands for: a Pod's own, a workload's pod template's."""
+    kind = doc.get("kind")
+    spec = doc.get("spec")
+    if kind == "Pod":
+        meta = doc.get("metadata")
+        return ("metadata", meta) if isinstance(meta, dict) else None
+    if not isinstance(spec, dict) or kind not in ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob"):
+        return None
+    base = "spec"
+    if kind == "CronJob":
+        spec, base = ((spec.get("jobTemplate") or {}).get("spec") or {}), "spec.jobTemplate.spec"
+    template = spec.get("template") if isinstance(spec, dict) else None
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    return (f"{base}.template.metadata", meta) if isinstance(meta, dict) else None
+
+
+def _pod_findings(docs: Sequence[Mapping[str, Any]]) -> Iterator[Finding]:
+    """Pods (of a Pod or a workload's template) that two PodDisruptionBudgets select, whose eviction the Eviction
+    API refuses (:func:`nodewright.kube.pdb.overlapping_budgets`, the rule the controller's disruption follows),
+    and pods annotated with the v1alpha5 ``karpenter.sh/do-not-evict`` (Karpenter v1 ignores it; nodewright
+    honours it, docs/karpenter-compatibility.md)."""
+    from nodewright.kube.pdb import overlapping_budgets
+
+    pdbs = [d for d in docs if d.get("kind") == "PodDisruptionBudget"]
+    for index, doc in enumerate(docs):
+        found = _pod_metadata(doc)
+        if found is None:
+            continue
+        path, meta = found
+        what = f"{doc.get('kind')} {object_name(doc)!r}"
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and str(annotations.get(wk.V1ALPHA5_DO_NOT_EVICT)) == "true":
+            yield Finding(
+                f"documents[{index}].{path}.annotations[{wk.V1ALPHA5_DO_NOT_EVICT}]",
+                f"the v1alpha5 annotation: Karpenter v1 ignores it; nodewright honours it as {wk.DO_NOT_DISRUPT} "
+                f"(its node is not disrupted voluntarily); annotate {wk.DO_NOT_DISRUPT}: \"true\" instead (in {what})",
+            )
+        if len(pdbs) < 2:
+            continue
+        namespace = (doc.get("metadata") or {}).get("namespace") if isinstance(doc.get("metadata"), dict) else None
+        labels = meta.get("labels")
+        pod = {"metadata": {"name": object_name(doc), "namespace": namespace or "default",
+                            "labels": labels if isinstance(labels, dict) else {}}}
+        budgets = [b if (b.get("metadata") or {}).get("namespace") else
+                   {**b, "metadata": {**(b.get("metadata") or {}), "namespace": "default"}} for b in pdbs]
+        for names in overlapping_budgets(budgets, [pod]).values():
+            yield Finding(
+                f"documents[{index}].{path}.labels",
+                f"its pods are selected by more than one PodDisruptionBudget ({', '.join(names)}): the Eviction API "
+                f"refuses to evict such pods, so their nodes are never disrupted voluntarily (consolidation, drift) "
+                f"(in {what})",
+            )
 
 
 def _pod_spec(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -146,8 +146,17 @@ def classify(err: BaseException) -> StartupError:
 
 
 def kubeconfig_error(err: BaseException, kubeconfig: str) -> StartupError:
-    """The ``kubeconfig`` class for a configuration that does not load."""
+    """The ``kubeconfig`` class for a configuration that does not load (a named file that does not exist says
+    so, rather than the client's "Invalid kube-config file. No configuration found.")."""
+    import os
+
     where = f"kubeconfig {kubeconfig!r}" if kubeconfig else "in-cluster config or ~/.kube/config"
+    paths = [p for p in kubeconfig.split(os.pathsep) if p] if kubeconfig else []
+    missing = [p for p in paths if not os.path.exists(os.path.expanduser(p))]
+    if paths and missing == paths:
+        return StartupError("kubeconfig", f"kubeconfig file {missing[0]!r} not found",
+                            "pass --kubeconfig (or KUBECONFIG) the path of an existing kubeconfig file, or run in "
+                            "a pod with a ServiceAccount token")
     return StartupError("kubeconfig", f"cannot load the Kubernetes configuration from {where}: {err}",
                         "run in a pod with a ServiceAccount token, or set KUBECONFIG (or --kubeconfig) to a "
                         "readable kubeconfig file")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cdktn import S3Backend, TerraformStack
+from cdktn import LocalBackend, S3Backend, TerraformStack
 from cdktn_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from cdktn_provider_aws.data_aws_partition import DataAwsPartition
 from cdktn_provider_aws.kms_alias import KmsAlias
@@ -20,6 +20,10 @@ from constructs import Construct
 
 from stacks import policies
 from stacks.settings import InfraSettings
+
+#: Where a local backend's state files are, relative to the stack directory ``cdktf.out/stacks/<stack>``: the
+#: directory holding ``cdktf.out`` (the project root when synthesized with ``main.py``).
+LOCAL_STATE_DIR = "../../.."
 
 
 class NodewrightStack(TerraformStack):
@@ -48,7 +52,13 @@ class NodewrightStack(TerraformStack):
             S3Backend(self, bucket=backend.bucket,
                       key=f"{backend.key_prefix}/{settings.cluster_name}/{stack_id}.tfstate",
                       region=backend.region or settings.region, encrypt=True, use_lockfile=True)
-        # type "local": CDK Terrain's default local backend (terraform.<stack>.tfstate).
+        else:
+            # type "local": one state file per stack in the directory holding cdktf.out (where CDK Terrain's
+            # default puts it), written as a path relative to the stack's directory cdktf.out/stacks/<stack>, in
+            # which terraform runs: the default bakes the synthesizing machine's absolute path into the backend
+            # and into every consumer's terraform_remote_state, so stacks synthesized in CI could not apply
+            # anywhere else. The consumers' lookups get the same relative path (also run from a stack directory).
+            LocalBackend(self, path=f"{LOCAL_STATE_DIR}/terraform.{stack_id}.tfstate")
         self._partition: DataAwsPartition | None = None
         self._caller: DataAwsCallerIdentity | None = None
 

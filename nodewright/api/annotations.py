@@ -133,6 +133,8 @@ def annotation_problem(key: str, value: str) -> NodewrightValidationError | None
         return NodewrightValidationError(path_of(key), UNKNOWN_REASON)
     if rule.matches(value):
         return None
+    if "\n" in value or "\r" in value:  # one line, as the admission policy must answer (no line break)
+        return NodewrightValidationError(path_of(key), f"a value with a line break is not accepted; want {rule.accepted}")
     return NodewrightValidationError(path_of(key), f'"{value}" is not accepted; want {rule.accepted}')
 
 

@@ -147,8 +147,12 @@ class KarpenterObjects:
     other_indices: list[int] = field(default_factory=list)
 
 
-def parse_documents(docs: list[dict[str, Any]]) -> KarpenterObjects:
+def parse_documents(docs: list[dict[str, Any]],
+                    errors: list[NodewrightValidationError] | None = None) -> KarpenterObjects:
     """Convert ``docs`` to v1 (any supported version) and parse the Karpenter kinds.
+
+    With ``errors``, invalid documents are appended to it (and left out of the result) instead of raised, so a
+    caller can report them with the problems of other kinds in one run.
 
     Raises:
         NodewrightValidationError: path prefixed with ``documents[i].`` (index in ``docs``); every invalid
@@ -157,8 +161,20 @@ def parse_documents(docs: list[dict[str, Any]]) -> KarpenterObjects:
     from nodewright.api.conversion import convert_documents
 
     result = KarpenterObjects()
-    errors: list[NodewrightValidationError] = []
-    for index, doc in enumerate(convert_documents(docs)):
+    collect = errors is not None
+    errors = errors if errors is not None else []
+    try:
+        converted = convert_documents(docs)
+    except NodewrightValidationError as err:
+        if not collect:
+            raise
+        errors.append(err)
+        # The other kinds are still read (and checked by the caller): Karpenter documents are left out.
+        converted = [d if str(d.get("apiVersion", "")).split("/")[0] not in ("karpenter.sh", "karpenter.k8s.aws")
+                     else {} for d in docs]
+    for index, doc in enumerate(converted):
+        if not doc:
+            continue
         try:
             group = str(doc.get("apiVersion", "")).split("/")[0]
             kind = doc.get("kind")
@@ -173,7 +189,7 @@ def parse_documents(docs: list[dict[str, Any]]) -> KarpenterObjects:
                 result.other_indices.append(index)
         except NodewrightValidationError as err:
             errors.append(prefixed(err, f"documents[{index}]"))
-    if errors:
+    if errors and not collect:
         raise combine(errors)
     return result
 
@@ -197,6 +213,14 @@ class ManifestFiles:
         """The documents at ``indices`` (in that order), still naming their files."""
         return ManifestFiles([self.docs[i] for i in indices], [self.sources[i] for i in indices])
 
+    def locate_text(self, text: str) -> str:
+        """Every ``documents[i]`` reference inside ``text`` (a reason naming another document) -> ``<file>#documents[j]``."""
+        def located(match: re.Match[str]) -> str:
+            index = int(match.group(1))
+            return self.sources[index] if index < len(self.sources) else match.group(0)
+
+        return re.sub(r"(?<![#\w])documents\[(\d+)\]", located, text)
+
     def locate_path(self, path: str) -> str:
         """``documents[i].spec.x`` -> ``<file>#documents[j].spec.x``; other paths unchanged."""
         match = re.match(r"^documents\[(\d+)\]", path)
@@ -205,8 +229,11 @@ class ManifestFiles:
         return self.sources[int(match.group(1))] + path[match.end() :]
 
 
-def load_manifest_files(paths: list[str]) -> ManifestFiles:
+def load_manifest_files(paths: list[str], errors: list[NodewrightValidationError] | None = None) -> ManifestFiles:
     """Read and parse multi-document YAML files (``"-"`` is standard input), in order.
+
+    With ``errors``, unreadable files and invalid documents are appended to it (and left out) instead of raised,
+    so a caller can report them with the other documents' problems in one run.
 
     Raises:
         NodewrightValidationError: path ``<file>`` when a file cannot be read, or
@@ -214,18 +241,26 @@ def load_manifest_files(paths: list[str]) -> ManifestFiles:
     """
     docs: list[dict[str, Any]] = []
     sources: list[str] = []
-    errors: list[NodewrightValidationError] = []
+    collect = errors is not None
+    errors = errors if errors is not None else []
     for path in paths:
-        text = read_text(path)
+        try:
+            text = read_text(path)
+        except NodewrightValidationError as err:
+            if not collect:
+                raise
+            errors.append(err)
+            continue
         for index, chunk in enumerate(_split_documents(text)):
             try:
                 loaded = load_manifests(chunk)
             except NodewrightValidationError as err:
-                errors.append(NodewrightValidationError(f"{path}#documents[{index}]", err.reason))
+                errors.append(NodewrightValidationError(f"{'<stdin>' if path == '-' else path}#documents[{index}]",
+                                                        err.reason))
                 continue
             docs.extend(loaded)
-            sources.extend(f"{path}#documents[{index}]" for _ in loaded)
-    if errors:
+            sources.extend(f"{'<stdin>' if path == '-' else path}#documents[{index}]" for _ in loaded)
+    if errors and not collect:
         raise combine(errors)
     return ManifestFiles(docs, sources)
 
@@ -244,10 +279,10 @@ def read_text(path: str) -> str:
         else:
             raw = Path(path).read_bytes()
     except OSError as err:
-        raise NodewrightValidationError(path, f"cannot read file: {err.strerror or err}") from None
+        raise NodewrightValidationError(name, f"cannot read file: {err.strerror or err}") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise NodewrightValidationError(
-            path, f"cannot read {name}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start})"
+            name, f"not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start})"
         ) from None

@@ -157,6 +157,8 @@ class DisruptionController:
         self.skips_reported: dict[str, str] = {}
         #: Node -> the last DisruptionBlocked sentence reported on it (pods no simulation can move; once per change).
         self.blocked_reported: dict[str, str] = {}
+        #: Pods carrying the v1alpha5 ``karpenter.sh/do-not-evict`` already warned about (once per pod).
+        self.legacy_do_not_evict: set[str] = set()
         self.ctx = ctx
         self.terminator = terminator
         self.options = options or DecisionOptions()
@@ -182,6 +184,7 @@ class DisruptionController:
         state = state or snapshot(self.ctx.cluster)
         now = self.ctx.clock()
         self._track_pod_events(state, now)
+        self._warn_legacy_do_not_evict(state)
         self._restamp(state)
         view = self.view(state, now)
         self._mark_drifted(state, view)
@@ -238,6 +241,19 @@ class DisruptionController:
             doc = state.nodepools.get(pool)
             if doc is not None:
                 self.ctx.event(doc, "ConsolidationSkipped", message)
+
+    def _warn_legacy_do_not_evict(self, state: ClusterState) -> None:
+        """One warning line per live pod annotated ``karpenter.sh/do-not-evict: "true"`` (v1alpha5), the first
+        pass it is seen. Karpenter v1 ignores that annotation; nodewright still honours it like
+        ``karpenter.sh/do-not-disrupt`` (docs/karpenter-compatibility.md), the safer reading of what the pod's
+        owner asked, and says so, so the pod can be re-annotated before a move to Karpenter v1."""
+        seen = {pod_key(pod) for pod in state.pods.values()
+                if (meta(pod).get("annotations") or {}).get(L.V1ALPHA5_DO_NOT_EVICT) == "true"}
+        for key in sorted(seen - self.legacy_do_not_evict):
+            log.warning("pod %s has %s: Karpenter v1 ignores it; nodewright honours it as %s (its node is not "
+                        "disrupted voluntarily); annotate the pod %s: \"true\" instead", key, L.V1ALPHA5_DO_NOT_EVICT,
+                        L.DO_NOT_DISRUPT, L.DO_NOT_DISRUPT, extra={"pod": key})
+        self.legacy_do_not_evict = seen
 
     def _report_blocked(self, blocked: Mapping[str, str], state: ClusterState, searched: bool) -> None:
         """A ``DisruptionBlocked`` Event on the Node (and a log line) when a simulation moving its pods failed for

@@ -6,8 +6,9 @@ Candidate rules (Karpenter v1 ``disruption.NewCandidate`` / ``StateNode.Validate
 * its NodePool exists; it is initialized; it carries instance-type, zone and capacity-type labels;
 * it is not already being deleted or disrupted;
 * neither the Node nor the NodeClaim has ``karpenter.sh/do-not-disrupt: "true"``;
-* no pod on it has ``karpenter.sh/do-not-disrupt: "true"`` and none is covered by a PodDisruptionBudget that
-  allows no disruption now -- except for drift of a NodeClaim with ``terminationGracePeriod``, which bounds the
+* no pod on it has ``karpenter.sh/do-not-disrupt: "true"``, none is covered by a PodDisruptionBudget that
+  allows no disruption now and none is selected by more than one budget (the Eviction API refuses those pods,
+  so the drain could never finish; :attr:`PDB.overlaps`) -- except for drift of a NodeClaim with ``terminationGracePeriod``, which bounds the
   drain anyway (Karpenter v1: eventual disruption ignores pod-level blockers when a grace period is set).
 
 Consolidation (emptiness and under-utilization) additionally requires, per NodePool:
@@ -57,6 +58,30 @@ def blocking_pdb(pod: Pod, pdbs: Iterable[PDB]) -> PDB | None:
     return None
 
 
+def pdb_overlap_problem(pod: Pod, pdbs: Iterable[PDB]) -> str | None:
+    """Why ``pod`` can never be evicted because several budgets select it (:attr:`PDB.overlaps`), or None."""
+    names = sorted(f"{pdb.namespace}/{pdb.name}" for pdb in pdbs if pod.key in pdb.overlaps)
+    if len(names) < 2:
+        return None
+    return (f"pod {pod.key} is selected by more than one PodDisruptionBudget ({', '.join(names)}): "
+            "the Eviction API refuses to evict it")
+
+
+def pdb_overlap_blocks(nodes: Iterable[Node], pdbs: Sequence[PDB]) -> dict[str, str]:
+    """Node name -> why its voluntary disruption is blocked by a pod several budgets select, for every node with
+    one (Karpenter publishes a ``DisruptionBlocked`` event for each node that fails its candidate checks)."""
+    if not any(pdb.overlaps for pdb in pdbs):
+        return {}
+    out: dict[str, str] = {}
+    for node in nodes:
+        for pod in node.pods:
+            problem = pdb_overlap_problem(pod, pdbs)
+            if problem is not None:
+                out[node.name] = problem
+                break
+    return out
+
+
 def base_problem(node: Node, pools: dict[str, Pool], pdbs: Sequence[PDB], reason: str) -> str | None:
     """Why ``node`` may not be disrupted for ``reason`` by any voluntary method, or None.
 
@@ -77,7 +102,11 @@ def base_problem(node: Node, pools: dict[str, Pool], pdbs: Sequence[PDB], reason
         return None
     for pod in node.pods:
         if pod_blocks_disruption(pod):
-            return f"pod {pod.key} has {L.DO_NOT_DISRUPT}"
+            legacy = pod.annotations.get(L.DO_NOT_DISRUPT) != "true"
+            return f"pod {pod.key} has {L.V1ALPHA5_DO_NOT_EVICT if legacy else L.DO_NOT_DISRUPT}"
+        overlap = pdb_overlap_problem(pod, pdbs)
+        if overlap is not None:
+            return overlap
         pdb = blocking_pdb(pod, pdbs)
         if pdb is not None:
             return f"pdb {pdb.namespace}/{pdb.name} prevents pod evictions"

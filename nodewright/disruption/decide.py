@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from nodewright.disruption.budgets import budget_mapping
-from nodewright.disruption.candidates import base_problem
+from nodewright.disruption.candidates import base_problem, pdb_overlap_blocks
 from nodewright.disruption.consolidation import (
     ConsolidationOptions,
     multi_node_search,
@@ -103,8 +103,14 @@ def decide_pass(view: ClusterView, now: float, options: DecisionOptions | None =
         if cut_short:
             stopped.append(method)
         if decision is not None:
-            return PassOutcome(decision, tuple(stopped), tuple(skipped), dict(simulator.blocked))
-    return PassOutcome(None, tuple(stopped), tuple(skipped), dict(simulator.blocked))
+            return PassOutcome(decision, tuple(stopped), tuple(skipped), _blocked(view, simulator))
+    return PassOutcome(None, tuple(stopped), tuple(skipped), _blocked(view, simulator))
+
+
+def _blocked(view: ClusterView, simulator: Simulator) -> dict[str, str]:
+    """Nodes whose disruption is blocked: pods several PodDisruptionBudgets select (never evictable), then pods
+    no simulation can move again."""
+    return {**pdb_overlap_blocks(view.nodes, view.pdbs), **simulator.blocked}
 
 
 def decide_expiration(view: ClusterView, now: float) -> Decision | None:

@@ -54,12 +54,16 @@ class PDB:
         namespace: its namespace; it only selects pods there.
         selector: ``spec.selector`` (``None`` selects nothing, an empty selector everything).
         disruptions_allowed: how many of its pods may be evicted now (Kubernetes' ``status.disruptionsAllowed``).
+        overlaps: ``namespace/name`` of the pods this budget selects together with another budget: the Eviction
+            API refuses those pods whatever the budgets allow (found by :func:`nodewright.kube.pdb.overlapping_budgets`
+            when the view is built).
     """
 
     name: str
     namespace: str
     selector: LabelSelector | None
     disruptions_allowed: int
+    overlaps: frozenset[str] = frozenset()
 
     def selects(self, pod: Pod) -> bool:
         """Whether this budget covers ``pod``."""

@@ -4,7 +4,8 @@ Follows the Kubernetes disruption controller: ``expected`` pods are those the bu
 are the selected pods that are bound, not terminating, not finished and not reported un-Ready;
 ``minAvailable``/``maxUnavailable`` percentages round up
 (https://kubernetes.io/docs/tasks/run-application/configure-pdb/#rounding-logic-when-specifying-percentages).
-An eviction is allowed when ``healthy - desiredHealthy > 0`` for every budget selecting the pod.
+An eviction is allowed when ``healthy - desiredHealthy > 0`` for every budget selecting the pod, and never for a
+pod that more than one budget selects (:func:`selecting_budgets`, :func:`overlapping_budgets`).
 """
 
 from __future__ import annotations
@@ -90,6 +91,36 @@ def _blocks_by_spec(pdb: Mapping[str, Any]) -> bool:
     return max_unavailable in (0, "0%") or min_available == "100%"
 
 
+#: Why the Eviction API refuses a pod several budgets select (Kubernetes ``pkg/registry/core/pod/storage/eviction.go``
+#: answers 500 "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support",
+#: whatever the budgets allow).
+MULTIPLE_BUDGETS = "more than one PodDisruptionBudget selects it, and the Eviction API refuses such pods"
+
+
+def selecting_budgets(pod: Mapping[str, Any], pdbs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The budgets of ``pod``'s namespace whose ``spec.selector`` selects it, in input order (the Eviction API's
+    lookup: more than one of them and it refuses the eviction)."""
+    ns = namespace_of(pod)
+    return [b for b in pdbs if namespace_of(b) == ns and selects((b.get("spec") or {}).get("selector"), labels_of(pod))]
+
+
+def overlapping_budgets(pdbs: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """``namespace/name`` of every pod of ``pods`` that more than one of ``pdbs`` selects -> those budgets' names
+    (sorted). Such a pod can never be evicted (:data:`MULTIPLE_BUDGETS`), so a voluntary disruption of its node
+    could never finish its drain: the disruption view marks those nodes (Karpenter ``pdb.Limits``: a pod whose
+    eviction is refused blocks its candidate)."""
+    budgets = list(pdbs)
+    out: dict[str, tuple[str, ...]] = {}
+    if len(budgets) < 2:
+        return out
+    for pod in pods:
+        selecting = selecting_budgets(pod, budgets)
+        if len(selecting) > 1:
+            key = f"{namespace_of(pod) or 'default'}/{(pod.get('metadata') or {}).get('name')}"
+            out[key] = tuple(sorted(str((b.get("metadata") or {}).get("name")) for b in selecting))
+    return out
+
+
 def fully_blocking_budget(pod: Mapping[str, Any], pdbs: Iterable[Mapping[str, Any]]) -> str | None:
     """Name of a PodDisruptionBudget that will never let ``pod`` be evicted, or None (Karpenter
     ``pdb.Limits.isFullyBlocked``, which decides whether the pods of a deleting node need new capacity).
@@ -99,8 +130,7 @@ def fully_blocking_budget(pod: Mapping[str, Any], pdbs: Iterable[Mapping[str, An
     ``unhealthyPodEvictionPolicy: AlwaysAllow`` lets a pod reported ``Ready=False`` go. Only the spec counts, not
     the disruptions allowed now: a budget at its limit frees up as the application recovers.
     """
-    ns = namespace_of(pod)
-    selecting = [b for b in pdbs if namespace_of(b) == ns and selects((b.get("spec") or {}).get("selector"), labels_of(pod))]
+    selecting = selecting_budgets(pod, pdbs)
     if len(selecting) > 1:
         return ", ".join(sorted(str((b.get("metadata") or {}).get("name")) for b in selecting))
     not_ready = any(c.get("type") == "Ready" and c.get("status") == "False"

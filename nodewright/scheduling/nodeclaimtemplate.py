@@ -533,7 +533,7 @@ def hosting(
             overhead = overhead_text([t.daemons for t in free or template.types], template.overhead)
             reasons.append(
                 f'incompatible with nodepool "{template.name}", daemonset overhead={overhead}, no instance type '
-                f"satisfied resources {format_resources(cls.rep.requests)} and requirements {merged!r}"
+                f"satisfied resources {format_resources(cls.rep.requests)} and requirements {merged}"
             )
             continue
         if template.min_values:

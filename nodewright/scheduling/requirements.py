@@ -304,6 +304,11 @@ class Requirements(Mapping[str, Requirement]):
     def __repr__(self) -> str:
         return "Requirements(" + "; ".join(repr(r) for r in self._reqs.values()) + ")"
 
+    def __str__(self) -> str:
+        """Karpenter's ``Requirements.String()``: each requirement (``key In [a, b]``, at most 5 values shown),
+        sorted, joined by ``", "`` -- the words of its "no instance type satisfied ... requirements" reason."""
+        return ", ".join(sorted(repr(r) for r in self._reqs.values()))
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Requirements) and self.identity() == other.identity()
 

@@ -286,3 +286,106 @@ def next_due(scalers: list[HorizontalPodAutoscaler | ScaledObject]) -> float:
     """Earliest epoch second any scaler wants to run again (inf when none)."""
     times = [s.next_sync if isinstance(s, HorizontalPodAutoscaler) else s.next_poll for s in scalers]
     return min(times) if times else math.inf
+
+
+#: Pod autoscaler kinds ``simulate -f`` reads to size their targets (:func:`size_autoscaled_workloads`).
+AUTOSCALER_KINDS = frozenset({"HorizontalPodAutoscaler", "ScaledObject"})
+#: Workload kinds a pod autoscaler may target (``spec.scaleTargetRef.kind``; KEDA's default is Deployment).
+SCALABLE_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What one pod autoscaler did to its target in ``simulate -f`` (:func:`size_autoscaled_workloads`).
+
+    Attributes:
+        kind, name, namespace: the autoscaler (``HorizontalPodAutoscaler`` or ``ScaledObject``).
+        target_kind, target: its ``scaleTargetRef``.
+        declared: the target's ``spec.replicas`` as given (1 when omitted, the API server's default); None when
+            the target is not in the input.
+        min_replicas, max_replicas: the autoscaler's bounds (HPA ``minReplicas`` default 1, ``maxReplicas``;
+            KEDA ``minReplicaCount`` default 0, ``maxReplicaCount`` default 100).
+        replicas: what the target is sized at (None when the target is not in the input).
+    """
+
+    kind: str
+    name: str
+    namespace: str
+    target_kind: str
+    target: str
+    declared: int | None
+    min_replicas: int
+    max_replicas: int
+    replicas: int | None
+
+    def line(self, peak: bool) -> str:
+        """One sentence for stderr, e.g. ``HorizontalPodAutoscaler 'web' sizes Deployment 'web' at 3 replicas
+        (max(replicas 1, minReplicas 3))``."""
+        what = f"{self.kind} {self.name!r}"
+        target = f"{self.target_kind} {self.target!r}"
+        if self.replicas is None:
+            return f"{what}: its target {target} is not in the input (namespace {self.namespace}); nothing to size"
+        low = "minReplicas" if self.kind == "HorizontalPodAutoscaler" else "minReplicaCount"
+        high = "maxReplicas" if self.kind == "HorizontalPodAutoscaler" else "maxReplicaCount"
+        why = (f"{high} {self.max_replicas}, --replicas max" if peak
+               else f"max(replicas {self.declared}, {low} {self.min_replicas})")
+        return f"{what} sizes {target} at {self.replicas} replicas ({why})"
+
+
+def size_autoscaled_workloads(docs: list[dict[str, Any]], peak: bool = False
+                              ) -> tuple[list[dict[str, Any]], list[Sizing], list[NodewrightValidationError]]:
+    """``docs`` with every HorizontalPodAutoscaler's and KEDA ScaledObject's target sized as the autoscaler keeps
+    it: ``max(spec.replicas, minReplicas)`` (an HPA never lets its target run below ``minReplicas``; KEDA's
+    ``minReplicaCount`` likewise), or ``maxReplicas`` with ``peak`` (``simulate --replicas max``: what the peak
+    costs, and whether the NodePools' limits allow it). Targets are matched by kind, name and namespace; the
+    autoscalers are parsed by the same models scenario replay runs (:class:`HorizontalPodAutoscaler`,
+    :class:`ScaledObject`). The documents are not changed; a sized target is a copy.
+
+    Returns:
+        (the documents, in the same order; one :class:`Sizing` per autoscaler read, in input order; one problem
+        per autoscaler that cannot be read (path ``documents[i].<field>``, e.g. no ``scaleTargetRef.name`` or a
+        count that is not an integer): its target keeps the replicas given. Not raised: an autoscaler is not
+        ours to validate, and a chart's autoscaler never makes a decision fail; ``simulate`` warns.)
+    """
+    out = list(docs)
+    sizings: list[Sizing] = []
+    errors: list[NodewrightValidationError] = []
+    for index, doc in enumerate(docs):
+        kind = str(doc.get("kind"))
+        if kind not in AUTOSCALER_KINDS:
+            continue
+        meta = doc.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        try:
+            model: HorizontalPodAutoscaler | ScaledObject = (
+                HorizontalPodAutoscaler.from_manifest(doc) if kind == "HorizontalPodAutoscaler"
+                else ScaledObject.from_manifest(doc))
+        except NodewrightValidationError as err:
+            path = err.path.split(".", 1)[1] if "." in err.path else ""
+            errors.append(NodewrightValidationError(
+                f"documents[{index}]" + (f".{path}" if path else ""),
+                f"{err.reason}: cannot size its target, whose replicas are used as given (in {kind} {name!r})"))
+            continue
+        except (TypeError, ValueError) as err:
+            errors.append(NodewrightValidationError(
+                f"documents[{index}].spec", f"malformed {kind} ({err}): cannot size its target, whose replicas are "
+                f"used as given (in {kind} {name!r})"))
+            continue
+        namespace = str(meta.get("namespace") or "default")
+        target_kind = str(((doc.get("spec") or {}).get("scaleTargetRef") or {}).get("kind") or "Deployment")
+        found = next((i for i, d in enumerate(out) if d.get("kind") == target_kind and d.get("kind") in SCALABLE_KINDS
+                      and str((d.get("metadata") or {}).get("name")) == model.target
+                      and str((d.get("metadata") or {}).get("namespace") or "default") == namespace), None)
+        if found is None:
+            sizings.append(Sizing(kind, name, namespace, target_kind, model.target, None, model.min_replicas,
+                                  model.max_replicas, None))
+            continue
+        workload = out[found]
+        spec = workload.get("spec") or {}
+        declared = spec.get("replicas", 1)
+        declared = declared if isinstance(declared, int) else 1
+        replicas = model.max_replicas if peak else max(declared, model.min_replicas)
+        out[found] = {**workload, "spec": {**spec, "replicas": replicas}}
+        sizings.append(Sizing(kind, name, namespace, target_kind, model.target, declared, model.min_replicas,
+                              model.max_replicas, replicas))
+    return out, sizings, errors

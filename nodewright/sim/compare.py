@@ -20,7 +20,8 @@ from typing import Any
 from nodewright.api.annotations import RULES, TARGET_UTILIZATION
 from nodewright.errors import NodewrightValidationError
 from nodewright.pricing import PricingPolicy
-from nodewright.sim.runner import NODEWRIGHT, Progress, run
+from nodewright.sim.render import targets_text
+from nodewright.sim.runner import NODEWRIGHT, Progress, pool_targets, run
 from nodewright.sim.scenario import Scenario
 
 OPTION = "--compare-target-utilization"
@@ -78,7 +79,7 @@ def compare_target_utilization(scenario: Scenario, targets: Sequence[str], seed:
         summary = {**result.summary, "node_replacements": node_replacements(result.summary)}
         runs.append({"target_utilization": value, "summary": summary})
     return {"scenario": scenario.name, "seed": used_seed, "duration_s": scenario.duration,
-            "compare": "target-utilization", "runs": runs}
+            "compare": "target-utilization", "scenario_target_utilization": pool_targets(scenario), "runs": runs}
 
 
 #: (summary key, row label, format) of the comparison table.
@@ -99,7 +100,12 @@ def render_comparison(doc: Mapping[str, Any]) -> str:
     minutes = float(doc["duration_s"]) / 60
     title = f"scenario {doc['scenario']} ({minutes:g}m, seed {doc['seed']}): target utilization"
     header = [title] + [str(r["target_utilization"]) for r in doc["runs"]]
-    return _table(header, _summary_rows(doc["runs"], ROWS))
+    table = _table(header, _summary_rows(doc["runs"], ROWS))
+    own = doc.get("scenario_target_utilization")
+    if own:  # each column sets every NodePool to its value: a plain replay uses the scenario's own targets
+        table += (f"\nevery NodePool set to each column's target; the scenario's own (a plain replay): "
+                  f"{targets_text(own)}")
+    return table
 
 
 def _summary_rows(runs: Sequence[Mapping[str, Any]], spec: Sequence[tuple[str, str, str]]) -> list[list[str]]:

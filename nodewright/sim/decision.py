@@ -18,7 +18,8 @@ of the Nodes (``ap-northeast-2a`` -> ``ap-northeast-2``), else ``us-east-1``; ev
 catalog is available.
 
 The JSON output is the contract of DESIGN.md (``nodeclaims``, ``existing``, ``unschedulable``,
-``total_price_per_hour``) plus ``region``, ``price_source`` and ``events`` (the log sentences).
+``total_price_per_hour``) plus ``region``, ``price_source``, ``events`` (the log sentences), ``target_utilization``
+and ``limits`` (each limited NodePool's ``spec.limits`` as quantities).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,13 +45,15 @@ from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvid
 from nodewright.controllers.common import Context
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.static import StaticCapacityController
-from nodewright.errors import NodewrightValidationError, prefixed
+from nodewright.errors import NodewrightValidationError, combine, prefixed
 from nodewright.kube import resources as r
+from nodewright.kube.errors import AlreadyExistsError
 from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import Obj
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingPolicy, Usage
 from nodewright.pricing.report import add_effective_prices
+from nodewright.quantities import format_quantity
 from nodewright.review import Review
 from nodewright.scheduling import (
     ExistingNode,
@@ -60,6 +64,8 @@ from nodewright.scheduling import (
 )
 from nodewright.scheduling.pods import WORKLOAD_KINDS
 from nodewright.settings import min_values_policy, preference_policy
+from nodewright.sim.render import targets_text
+from nodewright.sim.volumes import bind_static_claims
 from nodewright.sim.workloads import pod_manifest
 from nodewright.state.cluster import snapshot
 from nodewright.state.models import models_for
@@ -72,6 +78,8 @@ VOLUME_KINDS = {"PersistentVolumeClaim": r.PVCS, "PersistentVolume": r.PVS, "Sto
                 "CSINode": r.CSINODES}
 
 DEFAULT_REGION = "us-east-1"
+#: Pods named in one "unschedulable" line of the table; the rest are counted.
+SHOWN_PODS = 5
 #: Kinds read but not needed for a provisioning decision (accepted silently).
 IGNORED_KINDS = frozenset({"Service", "ConfigMap", "Secret"})
 #: The simulated moment of the decision (epoch seconds; only creation and deletion timestamps depend on it).
@@ -105,13 +113,15 @@ class _Clock:
         return DECISION_TIME
 
 
-def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
+def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster, warn: bool = True) -> None:
     """Create the parsed documents in ``cluster`` as an API server would hold them.
 
     Workloads become their pods (``<name>-<i>``; pending ones ``PodScheduled=False/Unschedulable``, bound
     ones Running), admitted with the LimitRange defaults of their namespace (:mod:`nodewright.admission`); a NodePool, NodeClaim, Node or Pod with ``metadata.deletionTimestamp`` is created and then
     deleted (held by a finalizer), so it is terminating as in the input (so are PersistentVolumes and claims); a NodePool whose EC2NodeClass is
-    missing gets a default one.
+    missing gets a default one. Every invalid document is reported, not only the first; statically bound
+    PersistentVolume/Claim pairs are bound first (:func:`nodewright.sim.volumes.bind_static_claims`). With
+    ``warn=False`` nothing is logged (missing RuntimeClasses, skipped kinds).
 
     Raises:
         NodewrightValidationError: an invalid document (path ``documents[i].<field>``, reason ending
@@ -133,8 +143,9 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
         _create_held(cluster, r.NODECLAIMS, claim.to_manifest(), leaving)
     # LimitRange defaults, as the API server's admission applies them to every workload of their namespace
     # (idempotent: the CLI has usually applied them already).
-    others = apply_limit_ranges(objects.others)
+    others = bind_static_claims(apply_limit_ranges(objects.others))  # static PV/PVC pairs bound, as the PV controller would
     skipped = Review()  # kinds a decision does not read: one warning line naming them, never fatal
+    errors: list[NodewrightValidationError] = []  # every invalid document, reported together
     for index, doc in enumerate(others):
         kind = doc.get("kind")
         try:
@@ -159,20 +170,40 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster) -> None:
             elif kind not in IGNORED_KINDS:
                 skipped.skipped[str(kind)] += 1
         except NodewrightValidationError as err:
-            raise prefixed(err, f"documents[{objects.other_indices[index]}]", f" (in {kind} {_name(doc, index)!r})") from None
+            errors.append(prefixed(err, f"documents[{objects.other_indices[index]}]",
+                                   f" (in {kind} {_name(doc, index)!r})"))
+        except AlreadyExistsError as err:
+            errors.append(NodewrightValidationError(
+                f"documents[{objects.other_indices[index]}].metadata.name",
+                f"{err}: an object of the same kind and name is defined earlier in this namespace, and the API "
+                f"server would refuse the second (in {kind} {_name(doc, index)!r})"))
         except (AttributeError, TypeError, KeyError, IndexError, ValueError) as err:
             # A field of the wrong type (a list where Kubernetes has a map, ...) that the converters do not check.
-            raise NodewrightValidationError(
+            errors.append(NodewrightValidationError(
                 f"documents[{objects.other_indices[index]}]",
                 f"malformed {kind}: a field has the wrong type ({type(err).__name__}: {err}); kubectl apply "
                 f"--dry-run=server names it (in {kind} {_name(doc, index)!r})",
-            ) from None
+            ))
+    if errors:
+        raise combine(errors)
     for resource, name, namespace in leaving:
         cluster.delete(resource, name, namespace)
+    if not warn:  # a validation pass (document_problems): the decision's own pass prints the warnings
+        return
     _warn_missing_runtime_classes(cluster)
     line = skipped.skipped_line()
     if line:
         log.warning(line)
+
+
+def document_problems(objects: KarpenterObjects) -> list[NodewrightValidationError]:
+    """Every problem :func:`load_cluster` finds in ``objects``' other documents (workloads, Nodes, volumes, ...),
+    without deciding: lets ``simulate`` report them in the same run as the Karpenter kinds' problems."""
+    try:
+        load_cluster(objects, InMemoryCluster(_Clock(), seed=0), warn=False)
+    except NodewrightValidationError as err:
+        return err.problems
+    return []
 
 
 def _warn_missing_runtime_classes(cluster: InMemoryCluster) -> None:
@@ -316,6 +347,9 @@ def to_json(result: SchedulingResult, region: str, price_source: str,
         "region": region,
         "price_source": price_source,
         "target_utilization": dict(sorted(targets.items())),
+        # Each NodePool's spec.limits as given (quantities), {} when unlimited: what --replicas max is checked against.
+        "limits": {p.name: {k: format_quantity(k, v) for k, v in sorted((p.limits or {}).items())} for p in pools
+                   if p.limits},
         "nodeclaims": [
             {
                 "nodepool": nc.nodepool,
@@ -338,6 +372,27 @@ def to_json(result: SchedulingResult, region: str, price_source: str,
         "total_price_per_hour": round(result.total_price, 6),
         "events": [e.message for e in result.events],
     }
+
+
+def peak_line(decision: Mapping[str, Any], sizings: Sequence[Any]) -> str:
+    """What ``simulate --replicas max`` found about the peak (:class:`nodewright.sim.autoscaling.Sizing` each):
+    whether the NodePools' limits leave pods of the autoscaled workloads unschedulable, one line."""
+    sized = {(s.namespace, s.target) for s in sizings if s.replicas is not None}
+    pods = sum(s.replicas for s in sizings if s.replicas is not None)
+    mine = [u for u in decision["unschedulable"]
+            if (u["pod"].split("/", 1)[0], u["pod"].split("/", 1)[1].rsplit("-", 1)[0]) in sized]
+    if not mine:
+        return (f"peak (--replicas max): {len(sized)} autoscaled workload(s), {pods} pod(s), fit within the "
+                f"NodePools' limits at ${decision['total_price_per_hour']:.4f}/h")
+    limits = "; ".join(f"{name} {', '.join(f'{k}={v}' for k, v in sorted(lim.items()))}"
+                       for name, lim in sorted((decision.get("limits") or {}).items())) or "none"
+    return (f"warning: peak (--replicas max): {len(mine)} of the autoscaled workloads' {pods} pod(s) are "
+            f"unschedulable (NodePool limits: {limits}): raise spec.limits or lower maxReplicas, or see the "
+            "unschedulable lines for other reasons")
+
+
+def _natural(key: str) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", key)]
 
 
 def _percent(fraction: float) -> str:
@@ -365,21 +420,29 @@ def render_table(decision: Mapping[str, Any]) -> str:
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    if len(rows) == 1:
+        lines = []  # nothing launches: no table header over no rows
     for i, nc in enumerate(decision["nodeclaims"]):
         lines.append(f"node {i + 1} ({nc['instance_type']}): {', '.join(nc['pods'])}")
     for entry in decision["existing"]:
         lines.append(f"existing {entry['node']}: {', '.join(entry['pods'])}")
+    by_reason: dict[str, list[str]] = {}
     for entry in decision["unschedulable"]:
-        lines.append(f"unschedulable {entry['pod']}: {entry['reason']}")
+        by_reason.setdefault(entry["reason"], []).append(entry["pod"])
+    # One line per reason, in the scheduler's words: the largest group first, pods in name order.
+    for reason, pods in sorted(by_reason.items(), key=lambda item: -len(item[1])):
+        pods = sorted(pods, key=_natural)
+        shown = ", ".join(pods[:SHOWN_PODS]) + (f" and {len(pods) - SHOWN_PODS} more" if len(pods) > SHOWN_PODS else "")
+        lines.append(f"unschedulable ({len(pods)} pod{'s' if len(pods) != 1 else ''}: {shown}): {reason}")
     if decision.get("target_utilization"):
-        lines.append("target utilization per NodePool: "
-                     + ", ".join(f"{name} {_percent(v)}" for name, v in decision["target_utilization"].items()))
+        lines.append(f"target utilization per NodePool: {targets_text(decision['target_utilization'])}")
     placed = sum(len(nc["pods"]) for nc in decision["nodeclaims"])
     on_existing = sum(len(e["pods"]) for e in decision["existing"])
+    lines.append(f"prices: {decision['price_source']}")
     lines.append(
         f"{len(decision['nodeclaims'])} new node(s) for {placed} pod(s), {on_existing} pod(s) on existing nodes, "
         f"{len(decision['unschedulable'])} unschedulable; total ${decision['total_price_per_hour']:.4f}/h "
-        f"({decision['region']}, {decision['price_source']})"
+        f"({decision['region']})"
     )
     if effective:
         lines.append(f"effective ${decision['total_effective_price_per_hour']:.4f}/h under {decision['pricing_policy']}")

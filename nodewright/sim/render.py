@@ -44,6 +44,11 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:g}m"
 
 
+def targets_text(targets: Mapping[str, float]) -> str:
+    """``{"low-spot": 1.0, "service": 0.8}`` -> ``"low-spot 100%, service 80%"``."""
+    return ", ".join(f"{name} {value * 100:g}%" for name, value in targets.items())
+
+
 def render_table(result: Mapping[str, Any]) -> str:
     """The summary of ``result`` (a :func:`nodewright.sim.runner.run_scenario` document) as a text table,
     nodewright and the baseline side by side, with the saving when a baseline ran."""
@@ -61,6 +66,10 @@ def render_table(result: Mapping[str, Any]) -> str:
     lines.append("  ".join("-" * w for w in widths))
     for row in rows:
         lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+    if result.get("target_utilization"):
+        lines.append(f"target utilization per NodePool: {targets_text(result['target_utilization'])}")
+    for node, reason in (result["summary"].get("disruptions_blocked") or {}).items():
+        lines.append(f"disruption blocked: node {node}: {reason}")
     if baseline:
         ours, theirs = result["summary"], baseline["summary"]
         if theirs.get("cost_usd"):

@@ -25,7 +25,9 @@ and samples the cluster every ``sample_interval`` seconds. Definitions:
 * ``cpu_utilization``: requested cpu of bound pods / allocatable cpu of Ready nodes (0 without nodes);
 * ``node_hours``, ``cost_usd``: billed instance seconds / 3600 and their cost, exact to the second;
 * ``disruptions_by_reason``: NodeClaims deleted by a disruption (``Empty``, ``Underutilized``, ``Drifted``,
-  ``Expired``, ``Interrupted``, ...), or nodes the Cluster Autoscaler removed.
+  ``Expired``, ``Interrupted``, ...), or nodes the Cluster Autoscaler removed;
+* ``disruptions_blocked`` (only when there were any): node -> the last ``DisruptionBlocked`` reason the
+  disruption controller reported on it (a pod two PodDisruptionBudgets select, a pod no node can take again).
 """
 
 from __future__ import annotations
@@ -235,4 +237,10 @@ class Recorder:
             "cost_usd": round(cost, 4),
             "unscheduled_pods_at_end": final.pending_pods if final else 0,
             "disruptions_by_reason": dict(sorted(self.disruptions.items())),
+            **self._blocked(),
         }
+
+    def _blocked(self) -> dict[str, dict[str, str]]:
+        """``{"disruptions_blocked": {node: reason}}`` from the cluster's ``DisruptionBlocked`` Events, or ``{}``."""
+        blocked = {str(e["name"]): str(e["message"]) for e in self.cluster.events if e["reason"] == "DisruptionBlocked"}
+        return {"disruptions_blocked": dict(sorted(blocked.items()))} if blocked else {}

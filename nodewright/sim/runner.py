@@ -133,12 +133,26 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
                      dict(sorted(launches.items())))
 
 
+def pool_targets(scenario: Scenario) -> dict[str, float]:
+    """Each NodePool of ``scenario`` -> its ``nodewright.io/target-utilization`` as a fraction (1.0 = pack fully;
+    a malformed value counts as 1.0, as the controller reads it), by name."""
+    from nodewright.api.annotations import target_utilization
+
+    targets = {}
+    for doc in scenario.manifests:
+        if doc.get("kind") == "NodePool":
+            meta = doc.get("metadata") or {}
+            targets[str(meta.get("name"))] = target_utilization(meta.get("annotations")) or 1.0
+    return dict(sorted(targets.items()))
+
+
 def run_scenario(scenario: Scenario, *, baseline: str | None = None, seed: int | None = None,
                  progress: Progress | None = None, pricing: PricingPolicy | None = None) -> dict[str, Any]:
     """nodewright's run of ``scenario``, plus the baseline's when asked, as the JSON document of the CLI.
 
     Returns:
-        ``{"scenario", "seed", "duration_s", "events": [{"t", "kind", "label"}], "autoscaler": "nodewright",
+        ``{"scenario", "seed", "duration_s", "target_utilization": {nodepool: fraction} (:func:`pool_targets`),
+        "events": [{"t", "kind", "label"}], "autoscaler": "nodewright",
         "summary", "timeline",
         "baseline": {"autoscaler", "summary", "timeline"} (only with a baseline)}``. The document is a pure
         function of (scenario, seed): no wall-clock timing in it, so the same seed gives byte-identical JSON
@@ -154,7 +168,7 @@ def run_scenario(scenario: Scenario, *, baseline: str | None = None, seed: int |
     main = run(scenario, NODEWRIGHT, used_seed, progress, pricing)
     events = [{"t": e.at, "kind": e.kind, "label": e.label()} for e in scenario.events]
     doc: dict[str, Any] = {"scenario": scenario.name, "seed": used_seed, "duration_s": scenario.duration,
-                           "events": events, **main.to_dict()}
+                           "target_utilization": pool_targets(scenario), "events": events, **main.to_dict()}
     if baseline is not None:
         doc["baseline"] = run(scenario, baseline, used_seed, progress, pricing).to_dict()
     return doc

@@ -33,6 +33,7 @@ from nodewright.sim.kubelet import SimulatedKubelet
 from nodewright.sim.kubescheduler import KubeScheduler
 from nodewright.sim.report import Recorder
 from nodewright.sim.scenario import Event, Scenario
+from nodewright.sim.volumes import bind_static_claims
 from nodewright.sim.workloads import (
     CronJobWorkload,
     DaemonSetWorkload,
@@ -124,7 +125,7 @@ class World:
             NodewrightValidationError: an unsupported kind, or an autoscaler naming an unknown workload.
         """
         scalers: list[tuple[HorizontalPodAutoscaler | ScaledObject, str]] = []
-        for doc in docs:
+        for doc in bind_static_claims(docs):  # static PV/PVC pairs bound, as the PV controller would
             kind = str(doc.get("kind"))
             path = f"spec.manifests: {kind} {(doc.get('metadata') or {}).get('name', '')!s}".rstrip()
             try:

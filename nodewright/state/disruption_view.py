@@ -45,7 +45,7 @@ from nodewright.kube.objects import (
     name_of,
     parse_time,
 )
-from nodewright.kube.pdb import disruptions_allowed
+from nodewright.kube.pdb import disruptions_allowed, overlapping_budgets
 from nodewright.pricing.engine import MinimumSaving
 from nodewright.scheduling import Pod
 from nodewright.selectors import LabelSelector
@@ -178,15 +178,21 @@ def node_from_state(
 
 
 def pdbs_from_state(state: ClusterState) -> list[PDB]:
-    """Every PodDisruptionBudget with the disruptions it allows now (Kubernetes' arithmetic)."""
+    """Every PodDisruptionBudget with the disruptions it allows now (Kubernetes' arithmetic) and the pods it
+    selects together with another budget (:func:`nodewright.kube.pdb.overlapping_budgets`: never evictable)."""
     by_ns: dict[str, list[Obj]] = {}
     for pod in state.pods.values():
         by_ns.setdefault(str(meta(pod).get("namespace") or "default"), []).append(pod)
+    overlaps: dict[str, set[str]] = {}
+    for key, names in overlapping_budgets(state.pdbs, state.pods.values()).items():
+        for name in names:
+            overlaps.setdefault(f"{key.split('/', 1)[0]}/{name}", set()).add(key)
     out = []
     for doc in state.pdbs:
         ns = str(meta(doc).get("namespace") or "default")
         out.append(PDB(name_of(doc), ns, LabelSelector.from_dict((doc.get("spec") or {}).get("selector")),
-                       disruptions_allowed(doc, by_ns.get(ns, []))))
+                       disruptions_allowed(doc, by_ns.get(ns, [])),
+                       frozenset(overlaps.get(f"{ns}/{name_of(doc)}", ()))))
     return out
 
 

@@ -292,3 +292,20 @@ def test_default_state_is_local(synth):
         backend = synth.docs[name]["terraform"]["backend"]
         assert list(backend) == ["local"]
         assert Path(backend["local"]["path"]).name == f"terraform.{name}.tfstate"
+
+
+def test_synthesized_stacks_name_no_absolute_local_path(synth):
+    """Issue #26 item 11: the state of each stack and every cross-stack lookup is a path relative to the stack's
+    directory (cdktf.out/stacks/<stack>, where terraform runs), so stacks synthesized in CI apply elsewhere."""
+    for path in sorted(synth.outdir.glob("stacks/*/cdk.tf.json")):
+        doc = json.loads(path.read_text())
+        stack = path.parent.name
+        assert doc["terraform"]["backend"] == {"local": {"path": f"../../../terraform.{stack}.tfstate"}}
+        for lookup in doc.get("data", {}).get("terraform_remote_state", {}).values():
+            producer = lookup["config"]["path"].rsplit("terraform.", 1)[1].removesuffix(".tfstate")
+            assert lookup["backend"] == "local"
+            assert lookup["config"] == {"path": f"../../../terraform.{producer}.tfstate"}
+            # Resolved from the consumer's directory, it is the file the producer writes.
+            assert (path.parent / lookup["config"]["path"]).resolve() == (
+                path.parent.parent / producer / f"../../../terraform.{producer}.tfstate").resolve()
+        assert str(Path.cwd()) not in path.read_text() and str(synth.outdir) not in path.read_text()

@@ -138,7 +138,12 @@ def _admit(annotations: dict[str, str] | None, old: dict[str, str] | None = None
     messages = []
     for rule in policy["spec"]["validations"]:
         if not ENV.program(ENV.compile(rule["expression"])).evaluate(activation):
-            messages.append(str(ENV.program(ENV.compile(rule["messageExpression"])).evaluate(activation)))
+            message = str(ENV.program(ENV.compile(rule["messageExpression"])).evaluate(activation))
+            # The API server drops a messageExpression result that is blank or has a line break: then the
+            # static message, else "failed expression: <expression>" (k8s.io/apiserver validating policy).
+            if not message.strip() or "\n" in message or "\r" in message:
+                message = rule.get("message") or f"failed expression: {rule['expression']}"
+            messages.append(message)
     return messages
 
 
@@ -146,6 +151,21 @@ def _admit(annotations: dict[str, str] | None, old: dict[str, str] | None = None
 def test_admission_policy_agrees_with_the_python_validator(key: str, value: str, parsed: float | None) -> None:
     assert _admit({key: value}) == [str(p) for p in nodepool_annotation_problems({key: value})]
     assert (_admit({key: value}) == []) == (parsed is not None)
+
+
+@pytest.mark.parametrize("value", ["0.8\n", "abc\ndef", "\r", "80%\r\n"])
+@pytest.mark.parametrize("key", [TU, HY, LT, MS, MP])
+def test_values_with_a_line_break_keep_the_friendly_message(key: str, value: str) -> None:
+    # Issue #26 item 8: the rejection is a sentence (the Python validator's), never the raw CEL expression.
+    (message,) = _admit({key: value})
+    assert message == str(annotation_problem(key, value))
+    assert message.startswith(f"metadata.annotations[{key}]: a value with a line break is not accepted; want ")
+    assert "\n" not in message and "\r" not in message
+
+
+def test_every_rule_has_a_static_message() -> None:
+    policy, _ = _policy()
+    assert all(rule.get("message", "").startswith("metadata.annotations") for rule in policy["spec"]["validations"])
 
 
 def test_admission_policy_unknown_key_no_annotations_and_ratcheting() -> None:

@@ -81,7 +81,15 @@ def test_missing_kubeconfig(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     env.setenv("KUBECONFIG", str(tmp_path / "absent"))
     code, line = _run()
     assert code == 3 and line["error_class"] == "kubeconfig"
-    assert "set KUBECONFIG (or --kubeconfig)" in line["fix"]
+    # The file's absence, said plainly (issue #26 item 9), not the client's "Invalid kube-config file".
+    assert line["message"] == f"kubeconfig file {str(tmp_path / 'absent')!r} not found"
+    assert line["fix"].startswith("pass --kubeconfig (or KUBECONFIG) the path of an existing kubeconfig file")
+
+
+def test_missing_kubeconfig_flag(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["run", "--kubeconfig", str(tmp_path / "nope.yaml")])
+    (line,) = [json.loads(x) for x in result.output.splitlines() if x.strip()]
+    assert result.exit_code == 3 and line["message"] == f"kubeconfig file {str(tmp_path / 'nope.yaml')!r} not found"
 
 
 def test_unreachable_api_server(env: pytest.MonkeyPatch, tmp_path: Path) -> None:

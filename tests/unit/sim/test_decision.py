@@ -86,7 +86,9 @@ def test_team1_zone_spread_table_output() -> None:
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["NODEPOOL", "TARGET", "INSTANCE", "TYPE", "CAPACITY", "ZONE", "ARCH", "PODS", "$/H"]
     assert lines[1].split()[1] == "100%"
-    assert lines[-2] == "target utilization per NodePool: team1 100%"
+    assert lines[-3] == "target utilization per NodePool: team1 100%"
+    assert lines[-2] == ("prices: bundled us-east-1 on-demand prices (AWS Price List API, us-east-1 Linux on-demand, "
+                         "2026-07-20)")
     assert lines[-1].startswith("4 new node(s) for 4 pod(s), 0 pod(s) on existing nodes, 0 unschedulable; total $")
 
 
@@ -134,7 +136,8 @@ spec:
 
 
 def test_unschedulable_pod_is_reported_once_by_name(tmp_path: Path) -> None:
-    """A pod no instance type can hold: one stderr line naming it, listed in the JSON, exit 0."""
+    """A pod no instance type can hold: one line naming it (the table's, not repeated on stderr), listed in the
+    JSON, exit 0."""
     manifests = tmp_path / "huge.yaml"
     manifests.write_text(
         "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: small}\nspec:\n  template:\n    spec:\n"
@@ -145,8 +148,9 @@ def test_unschedulable_pod_is_reported_once_by_name(tmp_path: Path) -> None:
     )
     out = CliRunner().invoke(cli, ["simulate", "-f", str(manifests)])
     assert out.exit_code == 0
-    errors = [line for line in out.stderr.splitlines() if line.startswith("Could not schedule pod")]
-    assert len(errors) == 1 and errors[0].startswith("Could not schedule pod default/huge, ")
+    assert "Could not schedule pod" not in out.stderr
+    errors = [line for line in out.output.splitlines() if "default/huge" in line]
+    assert len(errors) == 1 and errors[0].startswith("unschedulable (1 pod: default/huge): ")
     decision = json.loads(CliRunner().invoke(cli, ["simulate", "-f", str(manifests), "-o", "json"]).stdout)
     assert [u["pod"] for u in decision["unschedulable"]] == ["default/huge"]
     assert decision["nodeclaims"] == [] and decision["total_price_per_hour"] == 0

@@ -70,11 +70,12 @@ def test_helm_template_output_is_simulated_with_one_skip_line(tmp_path: Path) ->
     out, path = run(tmp_path, text, "-o", "json")
     assert out.exit_code == 0, out.stderr
     lines = out.stderr.splitlines()
-    assert lines[0] == ("skipped 6 objects simulate does not need: ServiceAccount x2, ConfigMap x1, Ingress x1, "
-                        "ScaledObject x1, Service x1")
-    # The leading comment block is not a document: the ScaledObject is document 7, counting from 0.
-    assert lines[1] == (f"warning: {path}#documents[7]: ScaledObject 'web' is not modelled by simulate: the replica "
-                        "counts in the manifests are used as given")
+    assert lines[0] == ("skipped 5 objects simulate does not need: ServiceAccount x2, ConfigMap x1, Ingress x1, "
+                        "Service x1")
+    # The leading comment block is not a document: the ScaledObject is document 7, counting from 0. Pod autoscalers
+    # are read to size their targets (issue #26 item 5); this one names none, so the replicas are used as given.
+    assert lines[1] == (f"warning: {path}#documents[7].spec.scaleTargetRef.name: required field is missing: cannot "
+                        "size its target, whose replicas are used as given (in ScaledObject 'web')")
     decision = json.loads(out.stdout)
     assert [(n["instance_type"], len(n["pods"])) for n in decision["nodeclaims"]] == [("t4g.medium", 2)]
 
@@ -90,7 +91,8 @@ def test_silent_cases_each_get_one_warning_and_strict_fails(tmp_path: Path) -> N
     assert out.exit_code == 0, out.stderr
     warnings = [line for line in out.stderr.splitlines() if line.startswith("warning:")]
     assert warnings == [
-        f"warning: {path}#documents[2].metadata.name: NodePool 'default' is defined again (first at documents[1]): "
+        f"warning: {path}#documents[2].metadata.name: NodePool 'default' is defined again (first at "
+        f"{path}#documents[1]): "
         "the later one replaces the earlier, as kubectl apply would",
         f"warning: {path}#documents[3].spec.template.spec.nodeClassRef: EC2NodeClass 'missing' is not in the input "
         "(classes: default): Karpenter would keep this NodePool not Ready, so it launches nothing (in NodePool 'gpu')",
@@ -140,7 +142,7 @@ def test_exbibytes_never_crash(tmp_path: Path) -> None:
 def test_binary_stdin_is_one_error_line() -> None:
     out = CliRunner().invoke(cli, ["simulate", "-f", "-"], input=b"\x00\xff\xfe binary \x80")
     assert out.exit_code == 2
-    assert out.stderr == "error: -: cannot read <stdin>: not UTF-8 text (byte 0xff at offset 1)\n"
+    assert out.stderr == "error: <stdin>: not UTF-8 text (byte 0xff at offset 1)\n"
 
 
 def test_every_invalid_field_of_every_file_at_once(tmp_path: Path) -> None:
@@ -152,6 +154,8 @@ def test_every_invalid_field_of_every_file_at_once(tmp_path: Path) -> None:
         "suffix like m, Gi, G (in NodePool 'default')",
         f"error: {path}#documents[1].spec.weight: Input should be greater than or equal to 1, got 0 "
         "(in NodePool 'default')",
+        # The Deployment's problem in the same run (issue #26 item 6: every kind at once).
+        f"error: {path}#documents[2].spec.replicas: must be a non-negative integer, got -1 (in Deployment 'web')",
     ]
 
 

@@ -36,3 +36,21 @@ def test_storage_class_zone_in_the_scenario_schedules_the_pods() -> None:
 def test_storage_class_zone_outside_the_scenario_launches_nothing() -> None:
     summary = run(parse_scenario(_scenario("us-east-1c"))).summary
     assert summary["nodes_launched"] == 0 and summary["unscheduled_pods_at_end"] == 2
+
+
+def test_a_statically_bound_pair_in_the_scenario_counts_as_bound() -> None:
+    # Issue #26 item 8: claim 'data' names volume 'data-pv' (zone us-east-1b), whose claimRef names it back; no
+    # pv.kubernetes.io/bind-completed, as users write them. The PersistentVolume controller would bind them.
+    doc = _scenario("us-east-1b")
+    manifests = doc["spec"]["manifests"]
+    claim = next(m for m in manifests if m["kind"] == "PersistentVolumeClaim")
+    claim["spec"] = {**claim["spec"], "storageClassName": "", "volumeName": "data-pv"}
+    volume = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "data-pv"},
+              "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                       "claimRef": {"namespace": "default", "name": "data"},
+                       "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-0123"},
+                       "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                           {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1b"]}]}]}}}}
+    doc["spec"]["manifests"] = [m for m in manifests if m["kind"] != "StorageClass"] + [volume]
+    summary = run(parse_scenario(doc)).summary
+    assert summary["pods_scheduled"] == 2 and summary["unscheduled_pods_at_end"] == 0
