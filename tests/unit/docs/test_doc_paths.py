@@ -27,11 +27,12 @@ _TOKEN = re.compile(r"`([^`\s]+)`|\]\(([^)\s]+)\)")
 
 
 def named_paths(text: str) -> list[str]:
-    """The repository paths ``text`` (Markdown) names, as written (anchors and ``:line`` suffixes dropped)."""
+    """The repository paths ``text`` (Markdown) names, as written (anchors, ``:line`` and ``::test`` suffixes
+    dropped)."""
     found = []
     for match in _TOKEN.finditer(text):
         token = (match.group(1) or match.group(2) or "").split("#")[0].rstrip(".,;:")
-        token = re.sub(r":\d+$", "", token)
+        token = re.sub(r":\d+$", "", token).split("::")[0]  # a pytest node id names its file
         if not token or "<" in token or "{" in token or "://" in token or token.startswith(("out/", "cdktf.out/")) \
                 or token.endswith(".go"):
             continue

@@ -23,9 +23,9 @@ NODEPOOL  TARGET  INSTANCE TYPE  CAPACITY   ZONE        ARCH   PODS  $/H
 general   100%    c6a.2xlarge    on-demand  us-west-2a  amd64  1     0.3060
 node 1 (c6a.2xlarge): default/big
 target utilization per NodePool: general 100%
-1 new node(s) for 1 pod(s), 0 pod(s) on existing nodes, 0 unschedulable; total $0.3060/h (us-west-2, bundled \
-us-east-1 on-demand prices (AWS Price List API, us-east-1 Linux on-demand, 2026-07-20); us-east-1 prices stand in \
-for us-west-2)
+prices: bundled us-east-1 on-demand prices (AWS Price List API, us-east-1 Linux on-demand, 2026-07-20); us-east-1 \
+prices stand in for us-west-2
+1 new node(s) for 1 pod(s), 0 pod(s) on existing nodes, 0 unschedulable; total $0.3060/h (us-west-2)
 
 DISRUPTION (dry run at 2026-07-20T12:00:00Z; methods in Karpenter's order, the first with a move acts)
 METHOD                     ACTS  DECISION  NODES                    REPLACEMENTS  EVICTS  SAVES $/H
