@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from nodewright.cloud.provider import CloudProviderError
 from nodewright.controllers.common import Context, log
 from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.garbagecollection import GarbageCollector
@@ -24,6 +25,8 @@ from nodewright.controllers.static import StaticCapacityController
 from nodewright.controllers.termination import TerminationController, Terminator
 from nodewright.disruption import ConsolidationOptions, DecisionOptions
 from nodewright.kube.cluster import Cluster
+from nodewright.kube.errors import KubeError
+from nodewright.logging import warn_limited
 from nodewright.pricing import PricingPolicy
 from nodewright.state.cluster import ClusterState, snapshot
 
@@ -125,6 +128,13 @@ class ControllerManager:
             self.current = name
             try:
                 run(self.snapshotter(self.ctx.cluster))
+            except (KubeError, CloudProviderError) as err:
+                # An API or cloud error no controller handled itself: one line per cause per interval (the next
+                # pass retries; the adapters back off per object), never a traceback.
+                status = getattr(err, "status", "")
+                warn_limited(log, f"controller {name} {type(err).__name__} {status}",
+                             "controller %s: %s: %s (retrying next pass)", name, type(err).__name__, err,
+                             extra={"controller": name, "status": status})
             except Exception:  # one broken controller must not stall the rest of the step
                 log.exception("controller %s failed", name)
             finally:
