@@ -94,6 +94,32 @@ def test_insufficient_capacity_deletes_the_nodeclaim(ctx, cluster, clock, cloud)
     assert [e["reason"] for e in cluster.events if e["kind"] == "NodeClaim"] == ["InsufficientCapacityError", "Terminated"]
 
 
+def test_transient_cloud_error_sets_launched_false_backs_off_and_launches_on_the_retry(ctx, cluster, clock,
+                                                                                      cloud) -> None:
+    """Issue 32 item 4: a read timeout (TransientCloudError, from a botocore error) is retried with the shared
+    backoff, with a LaunchFailed event and Launched=False naming it; no traceback, no second instance."""
+    from nodewright.cloud.provider import TransientCloudError
+
+    cloud.create_errors.append(TransientCloudError("Create failed: ReadTimeoutError: Read timeout on endpoint URL"))
+    cluster.create(r.PODS, pending_pod("web-0"))
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=first_fit_solver)
+    prov.reconcile()
+    clock.advance(1.0)
+    prov.reconcile()
+    lifecycle = LifecycleController(ctx)
+    lifecycle.reconcile()
+    (claim,) = cluster.list(r.NODECLAIMS)
+    launched = next(c for c in claim["status"]["conditions"] if c["type"] == L.CONDITION_LAUNCHED)
+    assert (launched["status"], launched["reason"]) == ("False", "TransientCloudError")
+    assert [e["reason"] for e in cluster.events if e["kind"] == "NodeClaim"] == ["LaunchFailed"]
+    assert lifecycle.backoff.delay(name_of(claim)) == 2.0
+    lifecycle.reconcile()  # backing off: no call
+    clock.advance(2.0)
+    lifecycle.reconcile()
+    assert condition_true(cluster.get(r.NODECLAIMS, name_of(claim)), L.CONDITION_LAUNCHED)
+    assert len(cloud.list()) == 1
+
+
 def test_launch_liveness_deletes_after_five_minutes(ctx, cluster, clock, cloud) -> None:
     cloud.create_errors.extend(LaunchError("InvalidParameter") for _ in range(100))
     cluster.create(r.PODS, pending_pod("web-0"))
