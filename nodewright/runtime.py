@@ -89,7 +89,10 @@ class Runtime:
                                     batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
                                     spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
                                     preference_policy=s.preference_policy, min_values_policy=s.min_values_policy,
-                                    pricing_policy=policy.current if policy else None)
+                                    pricing_policy=policy.current if policy else None,
+                                    gc_grace=s.gc_grace_period, gc_period=s.gc_period,
+                                    disruption_poll_period=s.disruption_poll_period,
+                                    disruption_validation_delay=s.disruption_validation_delay)
         self.manager = ControllerManager(self.ctx, options, self.interruption)
         self.elector = LeaderElector(
             self.cluster, self.identity,

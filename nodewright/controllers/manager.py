@@ -56,6 +56,8 @@ class ControllerOptions:
     preference_policy: str = "Respect"
     min_values_policy: str = "Strict"
     pricing_policy: Callable[[], PricingPolicy | None] | None = None
+    disruption_poll_period: float = 10.0
+    disruption_validation_delay: float = 15.0
 
 
 class ControllerManager:
@@ -93,7 +95,8 @@ class ControllerManager:
             consolidation=ConsolidationOptions(spot_to_spot=opts.spot_to_spot_consolidation)),
             nominated=self.provisioner.nominated_targets, min_values_policy=opts.min_values_policy,
             preference_policy=opts.preference_policy,
-            pricing_policy=opts.pricing_policy)
+            pricing_policy=opts.pricing_policy, poll_period=opts.disruption_poll_period,
+            validation_delay=opts.disruption_validation_delay)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
         self.status = NodePoolStatusController(ctx, opts.status_period, opts.pricing_policy)
