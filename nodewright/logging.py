@@ -149,6 +149,11 @@ class RateLimiter:
                 self._causes = {k: v for k, v in self._causes.items() if now - v[0] < self.interval}
             return entry[1] if entry is not None else 0
 
+    def reset(self) -> None:
+        """Forget every cause (tests)."""
+        with self._lock:
+            self._causes.clear()
+
     def held_back(self, cause: str) -> int:
         """Lines of ``cause`` held back since the last one written."""
         with self._lock:

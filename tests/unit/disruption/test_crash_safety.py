@@ -78,7 +78,7 @@ def world() -> tuple[FaultyCluster, Clock, Callable[[], DisruptionController]]:
         ctx = Context(cluster, cloud, clock, Metrics(), "demo")  # type: ignore[arg-type]
         return DisruptionController(ctx, Terminator(ctx))
 
-    LIMITER._causes.clear()
+    LIMITER.reset()
     return cluster, clock, controller
 
 
