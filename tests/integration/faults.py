@@ -74,6 +74,7 @@ class Plan:
     fleet_faults: list[str] = field(default_factory=list)  # one per CreateFleet call, in order, then none
     terminate_failures: int = 0
     watch_cuts: int = 0
+    keep_newest: bool = False
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -89,6 +90,7 @@ class Plan:
         self.fleet_faults = kinds[: rng.randint(2, 4)]
         self.terminate_failures = rng.randint(1, 2)
         self.watch_cuts = rng.randint(1, 2)
+        self.keep_newest = rng.random() < 0.5  # which pods the workload keeps when it shrinks
 
 
 @dataclass
@@ -293,8 +295,8 @@ def crash(replica: Replica) -> None:
 class World:
     """The parts of a cluster the controller does not run, stepped by the test's main thread."""
 
-    def __init__(self, kube: EmulatorThread, core: k8s.CoreV1Api, desired: int) -> None:
-        self.kube, self.core, self.desired = kube, core, desired
+    def __init__(self, kube: EmulatorThread, core: k8s.CoreV1Api, desired: int, keep_newest: bool = False) -> None:
+        self.kube, self.core, self.desired, self.keep_newest = kube, core, desired, keep_newest
         self.serial = 0
         self.registered: set[str] = set()
 
@@ -324,7 +326,8 @@ class World:
         for _ in range(self.desired - len(live)):
             pending_pod(self.core, f"web-{self.serial}", cpu=f"{POD_CPU}m")
             self.serial += 1
-        for pod in sorted(live, key=lambda p: p["metadata"]["name"])[self.desired:]:
+        order = sorted(live, key=lambda p: int(p["metadata"]["name"].rsplit("-", 1)[-1]), reverse=self.keep_newest)
+        for pod in order[self.desired:]:
             try:  # the ReplicaSet scaled down
                 self.core.delete_namespaced_pod(pod["metadata"]["name"], "default")
             except ApiException:
@@ -445,7 +448,7 @@ def run_campaign(seed: int, kube: EmulatorThread, account: Account, core: k8s.Co
     settings = {"lease_duration": 1.0, "renew_deadline": 0.7, "retry_period": 0.1, "gc_grace_period": 3.0,
                 "gc_period": 1.0, "disruption_poll_period": 0.2, "disruption_validation_delay": 0.4}
     injector = FaultInjector(plan, kube, account, result)
-    world = World(kube, core, plan.burst)
+    world = World(kube, core, plan.burst, plan.keep_newest)
     generation = [0]
 
     def start() -> Replica:

@@ -265,6 +265,31 @@ def test_garbage_collection(ctx, cluster, clock, cloud) -> None:
     assert cluster.get(r.NODECLAIMS, name_of(claim))["metadata"].get("deletionTimestamp")
 
 
+def test_garbage_collection_spares_an_instance_whose_nodeclaim_has_not_recorded_the_launch(ctx, cluster, clock,
+                                                                                           cloud) -> None:
+    """Found by the fault campaign (issue 32): the launch succeeded but writing status.providerID kept failing (or
+    the leader died after CreateFleet); GC must not terminate the instance, or the retry launches a second one."""
+    from nodewright.api.manifests import parse_nodeclaim
+
+    cluster.create(r.PODS, pending_pod("web-0"))
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=first_fit_solver)
+    prov.reconcile()
+    clock.advance(1.0)
+    prov.reconcile()
+    (claim,) = cluster.list(r.NODECLAIMS)
+    cloud.create(parse_nodeclaim(claim))  # launched; the NodeClaim never heard of it
+    gc = GarbageCollector(ctx, grace=30.0)
+    clock.advance(120)
+    gc.reconcile(force=True)
+    assert gc.terminated == []
+    LifecycleController(ctx).reconcile()  # the retry adopts the instance instead of launching again
+    assert condition_true(cluster.get(r.NODECLAIMS, name_of(claim)), L.CONDITION_LAUNCHED)
+    cluster.delete(r.NODECLAIMS, name_of(claim))
+    cluster.patch(r.NODECLAIMS, name_of(claim), {"metadata": {"finalizers": []}})  # gone without terminating
+    gc.reconcile(force=True)
+    assert len(gc.terminated) == 1  # now it is a leak
+
+
 def test_nodepool_status_cost_and_missing_nodeclass(ctx, cluster, clock) -> None:
     ready_node(ctx, cluster, clock)
     status = NodePoolStatusController(ctx)
