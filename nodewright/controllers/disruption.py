@@ -493,7 +493,8 @@ class DisruptionController:
         the next pass (after the backoff) rebuilds it from the cluster and deletes the rest."""
         record = command.record
         assert record is not None
-        self.command = None
+        if self.command is command:
+            self.command = None
         try:
             for _, claim in record.candidates:
                 current = state.nodeclaims.get(claim)
@@ -518,7 +519,8 @@ class DisruptionController:
         """Untaint the candidates, delete the replacements not Ready, drop the records. True when every write
         went through; otherwise the records stay and the next pass (after the backoff) rolls back again."""
         record = command.record
-        self.command = None
+        if self.command is command:
+            self.command = None
         if record is None:
             return True
         try:
