@@ -26,13 +26,18 @@ NODE = "ip-10-0-0-1.ec2.internal"
 ZONE = "us-east-1a"  # the fake cloud launches in the cheapest offering's zone, listed first
 
 
-def launched_claim(ctx, cluster, clock, pods: int = 2):
+def planned_claim(ctx, cluster, clock, pods: int = 1) -> None:
+    """Pending pods, then the provisioner's batch closes and creates their NodeClaim (not launched yet)."""
     for i in range(pods):
         cluster.create(r.PODS, pending_pod(f"web-{i}"))
     prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=first_fit_solver)
     prov.reconcile()
     clock.advance(1.0)
     prov.reconcile()
+
+
+def launched_claim(ctx, cluster, clock, pods: int = 2):
+    planned_claim(ctx, cluster, clock, pods)
     LifecycleController(ctx).reconcile()
     return cluster.list(r.NODECLAIMS)[0]
 
@@ -101,11 +106,7 @@ def test_transient_cloud_error_sets_launched_false_backs_off_and_launches_on_the
     from nodewright.cloud.provider import TransientCloudError
 
     cloud.create_errors.append(TransientCloudError("Create failed: ReadTimeoutError: Read timeout on endpoint URL"))
-    cluster.create(r.PODS, pending_pod("web-0"))
-    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=first_fit_solver)
-    prov.reconcile()
-    clock.advance(1.0)
-    prov.reconcile()
+    planned_claim(ctx, cluster, clock)
     lifecycle = LifecycleController(ctx)
     lifecycle.reconcile()
     (claim,) = cluster.list(r.NODECLAIMS)
@@ -122,11 +123,7 @@ def test_transient_cloud_error_sets_launched_false_backs_off_and_launches_on_the
 
 def test_launch_liveness_deletes_after_five_minutes(ctx, cluster, clock, cloud) -> None:
     cloud.create_errors.extend(LaunchError("InvalidParameter") for _ in range(100))
-    cluster.create(r.PODS, pending_pod("web-0"))
-    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=first_fit_solver)
-    prov.reconcile()
-    clock.advance(1.0)
-    prov.reconcile()
+    planned_claim(ctx, cluster, clock)
     life, term = LifecycleController(ctx), TerminationController(ctx)
     for _ in range(30):  # 30 x 9.9 s = 297 s
         clock.advance(9.9)
@@ -271,11 +268,7 @@ def test_garbage_collection_spares_an_instance_whose_nodeclaim_has_not_recorded_
     the leader died after CreateFleet); GC must not terminate the instance, or the retry launches a second one."""
     from nodewright.api.manifests import parse_nodeclaim
 
-    cluster.create(r.PODS, pending_pod("web-0"))
-    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=first_fit_solver)
-    prov.reconcile()
-    clock.advance(1.0)
-    prov.reconcile()
+    planned_claim(ctx, cluster, clock)
     (claim,) = cluster.list(r.NODECLAIMS)
     cloud.create(parse_nodeclaim(claim))  # launched; the NodeClaim never heard of it
     gc = GarbageCollector(ctx, grace=30.0)

@@ -104,6 +104,14 @@ def decide_and_validate(controller: DisruptionController, clock: Clock) -> None:
     clock.now += 15
 
 
+def launched(controller: Callable[[], DisruptionController], clock: Clock) -> tuple[DisruptionController, Any]:
+    """A controller whose command launched its one replacement (waiting for it to be Ready)."""
+    ctl = controller()
+    decide_and_validate(ctl, clock)
+    ctl.reconcile()
+    return ctl, ctl.ctx.cluster.inner.get(r.NODECLAIMS, ctl.command.replacements[0])
+
+
 def crash_on(cluster: FaultyCluster, verb: str, plural: str, nth: int = 1) -> None:
     seen = [0]
 
@@ -151,10 +159,8 @@ def test_restart_while_the_replacement_launches_rolls_back(world: Any) -> None:
 
 def test_restart_with_the_replacement_launched_resumes_waits_ready_and_deletes(world: Any) -> None:
     cluster, clock, controller = world
-    first = controller()
-    decide_and_validate(first, clock)
-    first.reconcile()
-    (replacement,) = replacements(cluster)
+    first, replacement = launched(controller, clock)
+    assert replacements(cluster) == [replacement]
     assert first.command is not None and first.command.phase == "waiting"
     second = controller()  # the first one is gone
     clock.now += 5
@@ -171,10 +177,8 @@ def test_restart_with_the_replacement_launched_resumes_waits_ready_and_deletes(w
 
 def test_restart_with_the_replacement_launched_rolls_back_after_the_replacement_timeout(world: Any) -> None:
     cluster, clock, controller = world
-    first = controller()
-    decide_and_validate(first, clock)
-    first.reconcile()
-    (replacement,) = replacements(cluster)
+    first, replacement = launched(controller, clock)
+    assert replacements(cluster) == [replacement]
     second = controller()
     second.reconcile()
     clock.now += 601  # replacement_timeout counts from the replacement's creation, not from the restart
@@ -185,10 +189,8 @@ def test_restart_with_the_replacement_launched_rolls_back_after_the_replacement_
 
 def test_restart_while_deleting_the_candidates_completes(world: Any) -> None:
     cluster, clock, controller = world
-    first = controller()
-    decide_and_validate(first, clock)
-    first.reconcile()
-    (replacement,) = replacements(cluster)
+    first, replacement = launched(controller, clock)
+    assert replacements(cluster) == [replacement]
     set_ready(cluster.inner, name_of(replacement))
     crash_on(cluster, "delete", "nodeclaims", nth=2)  # n0-claim deleted, then the process dies
     with pytest.raises(Crash):
@@ -258,10 +260,7 @@ def test_refused_untaint_keeps_the_record_and_rolls_back_after_the_backoff(world
 
 def test_refused_candidate_delete_completes_after_the_backoff(world: Any) -> None:
     cluster, clock, controller = world
-    ctl = controller()
-    decide_and_validate(ctl, clock)
-    ctl.reconcile()
-    (replacement,) = replacements(cluster)
+    ctl, replacement = launched(controller, clock)
     set_ready(cluster.inner, name_of(replacement))
     cluster.rule = lambda verb, plural, name: KubeError("busy", 503) if (verb, plural, name) == (
         "delete", "nodeclaims", "n1-claim") else None
