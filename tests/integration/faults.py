@@ -53,6 +53,7 @@ CRASH_POINTS = ("after-create-fleet", "disruption-taint", "replacement-create", 
 LIMIT_CPU = 12_000  # millicores
 POD_CPU = 500
 WRITE_VERBS = ("create", "update", "patch", "delete")
+DRIFTED_TEAM = "web-v2"
 
 
 class Crash(BaseException):
@@ -74,7 +75,8 @@ class Plan:
     fleet_faults: list[str] = field(default_factory=list)  # one per CreateFleet call, in order, then none
     terminate_failures: int = 0
     watch_cuts: int = 0
-    keep_newest: bool = False
+    keep: str = "oldest"
+    drift: bool = False
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -90,7 +92,10 @@ class Plan:
         self.fleet_faults = kinds[: rng.randint(2, 4)]
         self.terminate_failures = rng.randint(1, 2)
         self.watch_cuts = rng.randint(1, 2)
-        self.keep_newest = rng.random() < 0.5  # which pods the workload keeps when it shrinks
+        self.keep = rng.choice(("oldest", "newest"))  # which pods the workload keeps when it shrinks
+        # For the kills during a replacement and its drain, the NodePool's template changes instead: every node
+        # drifts and is replaced (a replacement NodeClaim first, then the drain).
+        self.drift = self.crash_point in ("replacement-create", "eviction")
 
 
 @dataclass
@@ -104,6 +109,7 @@ class Result:
     max_cpu: int = 0
     recovery_seconds: float = 0.0
     launches: int = 0
+    streams_cut: int = 0  # watch connections the cuts broke (one per informer)
 
 
 class FaultInjector:
@@ -295,8 +301,8 @@ def crash(replica: Replica) -> None:
 class World:
     """The parts of a cluster the controller does not run, stepped by the test's main thread."""
 
-    def __init__(self, kube: EmulatorThread, core: k8s.CoreV1Api, desired: int, keep_newest: bool = False) -> None:
-        self.kube, self.core, self.desired, self.keep_newest = kube, core, desired, keep_newest
+    def __init__(self, kube: EmulatorThread, core: k8s.CoreV1Api, desired: int, keep: str = "oldest") -> None:
+        self.kube, self.core, self.desired, self.keep = kube, core, desired, keep
         self.serial = 0
         self.registered: set[str] = set()
 
@@ -326,7 +332,7 @@ class World:
         for _ in range(self.desired - len(live)):
             pending_pod(self.core, f"web-{self.serial}", cpu=f"{POD_CPU}m")
             self.serial += 1
-        order = sorted(live, key=lambda p: int(p["metadata"]["name"].rsplit("-", 1)[-1]), reverse=self.keep_newest)
+        order = sorted(live, key=lambda p: int(p["metadata"]["name"].rsplit("-", 1)[-1]), reverse=self.keep == "newest")
         for pod in order[self.desired:]:
             try:  # the ReplicaSet scaled down
                 self.core.delete_namespaced_pod(pod["metadata"]["name"], "default")
@@ -448,7 +454,7 @@ def run_campaign(seed: int, kube: EmulatorThread, account: Account, core: k8s.Co
     settings = {"lease_duration": 1.0, "renew_deadline": 0.7, "retry_period": 0.1, "gc_grace_period": 3.0,
                 "gc_period": 1.0, "disruption_poll_period": 0.2, "disruption_validation_delay": 0.4}
     injector = FaultInjector(plan, kube, account, result)
-    world = World(kube, core, plan.burst, plan.keep_newest)
+    world = World(kube, core, plan.burst, plan.keep)
     generation = [0]
 
     def start() -> Replica:
@@ -477,12 +483,17 @@ def run_campaign(seed: int, kube: EmulatorThread, account: Account, core: k8s.Co
             if cuts and injector.requests > 50 * (plan.watch_cuts - cuts + 1):
                 cuts -= 1
                 result.injected["watch cut"] += 1
-                result.injected["watch streams cut"] += kube.break_watches()
+                result.streams_cut += kube.break_watches()
             now = time.monotonic()
             if phase == "burst" and quiet(world):
                 phase, shrunk_at, claims_at_shrink = "shrink", now, len(claims)
-                world.desired = plan.shrink_to  # disruption empties and consolidates nodes
-            elif phase == "shrink" and (quiet(world) and len(claims) < claims_at_shrink or now - shrunk_at > 25):
+                if plan.drift:  # every node drifts (NodePoolDrifted) and is replaced
+                    custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodepools", "general", {
+                        "spec": {"template": {"metadata": {"labels": {"team": DRIFTED_TEAM}}}}})
+                else:
+                    world.desired = plan.shrink_to  # disruption empties and consolidates nodes
+            elif phase == "shrink" and (quiet(world) and _consolidated(claims, claims_at_shrink, plan)
+                                        or now - shrunk_at > 25):
                 if injector.crash_armed:  # the planned point never came: kill -9 between two passes instead
                     injector.crash_armed = False
                     result.crashes += 1
@@ -504,6 +515,14 @@ def run_campaign(seed: int, kube: EmulatorThread, account: Account, core: k8s.Co
             if replica.thread.is_alive():
                 replica.stop()
     return result
+
+
+def _consolidated(claims: list[dict[str, Any]], before: int, plan: Plan) -> bool:
+    """Disruption has done what the run invites: fewer NodeClaims after the shrink, or every node replaced after
+    the drift."""
+    if plan.drift:
+        return all((c["metadata"].get("labels") or {}).get("team") == DRIFTED_TEAM for c in claims)
+    return len(claims) < before
 
 
 def _quiet_for(world: World, seconds: float) -> bool:

@@ -58,7 +58,8 @@ def test_fault_campaign_run_keeps_every_invariant(seed, kube, account, core, cus
             out.write(json.dumps({"seed": seed, "injected": dict(result.injected), "crashes": result.crashes,
                                   "violations": result.violations, "invariants": len(INVARIANTS),
                                   "recovery_seconds": round(result.recovery_seconds, 2),
-                                  "launches": result.launches, "max_cpu": result.max_cpu}) + "\n")
+                                  "launches": result.launches, "max_cpu": result.max_cpu,
+                                  "streams_cut": result.streams_cut}) + "\n")
     if os.environ.get("NODEWRIGHT_FAULT_DEBUG"):
         for rec in caplog.records:
             if rec.name.startswith("nodewright.controllers") or rec.levelno >= logging.WARNING:
