@@ -14,6 +14,7 @@ from nodewright.api import labels as L
 from nodewright.controllers.common import Context
 from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.orchestration import COMMAND_ANNOTATION, REPLACEMENT_ANNOTATION, leaving
+from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.termination import Terminator, has_disrupted_taint
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError
@@ -208,7 +209,12 @@ def test_stale_taint_without_a_command_is_removed_and_its_pods_are_not_leaving(w
         {"type": "Ready", "status": "True"},
         {"type": L.CONDITION_DISRUPTION_REASON, "status": "True", "reason": "Underutilized"}]})
     state = snapshot(cluster.inner)
-    assert not leaving(state.nodes["n1"], state)  # the provisioner launches nothing for its pod
+    assert not leaving(state.nodes["n1"], state)
+    provisioner = Provisioner(Context(cluster.inner, Cloud(), clock, Metrics(), "demo"))  # type: ignore[arg-type]
+    assert provisioner.pending_pods(state, clock.now) == []  # nothing launched for the pod of n1
+    cluster.inner.patch(r.NODECLAIMS, "n1-claim", {"metadata": {"annotations": {COMMAND_ANNOTATION: "{}"}}})
+    state = snapshot(cluster.inner)  # an annotation that is not a command does not hold the taint either
+    assert provisioner.pending_pods(state, clock.now) == []
     controller().reconcile()
     assert tainted(cluster) == []
     conditions = cluster.inner.get(r.NODECLAIMS, "n1-claim")["status"]["conditions"]
