@@ -100,6 +100,7 @@ def test_settings_become_karpenter_env_vars(rendered):
         # Karpenter 1.14's gates and defaults, sorted by name.
         "FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,"
                          "SpotToSpotConsolidation=false,StaticCapacity=false",
+        "AWS_FEATURE_GATES": "NodeClassCEL=false",
         "METRICS_PORT": "8080",
         "HEALTH_PROBE_PORT": "8081",
         "SYSTEM_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
@@ -223,3 +224,8 @@ def test_timing_settings_render_only_when_set(rendered, render):
     assert {k: v for k, v in env.items() if k.startswith(("NODEWRIGHT_GC", "NODEWRIGHT_DISRUPTION"))} == {
         "NODEWRIGHT_GC_GRACE_PERIOD": "1m", "NODEWRIGHT_GC_PERIOD": "2m",
         "NODEWRIGHT_DISRUPTION_POLL_PERIOD": "5s", "NODEWRIGHT_DISRUPTION_VALIDATION_DELAY": "20s"}
+
+
+def test_aws_feature_gates_become_karpenters_env_var(render):
+    assert _env(render("settings.awsFeatureGates.nodeClassCEL=true"))["AWS_FEATURE_GATES"] == "NodeClassCEL=true"
+    assert "AWS_FEATURE_GATES" not in _env(render("settings.awsFeatureGates=null"))
