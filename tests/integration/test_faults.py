@@ -50,8 +50,16 @@ def killable(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("seed", range(FIRST_SEED, FIRST_SEED + RUNS))
 def test_fault_campaign_run_keeps_every_invariant(seed, kube, account, core, custom, replicas, killable,
-                                                  caplog) -> None:
+                                                  caplog, monkeypatch) -> None:
     caplog.set_level(logging.INFO, logger="nodewright")
+    if os.environ.get("NODEWRIGHT_FAULT_WITHOUT_RECOVERY"):  # the baseline: no queue rebuild, no taint cleanup
+        from nodewright.controllers import provisioning
+        from nodewright.controllers.common import has_disrupted_taint
+        from nodewright.controllers.disruption import DisruptionController
+        from nodewright.kube.objects import is_deleting
+
+        monkeypatch.setattr(DisruptionController, "_recover", lambda self, state, now: None)
+        monkeypatch.setattr(provisioning, "leaving", lambda node, state: is_deleting(node) or has_disrupted_taint(node))
     result = run_campaign(seed, kube, account, core, custom, caplog.records, replicas)
     if REPORT:
         with open(REPORT, "a", encoding="utf-8") as out:
