@@ -109,3 +109,74 @@ def setup_logging(level: str = "info", fmt: str = "auto", stream: TextIO | None 
         logging.getLogger(noisy).setLevel(logging.WARNING if level.lower() != "debug" else logging.INFO)
     # urllib3 warns on every connection retry; the failure itself is reported once by the caller.
     logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR if level.lower() != "debug" else logging.INFO)
+
+
+# --- repeated messages ----------------------------------------------------------------------------------------
+
+
+class RateLimiter:
+    """One log line per cause per ``interval`` seconds, with a count of the ones held back.
+
+    A fault repeats the same sentence from many places at once: a cut connection fails every informer's watch
+    (one per kind), an API outage fails every Lease renewal attempt, a refused write fails on every pass. The first
+    line of a cause is written at once; later ones within ``interval`` are counted, not written; the first one
+    after the interval is written with ``repeated=N`` (the number held back) and the sentence
+    ``"(N similar in the last Ts)"``. Like klog's and zap's samplers, which Karpenter's logger uses, but per cause.
+
+    Args:
+        interval: seconds (default 30).
+        clock: monotonic seconds (injectable for tests).
+    """
+
+    def __init__(self, interval: float = 30.0, clock: Any = time.monotonic) -> None:
+        import threading
+
+        self.interval = interval
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._causes: dict[str, tuple[float, int]] = {}  # cause -> (last written, held back since)
+
+    def allow(self, cause: str) -> int | None:
+        """None when a line for ``cause`` must be held back now; else how many were held back before it."""
+        now = self.clock()
+        with self._lock:
+            entry = self._causes.get(cause)
+            if entry is not None and now - entry[0] < self.interval:
+                self._causes[cause] = (entry[0], entry[1] + 1)
+                return None
+            self._causes[cause] = (now, 0)
+            if len(self._causes) > 4096:  # bounded: forget causes quiet for an interval
+                self._causes = {k: v for k, v in self._causes.items() if now - v[0] < self.interval}
+            return entry[1] if entry is not None else 0
+
+    def reset(self) -> None:
+        """Forget every cause (tests)."""
+        with self._lock:
+            self._causes.clear()
+
+    def held_back(self, cause: str) -> int:
+        """Lines of ``cause`` held back since the last one written."""
+        with self._lock:
+            entry = self._causes.get(cause)
+            return entry[1] if entry else 0
+
+
+#: The process's limiter (``warn_limited``); tests may replace its clock or interval.
+LIMITER = RateLimiter()
+
+
+def warn_limited(logger: logging.Logger, cause: str, message: str, *args: Any, level: int = logging.WARNING,
+                 extra: dict[str, Any] | None = None, limiter: RateLimiter | None = None) -> bool:
+    """Log ``message % args`` at ``level`` unless a line of the same ``cause`` was written less than the
+    limiter's interval ago (:class:`RateLimiter`). Returns whether a line was written."""
+    limiter = limiter or LIMITER
+    held = limiter.allow(cause)
+    if held is None:
+        return False
+    fields = dict(extra or {})
+    if held:
+        message = f"{message} (%d similar in the last %.0fs)"
+        args = (*args, held, limiter.interval)
+        fields["repeated"] = held
+    logger.log(level, message, *args, extra=fields)
+    return True

@@ -96,7 +96,10 @@ class Runtime:
                                         single_node_timeout=s.single_node_consolidation_timeout,
                                         max_candidates=s.multi_node_consolidation_candidates,
                                         window=min(s.multi_node_consolidation_candidates, 100),
-                                        max_replacement_pod_share=s.consolidation_replacement_pod_share))
+                                        max_replacement_pod_share=s.consolidation_replacement_pod_share),
+                                    gc_grace=s.gc_grace_period, gc_period=s.gc_period,
+                                    disruption_poll_period=s.disruption_poll_period,
+                                    disruption_validation_delay=s.disruption_validation_delay)
         self.manager = ControllerManager(self.ctx, options, self.interruption)
         self.elector = LeaderElector(
             self.cluster, self.identity,

@@ -261,6 +261,14 @@ class Settings:
             replacement may take (at least 110 pods); ``NODEWRIGHT_CONSOLIDATION_REPLACEMENT_POD_SHARE``, 0.1.
         min_values_policy: ``Strict`` or ``BestEffort`` (Karpenter's ``MinValuesPolicy``).
         log_output_paths: where logs go: ``stdout``, ``stderr`` or file paths.
+        gc_grace_period: seconds an instance with no NodeClaim may exist before garbage collection terminates it
+            (``NODEWRIGHT_GC_GRACE_PERIOD``, 30s; Karpenter hard-codes its 30 s grace, no setting).
+        gc_period: seconds between garbage-collection passes, each listing every instance (``NODEWRIGHT_GC_PERIOD``,
+            30s; Karpenter requeues its GC controller every 2 min, no setting).
+        disruption_poll_period: seconds between disruption decisions (``NODEWRIGHT_DISRUPTION_POLL_PERIOD``, 10s:
+            Karpenter's constant ``pollingPeriod``).
+        disruption_validation_delay: seconds a disruption decision waits before it is validated again and executed
+            (``NODEWRIGHT_DISRUPTION_VALIDATION_DELAY``, 15s: Karpenter's constant consolidation TTL).
     """
 
     cluster_name: str
@@ -300,6 +308,10 @@ class Settings:
     single_node_consolidation_timeout: float = 180.0
     multi_node_consolidation_candidates: int = 100
     consolidation_replacement_pod_share: float = 0.1
+    gc_grace_period: float = 30.0
+    gc_period: float = 30.0
+    disruption_poll_period: float = 10.0
+    disruption_validation_delay: float = 15.0
 
 
 #: field -> (environment variable, parser kind). Flags use the field name with dashes.
@@ -341,6 +353,10 @@ ENV_NAMES: dict[str, tuple[str, str]] = {
     "single_node_consolidation_timeout": ("NODEWRIGHT_SINGLE_NODE_CONSOLIDATION_TIMEOUT", "duration"),
     "multi_node_consolidation_candidates": ("NODEWRIGHT_MULTI_NODE_CONSOLIDATION_CANDIDATES", "int"),
     "consolidation_replacement_pod_share": ("NODEWRIGHT_CONSOLIDATION_REPLACEMENT_POD_SHARE", "float"),
+    "gc_grace_period": ("NODEWRIGHT_GC_GRACE_PERIOD", "duration"),
+    "gc_period": ("NODEWRIGHT_GC_PERIOD", "duration"),
+    "disruption_poll_period": ("NODEWRIGHT_DISRUPTION_POLL_PERIOD", "duration"),
+    "disruption_validation_delay": ("NODEWRIGHT_DISRUPTION_VALIDATION_DELAY", "duration"),
 }
 #: Fallback environment variables read when the primary one is unset (older or nodewright-specific names).
 ENV_ALIASES: dict[str, tuple[str, ...]] = {
@@ -426,6 +442,9 @@ def _check(s: Settings) -> None:
                                      ("MIN_VALUES_POLICY", s.min_values_policy, MIN_VALUES_POLICIES)):
         if value not in choices:
             raise NodewrightValidationError(env_name, f"{value!r} is not one of {', '.join(choices)}")
+    for timing in ("gc_grace_period", "gc_period", "disruption_poll_period", "disruption_validation_delay"):
+        if getattr(s, timing) <= 0:
+            raise NodewrightValidationError(ENV_NAMES[timing][0], f"{getattr(s, timing)}s is not a positive duration")
     if not s.log_output_paths:
         raise NodewrightValidationError("LOG_OUTPUT_PATHS", "give stdout, stderr or a file path")
     for timeout_field in ("multi_node_consolidation_timeout", "single_node_consolidation_timeout"):

@@ -148,6 +148,12 @@ class LaunchError(CloudProviderError):
     invalid parameter, throttling that outlived retries). The message carries the AWS code and text."""
 
 
+class TransientCloudError(LaunchError):
+    """The cloud did not answer usably: a read or connect timeout, a dropped connection, a 5xx body that could not
+    be parsed (botocore errors other than ``ClientError``). Retryable: the controllers back off and retry, with a
+    condition and an event on the NodeClaim for a launch."""
+
+
 # --- the protocol -----------------------------------------------------------------------------------------
 
 

@@ -49,11 +49,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
 from nodewright.api.hashing import NODEPOOL_HASH_VERSION, nodepool_hash
+from nodewright.backoff import Backoff
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.controllers.common import (
@@ -62,6 +63,17 @@ from nodewright.controllers.common import (
     nodeclaim_ready,
     nodepool_instance_types,
     set_nodeclaim_condition,
+)
+from nodewright.controllers.orchestration import (
+    COMMAND_ANNOTATION,
+    COMPLETE,
+    DONE,
+    REPLACEMENT_ANNOTATION,
+    ROLL_BACK,
+    CommandRecord,
+    recorded_commands,
+    resolve,
+    stale_disrupted_nodes,
 )
 from nodewright.controllers.termination import Terminator
 from nodewright.disruption import Decision, DecisionOptions, decide_expiration, decide_pass, validate
@@ -82,7 +94,8 @@ from nodewright.disruption.pricing import Skip
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
-from nodewright.kube.objects import Obj, is_deleting, meta, name_of
+from nodewright.kube.objects import Obj, annotations_of, is_deleting, meta, name_of
+from nodewright.logging import warn_limited
 from nodewright.pricing import PricingPolicy
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.state.cluster import ClusterState, snapshot
@@ -100,18 +113,23 @@ class Command:
     """A decision being carried out.
 
     Attributes:
-        decision: what to do.
+        decision: what to do (None for a command rebuilt from the cluster after a restart: its record says).
         decided_at: epoch seconds the decision was made.
         phase: :data:`VALIDATING` (waiting ``validation_delay``) or :data:`WAITING` (replacements launching).
         replacements: names of the replacement NodeClaims created.
         launched_at: epoch seconds the replacements were created.
+        record: what is written on the candidates once the command executes
+            (:class:`~nodewright.controllers.orchestration.CommandRecord`).
+        recorded: candidate NodeClaims the record has been written to.
     """
 
-    decision: Decision
+    decision: Decision | None
     decided_at: float
     phase: str = VALIDATING
     replacements: list[str] = field(default_factory=list)
     launched_at: float = 0.0
+    record: CommandRecord | None = None
+    recorded: list[str] = field(default_factory=list)
 
 
 class DisruptionController:
@@ -176,6 +194,8 @@ class DisruptionController:
         self.views = ViewCache()
         self._pod_sets: dict[str, tuple[list[Obj], frozenset[str]]] = {}
         self.executed: list[Decision] = []
+        #: Per command id: retries of a command whose writes the API server refused.
+        self.backoff = Backoff(initial=1.0, maximum=60.0)
 
     # --- the pass ----------------------------------------------------------------------------
 
@@ -186,6 +206,7 @@ class DisruptionController:
         self._track_pod_events(state, now)
         self._warn_legacy_do_not_evict(state)
         self._restamp(state)
+        self._recover(state, now)
         view = self.view(state, now)
         self._mark_drifted(state, view)
         self._expire(view, now)
@@ -402,11 +423,15 @@ class DisruptionController:
         decision = decide_expiration(view, now)
         if decision is None:
             return
-        self._count(decision)
+        self._count(decision.decision, decision.reason, decision.method, [c.nodepool for c in decision.candidates])
         for node in decision.candidates:
             message = f"Expiring node {node.name}: older than expireAfter ({node.expire_after:.0f}s)"
-            if self.terminator.delete_nodeclaim(node.nodeclaim, decision.reason, message):
-                log.info(message, extra={"nodeclaim": node.nodeclaim, "node": node.name})
+            try:
+                if self.terminator.delete_nodeclaim(node.nodeclaim, decision.reason, message):
+                    log.info(message, extra={"nodeclaim": node.nodeclaim, "node": node.name})
+            except KubeError as err:  # the next pass finds it expired again
+                warn_limited(log, f"expiring {err.status}", "expiring nodeclaim %s: %s", node.nodeclaim, err,
+                             extra={"nodeclaim": node.nodeclaim, "status": err.status})
         self.executed.append(decision)
 
     # --- the command -------------------------------------------------------------------------
@@ -415,6 +440,7 @@ class DisruptionController:
         if command.phase == VALIDATING:
             if now - command.decided_at < self.validation_delay:
                 return None
+            assert command.decision is not None
             fresh = validate(command.decision, view, now, self.decision_options())
             if fresh is None:
                 self.ctx.metrics.disruption_failed_validations.labels(
@@ -428,80 +454,201 @@ class DisruptionController:
         return self._wait_for_replacements(command, state, now)
 
     def _execute(self, command: Command, state: ClusterState, now: float) -> Decision | None:
+        """Record the command on the candidates, taint them, launch the replacements (module docstring of
+        :mod:`nodewright.controllers.orchestration` for the order). A refused write rolls back what was done."""
         decision = command.decision
-        for node in decision.candidates:
-            self.terminator.taint(node.name)
-        if not decision.replacements:
-            return self._finish(command)
+        assert decision is not None
+        record = CommandRecord.new(decision.decision, decision.reason, decision.method, decision.message(),
+                                   [(c.name, c.nodeclaim) for c in decision.candidates],
+                                   [c.nodepool for c in decision.candidates], len(decision.replacements),
+                                   command.decided_at)
+        command.record = record
         try:
+            for node in decision.candidates:
+                self.ctx.cluster.patch(r.NODECLAIMS, node.nodeclaim,
+                                       {"metadata": {"annotations": {COMMAND_ANNOTATION: record.annotation()}}})
+                command.recorded.append(node.nodeclaim)
+            for node in decision.candidates:
+                self.terminator.taint(node.name)
+            if not decision.replacements:
+                return self._finish(command, state, now)
             for plan in decision.replacements:
                 doc = nodeclaim_from_plan(plan, state.nodepools.get(plan.nodepool) or {})
+                doc["metadata"].setdefault("annotations", {})[REPLACEMENT_ANNOTATION] = record.id
                 created = self.ctx.cluster.create(r.NODECLAIMS, doc)
                 command.replacements.append(name_of(created))
                 self.ctx.metrics.nodeclaims_created.labels(decision.reason.lower(), plan.nodepool, "false").inc()
         except KubeError as err:
-            log.error("launching replacements failed, rolling back: %s", err)
-            self._roll_back(command, state)
+            self._write_failed(record, "executing", err, now)
+            self._roll_back(command, state, now)
             return None
         self.ctx.metrics.disruption_replacements.labels(decision.reason.lower()).inc(len(command.replacements))
         command.phase, command.launched_at = WAITING, now
         log.info("launched %d replacement(s) for %s: %s", len(command.replacements), decision.method,
-                 ", ".join(command.replacements), extra={"method": decision.method})
+                 ", ".join(command.replacements), extra={"method": decision.method, "command": record.id})
         return None
 
     def _wait_for_replacements(self, command: Command, state: ClusterState, now: float) -> Decision | None:
+        record = command.record
+        assert record is not None
         claims = [state.nodeclaims.get(name) for name in command.replacements]
         failed = any(c is None or is_deleting(c) for c in claims)
         if not failed and all(c is not None and nodeclaim_ready(c) for c in claims):
-            return self._finish(command)
+            return self._finish(command, state, now)
         if failed or now - command.launched_at >= self.replacement_timeout:
-            log.warning("replacements did not become ready, rolling back: %s", command.decision.message(),
-                        extra={"method": command.decision.method})
-            decision = command.decision
+            log.warning("replacements did not become ready, rolling back: %s", record.message,
+                        extra={"method": record.method, "command": record.id})
             self.ctx.metrics.disruption_queue_failures.labels(
-                decision.decision, decision.reason.lower(), consolidation_type(decision.method)).inc(
+                record.decision, record.reason.lower(), consolidation_type(record.method)).inc(
                 sum(1 for c in claims if c is None or not nodeclaim_ready(c)))
-            self._roll_back(command, state)
+            if self._roll_back(command, state, now):
+                self._event_failed(record, "Replacements did not become ready; not disrupting: " + record.message)
         return None
 
-    def _finish(self, command: Command) -> Decision:
-        decision = command.decision
-        message = decision.message()
-        self._count(decision)
-        for node in decision.candidates:
-            # The termination path records the event "Disrupting NodeClaim: <reason> <message>" on each claim.
-            self.terminator.delete_nodeclaim(node.nodeclaim, decision.reason, message)
-        log.info(message, extra={"method": decision.method, "nodes": [c.name for c in decision.candidates],
-                                 "savings_per_hour": round(decision.savings, 4)})
-        self.executed.append(decision)
-        self.command = None
-        return decision
+    def _finish(self, command: Command, state: ClusterState, now: float) -> Decision | None:
+        """Delete the candidates (the termination path drains them). A refused delete leaves the command recorded:
+        the next pass (after the backoff) rebuilds it from the cluster and deletes the rest."""
+        record = command.record
+        assert record is not None
+        if self.command is command:
+            self.command = None
+        try:
+            for _, claim in record.candidates:
+                current = state.nodeclaims.get(claim)
+                if current is not None and is_deleting(current):
+                    continue
+                # The termination path records the event "Disrupting NodeClaim: <reason> <message>" on each claim.
+                self.terminator.delete_nodeclaim(claim, record.reason, record.message)
+        except KubeError as err:
+            self._write_failed(record, "deleting the candidates", err, now)
+            return None
+        self.backoff.succeeded(record.id)
+        self._count(record.decision, record.reason, record.method, record.nodepools)
+        log.info(record.message, extra={"method": record.method, "nodes": record.nodes, "command": record.id,
+                                        **({"savings_per_hour": round(command.decision.savings, 4)}
+                                           if command.decision is not None else {})})
+        if command.decision is None:
+            return None
+        self.executed.append(command.decision)
+        return command.decision
 
-    def _roll_back(self, command: Command, state: ClusterState) -> None:
-        for node in command.decision.candidates:
-            self.terminator.untaint(node.name)
-        for name in command.replacements:
-            claim = state.nodeclaims.get(name)
-            if claim is not None and nodeclaim_ready(claim):
-                continue  # a Ready node is useful capacity; consolidation will judge it later
+    def _roll_back(self, command: Command, state: ClusterState, now: float) -> bool:
+        """Untaint the candidates, delete the replacements not Ready, drop the records. True when every write
+        went through; otherwise the records stay and the next pass (after the backoff) rolls back again."""
+        record = command.record
+        if self.command is command:
+            self.command = None
+        if record is None:
+            return True
+        try:
+            for node in record.nodes:
+                self.terminator.untaint(node)
+            for name in command.replacements:
+                claim = state.nodeclaims.get(name)
+                if claim is not None and nodeclaim_ready(claim):
+                    continue  # a Ready node is useful capacity; consolidation will judge it later
+                try:
+                    self.ctx.cluster.delete(r.NODECLAIMS, name)
+                except NotFoundError:
+                    pass
+            for claim_name in record.nodeclaims:
+                self._clear_record(claim_name, state)
+        except KubeError as err:
+            self._write_failed(record, "rolling back", err, now)
+            return False
+        self.backoff.succeeded(record.id)
+        log.info("disruption command rolled back: %s", record.message,
+                 extra={"method": record.method, "nodes": record.nodes, "command": record.id})
+        return True
+
+    def _clear_record(self, claim: str, state: ClusterState) -> None:
+        """Remove the command annotation (and a DisruptionReason condition) from a NodeClaim not being deleted."""
+        current = self.ctx.cluster.get(r.NODECLAIMS, claim) or state.nodeclaims.get(claim)
+        if current is None or is_deleting(current):
+            return
+        if COMMAND_ANNOTATION in annotations_of(current):
             try:
-                self.ctx.cluster.delete(r.NODECLAIMS, name)
+                self.ctx.cluster.patch(r.NODECLAIMS, claim, {"metadata": {"annotations": {COMMAND_ANNOTATION: None}}})
+            except NotFoundError:
+                return
+        self._clear_disruption_reason(current)
+
+    def _clear_disruption_reason(self, claim: Obj) -> None:
+        conditions = list((claim.get("status") or {}).get("conditions") or [])
+        kept = [c for c in conditions if c.get("type") != L.CONDITION_DISRUPTION_REASON]
+        if len(kept) != len(conditions):
+            try:
+                self.ctx.cluster.patch_status(r.NODECLAIMS, name_of(claim), {"conditions": kept})
             except NotFoundError:
                 pass
-        for node in command.decision.candidates[:1]:
-            claim = self.ctx.cluster.get(r.NODECLAIMS, node.nodeclaim)
-            if claim is not None:
-                self.ctx.event(claim, "DisruptionFailed",
-                               f"Replacements did not become ready; not disrupting: {command.decision.message()}",
-                               warning=True)
-        self.command = None
 
-    def _count(self, decision: Decision) -> None:
-        self.ctx.metrics.disruption_decisions.labels(decision.decision, decision.reason.lower(),
-                                                     consolidation_type(decision.method)).inc()
-        for nodepool in sorted({node.nodepool for node in decision.candidates}):
+    def _write_failed(self, record: CommandRecord, step: str, err: KubeError, now: float) -> None:
+        """One line (rate-limited per step and status), the command's backoff, a Warning event on a candidate."""
+        delay = self.backoff.failed(record.id, now)
+        warn_limited(log, f"disruption {step} {err.status}",
+                     "disruption command %s: %s failed: %s (retrying in %.0fs)", record.id, step, err, delay,
+                     extra={"command": record.id, "status": err.status, "method": record.method})
+        self._event_failed(record, f"Disruption {step} failed ({err.status or 'no answer'}); "
+                                   f"retrying in {delay:.0f}s: {record.message}")
+
+    def _event_failed(self, record: CommandRecord, message: str) -> None:
+        for claim in record.nodeclaims[:1]:
+            doc = self.ctx.cluster.get(r.NODECLAIMS, claim)
+            if doc is not None:
+                self.ctx.event(doc, "DisruptionFailed", message, warning=True)
+
+    # --- the orchestration queue, rebuilt from the cluster ----------------------------------------
+
+    def _recover(self, state: ClusterState, now: float) -> None:
+        """Rebuild the queue from the commands recorded in the cluster (a restart, or a command a refused write
+        interrupted), then remove the disrupted taint from Nodes no command holds (Karpenter's ``Reconcile``
+        cleanup). Each recorded command is rolled back, resumed or completed (:func:`orchestration.resolve`)."""
+        live = self.command.record if self.command is not None else None
+        for record in sorted(recorded_commands(state).values(), key=lambda c: (c.decided_at, c.id)):
+            if live is not None and record.id == live.id:
+                continue
+            if not self.backoff.ready(record.id, now):
+                continue
+            found = resolve(record, state)
+            if found.action == DONE:
+                continue
+            command = Command(None, record.decided_at, WAITING, list(found.replacements), found.launched_at or now,
+                              record=record, recorded=list(record.nodeclaims))
+            if found.action == ROLL_BACK:
+                log.info("rolling back the interrupted disruption command %s: %s", record.id, record.message,
+                         extra={"command": record.id, "nodes": record.nodes})
+                if self._roll_back(command, state, now):
+                    self._event_failed(record, "Disruption interrupted before its replacements were launched; "
+                                               "rolled back: " + record.message)
+            elif found.action == COMPLETE:
+                log.info("completing the interrupted disruption command %s: %s", record.id, record.message,
+                         extra={"command": record.id, "nodes": record.nodes})
+                self._finish(command, state, now)
+            elif self.command is None:
+                log.info("resuming the disruption command %s (waiting for %s): %s", record.id,
+                         ", ".join(found.replacements), record.message, extra={"command": record.id})
+                self.command = command
+                live = record
+        for node in stale_disrupted_nodes(state, live):
+            name = name_of(node)
+            try:
+                self.terminator.untaint(name)
+                claim = state.nodeclaim_for(node)
+                if claim is not None:
+                    self._clear_disruption_reason(claim)
+            except KubeError as err:
+                warn_limited(log, f"stale disrupted taint {err.status}",
+                             "removing the stale disrupted taint from node %s: %s", name, err,
+                             extra={"node": name, "status": err.status})
+                continue
+            log.info("removed the disrupted taint from node %s: no disruption command holds it", name,
+                     extra={"node": name})
+
+    def _count(self, decision: str, reason: str, method: str, nodepools: Iterable[str]) -> None:
+        self.ctx.metrics.disruption_decisions.labels(decision, reason.lower(), consolidation_type(method)).inc()
+        for nodepool in sorted(set(nodepools)):
             self.ctx.metrics.disruption_decisions_by_nodepool.labels(
-                nodepool, decision.decision, decision.reason.lower(), consolidation_type(decision.method)).inc()
+                nodepool, decision, reason.lower(), consolidation_type(method)).inc()
 
 
 #: Karpenter's ``consolidation_type`` label per decision method ("" for drift and expiration).

@@ -2,7 +2,8 @@
 
 Karpenter's ``nodeclaim/garbagecollection`` controller: an instance tagged for this cluster (the cloud
 provider's :meth:`list`) with no NodeClaim of the same provider ID, older than :attr:`grace` (30 s, so a
-launch in flight is never mistaken for a leak), is terminated. A launched NodeClaim whose instance no longer
+launch in flight is never mistaken for a leak), is terminated, unless the NodeClaim its ``karpenter.sh/nodeclaim`` tag names exists without a provider ID yet (the launch
+is being recorded; Karpenter's GC would race it after 30 s). A launched NodeClaim whose instance no longer
 exists is deleted (its finalizer then releases without a cloud call).
 
 :class:`LaunchTemplateGC` (Karpenter deletes a launch template when its cache evicts it unused): every
@@ -61,6 +62,12 @@ class GarbageCollector:
                 live[pid] = view
         for pid, view in live.items():
             if pid in state.nodeclaim_by_provider_id:
+                continue
+            owner = state.nodeclaims.get(view.metadata.name or "")
+            if owner is not None and not provider_id_of(owner):
+                # Its NodeClaim (the karpenter.sh/nodeclaim tag) exists but has not recorded the launch yet: a
+                # status write refused or a leader killed after CreateFleet. The next launch attempt finds this
+                # instance by its tag; terminating it here would make that attempt launch a second one.
                 continue
             created = parse_time(view.metadata.creation_timestamp)
             if created is None or now - created < self.grace:

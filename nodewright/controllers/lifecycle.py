@@ -47,6 +47,7 @@ from nodewright.kube.objects import (
     parse_time,
     set_condition,
 )
+from nodewright.logging import warn_limited
 from nodewright.quantities import parse_resource_list
 from nodewright.scheduling.nodes import EPHEMERAL_TAINT_KEYS
 from nodewright.state.cluster import ClusterState, snapshot
@@ -91,7 +92,8 @@ class LifecycleController:
             try:
                 self._reconcile_one(claim, state, now)
             except KubeError as err:
-                log.warning("nodeclaim %s: %s", name_of(claim), err, extra={"nodeclaim": name_of(claim)})
+                warn_limited(log, f"lifecycle {name_of(claim)} {err.status}", "nodeclaim %s: %s", name_of(claim), err,
+                             extra={"nodeclaim": name_of(claim), "status": err.status})
         self.backoff.prune(lambda key: key in state.nodeclaims)
 
     def _reconcile_one(self, claim: Obj, state: ClusterState, now: float) -> None:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from nodewright.cloud.provider import CloudProviderError
 from nodewright.controllers.common import Context, log
 from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.garbagecollection import GarbageCollector, LaunchTemplateGC
@@ -26,6 +27,8 @@ from nodewright.controllers.static import StaticCapacityController
 from nodewright.controllers.termination import TerminationController, Terminator
 from nodewright.disruption import ConsolidationOptions, DecisionOptions
 from nodewright.kube.cluster import Cluster
+from nodewright.kube.errors import KubeError
+from nodewright.logging import warn_limited
 from nodewright.pricing import PricingPolicy
 from nodewright.state.cluster import ClusterState, snapshot
 
@@ -59,6 +62,8 @@ class ControllerOptions:
     min_values_policy: str = "Strict"
     pricing_policy: Callable[[], PricingPolicy | None] | None = None
     consolidation: ConsolidationOptions = ConsolidationOptions()
+    disruption_poll_period: float = 10.0
+    disruption_validation_delay: float = 15.0
 
 
 class ControllerManager:
@@ -96,7 +101,8 @@ class ControllerManager:
             consolidation=dataclasses.replace(opts.consolidation, spot_to_spot=opts.spot_to_spot_consolidation)),
             nominated=self.provisioner.nominated_targets, min_values_policy=opts.min_values_policy,
             preference_policy=opts.preference_policy,
-            pricing_policy=opts.pricing_policy)
+            pricing_policy=opts.pricing_policy, poll_period=opts.disruption_poll_period,
+            validation_delay=opts.disruption_validation_delay)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
         self.launch_template_gc = LaunchTemplateGC(ctx, opts.launch_template_gc_period)
@@ -134,6 +140,13 @@ class ControllerManager:
             started, result = time.perf_counter(), "success"
             try:
                 run(self.snapshotter(self.ctx.cluster))
+            except (KubeError, CloudProviderError) as err:
+                # An API or cloud error no controller handled itself: one line per cause per interval (the next
+                # pass retries; the adapters back off per object), never a traceback.
+                status = getattr(err, "status", "")
+                warn_limited(log, f"controller {name} {type(err).__name__} {status}",
+                             "controller %s: %s: %s (retrying next pass)", name, type(err).__name__, err,
+                             extra={"controller": name, "status": status})
             except Exception:  # one broken controller must not stall the rest of the step
                 log.exception("controller %s failed", name)
                 result = "error"

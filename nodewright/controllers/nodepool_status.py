@@ -43,6 +43,7 @@ from nodewright.kube.objects import (
     name_of,
     set_condition,
 )
+from nodewright.logging import warn_limited
 from nodewright.pricing import PricingEngine, PricingPolicy, Usage, offering_price_table
 from nodewright.pricing.report import group_costs
 from nodewright.quantities import add, format_quantity, parse_resource_list
@@ -107,7 +108,8 @@ class NodePoolStatusController:
             try:
                 self._write_status(pool, usage, state, now)
             except KubeError as err:
-                log.warning("nodepool %s status: %s", name, err, extra={"nodepool": name})
+                warn_limited(log, f"nodepool status {name} {err.status}", "nodepool %s status: %s", name, err,
+                             extra={"nodepool": name, "status": err.status})
         effective = self._effective_costs(priced, state)
         for name, cost in effective.items():
             self.ctx.metrics.nodepool_cost.labels(name, "effective").set(cost)

@@ -36,11 +36,11 @@ from nodewright.cloud.instancetype import InstanceType, LaunchPricing, LaunchPri
 from nodewright.controllers.common import (
     Context,
     fleet_labels,
-    has_disrupted_taint,
     log,
     nodepool_instance_types,
     nodepool_of,
 )
+from nodewright.controllers.orchestration import leaving
 from nodewright.controllers.pod_provisioning_metrics import PodProvisioningTimes
 from nodewright.controllers.static import replicas_of
 from nodewright.errors import NodewrightValidationError
@@ -215,8 +215,9 @@ class Provisioner:
         return since is not None and now - since < self.nomination_grace
 
     def _leaving_nodes(self, state: ClusterState) -> list[Obj]:
-        """Managed Nodes being deleted or disrupted: their pods need new homes."""
-        return [n for n in state.managed_nodes() if is_deleting(n) or has_disrupted_taint(n)]
+        """Managed Nodes being deleted or disrupted: their pods need new homes. A ``karpenter.sh/disrupted`` taint
+        no disruption command holds (left by a restart) does not count (:func:`orchestration.leaving`)."""
+        return [n for n in state.managed_nodes() if leaving(n, state)]
 
     def pending_pods(self, state: ClusterState, now: float) -> list[Obj]:
         """Provisionable pods plus reschedulable pods of leaving Nodes, minus nominated ones."""

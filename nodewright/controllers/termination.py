@@ -59,6 +59,7 @@ from nodewright.kube.objects import (
     namespace_of,
     parse_time,
 )
+from nodewright.logging import warn_limited
 from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
 from nodewright.state.pods import (
     is_daemonset_pod,
@@ -162,14 +163,16 @@ class TerminationController:
                 try:
                     self._terminate_node(node, state)
                 except KubeError as err:
-                    log.warning("terminating node %s: %s", name_of(node), err, extra={"node": name_of(node)})
+                    warn_limited(log, f"terminating node {name_of(node)} {err.status}", "terminating node %s: %s",
+                                 name_of(node), err, extra={"node": name_of(node), "status": err.status})
         for claim in list(state.nodeclaims.values()):
             if is_deleting(claim) and L.TERMINATION_FINALIZER in finalizers_of(claim):
                 try:
                     self._terminate_nodeclaim(claim, state)
                 except KubeError as err:
-                    log.warning("terminating nodeclaim %s: %s", name_of(claim), err,
-                                extra={"nodeclaim": name_of(claim)})
+                    warn_limited(log, f"terminating nodeclaim {name_of(claim)} {err.status}",
+                                 "terminating nodeclaim %s: %s", name_of(claim), err,
+                                 extra={"nodeclaim": name_of(claim), "status": err.status})
         self.evictions.prune(lambda key: key in state.pods)
         for name in [n for n in self._instance_deleting if n not in state.nodeclaims]:
             del self._instance_deleting[name]

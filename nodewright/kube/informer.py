@@ -20,6 +20,7 @@ from nodewright.kube.errors import GoneError, KubeError
 from nodewright.kube.objects import Obj, key_of, resource_version_int
 from nodewright.kube.resources import ResourceKind
 from nodewright.kube.rest import RestClient
+from nodewright.logging import warn_limited
 
 log = logging.getLogger(__name__)
 
@@ -221,6 +222,8 @@ class Informer:
             except KubeError as err:
                 self.stats["errors"] += 1
                 delay = self.backoff.next_delay()
-                log.warning("list/watch of %s failed: %s; retrying in %.1fs", self.kind, err, delay)
+                # One line per cause per interval: a cut connection fails every informer's watch at once.
+                warn_limited(log, f"list/watch failed {err.status}", "list/watch of %s failed: %s; retrying in %.1fs",
+                             self.kind, err, delay, extra={"kind": str(self.kind), "status": err.status})
                 # A LIST that failed must be retried; a broken watch resumes from the last version.
                 stop.wait(delay)

@@ -24,6 +24,7 @@ from nodewright.kube import resources as r
 from nodewright.kube.cluster import Clock, Cluster
 from nodewright.kube.errors import AlreadyExistsError, ConflictError, KubeError
 from nodewright.kube.objects import format_micro_time
+from nodewright.logging import warn_limited
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,8 @@ class LeaderElector:
         try:
             leading = self._try_acquire_or_renew(now)
         except KubeError as err:
-            log.warning("leader election: lease %s/%s: %s", self.config.namespace, self.config.name, err)
+            warn_limited(log, f"leader election {err.status}", "leader election: lease %s/%s: %s",
+                         self.config.namespace, self.config.name, err, extra={"status": err.status})
             leading = False
         if leading:
             if not self._leading:

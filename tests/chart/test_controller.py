@@ -215,6 +215,17 @@ def test_namespace(render, namespace, override, expected):
         assert all("namespace" not in d["metadata"] for d in find(docs, kind))
 
 
+def test_timing_settings_render_only_when_set(rendered, render):
+    """Issue 32 item 5: the four timing values become NODEWRIGHT_* env vars when set; unset, the controller's
+    defaults hold and nothing is rendered."""
+    assert not any(k.startswith(("NODEWRIGHT_GC", "NODEWRIGHT_DISRUPTION")) for k in _env(rendered["minimal"]))
+    env = _env(render("settings.garbageCollectionGracePeriod=1m", "settings.garbageCollectionPeriod=2m",
+                      "settings.disruptionPollPeriod=5s", "settings.disruptionValidationDelay=20s"))
+    assert {k: v for k, v in env.items() if k.startswith(("NODEWRIGHT_GC", "NODEWRIGHT_DISRUPTION"))} == {
+        "NODEWRIGHT_GC_GRACE_PERIOD": "1m", "NODEWRIGHT_GC_PERIOD": "2m",
+        "NODEWRIGHT_DISRUPTION_POLL_PERIOD": "5s", "NODEWRIGHT_DISRUPTION_VALIDATION_DELAY": "20s"}
+
+
 def test_aws_feature_gates_become_karpenters_env_var(render):
     assert _env(render("settings.awsFeatureGates.nodeClassCEL=true"))["AWS_FEATURE_GATES"] == "NodeClassCEL=true"
     assert "AWS_FEATURE_GATES" not in _env(render("settings.awsFeatureGates=null"))

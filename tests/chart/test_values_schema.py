@@ -22,6 +22,7 @@ BAD_VALUES = [
     ("settings: {logLevel: verbose}", "at '/settings/logLevel': value must be one of"),
     ("settings: {batchMaxDuration: 10}", "at '/settings/batchMaxDuration': got number, want string"),
     ("settings: {batchIdleDuration: 1 second}", "at '/settings/batchIdleDuration'"),
+    ("settings: {disruptionPollPeriod: 10 seconds}", "at '/settings/disruptionPollPeriod'"),
     ("settings: {clusterEndpoint: 'http://insecure'}", "at '/settings/clusterEndpoint'"),
     ("settings: {interruptionQueue: 'https://sqs.ap-northeast-2.amazonaws.com/1/q'}", "at '/settings/interruptionQueue'"),
     ("serviceAccount: {create: 'yes'}", "at '/serviceAccount/create': got string, want boolean"),

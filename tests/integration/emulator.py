@@ -68,7 +68,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import kmock
@@ -374,6 +374,12 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
     refused_evictions: list[tuple[str, str]] = attrs.field(factory=list, init=False)
     #: ``(verb, resource, group)`` of every request refused with 403.
     forbidden: list[tuple[str, str, str]] = attrs.field(factory=list, init=False)
+    #: Fault injection: ``fault(verb, resource, name)`` -> an HTTP status to refuse the request with (409, 429,
+    #: 500, 503...), or None to serve it. Called for requests bearing :attr:`rbac_token` (the controller) when it
+    #: is set, else for every request; ``verb`` as RBAC names it (get, list, watch, create, patch, ...).
+    fault: Callable[[str, str, str | None], int | None] | None = None
+    #: ``(verb, resource, status)`` of every request the fault hook refused.
+    faulted: list[tuple[str, str, int]] = attrs.field(factory=list, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -418,6 +424,7 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
         if kind.namespaced and name is not None and namespace is None:
             raise _status_error(404, "NotFound", f"{kind.plural} must be addressed within a namespace")
         self._authorize(request, kind, method, namespace, name, sub)
+        self._inject_fault(request, kind, method, name, sub)
         if name is None:
             if method == "GET" and request.params.get("watch") in ("true", "1"):
                 self._count("watch", kind)
@@ -457,6 +464,24 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
             grace = request.params.get("gracePeriodSeconds", body.get("gracePeriodSeconds"))
             return self._delete(kind, namespace, name, None if grace is None else int(grace))
         raise _status_error(405, "MethodNotAllowed", f"{method} is not supported")
+
+    _FAULT_REASONS: ClassVar[dict[int, str]] = {409: "Conflict", 429: "TooManyRequests", 500: "InternalError",
+                                                503: "ServiceUnavailable"}
+
+    def _inject_fault(self, request: rendering.Request, kind: Kind, method: str, name: str | None,
+                      sub: str) -> None:
+        if self.fault is None:
+            return
+        if self.rbac_token is not None and request.headers.get("Authorization") != f"Bearer {self.rbac_token}":
+            return
+        verb = self._verb(method, name, sub, request.params.get("watch") in ("true", "1"))
+        resource = f"{kind.plural}/{sub}" if sub else kind.plural
+        status = self.fault(verb, resource, name)
+        if status is None:
+            return
+        self.faulted.append((verb, resource, status))
+        raise _status_error(status, self._FAULT_REASONS.get(status, "InternalError"),
+                            f"injected fault: {verb} {resource} {name or ''}".strip())
 
     # --- authorization and admission -------------------------------------------------------------------------
 

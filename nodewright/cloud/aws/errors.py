@@ -12,11 +12,18 @@ EC2 use), we rebuild it as one sentence that names the fix, e.g. the first field
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
 
-from nodewright.cloud.provider import AuthorizationError, CloudProviderError, LaunchError
+from nodewright.cloud.provider import AuthorizationError, CloudProviderError, LaunchError, TransientCloudError
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 AUTHORIZATION_CODES = frozenset(
     {"UnauthorizedOperation", "AccessDenied", "AccessDeniedException", "AuthFailure", "UnauthorizedException"}
@@ -111,3 +118,31 @@ def translate(err: ClientError, *, operation: str, principal: str = "") -> Cloud
         return authorization_error(code, error_message(err), operation=operation, principal=principal)
     failure = LaunchError(f"{operation} failed: {code}: {error_message(err)}")
     return failure
+
+
+#: What botocore raises when no usable AWS answer arrived (``ResponseParserError`` is not a ``BotoCoreError``).
+TRANSPORT_ERRORS = (BotoCoreError, ResponseParserError)
+
+
+def translate_botocore(err: Exception, *, operation: str) -> TransientCloudError:
+    """A botocore error that is not an AWS answer (``ReadTimeoutError``, ``ConnectTimeoutError``,
+    ``EndpointConnectionError``/``ConnectionClosedError``, ``ResponseParserError`` for a 5xx body it cannot parse,
+    a retry quota spent) as a retryable provider error: ``"<operation> failed: <ErrorClass>: <text>"``."""
+    return TransientCloudError(f"{operation} failed: {type(err).__name__}: {err}")
+
+
+def botocore_errors(operation: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorate a CloudProvider method so botocore's non-``ClientError`` failures leave it as
+    :class:`TransientCloudError` (the controllers' retry-with-backoff path), never as a traceback."""
+
+    def wrap(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except TRANSPORT_ERRORS as err:
+                raise translate_botocore(err, operation=operation) from err
+
+        return call
+
+    return wrap

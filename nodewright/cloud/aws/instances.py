@@ -224,6 +224,10 @@ class InstanceProvider:
                                                         idempotency_token(request.token_seed, attempt)))
             instance_ids = [i for item in response.get("Instances", []) for i in item.get("InstanceIds", [])]
             if instance_ids:
+                # Karpenter records a fleet's capacity errors even when it launched something
+                # (``updateUnavailableOfferingsCache`` runs before the instances are looked at): the next launch
+                # must not try the exhausted offerings again.
+                self._record_unavailable(response.get("Errors", []), chosen)
                 return self._launched(instance_ids[0], chosen, response)
             errors = response.get("Errors", [])
             if not errors:
@@ -243,18 +247,36 @@ class InstanceProvider:
         except ClientError as err:
             raise translate(err, operation="ec2:CreateFleet") from err
 
+    @staticmethod
+    def _affected(error: Mapping[str, Any], chosen: Sequence[FleetCandidate]) -> list[FleetCandidate]:
+        """The candidates a fleet ``Errors`` entry names (its override), or all of them when it names none."""
+        by_override = {(c.instance_type, c.subnet_id): c for c in chosen}
+        overrides = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
+        return [by_override[k] for k in [(overrides.get("InstanceType"), overrides.get("SubnetId"))]
+                if k in by_override] or ([] if overrides else list(chosen))
+
+    def _record_unavailable(self, errors: Sequence[Mapping[str, Any]], chosen: Sequence[FleetCandidate]) -> None:
+        """Mark the offerings of the capacity errors a fleet answer carries beside its instances unavailable."""
+        for error in errors:
+            code = error.get("ErrorCode", "")
+            if code not in CAPACITY_ERROR_CODES:
+                continue
+            for candidate in self._affected(error, chosen):
+                self._unavailable.mark(key_for_error(code, candidate.instance_type, candidate.zone,
+                                                     candidate.capacity_type), code)
+                log.info("offering unavailable (reported beside a launched instance)",
+                         extra={"instance-type": candidate.instance_type, "zone": candidate.zone,
+                                "capacity-type": candidate.capacity_type, "code": code})
+
     def _handle_errors(self, errors: Sequence[Mapping[str, Any]], chosen: Sequence[FleetCandidate],
                        reasons: list[UnavailableOffering], excluded: set[tuple[str, str, str]],
                        other_errors: list[str]) -> None:
-        by_override = {(c.instance_type, c.subnet_id): c for c in chosen}
         for error in errors:
             code, message = error.get("ErrorCode", ""), error.get("ErrorMessage", "")
             if is_authorization_error(code):
                 raise authorization_error(code, message, operation="ec2:CreateFleet")
-            overrides = error.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
             template = error.get("LaunchTemplateAndOverrides", {}).get("LaunchTemplateSpecification", {})
-            affected = [by_override[k] for k in [(overrides.get("InstanceType"), overrides.get("SubnetId"))]
-                        if k in by_override] or ([] if overrides else list(chosen))
+            affected = self._affected(error, chosen)
             if code.startswith("InvalidLaunchTemplate"):
                 self._on_missing_template(template.get("LaunchTemplateName", ""))
             for candidate in affected:

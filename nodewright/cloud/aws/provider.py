@@ -30,6 +30,7 @@ from nodewright.cloud.aws.amis import AMI, AMIProvider
 from nodewright.cloud.aws.cache import Clock
 from nodewright.cloud.aws.capacityreservations import CapacityReservationProvider
 from nodewright.cloud.aws.clients import AWSClients
+from nodewright.cloud.aws.errors import botocore_errors
 from nodewright.cloud.aws.instanceprofiles import InstanceProfileProvider
 from nodewright.cloud.aws.instances import (
     FleetCandidate,
@@ -188,6 +189,7 @@ class AWSCloudProvider:
             raise NodeClassNotReadyError(f"EC2NodeClass {name!r} not found")
         return nodeclass
 
+    @botocore_errors("ResolveNodeClass")
     def resolve_nodeclass(self, nodeclass: EC2NodeClass) -> ResolvedNodeClass:
         """Subnets, security groups, AMIs and instance profile of ``nodeclass``.
 
@@ -299,6 +301,7 @@ class AWSCloudProvider:
 
     # --- CloudProvider --------------------------------------------------------------------------------------
 
+    @botocore_errors("Create")
     def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         """See :meth:`nodewright.cloud.provider.CloudProvider.create`."""
         ref = nodeclaim.spec.node_class_ref.name
@@ -375,6 +378,7 @@ class AWSCloudProvider:
             **launch_options(spec)))
         return template.name
 
+    @botocore_errors("Delete")
     def delete(self, nodeclaim: NodeClaim) -> None:
         """See :meth:`nodewright.cloud.provider.CloudProvider.delete`."""
         provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
@@ -391,6 +395,7 @@ class AWSCloudProvider:
         types = {it.name: it for it in self.instance_types.instance_types([instance.zone])}
         return from_instance(instance, self.settings.region, types.get(instance.instance_type))
 
+    @botocore_errors("Get")
     def get(self, provider_id: str) -> NodeClaim:
         """See :meth:`nodewright.cloud.provider.CloudProvider.get`."""
         try:
@@ -401,10 +406,12 @@ class AWSCloudProvider:
         assert instance is not None  # get() raises rather than returning None here
         return self._view(instance)
 
+    @botocore_errors("List")
     def list(self) -> builtins.list[NodeClaim]:
         """See :meth:`nodewright.cloud.provider.CloudProvider.list`."""
         return [self._view(i) for i in self.instances.list_instances()]
 
+    @botocore_errors("GetInstanceTypes")
     def get_instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
         """See :meth:`nodewright.cloud.provider.CloudProvider.get_instance_types`.
 
@@ -427,6 +434,7 @@ class AWSCloudProvider:
             types = with_reservations(types, reservations, self.capacity_reservations.launched)
         return types
 
+    @botocore_errors("IsDrifted")
     def is_drifted(self, nodeclaim: NodeClaim) -> str | None:
         """See :meth:`nodewright.cloud.provider.CloudProvider.is_drifted`."""
         nodeclass = self._nodeclass(nodeclaim.spec.node_class_ref.name)

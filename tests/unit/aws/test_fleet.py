@@ -116,6 +116,39 @@ def test_ice_marks_offering_and_retries_with_the_rest(ec2: tuple[Any, Stubber]) 
     assert not unavailable.is_unavailable("c5.large", "us-east-1a", "on-demand")
 
 
+def test_ice_beside_a_launched_instance_reaches_the_unavailable_offerings(ec2: tuple[Any, Stubber]) -> None:
+    """One answer with an instance *and* capacity errors (EC2 Fleet tried overrides in turn): the errors mark
+    their offerings unavailable, so the next launch leaves them out of its request (issue 32, item 3)."""
+    client, stubber = ec2
+    now = [0.0]
+    all_pairs = [("c5.large", "us-east-1a"), ("c5.large", "us-east-1b"), ("m5.large", "us-east-1a"),
+                 ("m5.large", "us-east-1b")]
+    stubber.add_response("create_fleet", {"FleetId": "fleet-1", "Errors": [
+        _fleet_error("c5.large", "us-east-1a", "InsufficientInstanceCapacity"),
+        _fleet_error("c5.large", "us-east-1b", "InsufficientInstanceCapacity"),
+        _fleet_error("m5.large", "us-east-1a", "InvalidParameterValue")], "Instances": [{
+            "InstanceIds": ["i-0abc"], "InstanceType": "m5.large", "Lifecycle": "on-demand"}]},
+        _expect_fleet("on-demand", all_pairs, 0))
+    stubber.add_response("describe_instances", _instance("i-0abc", "m5.large", "us-east-1b"),
+                         {"InstanceIds": ["i-0abc"]})
+    stubber.add_response("describe_instances", {"Reservations": []})  # the second nodeclaim: nothing launched yet
+    stubber.add_response("create_fleet", {"FleetId": "fleet-2", "Errors": [], "Instances": [{
+        "InstanceIds": ["i-0def"], "InstanceType": "m5.large", "Lifecycle": "on-demand"}]},
+        {**_expect_fleet("on-demand", all_pairs[2:], 0), "ClientToken": idempotency_token("uid-2", 0)})
+    stubber.add_response("describe_instances", _instance("i-0def", "m5.large", "us-east-1a"),
+                         {"InstanceIds": ["i-0def"]})
+    stubber.activate()
+    provider, unavailable = _provider(client, now)
+    first = provider.launch(LaunchRequest("default-x7k2p", "uid-1", _candidates()))
+    assert (first.id, first.instance_type) == ("i-0abc", "m5.large")
+    assert unavailable.is_unavailable("c5.large", "us-east-1a", "on-demand")
+    assert unavailable.is_unavailable("c5.large", "us-east-1b", "on-demand")
+    assert not unavailable.is_unavailable("m5.large", "us-east-1a", "on-demand")  # not a capacity error
+    second = provider.launch(LaunchRequest("default-b9q4z", "uid-2", _candidates()))
+    stubber.assert_no_pending_responses()
+    assert second.id == "i-0def"
+
+
 def test_all_offerings_exhausted_fails_with_every_reason(ec2: tuple[Any, Stubber]) -> None:
     client, stubber = ec2
     stubber.add_response("create_fleet", {"Errors": [

@@ -197,3 +197,33 @@ def test_raid0_nodeclass_launches_from_its_own_template_whose_nodeconfig_builds_
     (raid_text,) = raid.values()
     assert "localStorage" not in plain_text
     assert "  instance:\n    localStorage:\n      strategy: RAID0\n" in raid_text
+
+
+@pytest.mark.parametrize("error", ["read-timeout", "connection", "unparsable-5xx"])
+def test_botocore_errors_other_than_client_error_are_retryable_and_the_retry_launches_once(
+        provider: AWSCloudProvider, error: str) -> None:
+    """Issue 32 item 4: a timeout, a dropped connection or a 5xx body botocore cannot parse is a retryable
+    TransientCloudError naming the call; the retry (same ClientToken, same nodeclaim tag) launches one instance."""
+    from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
+    from botocore.parsers import ResponseParserError
+
+    from nodewright.cloud.provider import TransientCloudError
+
+    raised = {"read-timeout": ReadTimeoutError(endpoint_url="https://ec2.us-east-1.amazonaws.com/"),
+              "connection": EndpointConnectionError(endpoint_url="https://ec2.us-east-1.amazonaws.com/"),
+              "unparsable-5xx": ResponseParserError("Unable to parse response (not well-formed), invalid XML")}[error]
+    ec2 = provider.instances._ec2
+
+    def fail(**_: object) -> None:
+        raise raised
+
+    ec2.meta.events.register_first("before-call.ec2.CreateFleet", fail, unique_id="fault")
+    try:
+        with pytest.raises(TransientCloudError) as caught:
+            provider.create(nodeclaim())
+        assert caught.value.retryable
+        assert str(caught.value).startswith(f"Create failed: {type(raised).__name__}: ")
+    finally:
+        ec2.meta.events.unregister("before-call.ec2.CreateFleet", unique_id="fault")
+    provider.create(nodeclaim())
+    assert len(provider.instances.list_instances()) == 1

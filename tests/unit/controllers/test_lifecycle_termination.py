@@ -26,13 +26,18 @@ NODE = "ip-10-0-0-1.ec2.internal"
 ZONE = "us-east-1a"  # the fake cloud launches in the cheapest offering's zone, listed first
 
 
-def launched_claim(ctx, cluster, clock, pods: int = 2):
+def planned_claim(ctx, cluster, clock, pods: int = 1) -> None:
+    """Pending pods, then the provisioner's batch closes and creates their NodeClaim (not launched yet)."""
     for i in range(pods):
         cluster.create(r.PODS, pending_pod(f"web-{i}"))
     prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=first_fit_solver)
     prov.reconcile()
     clock.advance(1.0)
     prov.reconcile()
+
+
+def launched_claim(ctx, cluster, clock, pods: int = 2):
+    planned_claim(ctx, cluster, clock, pods)
     LifecycleController(ctx).reconcile()
     return cluster.list(r.NODECLAIMS)[0]
 
@@ -94,13 +99,31 @@ def test_insufficient_capacity_deletes_the_nodeclaim(ctx, cluster, clock, cloud)
     assert [e["reason"] for e in cluster.events if e["kind"] == "NodeClaim"] == ["InsufficientCapacityError", "Terminated"]
 
 
+def test_transient_cloud_error_sets_launched_false_backs_off_and_launches_on_the_retry(ctx, cluster, clock,
+                                                                                      cloud) -> None:
+    """Issue 32 item 4: a read timeout (TransientCloudError, from a botocore error) is retried with the shared
+    backoff, with a LaunchFailed event and Launched=False naming it; no traceback, no second instance."""
+    from nodewright.cloud.provider import TransientCloudError
+
+    cloud.create_errors.append(TransientCloudError("Create failed: ReadTimeoutError: Read timeout on endpoint URL"))
+    planned_claim(ctx, cluster, clock)
+    lifecycle = LifecycleController(ctx)
+    lifecycle.reconcile()
+    (claim,) = cluster.list(r.NODECLAIMS)
+    launched = next(c for c in claim["status"]["conditions"] if c["type"] == L.CONDITION_LAUNCHED)
+    assert (launched["status"], launched["reason"]) == ("False", "TransientCloudError")
+    assert [e["reason"] for e in cluster.events if e["kind"] == "NodeClaim"] == ["LaunchFailed"]
+    assert lifecycle.backoff.delay(name_of(claim)) == 2.0
+    lifecycle.reconcile()  # backing off: no call
+    clock.advance(2.0)
+    lifecycle.reconcile()
+    assert condition_true(cluster.get(r.NODECLAIMS, name_of(claim)), L.CONDITION_LAUNCHED)
+    assert len(cloud.list()) == 1
+
+
 def test_launch_liveness_deletes_after_five_minutes(ctx, cluster, clock, cloud) -> None:
     cloud.create_errors.extend(LaunchError("InvalidParameter") for _ in range(100))
-    cluster.create(r.PODS, pending_pod("web-0"))
-    prov = Provisioner(ctx, Batcher(1.0, 10.0), solver=first_fit_solver)
-    prov.reconcile()
-    clock.advance(1.0)
-    prov.reconcile()
+    planned_claim(ctx, cluster, clock)
     life, term = LifecycleController(ctx), TerminationController(ctx)
     for _ in range(30):  # 30 x 9.9 s = 297 s
         clock.advance(9.9)
@@ -237,6 +260,27 @@ def test_garbage_collection(ctx, cluster, clock, cloud) -> None:
     cloud.instances.clear()  # the claim's own instance vanished
     gc.reconcile(force=True)
     assert cluster.get(r.NODECLAIMS, name_of(claim))["metadata"].get("deletionTimestamp")
+
+
+def test_garbage_collection_spares_an_instance_whose_nodeclaim_has_not_recorded_the_launch(ctx, cluster, clock,
+                                                                                           cloud) -> None:
+    """Found by the fault campaign (issue 32): the launch succeeded but writing status.providerID kept failing (or
+    the leader died after CreateFleet); GC must not terminate the instance, or the retry launches a second one."""
+    from nodewright.api.manifests import parse_nodeclaim
+
+    planned_claim(ctx, cluster, clock)
+    (claim,) = cluster.list(r.NODECLAIMS)
+    cloud.create(parse_nodeclaim(claim))  # launched; the NodeClaim never heard of it
+    gc = GarbageCollector(ctx, grace=30.0)
+    clock.advance(120)
+    gc.reconcile(force=True)
+    assert gc.terminated == []
+    LifecycleController(ctx).reconcile()  # the retry adopts the instance instead of launching again
+    assert condition_true(cluster.get(r.NODECLAIMS, name_of(claim)), L.CONDITION_LAUNCHED)
+    cluster.delete(r.NODECLAIMS, name_of(claim))
+    cluster.patch(r.NODECLAIMS, name_of(claim), {"metadata": {"finalizers": []}})  # gone without terminating
+    gc.reconcile(force=True)
+    assert len(gc.terminated) == 1  # now it is a leak
 
 
 def test_nodepool_status_cost_and_missing_nodeclass(ctx, cluster, clock) -> None:

@@ -149,3 +149,31 @@ def test_consolidation_time_budgets_and_bounds_reach_the_disruption_controller()
         with pytest.raises(NodewrightValidationError) as err:
             load_settings({**BASE, name: value})
         assert str(err.value) == f"{name}: {why}"
+
+
+def test_timing_settings_reach_garbage_collection_and_disruption() -> None:
+    """Issue 32 item 5: GC grace and period, disruption poll and validation wait are settings (Karpenter hard-codes
+    them: 30 s, 2 min, 10 s, 15 s), parsed as Go durations and carried to the controllers."""
+    from nodewright.controllers.common import Context
+    from nodewright.controllers.manager import ControllerManager, ControllerOptions
+    from nodewright.kube.memory import InMemoryCluster
+
+    s = load_settings({**BASE, "NODEWRIGHT_GC_GRACE_PERIOD": "1m", "NODEWRIGHT_GC_PERIOD": "2m30s",
+                       "NODEWRIGHT_DISRUPTION_POLL_PERIOD": "500ms", "NODEWRIGHT_DISRUPTION_VALIDATION_DELAY": "5s"})
+    assert (s.gc_grace_period, s.gc_period, s.disruption_poll_period, s.disruption_validation_delay) == (
+        60.0, 150.0, 0.5, 5.0)
+    defaults = load_settings(BASE)
+    assert (defaults.gc_grace_period, defaults.gc_period, defaults.disruption_poll_period,
+            defaults.disruption_validation_delay) == (30.0, 30.0, 10.0, 15.0)
+    manager = ControllerManager(Context(InMemoryCluster(lambda: 0.0), None, lambda: 0.0),  # type: ignore[arg-type]
+                                ControllerOptions(gc_grace=s.gc_grace_period, gc_period=s.gc_period,
+                                                  disruption_poll_period=s.disruption_poll_period,
+                                                  disruption_validation_delay=s.disruption_validation_delay))
+    assert (manager.gc.grace, manager.gc.period) == (60.0, 150.0)
+    assert (manager.disruption.poll_period, manager.disruption.validation_delay) == (0.5, 5.0)
+    with pytest.raises(NodewrightValidationError) as err:
+        load_settings({**BASE, "NODEWRIGHT_DISRUPTION_POLL_PERIOD": "0s"})
+    assert str(err.value).startswith("NODEWRIGHT_DISRUPTION_POLL_PERIOD: 0.0s is not a positive duration")
+    with pytest.raises(NodewrightValidationError) as err:
+        load_settings({**BASE, "NODEWRIGHT_GC_PERIOD": "soon"})
+    assert str(err.value).startswith("NODEWRIGHT_GC_PERIOD: 'soon' is not a duration")
