@@ -210,6 +210,8 @@ class Settings:
         renew_deadline: seconds the leader keeps acting without a successful renewal.
         retry_period: seconds between acquire/renew attempts.
         bind_pods: bind the pods a decision placed on a new node as soon as it registers.
+        nominate_pods: set ``status.nominatedNodeName`` of planned pods once their node registers (KEP-5278;
+            ``NOMINATE_PODS``, default true; needs ``patch`` on ``pods/status``).
         kubeconfig: path to a kubeconfig (empty: in-cluster, then ``~/.kube/config``).
         reconcile_period: seconds between controller passes in the run loop.
         cluster_ca_bundle: base64 (or PEM) cluster CA for node bootstrap; empty means ``eks:DescribeCluster``.
@@ -245,6 +247,7 @@ class Settings:
     renew_deadline: float = 7.0
     retry_period: float = 2.0
     bind_pods: bool = False
+    nominate_pods: bool = True
     kubeconfig: str = ""
     reconcile_period: float = 0.25
     cluster_ca_bundle: str = ""
@@ -281,6 +284,7 @@ ENV_NAMES: dict[str, tuple[str, str]] = {
     "renew_deadline": ("NODEWRIGHT_RENEW_DEADLINE", "duration"),
     "retry_period": ("NODEWRIGHT_RETRY_PERIOD", "duration"),
     "bind_pods": ("BIND_PODS", "bool"),
+    "nominate_pods": ("NOMINATE_PODS", "bool"),
     "kubeconfig": ("KUBECONFIG", "str"),
     "reconcile_period": ("NODEWRIGHT_RECONCILE_PERIOD", "duration"),
     "cluster_ca_bundle": ("CLUSTER_CA_BUNDLE", "str"),

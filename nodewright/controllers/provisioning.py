@@ -80,6 +80,7 @@ from nodewright.state.pods import (
     is_reschedulable,
     is_terminal,
     node_name,
+    nominated_node_name,
     pod_key,
 )
 from nodewright.state.registering import registering_nodes
@@ -208,6 +209,12 @@ class Provisioner:
             return True
         node = state.nodes.get(nom.target)
         return node is not None and not is_deleting(node) and now - nom.time < self.nomination_grace
+
+    def is_nominated(self, key: str, state: ClusterState, now: float) -> bool:
+        """Whether the pod ``key`` still holds a valid nomination of this provisioner (its NodeClaim is live and,
+        once Initialized, within :attr:`nomination_grace`; an existing Node within the grace): the pods
+        :mod:`nodewright.controllers.nomination` publishes as ``status.nominatedNodeName``."""
+        return self._nominated(key, state, now)
 
     def _ready_for(self, claim: Obj, now: float) -> bool:
         ready = condition(claim, L.CONDITION_INITIALIZED) or {}
@@ -512,9 +519,9 @@ class Provisioner:
                 if registered is not None:
                     out.add(name_of(registered))
         for pod in state.pods.values():
-            nominated = (pod.get("status") or {}).get("nominatedNodeName")
+            nominated = nominated_node_name(pod)
             if nominated and not node_name(pod) and not is_deleting(pod):
-                out.add(str(nominated))
+                out.add(nominated)
         return out
 
     def on_registered(self, claim: Obj, node: Obj) -> list[str]:
