@@ -174,6 +174,16 @@ def min_values_policy(env: Mapping[str, str]) -> str:
     return _policy(env, "MIN_VALUES_POLICY", MIN_VALUES_POLICIES)
 
 
+def nominate_pods(env: Mapping[str, str]) -> bool:
+    """``NOMINATE_PODS`` (default true): whether the nomination controller publishes the plan (issue 25).
+
+    Raises:
+        NodewrightValidationError: not a boolean.
+    """
+    text = env.get("NOMINATE_PODS")
+    return True if text is None or text == "" else _parse_bool("NOMINATE_PODS", text)
+
+
 def preference_policy(env: Mapping[str, str]) -> str:
     """Karpenter's ``PreferencePolicy`` from ``PREFERENCE_POLICY`` in ``env`` (``Respect`` when unset or empty): how
     ``simulate -f`` and scenario replay read the controller's setting.

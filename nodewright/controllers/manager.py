@@ -16,9 +16,9 @@ from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.garbagecollection import GarbageCollector
 from nodewright.controllers.interruption import InterruptionController, InterruptionSource
 from nodewright.controllers.lifecycle import LifecycleController
-from nodewright.controllers.nomination import NominationController
 from nodewright.controllers.nodeclass import NodeClassController
 from nodewright.controllers.nodepool_status import NodePoolStatusController
+from nodewright.controllers.nomination import NominationController
 from nodewright.controllers.provisioning import Batcher, Provisioner
 from nodewright.controllers.state_metrics import StateMetricsController
 from nodewright.controllers.static import StaticCapacityController

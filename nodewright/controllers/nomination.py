@@ -30,6 +30,7 @@ is the other way to make the plan stick.
 from __future__ import annotations
 
 import re
+
 from nodewright.backoff import Backoff
 from nodewright.controllers.common import Context, log
 from nodewright.controllers.provisioning import Provisioner
