@@ -1,4 +1,4 @@
-"""Opt-in end to end against a real cluster: runs only when NODEWRIGHT_E2E_KUBECONFIG names a kubeconfig.
+"""Opt-in end to end against a real cluster: ``NODEWRIGHT_E2E_KUBECONFIG``, else the control plane of ``controlplane.py``.
 
 The cluster must have the nodewright CRDs installed (``nodewright crds``). These tests only read and write
 Kubernetes objects through the same adapters the controller uses (no EC2 launches): they check that the
@@ -7,7 +7,6 @@ informer syncs, that NodePools are listed, and that leader election works on a r
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -20,13 +19,12 @@ from nodewright.kube.errors import ConflictError
 from nodewright.kube.leaderelection import LeaderElector, LeaseConfig
 from nodewright.kube.rest import RestClient, load_api_client
 
-KUBECONFIG = os.environ.get("NODEWRIGHT_E2E_KUBECONFIG")
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not KUBECONFIG, reason="set NODEWRIGHT_E2E_KUBECONFIG to run")]
+pytestmark = [pytest.mark.e2e]
 
 
 @pytest.fixture
-def rest() -> RestClient:
-    return RestClient(load_api_client(KUBECONFIG))
+def rest(e2e_kubeconfig: str) -> RestClient:
+    return RestClient(load_api_client(e2e_kubeconfig))
 
 
 def test_informers_sync_and_list_nodes(rest: RestClient) -> None:

@@ -1,4 +1,4 @@
-"""Opt-in full flow against a real API server: runs only when NODEWRIGHT_E2E_KUBECONFIG names a kubeconfig.
+"""Opt-in full flow against a real API server: ``NODEWRIGHT_E2E_KUBECONFIG``, else the control plane of ``controlplane.py``.
 
 What it needs: a kube-apiserver (with etcd) the kubeconfig administers; no scheduler, controller-manager or
 kubelet (the tests play them). It installs the CRDs from ``helm/nodewright/crds`` (create or replace, then waits
@@ -43,10 +43,8 @@ from kubernetes.client.exceptions import ApiException
 
 from nodewright.api import labels as L
 
-KUBECONFIG = os.environ.get("NODEWRIGHT_E2E_KUBECONFIG")
-CONTROLLER_KUBECONFIG = os.environ.get("NODEWRIGHT_E2E_CONTROLLER_KUBECONFIG") or KUBECONFIG
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180),
-              pytest.mark.skipif(not KUBECONFIG, reason="set NODEWRIGHT_E2E_KUBECONFIG to run")]
+CONTROLLER_KUBECONFIG = os.environ.get("NODEWRIGHT_E2E_CONTROLLER_KUBECONFIG")
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 CRD_DIR = Path(__file__).resolve().parents[2] / "helm" / "nodewright" / "crds"
 RUN = uuid.uuid4().hex[:6]
 KARPENTER = ("karpenter.sh", "v1")
@@ -57,10 +55,9 @@ AWS = ("karpenter.k8s.aws", "v1")
 
 
 @pytest.fixture(scope="module")
-def api_client() -> Iterator[k8s.ApiClient]:
-    assert KUBECONFIG
+def api_client(e2e_kubeconfig: str) -> Iterator[k8s.ApiClient]:
     configuration = k8s.Configuration()
-    k8s_config.load_kube_config(config_file=KUBECONFIG, client_configuration=configuration)
+    k8s_config.load_kube_config(config_file=e2e_kubeconfig, client_configuration=configuration)
     with k8s.ApiClient(configuration) as client:
         yield client
 
@@ -182,13 +179,12 @@ def _cleanup(core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, names: dict[str,
 
 
 @pytest.fixture
-def controller(account: Account, world: dict[str, str]) -> Iterator[Any]:
+def controller(account: Account, world: dict[str, str], e2e_kubeconfig: str) -> Iterator[Any]:
     """A function starting one controller replica on the real API server (stopped after the test)."""
     started: list[Replica] = []
 
     def start(**settings: Any) -> Replica:
-        assert CONTROLLER_KUBECONFIG
-        replica = Replica(CONTROLLER_KUBECONFIG, account, f"e2e-{RUN}", leader_election_name=world["lease"], **settings)
+        replica = Replica(CONTROLLER_KUBECONFIG or e2e_kubeconfig, account, f"e2e-{RUN}", leader_election_name=world["lease"], **settings)
         started.append(replica.start())
         return replica
 
