@@ -49,9 +49,12 @@ REQUIRED_RULE = 'apiGroups: [""], resources: ["pods/status"], verbs: ["patch"]'
 
 
 def parse_minor(version: str) -> tuple[int, int] | None:
-    """``(major, minor)`` of a ``gitVersion`` such as ``v1.36.0`` or ``v1.33.5-eks-1234``; None when unparsable."""
+    """``(major, minor)`` of a ``gitVersion`` such as ``v1.36.0`` or ``v1.33.5-eks-1234``; None when unparsable or
+    a source build without version stamping (``v0.0.0-master+$Format:%H$``), whose age is unknown."""
     match = re.match(r"v?(\d+)\.(\d+)", version.strip())
-    return (int(match.group(1)), int(match.group(2))) if match else None
+    if not match or int(match.group(1)) == 0:
+        return None
+    return int(match.group(1)), int(match.group(2))
 
 
 class NominationController:

@@ -16,7 +16,7 @@ elsewhere does not take room promised to them.
 Filters: ``NodeUnschedulable`` (cordoned), not ``Ready`` or being deleted (the not-ready taint in a real cluster),
 ``TaintToleration`` (NoSchedule/NoExecute), ``NodeAffinity`` (``nodeSelector`` and the ORed required terms, volume
 topology included: ``VolumeBinding``/``VolumeZone``), ``NodePorts``, ``NodeResourcesFit`` (requests vs
-allocatable, ``pods`` included), ``PodTopologySpread`` (``DoNotSchedule``: skew against the global minimum over the
+allocatable, ``pods`` included), ``NodeVolumeLimits`` (CSI attach counts of the node's CSINode), ``PodTopologySpread`` (``DoNotSchedule``: skew against the global minimum over the
 domains of eligible nodes, ``minDomains``, node inclusion policies), ``InterPodAffinity`` (required affinity with
 the first-pod rule, required anti-affinity both ways).
 
@@ -44,7 +44,7 @@ The highest total wins; ties are broken by a seeded random choice (kube-schedule
 A pod that fits nowhere gets ``PodScheduled=False, reason=Unschedulable`` -- the signal Karpenter's provisioner
 (and Cluster Autoscaler) act on.
 
-Left out: ImageLocality (no images in a simulation), CSI attach limits, DRA, preemption, the per-container
+Left out: ImageLocality (no images in a simulation), DRA, preemption, the per-container
 non-zero defaults (applied per pod here), Services as a source of the default spreading selector (the pod's own
 labels stand in for its ReplicaSet's selector).
 """
@@ -95,18 +95,32 @@ class NodeInfo:
     taints: tuple[Taint, ...]
     allocatable: Resources
     schedulable: bool
+    volume_limits: dict[str, int] = field(default_factory=dict)
     pods: list[Pod] = field(default_factory=list)
     requested: dict[str, int] = field(default_factory=dict)
     non_zero: list[int] = field(default_factory=lambda: [0, 0])
+    volumes: dict[str, set[str]] = field(default_factory=dict)
 
     def add(self, pod: Pod) -> None:
         """Count ``pod`` on this node."""
         self.pods.append(pod)
+        for driver, claim in pod.volumes:
+            self.volumes.setdefault(driver, set()).add(claim)
         for key, value in pod.requests.items():
             self.requested[key] = self.requested.get(key, 0) + value
         cpu, memory = non_zero(pod)
         self.non_zero[0] += cpu
         self.non_zero[1] += memory
+
+
+def exceeds_volume_limits(pod: Pod, node: NodeInfo) -> bool:
+    """``NodeVolumeLimits``: the pod's CSI claims not attached yet, with those attached, pass a driver's CSINode
+    count (a claim shared with attached pods counts once; no limit without a count)."""
+    new: dict[str, set[str]] = {}
+    for driver, claim in pod.volumes:
+        if driver in node.volume_limits and claim not in node.volumes.get(driver, ()):
+            new.setdefault(driver, set()).add(claim)
+    return any(len(node.volumes.get(d, ())) + len(c) > node.volume_limits[d] for d, c in new.items())
 
 
 def non_zero(pod: Pod) -> tuple[int, int]:
@@ -297,6 +311,8 @@ class Cycle:
         for key, value in pod.requests.items():
             if value and node.requested.get(key, 0) + extra.get(key, 0) + value > node.allocatable.get(key, 0):
                 return False
+        if pod.volumes and node.volume_limits and exceeds_volume_limits(pod, node):
+            return False
         for c, counts, minimum, self_match in pre.spread:
             domain = node.labels.get(c.key)
             if domain is None or counts.get(domain, 0) + self_match - minimum > c.max_skew:
@@ -521,7 +537,8 @@ class KubeScheduler:
                 continue
             schedulable = (not is_deleting(node) and condition_true(node, "Ready") and not existing.unschedulable
                            and not existing.marked_for_deletion)
-            info = NodeInfo(existing.name, existing.labels, existing.taints, existing.allocatable, schedulable)
+            info = NodeInfo(existing.name, existing.labels, existing.taints, existing.allocatable, schedulable,
+                            dict(existing.volume_limits))
             for pod in bound.get(name_of(node), []):
                 info.add(pod)
             out.append(info)

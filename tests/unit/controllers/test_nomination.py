@@ -201,3 +201,12 @@ def test_stale_resource_version_is_a_409_in_the_in_memory_cluster(cluster) -> No
         pass
     else:
         raise AssertionError("expected a 409")
+
+
+def test_server_versions_are_read_as_kubernetes_prints_them() -> None:
+    from nodewright.controllers.nomination import parse_minor
+
+    assert parse_minor("v1.36.0") == (1, 36)
+    assert parse_minor("v1.33.5-eks-1234abc") == (1, 33)
+    assert parse_minor("v0.0.0-master+$Format:%H$") is None  # a source build: unknown, nomination stays on
+    assert parse_minor("garbage") is None
