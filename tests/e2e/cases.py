@@ -24,6 +24,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodewright.api import labels as L
+from nodewright.cloud.instancetype import InstanceType
+from nodewright.quantities import format_quantity
+
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 SIZES = (("250m", "512Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("1500m", "3Gi"), ("2", "4Gi"), ("3500m", "7Gi"),
          ("1", "6Gi"), ("6", "12Gi"))
@@ -191,3 +195,23 @@ def generate(count: int = 48, seed: int = 25) -> list[Case]:
             case.features.append("daemonset")
         cases.append(case)
     return cases
+
+
+def planned_node(name: str, claim: dict[str, Any], types: dict[str, InstanceType],
+                 region: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Node a kubelet registers for a planned NodeClaim (one ``nodeclaims`` entry of a ``simulate -f``
+    decision), and its status: the NodeClaim's labels over the instance type's, zone, capacity type, instance type,
+    region and hostname; the NodePool's taints plus ``karpenter.sh/unregistered`` and ``node.kubernetes.io/not-ready``
+    (a booting node's); capacity and allocatable from our catalog; ``Ready=False``."""
+    itype = types[claim["instance_type"]]
+    labels = {**{k: str(v) for k, v in itype.labels.items()}, **claim["labels"]}
+    labels.update({L.HOSTNAME: name, L.ZONE: claim["zone"], L.CAPACITY_TYPE: claim["capacity_type"],
+                   L.INSTANCE_TYPE: claim["instance_type"], "topology.kubernetes.io/region": region})
+    taints = [*claim["taints"], {"key": L.UNREGISTERED_TAINT_KEY, "effect": L.UNREGISTERED_TAINT_EFFECT},
+              {"key": L.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}]
+    allocatable = {k: format_quantity(k, v) for k, v in itype.allocatable().items()}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "spec": {"providerID": f"aws:///{claim['zone']}/i-{name[-12:]}", "taints": taints}}
+    status = {"capacity": allocatable, "allocatable": allocatable,
+              "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]}
+    return node, status

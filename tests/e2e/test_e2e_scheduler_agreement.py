@@ -35,7 +35,6 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from nodewright.api import labels as L
 from nodewright.cloud.catalog import load_instance_types
 from nodewright.controllers.common import Context
 from nodewright.controllers.nomination import NominationController
@@ -43,10 +42,9 @@ from nodewright.controllers.provisioning import Nomination, Provisioner
 from nodewright.kube import resources as r
 from nodewright.kube.client import KubernetesCluster
 from nodewright.kube.rest import RestClient, load_api_client
-from nodewright.quantities import format_quantity
 from nodewright.sim.decision import decide
 
-from .cases import Case, generate
+from .cases import Case, generate, planned_node
 from .controlplane import ControlPlane, skip_reason
 from .test_e2e_flow import api_client, core, crds  # noqa: F401 (fixtures shared with the flow suite)
 
@@ -91,22 +89,6 @@ def adapter(real_scheduler: ControlPlane, crds: list[str]) -> Iterator[Kubernete
     assert cluster.wait_for_sync(60)
     yield cluster
     stop.set()
-
-
-def _node_doc(name: str, claim: dict[str, Any], types: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The Node a kubelet registers for a planned NodeClaim, and its status (allocatable from our catalog)."""
-    itype = types[claim["instance_type"]]
-    labels = {**{k: str(v) for k, v in itype.labels.items()}, **claim["labels"]}
-    labels.update({L.HOSTNAME: name, L.ZONE: claim["zone"], L.CAPACITY_TYPE: claim["capacity_type"],
-                   L.INSTANCE_TYPE: claim["instance_type"], "topology.kubernetes.io/region": REGION})
-    taints = [*claim["taints"], {"key": L.UNREGISTERED_TAINT_KEY, "effect": L.UNREGISTERED_TAINT_EFFECT},
-              {"key": L.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}]
-    allocatable = {k: format_quantity(k, v) for k, v in itype.allocatable().items()}
-    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "spec": {"providerID": f"aws:///{claim['zone']}/i-{name[-12:]}", "taints": taints}}
-    status = {"capacity": allocatable, "allocatable": allocatable,
-              "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]}
-    return node, status
 
 
 def _in_namespace(doc: dict[str, Any], ns: str) -> dict[str, Any]:
@@ -176,7 +158,7 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
         for doc in case.daemonsets:
             apps.create_namespaced_daemon_set(ns, _in_namespace(doc, ns))
         for name, claim in nodes:
-            node, status = _node_doc(name, claim, types)
+            node, status = planned_node(name, claim, types, REGION)
             core_api.create_node(node)
             core_api.patch_node_status(name, {"status": status})
         if nominate:
