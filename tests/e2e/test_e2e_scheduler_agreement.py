@@ -55,6 +55,7 @@ UNSCHEDULABLE_WAIT = 15.0  # s for kube-scheduler to try every pod once with no 
 SETTLE = 6.0  # s without a new binding after the last Node turned Ready: the scheduler is done
 DEADLINE = 45.0  # s per run at most
 VOLUME_CACHE_WAIT = 1.5  # s between creating the volumes and the pods that mount them
+REGISTERED_TO_READY = 2.0  # s between the Nodes' registration (and nomination) and their turning Ready
 
 
 @dataclass
@@ -163,6 +164,8 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
             core_api.patch_node_status(name, {"status": status})
         if nominate:
             _nominate(adapter, ns, planned, [n for n, _ in nodes])
+        # A real node turns Ready tens of seconds after it registers: kube-scheduler has long seen the nominations.
+        time.sleep(REGISTERED_TO_READY)
         for name, claim in nodes:  # Ready, one after the other: the boot taints come off
             core_api.patch_node(name, {"spec": {"taints": claim["taints"] or None}})
             core_api.patch_node_status(name, {"status": {"conditions": [
