@@ -421,26 +421,22 @@ class Cycle:
             if value is not None:
                 topo.setdefault(key, {})[value] = topo.get(key, {}).get(value, 0) + weight
 
+        def weighted(owner: Pod, target: Pod, labels: Mapping[str, str]) -> None:
+            """``owner``'s preferred affinity (+) and anti-affinity (-) terms that select ``target``."""
+            for sign, terms in ((1, owner.affinity.pod_affinity_preferred), (-1, owner.affinity.pod_anti_affinity_preferred)):
+                for w in terms:
+                    if term_selects(owner, w.term, target):
+                        credit(w.term.topology_key, labels, sign * w.weight)
+
         if aff.pod_affinity_preferred or aff.pod_anti_affinity_preferred:
             for other in self.nodes:
                 for existing in other.pods:
-                    for w in aff.pod_affinity_preferred:
-                        if term_selects(pod, w.term, existing):
-                            credit(w.term.topology_key, other.labels, w.weight)
-                    for w in aff.pod_anti_affinity_preferred:
-                        if term_selects(pod, w.term, existing):
-                            credit(w.term.topology_key, other.labels, -w.weight)
+                    weighted(pod, existing, other.labels)
         for existing, other in self.holders:
-            ex = existing.affinity
-            for term in ex.pod_affinity_required:
+            for term in existing.affinity.pod_affinity_required:
                 if term_selects(existing, term, pod):
                     credit(term.topology_key, other.labels, HARD_POD_AFFINITY_WEIGHT)
-            for w in ex.pod_affinity_preferred:
-                if term_selects(existing, w.term, pod):
-                    credit(w.term.topology_key, other.labels, w.weight)
-            for w in ex.pod_anti_affinity_preferred:
-                if term_selects(existing, w.term, pod):
-                    credit(w.term.topology_key, other.labels, -w.weight)
+            weighted(existing, pod, other.labels)
         if not topo:
             return [0] * len(nodes)
         raw = [sum(values.get(n.labels.get(key, ""), 0) if key in n.labels else 0 for key, values in topo.items())
