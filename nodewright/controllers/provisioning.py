@@ -205,10 +205,27 @@ class Provisioner:
                 return False
             ready = condition(claim, L.CONDITION_INITIALIZED)
             if ready and ready.get("status") == "True":
+                if self._room_gone(key, claim, state):
+                    return False  # recovery: kube-scheduler filled the planned node with other pods
                 return now - nom.time < self.nomination_grace or self._ready_for(claim, now)
             return True
         node = state.nodes.get(nom.target)
         return node is not None and not is_deleting(node) and now - nom.time < self.nomination_grace
+
+    def _room_gone(self, key: str, claim: Obj, state: ClusterState) -> bool:
+        """Recovery (issue 25): the pod ``key`` was planned onto ``claim``, whose Node is Ready (Initialized), but
+        the pods bound there leave no room for it -- kube-scheduler did not follow the plan. The pod is then
+        re-planned at once, against the space that really exists (existing and in-flight nodes first, then the
+        cheapest NodeClaim that completes it), instead of after :attr:`nomination_grace`."""
+        node = state.node_for(claim)
+        pod = state.pods.get(key)
+        if node is None or pod is None:
+            return False
+        current = state.models.node(node, state.models.pods(p for p in state.pods_on(name_of(node)) if holds_node(p)))
+        if current is None:
+            return False
+        free = subtract(current.allocatable, current.requested())
+        return not fits(state.models.requests(pod), free)
 
     def is_nominated(self, key: str, state: ClusterState, now: float) -> bool:
         """Whether the pod ``key`` still holds a valid nomination of this provisioner (its NodeClaim is live and,

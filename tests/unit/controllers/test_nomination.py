@@ -210,3 +210,35 @@ def test_server_versions_are_read_as_kubernetes_prints_them() -> None:
     assert parse_minor("v1.33.5-eks-1234abc") == (1, 33)
     assert parse_minor("v0.0.0-master+$Format:%H$") is None  # a source build: unknown, nomination stays on
     assert parse_minor("garbage") is None
+
+
+def test_recovery_replans_at_once_when_the_planned_node_filled_up(ctx, cluster, clock) -> None:
+    """kube-scheduler put another pod on the planned Node: the planned pod is re-planned in the next batch (not
+    after the 60 s nomination grace) and its stale nomination is cleared (issue 25, recovery)."""
+    from nodewright.api import labels as L
+    from nodewright.kube.objects import condition_true
+
+    manager = _manager(ctx)
+    cluster.create(r.PODS, pending_pod("web-0", cpu="1500m"))
+    manager.step()
+    clock.advance(1.0)
+    manager.step()
+    (claim,) = cluster.list(r.NODECLAIMS)
+    cluster.create(r.NODES, node_for(cluster.get(r.NODECLAIMS, name_of(claim)), ready=True))
+    for _ in range(3):
+        clock.advance(1.0)
+        manager.step()
+    assert condition_true(cluster.get(r.NODECLAIMS, name_of(claim)), L.CONDITION_INITIALIZED)
+    assert _nominated(cluster, "web-0") == NODE
+    intruder = pending_pod("intruder", cpu="1500m")
+    intruder["spec"]["nodeName"] = NODE
+    intruder["status"] = {"phase": "Running"}
+    cluster.create(r.PODS, intruder)  # kube-scheduler placed another pod in the planned room
+    started = clock()
+    for _ in range(3):
+        clock.advance(1.0)
+        manager.step()
+    claims = cluster.list(r.NODECLAIMS)
+    assert len(claims) == 2 and clock() - started <= 3.0
+    assert manager.provisioner.nominations["default/web-0"].target != name_of(claim)
+    assert _nominated(cluster, "web-0") is None  # the new NodeClaim has no Node yet
