@@ -222,6 +222,7 @@ def _log_to_stderr() -> Iterator[None]:
 @click.option("--pricing-policy", default=None, help="PricingPolicy file (Savings Plans, RIs, discounts) [env NODEWRIGHT_PRICING_POLICY].")
 @click.option("--aws-endpoint-url", default=None, help="Override the AWS endpoint (testing against a local EC2 emulator).")
 @click.option("--feature-gates", default=None, help="Gate=bool,... [env FEATURE_GATES]: SpotToSpotConsolidation, ReservedCapacity, ...")
+@click.option("--aws-feature-gates", default=None, help="Gate=bool,... [env AWS_FEATURE_GATES]: NodeClassCEL (kubelet expressions).")
 @click.option("--leader-election-name", default=None, help="Lease name [env LEADER_ELECTION_NAME, nodewright-leader-election].")
 @click.option("--leader-election-namespace", default=None, help="Lease namespace [env LEADER_ELECTION_NAMESPACE, else the pod's].")
 @click.version_option(package_name="nodewright", message="nodewright %(version)s")

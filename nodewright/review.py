@@ -16,7 +16,8 @@ Findings (each names ``documents[i]``, the field and the object, so the CLI can 
 - fields of v1alpha5 ``Provisioner`` / v1alpha1 ``AWSNodeTemplate`` / v1beta1 ``EC2NodeClass`` that conversion
   does not know (``ttlSecondsAfterEmty``) and would drop;
 - (LimitRange is applied to workloads by :mod:`nodewright.admission`, neither skipped nor warned.)
-- Karpenter v1.14 fields accepted but not yet honoured (open-map ``kubelet`` fields, Windows families in ``run``),
+- Karpenter fields that ``run`` will not use as given (kubelet fields the AMI family cannot apply, kubelet
+  expressions that need the ``NodeClassCEL`` gate, Windows families in ``run``),
   and kinds that change scheduling but are not modelled (ResourceQuota, HorizontalPodAutoscaler, ...).
 """
 
@@ -228,12 +229,21 @@ def _not_yet_honoured(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjec
                 "licensed prices) but nodewright run cannot launch Windows nodes yet: it has no Windows AMI lookup "
                 f"or bootstrap (in EC2NodeClass {nc.name!r})",
             )
-        for field_name in sorted((nc.spec.kubelet.model_extra or {}) if nc.spec.kubelet else {}):
-            yield Finding(
-                _where(docs, "EC2NodeClass", nc.name, f"spec.kubelet.{field_name}"),
-                "accepted but not yet honoured: Karpenter v1.14 passes kubelet fields beyond its typed ones to the "
-                f"node's kubelet configuration; nodewright does not write them yet (in EC2NodeClass {nc.name!r})",
-            )
+        if nc.spec.kubelet is None:
+            continue
+        from nodewright.cloud.aws.userdata import unsupported_kubelet_fields
+
+        for problem in unsupported_kubelet_fields(nc.spec.resolved_ami_family,
+                                                  nc.spec.kubelet.model_dump(by_alias=True, exclude_none=True)):
+            path, _, why = problem.partition(": ")
+            yield Finding(_where(docs, "EC2NodeClass", nc.name, f"spec.{path}"),
+                          f"{why}: nodewright run (like Karpenter v1.15) reports the class Ready=False, reason "
+                          f"UnsupportedKubeletConfiguration, and launches nothing from it (in EC2NodeClass {nc.name!r})")
+        for path in sorted(nc.spec.kubelet.expressions()):
+            yield Finding(_where(docs, "EC2NodeClass", nc.name, f"spec.{path}"),
+                          "a CEL expression: simulate evaluates it per instance type; nodewright run needs the AWS "
+                          "feature gate NodeClassCEL=true (AWS_FEATURE_GATES, chart settings.awsFeatureGates."
+                          f"nodeClassCEL), else the class is not Ready (in EC2NodeClass {nc.name!r})")
 
 
 def _pod_spec(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -250,7 +250,8 @@ def build_runtime(
         AWSProviderSettings(settings.cluster_name, facts.endpoint, settings.aws_region, k8s_version,
                             ca_bundle=facts.ca_bundle, cluster_cidr=facts.service_cidr,
                             vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
-                            reserved_enis=settings.reserved_enis, isolated_vpc=settings.isolated_vpc),
+                            reserved_enis=settings.reserved_enis, isolated_vpc=settings.isolated_vpc,
+                            node_class_cel=settings.aws_feature_gates.node_class_cel),
         clients, nodeclass)
     # Short polls: the run loop receives between controller passes and must not block for 20 s.
     interruption = (InterruptionQueue.from_name(clients.sqs, settings.interruption_queue, wait_seconds=0)

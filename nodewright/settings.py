@@ -28,6 +28,7 @@ How each Karpenter setting is honoured:
   (``ControllerOptions.min_values_policy``); ``simulate`` reads the same variable (:func:`min_values_policy`).
 * ``LOG_OUTPUT_PATHS`` (``stdout``): comma-separated ``stdout``, ``stderr`` or file paths.
 * ``FEATURE_GATES``: see :class:`FeatureGates`.
+* ``AWS_FEATURE_GATES``: see :class:`AwsFeatureGates`.
 """
 
 from __future__ import annotations
@@ -124,6 +125,28 @@ _REMOVED_GATES = {"Drift": "drift is always on since Karpenter v1; limit it with
                            "for reason Drifted"}
 
 
+@dataclass(frozen=True)
+class AwsFeatureGates:
+    """The AWS provider's own feature gates (``AWS_FEATURE_GATES`` / ``--aws-feature-gates``, Karpenter AWS
+    provider v1.15), with its defaults.
+
+    ``NodeClassCEL`` (off) lets EC2NodeClass ``kubelet.maxPods``, ``kubeReserved`` and ``systemReserved`` be CEL
+    expressions evaluated per instance type (:mod:`nodewright.cloud.kubeletexpr`); while off, a class using one
+    is not Ready (reason ``KubeletExpressionsDisabled``).
+    Source: aws/karpenter-provider-aws ``pkg/operator/options`` (``--aws-feature-gates``).
+    """
+
+    node_class_cel: bool = False
+
+
+AWS_FEATURE_GATE_NAMES: dict[str, tuple[str, str]] = {"NodeClassCEL": ("node_class_cel", "")}
+
+
+def parse_aws_feature_gates(text: str, name: str = "AWS_FEATURE_GATES") -> AwsFeatureGates:
+    """:class:`AwsFeatureGates` from ``"NodeClassCEL=true"``; errors as :func:`parse_feature_gates`."""
+    return AwsFeatureGates(**_parse_gates(text, name, AWS_FEATURE_GATE_NAMES))
+
+
 def parse_feature_gates(text: str, name: str = "FEATURE_GATES") -> FeatureGates:
     """:class:`FeatureGates` from ``"SpotToSpotConsolidation=true,NodeRepair=false"`` (unset gates keep
     Karpenter's defaults).
@@ -132,6 +155,11 @@ def parse_feature_gates(text: str, name: str = "FEATURE_GATES") -> FeatureGates:
         NodewrightValidationError: naming ``name`` for an entry that is not ``Gate=bool``, an unknown or removed
             gate, or a gate nodewright cannot honour set to true.
     """
+    return FeatureGates(**_parse_gates(text, name, FEATURE_GATE_NAMES))
+
+
+def _parse_gates(text: str, name: str, table: Mapping[str, tuple[str, str]]) -> dict[str, bool]:
+    """Field name -> value of the gates ``text`` sets, for the gate ``table`` (name -> (field, refusal))."""
     values: dict[str, bool] = {}
     for entry in (part.strip() for part in text.split(",")):
         if not entry:
@@ -141,15 +169,15 @@ def parse_feature_gates(text: str, name: str = "FEATURE_GATES") -> FeatureGates:
             raise NodewrightValidationError(name, f"{entry!r} is not Gate=true or Gate=false")
         if gate in _REMOVED_GATES:
             raise NodewrightValidationError(name, f"feature gate {gate!r} was removed: {_REMOVED_GATES[gate]}")
-        if gate not in FEATURE_GATE_NAMES:
+        if gate not in table:
             raise NodewrightValidationError(
-                name, f"unknown feature gate {gate!r}; known gates: {', '.join(sorted(FEATURE_GATE_NAMES))}")
-        field_name, refusal = FEATURE_GATE_NAMES[gate]
+                name, f"unknown feature gate {gate!r}; known gates: {', '.join(sorted(table))}")
+        field_name, refusal = table[gate]
         enabled = raw in _GO_TRUE
         if enabled and refusal:
             raise NodewrightValidationError(name, f"{gate}=true is not supported: {refusal}; remove it or set false")
         values[field_name] = enabled
-    return FeatureGates(**values)
+    return values
 
 
 #: Accepted values of the scheduling policies, first = Karpenter's default.
@@ -229,6 +257,7 @@ class Settings:
         pricing_policy: path of a PricingPolicy file (the chart mounts ``settings.pricingPolicy`` there); empty:
             list prices. Validated at start; see :class:`nodewright.pricing.policy.PolicyFile`.
         feature_gates: Karpenter's feature gates (``FEATURE_GATES``).
+        aws_feature_gates: the AWS provider's feature gates (``AWS_FEATURE_GATES``).
         vm_memory_overhead_percent: fraction of an instance's memory the hypervisor keeps (0.075).
         reserved_enis: ENIs kept out of the max-pods calculation (VPC CNI custom networking).
         isolated_vpc: no calls to AWS APIs without a VPC endpoint (the Pricing API).
@@ -264,6 +293,7 @@ class Settings:
     cluster_cidr: str = ""
     pricing_policy: str = ""
     feature_gates: FeatureGates = FeatureGates()
+    aws_feature_gates: AwsFeatureGates = AwsFeatureGates()
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
     isolated_vpc: bool = False
@@ -301,6 +331,7 @@ ENV_NAMES: dict[str, tuple[str, str]] = {
     "cluster_cidr": ("CLUSTER_CIDR", "str"),
     "pricing_policy": ("NODEWRIGHT_PRICING_POLICY", "str"),
     "feature_gates": ("FEATURE_GATES", "gates"),
+    "aws_feature_gates": ("AWS_FEATURE_GATES", "aws_gates"),
     "vm_memory_overhead_percent": ("VM_MEMORY_OVERHEAD_PERCENT", "float"),
     "reserved_enis": ("RESERVED_ENIS", "int"),
     "isolated_vpc": ("ISOLATED_VPC", "bool"),
@@ -330,6 +361,8 @@ def _convert(field: str, env: str, kind: str, value: Any) -> Any:
         return _parse_float(env, value)
     if kind == "gates":
         return parse_feature_gates(value, env)
+    if kind == "aws_gates":
+        return parse_aws_feature_gates(value, env)
     if kind == "list":
         return tuple(part.strip() for part in value.split(",") if part.strip())
     return value

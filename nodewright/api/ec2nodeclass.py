@@ -19,9 +19,9 @@ instanceMatchCriteria), ``placementGroupSelector`` (exactly one of name, id), ``
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from nodewright.api import labels
 from nodewright.api.base import (
@@ -29,7 +29,6 @@ from nodewright.api.base import (
     Condition,
     KubeModel,
     LenientModel,
-    NonNegativeQuantity,
     ObjectMeta,
     StringMap,
     cel,
@@ -329,6 +328,25 @@ EvictionSignal = Literal[
     "pid.available",
 ]
 ReservedResource = Literal["cpu", "memory", "ephemeral-storage", "pid"]
+
+
+def _reserved_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a quantity like '100m' or '1Gi' or a CEL expression, got {value!r}")
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("must be a quantity or a CEL expression, got an empty string")
+    return value
+
+
+#: A ``kubeReserved``/``systemReserved`` value: a non-negative quantity (``"100Mi"``, ``2``) or, since Karpenter
+#: v1.15, a CEL expression evaluated per instance type (any string that is not a quantity; see
+#: :mod:`nodewright.cloud.kubeletexpr`). Karpenter's CRD dropped the quantity pattern for the same reason.
+#: The CRD forbids the sign by pattern (``^[^-]``), not by a CEL rule over the map: the API server's cost estimate
+#: refuses such a rule on an unbounded map of int-or-string values (422 "estimated rule cost exceeds budget", v1.36).
+ReservedValue = Annotated[str, BeforeValidator(_reserved_value), WithJsonSchema(
+    {"anyOf": [{"type": "integer"}, {"type": "string"}], "pattern": "^[^-]", "x-kubernetes-int-or-string": True})]
 _EVICTION_VALUE_RE = re.compile(r"^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%|[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE])?)$")
 
 
@@ -350,10 +368,13 @@ class KubeletConfiguration(KubeModel):
     ))
 
     cluster_dns: list[str] | None = Field(default=None, alias="clusterDNS")
-    max_pods: int | None = Field(default=None, ge=0)
+    max_pods: int | str | None = Field(default=None, json_schema_extra={
+        "anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
+        "x-kubernetes-validations": [{"message": "maxPods must be a non-negative integer when set to an integer",
+                                      "rule": "type(self) != int || self >= 0"}]})
     pods_per_core: int | None = Field(default=None, ge=0)
-    system_reserved: dict[ReservedResource, NonNegativeQuantity] | None = None
-    kube_reserved: dict[ReservedResource, NonNegativeQuantity] | None = None
+    system_reserved: dict[ReservedResource, ReservedValue] | None = None
+    kube_reserved: dict[ReservedResource, ReservedValue] | None = None
     eviction_hard: dict[EvictionSignal, str] | None = None
     eviction_soft: dict[EvictionSignal, str] | None = None
     eviction_soft_grace_period: dict[EvictionSignal, str] | None = None
@@ -369,6 +390,24 @@ class KubeletConfiguration(KubeModel):
             if str(quantity).startswith("-"):
                 raise ValueError(f"{resource}: reserved resources must not be negative, got {quantity!r}")
         return value
+
+    @field_validator("max_pods")
+    @classmethod
+    def _max_pods(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, bool):
+            raise ValueError("must be an integer or a CEL expression string")
+        if isinstance(value, int) and value < 0:
+            raise ValueError(f"Input should be greater than or equal to 0, got {value}")
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("an expression must not be empty")
+        return value
+
+    def expressions(self) -> dict[str, str]:
+        """Field path -> CEL expression of ``maxPods``/``kubeReserved``/``systemReserved`` values that are
+        expressions rather than static values (:mod:`nodewright.cloud.kubeletexpr`); empty when all are static."""
+        from nodewright.cloud.kubeletexpr import expressions
+
+        return expressions(self.max_pods, self.kube_reserved or {}, self.system_reserved or {})
 
     @field_validator("eviction_hard", "eviction_soft")
     @classmethod

@@ -257,7 +257,7 @@ def instance_type_from_aws(
         NodewrightValidationError: when a kubelet setting is not a valid quantity.
         KeyError: when the record lacks ``InstanceType``, ``VCpuInfo`` or ``MemoryInfo``.
     """
-    settings = kubelet or KubeletSettings()
+    settings = (kubelet or KubeletSettings()).for_type(record)
     capacity = compute_capacity(record, settings)
     return InstanceType(
         name=str(record["InstanceType"]),

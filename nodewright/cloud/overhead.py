@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodewright import quantities
+from nodewright.cloud import kubeletexpr
 from nodewright.cloud.instancetype import Overhead, Resources
 from nodewright.errors import NodewrightValidationError
 
@@ -93,7 +94,7 @@ class KubeletSettings:
             ``evictionHard`` alone, aws/karpenter-provider-aws#8565).
     """
 
-    max_pods: int | None = None
+    max_pods: int | str | None = None
     pods_per_core: int | None = None
     kube_reserved: Mapping[str, Any] = field(default_factory=dict)
     system_reserved: Mapping[str, Any] = field(default_factory=dict)
@@ -106,7 +107,7 @@ class KubeletSettings:
     ami_family: str = ""
 
     def __post_init__(self) -> None:
-        if self.max_pods is not None and self.max_pods < 0:
+        if isinstance(self.max_pods, int) and self.max_pods < 0:
             raise NodewrightValidationError("kubelet.maxPods", f"must be >= 0, got {self.max_pods}")
         if self.pods_per_core is not None and self.pods_per_core < 0:
             raise NodewrightValidationError("kubelet.podsPerCore", f"must be >= 0, got {self.pods_per_core}")
@@ -124,6 +125,31 @@ class KubeletSettings:
                         f"kubelet.{field_name}.{signal}",
                         f"unknown eviction signal (one of {', '.join(sorted(_KNOWN_SIGNALS))})",
                     )
+
+    @property
+    def has_expressions(self) -> bool:
+        """True when ``maxPods``, ``kubeReserved`` or ``systemReserved`` holds a CEL expression."""
+        return bool(kubeletexpr.expressions(self.max_pods, self.kube_reserved, self.system_reserved))
+
+    def for_type(self, record: Mapping[str, Any]) -> KubeletSettings:
+        """These settings on one instance type (a ``DescribeInstanceTypes`` record): every CEL expression of
+        ``maxPods``/``kubeReserved``/``systemReserved`` replaced by its value there (:mod:`kubeletexpr`; in
+        ``maxPods`` the variable ``max_pods`` is the density without an override, in the reservations the
+        resolved ``maxPods``). Settings without an expression are returned as they are.
+
+        Raises:
+            kubeletexpr.KubeletExpressionError: an expression that does not compile or fails on this type.
+        """
+        if not self.has_expressions:
+            return self
+        default = max_pods(record, replace(self, max_pods=None))
+        resolved = kubeletexpr.resolve_max_pods(self.max_pods, kubeletexpr.TypeVars.from_record(record, default))
+        pods = max_pods(record, replace(self, max_pods=resolved)) if resolved is not None else default
+        variables = kubeletexpr.TypeVars.from_record(record, pods)
+        return replace(self, max_pods=resolved,
+                       kube_reserved=kubeletexpr.resolve_reserved("kubeReserved", self.kube_reserved, variables),
+                       system_reserved=kubeletexpr.resolve_reserved("systemReserved", self.system_reserved,
+                                                                    variables))
 
     def catalog_arguments(self) -> dict[str, Any]:
         """These settings as keyword arguments of :func:`nodewright.cloud.catalog.load_instance_types`."""
@@ -257,7 +283,9 @@ DEFAULT_WINDOWS_MAX_PODS = 110
 def max_pods(record: Mapping[str, Any], settings: KubeletSettings) -> int:
     """Pods capacity: kubelet ``maxPods`` if set, else ENI-limited (110 on Windows); capped by
     ``podsPerCore x vCPUs`` if set, except on Bottlerocket (Karpenter ``pods``)."""
-    if settings.max_pods is not None:
+    if isinstance(settings.max_pods, str):  # a CEL expression: its value on this type
+        settings = settings.for_type(record)
+    if isinstance(settings.max_pods, int):
         count = settings.max_pods
     elif settings.ami_family in _WINDOWS:
         count = DEFAULT_WINDOWS_MAX_PODS

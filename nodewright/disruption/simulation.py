@@ -17,11 +17,13 @@ and count the calls here (:attr:`Simulator.calls`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from nodewright.disruption.model import ClusterView, Node, Pool
 from nodewright.quantities import CPU, MEMORY
 from nodewright.scheduling import ExistingNode, SchedulingResult, schedule
 from nodewright.scheduling.nodeclaimtemplate import PricingFactory
+from nodewright.scheduling.nodepools import usage_of
 
 
 def scaled_view(node: ExistingNode, target: float | None) -> ExistingNode:
@@ -109,10 +111,17 @@ class Simulator:
         gone = {c.name for c in candidates}
         nodes = [n for n in self.destinations if n.name not in gone]
         pods = [p for c in candidates for p in c.pods]
+        # What the pools own without the candidates counts against their limits (Karpenter: the scheduler's
+        # remaining resources over the active state nodes minus the candidates), so a replacement never takes a
+        # pool over them.
+        specs = [p.spec for p in self.pools]
+        if any(s.limits is not None for s in specs):
+            usage = usage_of(n.view for n in self.view.nodes if not n.deleting and n.name not in gone)
+            specs = [replace(s, usage=usage.get(s.name, {})) if s.limits is not None else s for s in specs]
         return schedule(
             pods,
             nodes,
-            [p.spec for p in self.pools],
+            specs,
             self.instance_types,
             daemonsets=self.view.daemonsets,
             max_new_nodeclaims=max_new,

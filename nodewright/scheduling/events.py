@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from nodewright.quantities import format_resources
+from nodewright.scheduling.nodepools import NodePoolSpec, launched_capacity
 from nodewright.scheduling.result import NodeClaimPlan, SchedulingEvent, SchedulingResult
 
 #: Candidate types named in a "Launching node" sentence; the rest are counted.
@@ -37,6 +38,29 @@ def limits_excluded(excluded: int, total: int, nodepool: str) -> SchedulingEvent
         f"{excluded} out of {total} instance types were excluded because they would breach limits",
         fields={"nodepool": nodepool},
     )
+
+
+def limits_changed(spec: NodePoolSpec, result: SchedulingResult, narrowed: int) -> SchedulingEvent | None:
+    """One line when ``spec``'s limits changed the plan (nodewright's addition): pods left pending because of
+    them, or ``narrowed`` NodeClaims whose instance types were narrowed to leave room for the rest of the batch.
+    It quotes the limits, what the pool owns and the most the batch's NodeClaims may launch (each at its largest
+    candidate type). None when the limits changed nothing."""
+    if spec.limits is None:
+        return None
+    marker = f'exceed limits for nodepool: "{spec.name}"'
+    waiting = sum(marker in reason for reason in result.unschedulable.values())
+    if not waiting and not narrowed:
+        return None
+    launched = launched_capacity(spec, result.new_nodeclaims)
+    owned = {k: spec.usage.get(k, 0) for k in spec.limits}
+    parts = [f"limits {format_resources(spec.limits)}, owned {format_resources(owned)}, "
+             f"this batch launches at most {format_resources(launched)}"]
+    if narrowed:
+        parts.append(f"{narrowed} NodeClaim(s) narrowed to smaller instance types to leave room for the rest of the batch")
+    if waiting:
+        parts.append(f"{waiting} pod(s) left pending")
+    return SchedulingEvent(f"limits of nodepool {spec.name} changed the plan: " + "; ".join(parts),
+                           fields={"nodepool": spec.name})
 
 
 def launching(plan: NodeClaimPlan) -> SchedulingEvent:

@@ -20,6 +20,7 @@ specific host IPs (:func:`ambiguous_ports`). Free pods are placed in three stage
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
 from operator import le
 from typing import TYPE_CHECKING
 
@@ -191,6 +192,8 @@ def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirement
     cap_left = None if run.max_new is None else run.max_new - len(run.claims)
     if cap_left is not None and len(bins) > cap_left:
         bins = _squeeze(bins, pack_types, prices, items, cap_left)
+    if template.remaining is not None:
+        bins = _within_limits(template, bins, items, pack_types, prices)
     base = len(run.dims)
     # Repeated patterns give many equal bins; without limits (which change as NodeClaims reserve them)
     # their candidates are equal too. Without a Pricing they are kept with the pool's cached types: the next
@@ -200,20 +203,27 @@ def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirement
     ident = merged.identity()
     min_values = merged.min_values() if template.min_values else {}
     missed = ""
-    for b in bins:
+    for i, b in enumerate(bins):
         need = b.need(items, len(items[0].vec))[:base]
         ports = frozenset(hp for idx, _ in b.fill for hp in members[idx].rep.host_ports)
         key = ("packed", ident, tuple(need), ports)  # the bin's ports rule out types whose DaemonSets hold them
         candidates = memo.get(key) if template.remaining is None else None
         if candidates is None:
-            # `priced` is cheapest first: without minValues only the first 60 fitting types matter.
+            # `priced` is cheapest first: without minValues only the first 60 fitting types matter. Under limits,
+            # only types that leave room for one NodeClaim of each later bin (nodewright's narrowing).
+            room = template.room_after([later.info for later in bins[i + 1:]])
             fitting = fitting_prefix(
                 template.port_free(priced, ports),
                 need,
                 None if min_values else MAX_INSTANCE_TYPES,
-                keep=template.within_limits if template.remaining is not None else None,
+                keep=None if room is None else partial(template.within, room=room),
             )
             candidates = template.flexibility.truncate(fitting, MAX_INSTANCE_TYPES, min_values)
+            if room is not None and candidates and i + 1 < len(bins):
+                wide = fitting_prefix(template.port_free(priced, ports), need, MAX_INSTANCE_TYPES,
+                                      keep=template.within_limits)
+                if max_launch(template, wide) != max_launch(template, candidates):
+                    run.narrowed[template.name] = run.narrowed.get(template.name, 0) + 1
             if shared:
                 template.shared.remember(key, candidates)
             else:
@@ -238,6 +248,7 @@ def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirement
                 claim.ports.extend(cls.rep.host_ports)
             claim.seen.add(cls.index)
         run.claims.append(claim)
+        claim.reserved = candidates
         template.reserve(candidates)
     for cls in members:
         for pod in cls.pods:
@@ -251,6 +262,47 @@ def _pack_group(run: Scheduler, template: NodeClaimTemplate, merged: Requirement
                 else "no instance type fits the remaining pods"
             )
         cls.pods.clear()
+
+
+def max_launch(template: NodeClaimTemplate, types: Sequence[TypeInfo]) -> dict[str, int]:
+    """The most a NodeClaim with candidates ``types`` takes from each of ``template``'s limited resources."""
+    out: dict[str, int] = {}
+    for t in types:
+        for name, qty in template.launch_cost(t).items():
+            out[name] = max(out.get(name, 0), qty)
+    return out
+
+
+#: Rounds of re-packing the pods of bins the limits left out into the room the kept bins leave.
+LIMIT_ROUNDS = 3
+
+
+def _within_limits(template: NodeClaimTemplate, bins: list[Bin], items: list[Item], types: list[TypeInfo],
+                   prices: dict[str, float]) -> list[Bin]:
+    """The bins (packed without limits) that fit what remains of ``template``'s limits, each counted at its own
+    type (its candidates are narrowed to keep that true: :func:`_pack_group`): first fit in the packer's order
+    (its most efficient nodes first); the pods of bins left out are packed again into the room left, on the
+    types that fit it, for up to :data:`LIMIT_ROUNDS` rounds. Pods still left out stay pending."""
+    kept: list[Bin] = []
+    for _ in range(LIMIT_ROUNDS):
+        left = [0] * len(items)
+        for b in bins:
+            room = template.room_after([k.info for k in kept] + [b.info])
+            if room is not None and min(room.values(), default=0) >= 0:
+                kept.append(b)
+            else:
+                for idx, k in b.fill:
+                    left[idx] += k
+        room = template.room_after([k.info for k in kept])
+        if not any(left) or room is None:
+            break
+        fitting = [t for t in types if template.within(t, room)]
+        if not fitting:
+            break
+        bins, _ = pack([Item(it.vec, n) for it, n in zip(items, left, strict=True)], fitting, prices)
+        if not bins:
+            break
+    return kept
 
 
 def _squeeze(bins: list[Bin], priced: list[TypeInfo], prices: dict[str, float], items: list[Item], cap: int) -> list[Bin]:

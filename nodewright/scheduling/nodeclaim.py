@@ -78,7 +78,7 @@ class NodeClaim:
 
     __slots__ = (
         "template", "index", "hostname", "reqs", "types", "ptr", "need", "pods", "ports", "seen", "packed",
-        "final", "reserved",
+        "final", "reserved", "tight",
     )
 
     def __init__(
@@ -97,6 +97,9 @@ class NodeClaim:
         self.packed = False
         self.final: list[TypeInfo] | None = None
         self.reserved: list[TypeInfo] = []
+        #: :meth:`tighten` ran and kept its result: it narrowed the options, or found nothing to free (final: its
+        #: pods only grow, so it never will).
+        self.tight = False
 
     def fit_index(self, vec: Vector) -> int | None:
         """Index of the cheapest type fitting need + vec (types before ``ptr`` never fit the current need)."""
@@ -208,11 +211,36 @@ class NodeClaim:
             self.ptr = change.fit_at  # every type before it fails the new need
 
     def reserve(self) -> None:
-        """Reserve against the pool's limits the largest of the (at most 60) cheapest types fitting the pods, as a
-        launch could get any of them."""
+        """Reserve against the pool's limits the largest of its instance-type options that fit the pods (Karpenter
+        ``subtractMax`` over ``InstanceTypeOptions``): it may grow into any of them, and its options only narrow
+        from here, so what it launches never takes more than was reserved."""
         if self.template.remaining is not None:
-            self.reserved = [t for t in self.types if t.fits(self.need)][:MAX_INSTANCE_TYPES]
+            self.reserved = [t for t in self.types if t.fits(self.need)]
             self.template.reserve(self.reserved)
+
+    def tighten(self) -> bool:
+        """Narrow its options to the types that take no more of any limited resource than its cheapest fitting
+        type, and reserve only that (nodewright's addition: the room goes to another NodeClaim of the batch);
+        True when this freed some of the limits. It then cannot grow past that type's limited capacity."""
+        template = self.template
+        if template.remaining is None or not self.reserved or self.tight:
+            return False
+        cheapest = self.final[0] if self.final else self.cheapest()
+        if cheapest is None:
+            return False
+        self.tight = True
+        cap = template.launch_cost(cheapest)
+        types = [t for t in (self.final if self.final is not None else self.types) if template.within(t, cap)]
+        reserved = [t for t in types if t.fits(self.need)]
+        before = {name: max(template.launch_cost(t)[name] for t in self.reserved) for name in cap}
+        if all(max(template.launch_cost(t)[name] for t in reserved) >= qty for name, qty in before.items()):
+            return False  # stays tight: a larger cheapest type later only takes more
+        template.release(self.reserved)
+        self.types, self.ptr, self.reserved = types, 0, reserved
+        if self.final is not None:
+            self.final = types
+        template.reserve(reserved)
+        return True
 
     # --- many pods of a topology-free class at once -----------------------------------------------------------
     def fill(self, cls: PodClass, room: Sequence[int]) -> bool:

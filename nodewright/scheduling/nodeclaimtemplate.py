@@ -440,8 +440,30 @@ class NodeClaimTemplate:
                 return False
         return True
 
+    def launch_cost(self, info: TypeInfo) -> dict[str, int]:
+        """What launching ``info`` takes from each limited resource: its capacity, and 1 for ``nodes``
+        (empty when the pool has no limits)."""
+        if self.remaining is None:
+            return {}
+        return {name: 1 if name == "nodes" else info.capacity.get(name, 0) for name in self.remaining}
+
+    def room_after(self, later: Sequence[TypeInfo]) -> dict[str, int] | None:
+        """What remains of the limits once one NodeClaim of each of ``later`` is launched (None: no limits)."""
+        if self.remaining is None:
+            return None
+        room = dict(self.remaining)
+        for info in later:
+            for name, qty in self.launch_cost(info).items():
+                room[name] -= qty
+        return room
+
+    def within(self, info: TypeInfo, room: Mapping[str, int]) -> bool:
+        """True when launching ``info`` takes no more than ``room`` of each limited resource."""
+        return all(qty <= room.get(name, 0) for name, qty in self.launch_cost(info).items())
+
     def reserve(self, infos: Sequence[TypeInfo]) -> None:
-        """Subtract the largest capacity among ``infos`` (and one node) from the remaining limits."""
+        """Subtract the largest capacity among ``infos`` (and one node) from the remaining limits (Karpenter
+        ``subtractMax`` over a new NodeClaim's instance-type options: the launch may get any of them)."""
         if self.remaining is None or not infos:
             return
         for name in list(self.remaining):

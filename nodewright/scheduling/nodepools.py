@@ -25,8 +25,10 @@ from nodewright.api.annotations import TARGET_UTILIZATION, target_utilization
 from nodewright.errors import NodewrightValidationError
 from nodewright.quantities import Resources, parse_resource_list
 from nodewright.scheduling.daemonsets import PoolDaemons, node_requirements
+from nodewright.scheduling.nodes import ExistingNode
 from nodewright.scheduling.pods import Pod
 from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.scheduling.result import NodeClaimPlan
 from nodewright.scheduling.taints import Taint, taint_from_dict
 
 TARGET_UTILIZATION_ANNOTATION = TARGET_UTILIZATION  # re-exported; the rules live in nodewright.api.annotations
@@ -82,6 +84,40 @@ class NodePoolSpec:
         if self.limits is None:
             return None
         return {name: qty - self.usage.get(name, 0) for name, qty in self.limits.items()}
+
+
+def launched_capacity(spec: NodePoolSpec, plans: Iterable[NodeClaimPlan]) -> Resources:
+    """The most ``plans`` of ``spec``'s pool may take from each of its limited resources: per NodeClaim, the
+    largest capacity among its candidate instance types (its launch may get any of them), and 1 per NodeClaim
+    for ``nodes``. The limits rule (Karpenter ``subtractMax``, kept in every path): ``usage`` + this <= ``limits``.
+    Empty when the pool has no limits."""
+    out: Resources = {}
+    if spec.limits is None:
+        return out
+    out = {name: 0 for name in spec.limits}
+    for plan in plans:
+        if plan.nodepool != spec.name:
+            continue
+        for name in out:
+            out[name] += 1 if name == "nodes" else max(it.capacity.get(name, 0) for it in plan.instance_types)
+    return out
+
+
+def usage_of(nodes: Iterable[ExistingNode]) -> dict[str, Resources]:
+    """NodePool -> summed capacity (and ``nodes`` count) of ``nodes`` it owns (Karpenter
+    ``updateRemainingResources``: each state node's capacity counts against its pool's limits); the pool is the
+    node's ``nodepool``, else its ``karpenter.sh/nodepool`` label; a node without a known capacity counts its
+    allocatable."""
+    usage: dict[str, Resources] = {}
+    for node in nodes:
+        pool = node.nodepool or node.labels.get(L.NODEPOOL, "")
+        if not pool:
+            continue
+        total = usage.setdefault(pool, {})
+        for name, qty in (node.capacity or node.allocatable).items():
+            total[name] = total.get(name, 0) + qty
+        total["nodes"] = total.get("nodes", 0) + 1
+    return usage
 
 
 def pool_requirements(name: str, requirements: Iterable[Mapping[str, Any]], labels: Mapping[str, str]) -> Requirements:

@@ -133,8 +133,8 @@ class PodClass:
         self.owned = topology.owned_groups(
             pod,
             spreads=kept,
-            preferred_affinity=len(pod.affinity.pod_affinity_preferred) - self.pref_affinity_removed,
-            preferred_anti_affinity=len(pod.affinity.pod_anti_affinity_preferred) - self.pref_anti_removed,
+            preferred_affinity_removed=self.pref_affinity_removed,
+            preferred_anti_affinity_removed=self.pref_anti_removed,
         )
 
     def ignore_preferences(self) -> None:

@@ -240,7 +240,7 @@ class _Repacker:
         base = self.dims
         taken = [0] * len(items)
         new: list[NodeClaim] = []
-        for b in plan:
+        for i, b in enumerate(plan):
             need = b.need(items, len(items[0].vec))[:base]
             pods: list[Pod] = []
             for idx, k in b.fill:
@@ -249,6 +249,9 @@ class _Repacker:
                 taken[idx] = start + k
             ports = [hp for p in pods for hp in p.host_ports]
             types = template.port_free(template.limited(template.types_for(reqs)), ports)
+            room = template.room_after([later.info for later in plan[i + 1:]])
+            if room is not None:  # leave room under the limits for one NodeClaim of each later bin
+                types = [t for t in types if template.within(t, room)]
             min_values = reqs.min_values() if template.min_values else {}
             fitting = fitting_prefix(types, need, None if min_values else MAX_INSTANCE_TYPES)
             if not fitting or (min_values and template.flexibility.unmet(fitting, min_values)):

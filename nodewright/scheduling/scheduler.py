@@ -128,6 +128,10 @@ class Scheduler:
         self.topology = Topology()
         self.claims: list[NodeClaim] = []
         self.limit_logged: set[str] = set()
+        #: NodePool -> NodeClaims whose options were narrowed to leave room under its limits.
+        self.narrowed: dict[str, int] = {}
+        #: class index -> NodeClaims open when narrowing them last failed to make room for it.
+        self.tighten_failed: dict[int, int] = {}
         #: Set by the re-pack stage when it replaced a NodeClaim of the loop.
         self.repacked = False
         self.live: dict[int, _Live] = {}
@@ -271,7 +275,39 @@ class Scheduler:
         return False, kept
 
     def new_claim(self, cls: PodClass, reasons: list[str]) -> bool:
-        """Open a NodeClaim for one pod of ``cls`` from the first NodePool (by weight, name) that can host it."""
+        """Open a NodeClaim for one pod of ``cls`` from the first NodePool (by weight, name) that can host it.
+
+        When none can, the open NodeClaims of pools with limits are narrowed to what their cheapest fitting type
+        takes (:meth:`~.nodeclaim.NodeClaim.tighten`) and the pod tries again (nodewright's addition); if it still
+        finds no place, the narrowing is undone (Karpenter leaves the pod pending)."""
+        if self._open_claim(cls, reasons):
+            return True
+        limited = {t.name for t in self.templates if t.remaining is not None}
+        if not limited or self.tighten_failed.get(cls.index) == len(self.claims):
+            return False
+        claims = [c for c in self.claims if c.template.name in limited and not c.tight]
+        saved = [(c, c.types, c.ptr, c.reserved, c.final) for c in claims]
+        remaining = {t.name: dict(t.remaining) for t in self.templates if t.remaining is not None}
+        tightened = {id(c) for c in claims if c.tighten()}
+        opened = bool(tightened) and self._open_claim(cls, [])
+        # Keep the narrowing only in the pool that took the pod.
+        keep = self.claims[-1].template.name if opened else None
+        for c, types, ptr, reserved, final in saved:
+            if id(c) not in tightened:
+                continue
+            if c.template.name == keep:
+                self.narrowed[keep] = self.narrowed.get(keep, 0) + 1
+            else:
+                c.types, c.ptr, c.reserved, c.final, c.tight = types, ptr, reserved, final, False
+        for t in self.templates:
+            if t.name in remaining and t.name != keep:
+                t.remaining = remaining[t.name]
+        if not opened:
+            self.tighten_failed[cls.index] = len(self.claims)  # not again for this class until a NodeClaim opens
+        return opened
+
+    def _open_claim(self, cls: PodClass, reasons: list[str]) -> bool:
+        """:meth:`new_claim` without making room."""
         if self.max_new is not None and len(self.claims) >= self.max_new:
             reasons.append(f"would need more than {self.max_new} new NodeClaim(s)")
             return False
@@ -308,6 +344,10 @@ class Scheduler:
                 self.result.existing[node.node.name] = list(node.placed)
         if self.strict_reservations:
             hold_reservations(self.result)
+        for template in self.templates:
+            line = events.limits_changed(template.spec, self.result, self.narrowed.get(template.name, 0))
+            if line is not None:
+                self.result.events.append(line)
         placed = self.result.existing
         used = [(node.node.initialized, len(placed[node.node.name])) for node in self.nodes if node.node.name in placed]
         self.result.events.extend(events.outcome(self.result, used))

@@ -73,18 +73,21 @@ class Topology:
         pod: Pod,
         *,
         spreads: list[TopologySpreadConstraint],
-        preferred_affinity: int,
-        preferred_anti_affinity: int,
+        preferred_affinity_removed: int,
+        preferred_anti_affinity_removed: int,
     ) -> list[TopologyGroup]:
         """Groups a pod owns: ``spreads`` (its constraints not relaxed yet), required (anti-)affinity and the
-        first ``preferred_*`` preferred terms (heaviest first) still treated as required."""
+        preferred terms still treated as required: all but the ``preferred_*_removed`` heaviest ones, since
+        relaxation removes the heaviest remaining term first (Karpenter ``removePreferredPodAffinityTerm`` /
+        ``removePreferredPodAntiAffinityTerm``: stable sort by weight descending, drop ``terms[0]``). Every lighter
+        term stays required until it is relaxed in its turn."""
         out: list[TopologyGroup] = []
         aff = pod.affinity
         for term in aff.pod_affinity_required:
             out.append(
                 self.group(AFFINITY, term.topology_key, _namespaces(pod, term.namespaces, term.all_namespaces), term.label_selector)
             )
-        for wterm in _heaviest(aff.pod_affinity_preferred)[:preferred_affinity]:
+        for wterm in _heaviest(aff.pod_affinity_preferred)[preferred_affinity_removed:]:
             t = wterm.term
             out.append(self.group(AFFINITY, t.topology_key, _namespaces(pod, t.namespaces, t.all_namespaces), t.label_selector))
         for term in aff.pod_anti_affinity_required:
@@ -97,7 +100,7 @@ class Topology:
                     enforce_inverse=True,
                 )
             )
-        for wterm in _heaviest(aff.pod_anti_affinity_preferred)[:preferred_anti_affinity]:
+        for wterm in _heaviest(aff.pod_anti_affinity_preferred)[preferred_anti_affinity_removed:]:
             t = wterm.term
             out.append(
                 self.group(ANTI_AFFINITY, t.topology_key, _namespaces(pod, t.namespaces, t.all_namespaces), t.label_selector)

@@ -100,6 +100,7 @@ def test_settings_become_karpenter_env_vars(rendered):
         # Karpenter 1.14's gates and defaults, sorted by name.
         "FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,"
                          "SpotToSpotConsolidation=false,StaticCapacity=false",
+        "AWS_FEATURE_GATES": "NodeClassCEL=false",
         "METRICS_PORT": "8080",
         "HEALTH_PROBE_PORT": "8081",
         "SYSTEM_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
@@ -212,3 +213,8 @@ def test_namespace(render, namespace, override, expected):
     assert one(docs, "ClusterRoleBinding")["subjects"][0]["namespace"] == expected
     for kind in ("ClusterRole", "NodePool", "EC2NodeClass"):
         assert all("namespace" not in d["metadata"] for d in find(docs, kind))
+
+
+def test_aws_feature_gates_become_karpenters_env_var(render):
+    assert _env(render("settings.awsFeatureGates.nodeClassCEL=true"))["AWS_FEATURE_GATES"] == "NodeClassCEL=true"
+    assert "AWS_FEATURE_GATES" not in _env(render("settings.awsFeatureGates=null"))

@@ -65,6 +65,7 @@ def test_settings_reach_the_controller_with_karpenters_env_names(docs: list[Doc]
         "RESERVED_ENIS": "1",
         "FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,"
                          "SpotToSpotConsolidation=true,StaticCapacity=false",
+        "AWS_FEATURE_GATES": "NodeClassCEL=false",
         "METRICS_PORT": "8000",
         "HEALTH_PROBE_PORT": "8001",
         "AWS_REGION": "us-west-2",

@@ -45,3 +45,12 @@ def e2e_kubeconfig(request: pytest.FixtureRequest) -> str:
         return mine
     plane: ControlPlane = request.getfixturevalue("control_plane")
     return plane.kubeconfig
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The control plane's serving certificate is self-signed (clients skip verification): one warning per request
+    # would bury the suite's output.
+    here = os.path.dirname(__file__)
+    for item in items:
+        if str(item.path).startswith(here):
+            item.add_marker(pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning"))

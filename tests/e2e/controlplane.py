@@ -19,9 +19,10 @@ envtest uses: ``etcd``, ``kube-apiserver``, ``kube-scheduler``, ``kube-controlle
   users in :data:`USERS` so a suite can act as a non-admin identity the server's RBAC judges, and service-account
   signing keys made with ``openssl``;
 - optionally **kube-scheduler** (``--leader-elect=false``; an optional ``KubeSchedulerConfiguration`` document, e.g.
-  a ``MostAllocated`` profile) and **kube-controller-manager** (``--leader-elect=false``, controllers
-  ``*,-nodelifecycle`` by default: no kubelet heart-beats here, so the node lifecycle controller would taint every
-  test Node ``unreachable`` after its grace period and the scheduler would place nothing).
+  a ``MostAllocated`` profile) and **kube-controller-manager** (``--leader-elect=false``, every default controller,
+  ``--node-monitor-grace-period=24h``: no kubelet heart-beats here, so with the default 50 s the node lifecycle
+  controller would taint every test Node ``unreachable``; it is still the one that lifts the
+  ``node.kubernetes.io/not-ready`` taint admission puts on a new Node once the Node reports Ready).
 
 Every process listens on 127.0.0.1 only, is started with a bounded readiness wait (``start_timeout`` s, default
 120), and is stopped (SIGTERM, then SIGKILL after 10 s) by :meth:`ControlPlane.stop`. Logs go to
@@ -113,7 +114,7 @@ class ControlPlane:
     @classmethod
     def start(cls, workdir: Path, *, scheduler: bool = False, controller_manager: bool = False,
               scheduler_config: Mapping[str, object] | None = None,
-              controllers: str = "*,-nodelifecycle", start_timeout: float = 120.0) -> ControlPlane:
+              controllers: str = "*", start_timeout: float = 120.0) -> ControlPlane:
         """Start etcd and kube-apiserver (and the scheduler / controller-manager when asked); ControlPlaneError
         when a binary is missing or a component is not ready within ``start_timeout`` s."""
         wanted = ["etcd", "kube-apiserver"] + (["kube-scheduler"] if scheduler else []) + \
@@ -227,6 +228,7 @@ class ControlPlane:
             "--service-account-private-key-file", str(self.workdir / "sa.key"),
             "--authorization-always-allow-paths", "/healthz,/readyz,/livez",
             "--authentication-kubeconfig", self.kubeconfig, "--authorization-kubeconfig", self.kubeconfig,
+            "--node-monitor-grace-period", "24h",
         ])
         self._wait("kube-controller-manager", f"https://127.0.0.1:{port}/healthz", timeout)
 

@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from nodewright.api import labels
 from nodewright.api.ec2nodeclass import EC2NodeClass
@@ -51,6 +52,7 @@ from nodewright.cloud.aws.securitygroups import SecurityGroup, SecurityGroupProv
 from nodewright.cloud.aws.subnets import Subnet, SubnetProvider
 from nodewright.cloud.catalog import instance_types_for_nodeclass
 from nodewright.cloud.instancetype import InstanceType, LaunchPricingHook
+from nodewright.cloud.kubeletexpr import KubeletExpressionError
 from nodewright.cloud.matching import allowed_offerings
 from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
 from nodewright.cloud.provider import (
@@ -102,6 +104,17 @@ class AWSProviderSettings:
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
     isolated_vpc: bool = False
+    node_class_cel: bool = False
+
+
+class KubeletNotReadyError(NodeClassNotReadyError):
+    """``spec.kubelet`` cannot be applied: ``reason`` is Karpenter v1.15's ``ValidationSucceeded`` reason
+    (``KubeletExpressionsDisabled``, ``KubeletExpressionInvalid``, ``KubeletExpressionEvalFailed``,
+    ``UnsupportedKubeletConfiguration``); the message names the field."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -155,6 +168,9 @@ class AWSCloudProvider:
         #: (None: list prices). Fills each fleet candidate's ``effective_price`` (docs/pricing.md).
         self.launch_pricing: LaunchPricingHook | None = None
         self._denied: dict[str, AuthorizationError] = {}
+        #: (expressions, catalog type names) -> None (valid) or (reason, message): each distinct kubelet block is
+        #: evaluated over the catalog once.
+        self._kubelet_verdicts: dict[tuple[Any, ...], tuple[str, str] | None] = {}
         self._auth_backoff = Backoff(initial=AUTH_BACKOFF_START_SECONDS, maximum=AUTH_BACKOFF_MAX_SECONDS)
 
     # --- EC2NodeClass ---------------------------------------------------------------------------------------
@@ -180,6 +196,7 @@ class AWSCloudProvider:
             AuthorizationError: a describe/IAM call was denied.
         """
         spec = nodeclass.spec
+        self._check_kubelet(nodeclass)
         subnets = self.subnets.resolve(spec.subnet_selector_terms)
         if not subnets:
             raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name!r}: subnetSelectorTerms matched no subnet")
@@ -196,6 +213,48 @@ class AWSCloudProvider:
         return ResolvedNodeClass(subnets, groups, amis, profile, self.subnets.zonal(spec.subnet_selector_terms),
                                  reservations)
 
+    def _check_kubelet(self, nodeclass: EC2NodeClass) -> None:
+        """Karpenter v1.15's kubelet validation of an EC2NodeClass (no AWS call): fields the AMI family cannot
+        apply, expressions while the ``NodeClassCEL`` gate is off, and expressions that do not compile or fail on
+        a known instance type (each expression evaluated on every type of the catalog, once per distinct
+        kubelet block).
+
+        Raises:
+            KubeletNotReadyError: naming the class, the field and the reason.
+        """
+        kubelet = nodeclass.spec.kubelet
+        if kubelet is None:
+            return
+        name = nodeclass.name
+        problems = userdata.unsupported_kubelet_fields(
+            nodeclass.spec.resolved_ami_family, kubelet.model_dump(by_alias=True, exclude_none=True))
+        if problems:
+            raise KubeletNotReadyError(f"EC2NodeClass {name!r}: {'; '.join(problems)}",
+                                       "UnsupportedKubeletConfiguration")
+        found = kubelet.expressions()
+        if not found:
+            return
+        if not self.settings.node_class_cel:
+            raise KubeletNotReadyError(
+                f"EC2NodeClass {name!r}: {', '.join(sorted(found))} use CEL expressions, which need the AWS feature "
+                "gate NodeClassCEL (--aws-feature-gates NodeClassCEL=true; chart settings.awsFeatureGates."
+                "nodeClassCEL)", "KubeletExpressionsDisabled")
+        key = (tuple(sorted(found.items())), tuple(self.instance_types.names()))
+        if key not in self._kubelet_verdicts:
+            verdict: tuple[str, str] | None = None
+            settings = self._kubelet(nodeclass)
+            try:
+                for type_name in key[1]:
+                    record = self.instance_types.record(type_name)
+                    if record is not None:
+                        settings.for_type(record)
+            except KubeletExpressionError as err:
+                verdict = (err.reason, str(err))
+            self._kubelet_verdicts[key] = verdict
+        failed = self._kubelet_verdicts[key]
+        if failed is not None:
+            raise KubeletNotReadyError(f"EC2NodeClass {name!r}: {failed[1]}", failed[0])
+
     def nodeclass_status(self, nodeclass: EC2NodeClass) -> dict[str, object]:
         """The ``status`` to write back on ``nodeclass``: resolved subnets (id, zone, zoneID), security groups,
         AMIs (id, name, requirements), instance profile and ``Ready=True``; or only ``Ready=False`` with the
@@ -204,7 +263,8 @@ class AWSCloudProvider:
         try:
             return self.resolve_nodeclass(nodeclass).status()
         except (NodeClassNotReadyError, AuthorizationError) as err:
-            reason = "Unauthorized" if isinstance(err, AuthorizationError) else "NodeClassNotReady"
+            reason = "Unauthorized" if isinstance(err, AuthorizationError) else getattr(err, "reason",
+                                                                                        "NodeClassNotReady")
             return {"conditions": [{"type": "Ready", "status": "False", "reason": reason, "message": str(err)}]}
 
     # --- authorization backoff ------------------------------------------------------------------------------
@@ -276,11 +336,15 @@ class AWSCloudProvider:
                          ami: AMI, instance_type: InstanceType, capacity_type: str, reservation_id: str = "") -> str:
         spec = nodeclass.spec
         family = spec.resolved_ami_family
+        record = self.instance_types.record(instance_type.name)
+        kubelet = self._kubelet(nodeclass)
+        resolved_kubelet = kubelet.for_type(record) if record is not None else kubelet
         options = userdata.BootstrapOptions(
             cluster_name=self.settings.cluster_name, cluster_endpoint=self.settings.cluster_endpoint,
             ca_bundle=self.settings.ca_bundle, cluster_cidr=self.settings.cluster_cidr,
             labels=registration_labels(nodeclaim), taints=registration_taints(nodeclaim),
             max_pods=instance_type.capacity.get("pods"),
+            kubelet=userdata.node_kubelet(spec.kubelet, resolved_kubelet),
             cluster_dns=tuple(spec.kubelet.cluster_dns or ()) if spec.kubelet else self.settings.cluster_dns,
             custom_user_data=spec.user_data, instance_store_policy=spec.instance_store_policy,
             ami_version=next((t.alias_version for t in spec.ami_selector_terms if t.alias), ""))

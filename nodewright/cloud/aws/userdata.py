@@ -240,6 +240,7 @@ def bottlerocket_user_data(options: BootstrapOptions) -> str:
         kubernetes["cluster-dns-ip"] = options.cluster_dns[0]
     if options.max_pods is not None:
         kubernetes["max-pods"] = options.max_pods
+    kubernetes.update(_bottlerocket_kubelet(options.kubelet))
     if options.labels:
         kubernetes["node-labels"] = dict(sorted(options.labels.items()))
     if options.taints:
@@ -258,6 +259,92 @@ def bottlerocket_user_data(options: BootstrapOptions) -> str:
     return tomli_w.dumps(document)
 
 
+# --- kubelet settings on the families without a full kubelet configuration ------------------------------------
+
+#: The ``spec.kubelet`` fields AL2 and Bottlerocket (and Windows) can apply: they bootstrap the kubelet through a
+#: fixed set of parameters, not a KubeletConfiguration document. Any other field works on AL2023 only (Karpenter
+#: v1.15 rejects it elsewhere with ``UnsupportedKubeletConfiguration``; :func:`unsupported_kubelet_fields`).
+MAPPED_KUBELET_FIELDS = ("clusterDNS", "maxPods", "podsPerCore", "systemReserved", "kubeReserved", "evictionHard",
+                         "evictionSoft", "evictionSoftGracePeriod", "evictionMaxPodGracePeriod",
+                         "imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "cpuCFSQuota")
+
+
+def unsupported_kubelet_fields(ami_family: str, kubelet: Mapping[str, Any]) -> list[str]:
+    """Why ``kubelet`` (``spec.kubelet`` by its field names) cannot be applied on ``ami_family``: one entry per
+    problem, empty when every field can. AL2023 (nodeadm takes a whole KubeletConfiguration) and Custom (the user's
+    own bootstrap) accept anything. Karpenter v1.15 ``UnsupportedKubeletConfiguration``."""
+    if ami_family in ("AL2023", "Custom", ""):
+        return []
+    problems = [f"kubelet.{name}: not supported on {ami_family} (only AL2023 applies fields beyond "
+                f"{', '.join(MAPPED_KUBELET_FIELDS)})" for name in sorted(kubelet) if name not in MAPPED_KUBELET_FIELDS]
+    if ami_family == "Bottlerocket" and kubelet.get("podsPerCore") is not None:
+        problems.append("kubelet.podsPerCore: Bottlerocket does not apply podsPerCore")
+    if len(kubelet.get("clusterDNS") or ()) > 1:
+        problems.append(f"kubelet.clusterDNS: {ami_family} takes one address, got {len(kubelet['clusterDNS'])}")
+    return problems
+
+
+def _pairs(values: Mapping[str, Any], separator: str) -> str:
+    return ",".join(f"{key}{separator}{value}" for key, value in sorted(values.items()))
+
+
+def _kubelet_flags(kubelet: Mapping[str, Any]) -> list[str]:
+    """kubelet command-line flags for the mapped fields (AL2 ``--kubelet-extra-args``; Karpenter
+    ``bootstrap.Options.kubeletExtraArgs``), in a fixed order."""
+    flags = []
+    if kubelet.get("podsPerCore") is not None:
+        flags.append(f"--pods-per-core={kubelet['podsPerCore']}")
+    for name, flag, separator in (("systemReserved", "--system-reserved", "="), ("kubeReserved", "--kube-reserved", "="),
+                                  ("evictionHard", "--eviction-hard", "<"), ("evictionSoft", "--eviction-soft", "<"),
+                                  ("evictionSoftGracePeriod", "--eviction-soft-grace-period", "=")):
+        if kubelet.get(name):
+            flags.append(f"{flag}={_pairs(kubelet[name], separator)}")
+    for name, flag in (("evictionMaxPodGracePeriod", "--eviction-max-pod-grace-period"),
+                       ("imageGCHighThresholdPercent", "--image-gc-high-threshold"),
+                       ("imageGCLowThresholdPercent", "--image-gc-low-threshold")):
+        if kubelet.get(name) is not None:
+            flags.append(f"{flag}={kubelet[name]}")
+    if kubelet.get("cpuCFSQuota") is not None:
+        flags.append(f"--cpu-cfs-quota={str(bool(kubelet['cpuCFSQuota'])).lower()}")
+    return flags
+
+
+def _bottlerocket_kubelet(kubelet: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings.kubernetes`` keys for the mapped fields (Bottlerocket settings reference; Karpenter
+    ``bootstrap.Bottlerocket``). Image-GC thresholds are strings there."""
+    out: dict[str, Any] = {}
+    for name, key in (("systemReserved", "system-reserved"), ("kubeReserved", "kube-reserved"),
+                      ("evictionHard", "eviction-hard"), ("evictionSoft", "eviction-soft"),
+                      ("evictionSoftGracePeriod", "eviction-soft-grace-period")):
+        if kubelet.get(name):
+            out[key] = {k: str(v) for k, v in sorted(kubelet[name].items())}
+    if kubelet.get("evictionMaxPodGracePeriod") is not None:
+        out["eviction-max-pod-grace-period"] = int(kubelet["evictionMaxPodGracePeriod"])
+    for name, key in (("imageGCHighThresholdPercent", "image-gc-high-threshold-percent"),
+                      ("imageGCLowThresholdPercent", "image-gc-low-threshold-percent")):
+        if kubelet.get(name) is not None:
+            out[key] = str(kubelet[name])
+    if kubelet.get("cpuCFSQuota") is not None:
+        out["cpu-cfs-quota-enforced"] = bool(kubelet["cpuCFSQuota"])
+    return out
+
+
+def node_kubelet(kubelet: Any, resolved: Any) -> dict[str, Any]:
+    """What goes to the node's kubelet besides ``maxPods`` and ``clusterDNS`` (their own options): every field
+    of ``kubelet`` (an :class:`~nodewright.api.ec2nodeclass.KubeletConfiguration`, or None) by its
+    KubeletConfiguration name, with ``kubeReserved``/``systemReserved`` taken from ``resolved`` (the
+    :class:`~nodewright.cloud.overhead.KubeletSettings` of the launched instance type, expressions evaluated)."""
+    if kubelet is None:
+        return {}
+    config: dict[str, Any] = kubelet.model_dump(by_alias=True, exclude_none=True, mode="json")
+    config.pop("maxPods", None)
+    config.pop("clusterDNS", None)
+    for name, values in (("kubeReserved", resolved.kube_reserved), ("systemReserved", resolved.system_reserved)):
+        if values:
+            config[name] = {str(k): str(v) for k, v in values.items()}
+    return config
+
+
 # --- AL2 ----------------------------------------------------------------------------------------------------
 
 
@@ -271,6 +358,7 @@ def al2_user_data(options: BootstrapOptions) -> str:
             f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in options.taints))
     if options.max_pods is not None:
         kubelet_args.append(f"--max-pods={options.max_pods}")
+    kubelet_args += _kubelet_flags(options.kubelet)
     command = ["/etc/eks/bootstrap.sh", options.cluster_name, "--apiserver-endpoint", options.cluster_endpoint]
     if options.ca_bundle:
         command += ["--b64-cluster-ca", options.ca_bundle]

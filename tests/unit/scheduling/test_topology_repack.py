@@ -68,11 +68,13 @@ def test_min_domains_zone_counts_unchanged_by_the_split() -> None:
 
 
 def test_split_refused_when_candidate_lists_would_breach_limits() -> None:
-    """Each NodeClaim reserves the largest of its candidates (4 vCPU: s.small's candidates include s.large):
-    with 8 vCPU left two NodeClaims fit, four do not, so the greedy plan stays; with 16 the split is kept."""
+    """Each NodeClaim reserves the largest of its candidates (4 vCPU when s.small's candidates include s.large).
+    With 8 vCPU left, four such NodeClaims would not fit; since issue 26 the split narrows each one's candidates to
+    what leaves room for the later ones (s.small only, 2 vCPU), so four s.small ($0.08/h) fit the limit and replace
+    the greedy two s.large ($0.20/h); with 16 the split is kept as before."""
     tsc = TopologySpreadConstraint(1, ZONE, label_selector=APP)
     tight = schedule(web(4, topology_spread=(tsc,)), [], [pool(limits={"cpu": 8000})], {"default": two_types()})
-    assert plan(tight) == [("test-1a", "s.large", 2), ("test-1b", "s.large", 2)]
+    assert plan(tight) == [("test-1a", "s.small", 1)] * 2 + [("test-1b", "s.small", 1)] * 2
     roomy = schedule(web(4, topology_spread=(tsc,)), [], [pool(limits={"cpu": 16000})], {"default": two_types()})
     assert plan(roomy) == [("test-1a", "s.small", 1)] * 2 + [("test-1b", "s.small", 1)] * 2
     for r, limit in ((tight, 8000), (roomy, 16000)):
