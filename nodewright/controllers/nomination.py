@@ -8,6 +8,11 @@ first, counts pods nominated to a node against that node's room when it places *
 longer clears a nomination it did not make. So the scheduler follows the provisioner's cost-optimal plan instead
 of spreading pods by its own LeastAllocated scoring (issue 25: 48/60 plans kept without, 60/60 with).
 
+kube-scheduler itself clears a nomination when an attempt fails and preemption finds no victim
+(``preemption.Evaluator.Preempt``: "Specify nominatedNodeName to clear the pod's nominatedNodeName status"), which
+happens while the planned node still boots; such a pod is nominated again once its node is Ready and untainted
+(the update re-queues it, and the scheduler tries the nominated node first), never in a tug of war before.
+
 Our nominations are cleared when they go stale: the Node or NodeClaim is gone, the pod was bound (to any node),
 the plan was replaced by a later batch (the provisioner's nomination now names another target; the pod is
 re-nominated there once that target has a Node), or the provisioner's nomination expired. A nomination someone
@@ -36,7 +41,8 @@ from nodewright.controllers.common import Context, log
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
-from nodewright.kube.objects import Obj, is_deleting, meta, name_of
+from nodewright.kube.objects import Obj, condition_true, is_deleting, meta, name_of
+from nodewright.scheduling.nodes import EPHEMERAL_TAINT_KEYS
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.pods import is_terminal, node_name, nominated_node_name
 
@@ -46,6 +52,13 @@ MIN_MINOR = 34
 FORBIDDEN_RETRY = 300.0
 #: The ClusterRole rule nomination needs (named in the 403 error and Event).
 REQUIRED_RULE = 'apiGroups: [""], resources: ["pods/status"], verbs: ["patch"]'
+
+
+def _schedulable(node: Obj | None) -> bool:
+    """``Ready`` and none of the taints a booting node carries (``scheduling.nodes.EPHEMERAL_TAINT_KEYS``)."""
+    if node is None or not condition_true(node, "Ready"):
+        return False
+    return not any(str(t.get("key")) in EPHEMERAL_TAINT_KEYS for t in (node.get("spec") or {}).get("taints") or [])
 
 
 def parse_minor(version: str) -> tuple[int, int] | None:
@@ -108,6 +121,10 @@ class NominationController:
                 continue
             if current and current != mine:
                 self.ours.pop(key, None)  # someone else's nomination (preemption): leave it alone
+                continue
+            if not current and mine and mine == target and not _schedulable(state.nodes.get(target)):
+                # kube-scheduler cleared it after a failed attempt (its preemption step clears the nomination of a
+                # pod no node takes yet): set it again once the node can take pods, not in a tug of war before.
                 continue
             if not self.backoff.ready(key, now):
                 continue

@@ -11,8 +11,9 @@ default, ``NODEWRIGHT_E2E_CASES`` to change) and each mode:
 3. every planned NodeClaim registers as a kubelet would: a Node with the NodeClaim's labels, the instance type's
    labels, zone, capacity type and hostname, the NodePool's taints plus ``karpenter.sh/unregistered`` and
    ``node.kubernetes.io/not-ready``, and the allocatable of our catalog;
-4. with nomination: :class:`~nodewright.controllers.nomination.NominationController` runs once through the
-   production adapter (:class:`~nodewright.kube.client.KubernetesCluster`) and patches ``status.nominatedNodeName``;
+4. with nomination: :class:`~nodewright.controllers.nomination.NominationController` patches
+   ``status.nominatedNodeName`` through the production adapter (:class:`~nodewright.kube.client.KubernetesCluster`)
+   and keeps reconciling every 0.25 s (as ``nodewright run``) while the Nodes turn Ready;
 5. the Nodes turn Ready one after the other (boot taints removed), and the real kube-scheduler places the Pods.
 
 A case *agrees* when every Pod is bound to a launched Node and no launched Node is left without a Pod (the
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -81,8 +83,6 @@ class Outcome:
 @pytest.fixture(scope="module")
 def adapter(real_scheduler: ControlPlane, crds: list[str]) -> Iterator[KubernetesCluster]:  # noqa: F811
     """The production cluster adapter (informers on pods and nodes) the nomination controller writes through."""
-    import threading
-
     cluster = KubernetesCluster(RestClient(load_api_client(real_scheduler.kubeconfig)), time.time,
                                 kinds=(r.PODS, r.NODES), watch_timeout=60)
     stop = threading.Event()
@@ -162,20 +162,31 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
             node, status = planned_node(name, claim, types, REGION)
             core_api.create_node(node)
             core_api.patch_node_status(name, {"status": status})
-        if nominate:
-            _nominate(adapter, ns, planned, [n for n, _ in nodes])
-        # A real node turns Ready tens of seconds after it registers: kube-scheduler has long seen the nominations.
-        time.sleep(REGISTERED_TO_READY)
-        for name, claim in nodes:  # Ready, one after the other: the boot taints come off
-            core_api.patch_node(name, {"spec": {"taints": claim["taints"] or None}})
-            core_api.patch_node_status(name, {"status": {"conditions": [
-                {"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
-        return _outcome(core_api, ns, case, nominate, planned, [n for n, _ in nodes])
+        stop = threading.Event()
+        if nominate:  # the controller keeps reconciling, as in `nodewright run` (every 0.25 s)
+            controller = _nominate(adapter, ns, planned, [n for n, _ in nodes])
+            loop = threading.Thread(target=_keep_nominating, args=(controller, stop), daemon=True)
+            loop.start()
+        try:
+            # A real node turns Ready tens of seconds after it registers.
+            time.sleep(REGISTERED_TO_READY)
+            for name, claim in nodes:  # Ready, one after the other: the boot taints come off
+                core_api.patch_node(name, {"spec": {"taints": claim["taints"] or None}})
+                core_api.patch_node_status(name, {"status": {"conditions": [
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
+            return _outcome(core_api, ns, case, nominate, planned, [n for n, _ in nodes])
+        finally:
+            stop.set()
     finally:
         _cleanup(core_api, apps, ns, [n for n, _ in nodes], pvs, bool(case.daemonsets))
 
 
-def _nominate(adapter: KubernetesCluster, ns: str, planned: dict[str, str], nodes: list[str]) -> None:
+def _keep_nominating(controller: NominationController, stop: threading.Event) -> None:
+    while not stop.wait(0.25):
+        controller.reconcile()
+
+
+def _nominate(adapter: KubernetesCluster, ns: str, planned: dict[str, str], nodes: list[str]) -> NominationController:
     """The nomination controller over the real API server: the plan as the provisioner would hold it."""
     _wait(lambda: all(adapter.get(r.NODES, n) is not None for n in nodes)
           and all(adapter.get(r.PODS, p, ns) is not None for p in planned), 20)
@@ -187,7 +198,7 @@ def _nominate(adapter: KubernetesCluster, ns: str, planned: dict[str, str], node
     for _ in range(5):  # a 409 (the pod moved on since the cache) is retried after its backoff
         controller.reconcile()
         if len(controller.ours) == len(planned):
-            return
+            return controller
         time.sleep(1.1)
     raise AssertionError(f"nominated {len(controller.ours)} of {len(planned)} pods in {ns}")
 

@@ -242,3 +242,19 @@ def test_recovery_replans_at_once_when_the_planned_node_filled_up(ctx, cluster, 
     assert len(claims) == 2 and clock() - started <= 3.0
     assert manager.provisioner.nominations["default/web-0"].target != name_of(claim)
     assert _nominated(cluster, "web-0") is None  # the new NodeClaim has no Node yet
+
+
+def test_a_nomination_kube_scheduler_cleared_is_set_again_once_the_node_is_ready(ctx, cluster, clock) -> None:
+    manager = _manager(ctx)
+    _planned_and_registered(manager, cluster, clock, pods=1)
+    assert _nominated(cluster, "web-0") == NODE
+    # A failed attempt while the node boots: kube-scheduler's preemption step clears the nomination.
+    cluster.patch_status(r.PODS, "web-0", {"nominatedNodeName": None}, "default")
+    for _ in range(3):
+        clock.advance(1.0)
+        manager.step()
+    assert _nominated(cluster, "web-0") is None  # no tug of war while the node is not Ready
+    cluster.patch_status(r.NODES, NODE, {"conditions": [{"type": "Ready", "status": "True"}]})
+    clock.advance(1.0)
+    manager.step()
+    assert _nominated(cluster, "web-0") == NODE
