@@ -100,6 +100,8 @@ def report_findings(findings: list[Any], locate: Callable[[str], str], strict: b
               help="A PricingPolicy (Savings Plans, RIs, discounts): add effective $/h beside list $/h (docs/pricing.md).")
 @click.option("--compare-pricing", "compare_pricing_runs", is_flag=True,
               help="With --scenario and --pricing: decide on list prices, then on effective prices; dollars side by side.")
+@click.option("--compare-nomination", "compare_nomination_runs", is_flag=True,
+              help="With --scenario: run with and without pod nomination (NOMINATE_PODS); plan kept side by side.")
 @click.option("--strict", is_flag=True, help="Treat warnings about the input as errors (exit 2).")
 @click.option("--fail-on-unschedulable", is_flag=True,
               help="Exit 3 when any pod stays unschedulable (for CI).")
@@ -114,7 +116,7 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
                      compare_targets: str | None = None, pricing_file: str | None = None,
                      compare_pricing_runs: bool = False, strict: bool = False,
                      fail_on_unschedulable: bool = False, snapshot_file: str | None = None,
-                     replicas_mode: str = "min") -> None:
+                     replicas_mode: str = "min", compare_nomination_runs: bool = False) -> None:
     """Print the provisioning decision for FILEs: new nodes, their types, pods and $/hour.
     With --scenario, replay a scenario over time (nodes, pending pods, cost) instead.
 
@@ -161,7 +163,8 @@ def simulate_command(filenames: tuple[str, ...], region: str | None, output: str
         result = simulate_scenario(scenario, output=output, baseline=baseline, plot=plot, seed=seed,
                                    compare_targets=compare_targets, pricing=pricing[0] if pricing else None,
                                    pricing_name=pricing[1] if pricing else "",
-                                   compare_pricing_runs=compare_pricing_runs)
+                                   compare_pricing_runs=compare_pricing_runs,
+                                   compare_nomination_runs=compare_nomination_runs)
         summary = result.get("summary") if isinstance(result, dict) else None
         if fail_on_unschedulable and isinstance(summary, dict) and summary.get("unscheduled_pods_at_end"):
             click.echo(f"error: {summary['unscheduled_pods_at_end']} pod(s) unscheduled at the end "

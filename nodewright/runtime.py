@@ -88,6 +88,7 @@ class Runtime:
             self.cloud.launch_pricing = launch_pricing_hook(policy.current, self.cluster)
         options = ControllerOptions(batch_idle_duration=s.batch_idle_duration,
                                     batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
+                                    nominate_pods=s.nominate_pods,
                                     spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
                                     preference_policy=s.preference_policy, min_values_policy=s.min_values_policy,
                                     pricing_policy=policy.current if policy else None,

@@ -202,6 +202,16 @@ def min_values_policy(env: Mapping[str, str]) -> str:
     return _policy(env, "MIN_VALUES_POLICY", MIN_VALUES_POLICIES)
 
 
+def nominate_pods(env: Mapping[str, str]) -> bool:
+    """``NOMINATE_PODS`` (default true): whether the nomination controller publishes the plan (issue 25).
+
+    Raises:
+        NodewrightValidationError: not a boolean.
+    """
+    text = env.get("NOMINATE_PODS")
+    return True if text is None or text == "" else _parse_bool("NOMINATE_PODS", text)
+
+
 def preference_policy(env: Mapping[str, str]) -> str:
     """Karpenter's ``PreferencePolicy`` from ``PREFERENCE_POLICY`` in ``env`` (``Respect`` when unset or empty): how
     ``simulate -f`` and scenario replay read the controller's setting.
@@ -238,6 +248,8 @@ class Settings:
         renew_deadline: seconds the leader keeps acting without a successful renewal.
         retry_period: seconds between acquire/renew attempts.
         bind_pods: bind the pods a decision placed on a new node as soon as it registers.
+        nominate_pods: set ``status.nominatedNodeName`` of planned pods once their node registers (KEP-5278;
+            ``NOMINATE_PODS``, default true; needs ``patch`` on ``pods/status``).
         kubeconfig: path to a kubeconfig (empty: in-cluster, then ``~/.kube/config``).
         reconcile_period: seconds between controller passes in the run loop.
         cluster_ca_bundle: base64 (or PEM) cluster CA for node bootstrap; empty means ``eks:DescribeCluster``.
@@ -290,6 +302,7 @@ class Settings:
     renew_deadline: float = 7.0
     retry_period: float = 2.0
     bind_pods: bool = False
+    nominate_pods: bool = True
     kubeconfig: str = ""
     reconcile_period: float = 0.25
     cluster_ca_bundle: str = ""
@@ -335,6 +348,7 @@ ENV_NAMES: dict[str, tuple[str, str]] = {
     "renew_deadline": ("NODEWRIGHT_RENEW_DEADLINE", "duration"),
     "retry_period": ("NODEWRIGHT_RETRY_PERIOD", "duration"),
     "bind_pods": ("BIND_PODS", "bool"),
+    "nominate_pods": ("NOMINATE_PODS", "bool"),
     "kubeconfig": ("KUBECONFIG", "str"),
     "reconcile_period": ("NODEWRIGHT_RECONCILE_PERIOD", "duration"),
     "cluster_ca_bundle": ("CLUSTER_CA_BUNDLE", "str"),

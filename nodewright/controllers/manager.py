@@ -2,8 +2,9 @@
 
 The run loop (:mod:`nodewright.runtime`) calls :meth:`step` every ``reconcile_period`` while this replica
 leads; the simulator calls it on its own clock. Each step takes one snapshot of the cluster and runs the
-controllers in dependency order: EC2NodeClass status, static NodePools (``spec.replicas``), provisioning, lifecycle, termination, interruption,
-garbage collection (instances, then launch templates), NodePool status, state metrics. Nothing here sleeps or starts threads.
+controllers in dependency order: EC2NodeClass status, static NodePools (``spec.replicas``), provisioning, nomination,
+lifecycle, termination, interruption, garbage collection (instances, then launch templates), NodePool status, state
+metrics. Nothing here sleeps or starts threads.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from nodewright.controllers.interruption import InterruptionController, Interrup
 from nodewright.controllers.lifecycle import LifecycleController
 from nodewright.controllers.nodeclass import NodeClassController
 from nodewright.controllers.nodepool_status import NodePoolStatusController
+from nodewright.controllers.nomination import NominationController
 from nodewright.controllers.provisioning import Batcher, Provisioner
 from nodewright.controllers.state_metrics import StateMetricsController
 from nodewright.controllers.static import StaticCapacityController
@@ -41,6 +43,7 @@ class ControllerOptions:
     ``preference_policy`` / ``min_values_policy`` carry Karpenter's ``PREFERENCE_POLICY`` / ``MIN_VALUES_POLICY``
     (``ControllerManager.options``); the provisioner's scheduler and the disruption simulations apply both
     (``Strict`` or ``BestEffort``; ``Respect`` or ``Ignore``).
+    ``nominate_pods`` (``NOMINATE_PODS``) publishes the plan as ``status.nominatedNodeName`` (controllers/nomination.py).
     ``pricing_policy`` returns the PricingPolicy in force (``--pricing-policy``: the file re-read when it changes),
     or None: the provisioner and consolidation then decide on effective marginal prices (docs/pricing.md).
     ``consolidation``: the consolidation searches' time budgets and bounds (its ``spot_to_spot`` is replaced by
@@ -50,6 +53,7 @@ class ControllerOptions:
     batch_idle_duration: float = 1.0
     batch_max_duration: float = 10.0
     bind_pods: bool = False
+    nominate_pods: bool = True
     launch_timeout: float = 300.0
     registration_timeout: float = 900.0
     gc_grace: float = 30.0
@@ -95,6 +99,7 @@ class ControllerManager:
         self.lifecycle = LifecycleController(
             ctx, opts.launch_timeout, opts.registration_timeout, on_registered=self.provisioner.on_registered
         )
+        self.nomination = NominationController(ctx, self.provisioner, enabled=opts.nominate_pods)
         self.termination = TerminationController(ctx)
         self.terminator: Terminator = self.termination.terminator
         self.disruption = DisruptionController(ctx, self.terminator, DecisionOptions(
@@ -122,6 +127,9 @@ class ControllerManager:
             ("nodeclass", self.nodeclass.reconcile),  # EC2NodeClass status (and instance profile) first
             ("static", self.static.reconcile),  # static NodePools' NodeClaims, before pods are provisioned
             ("provisioner", self.provisioner.reconcile),
+            # Before lifecycle: a Node that just registered still carries karpenter.sh/unregistered when its
+            # pods are nominated to it (issue 25).
+            ("nomination", self.nomination.reconcile),
             ("lifecycle", self.lifecycle.reconcile),
             ("termination", self.termination.reconcile),
             ("disruption", self.disruption.reconcile),

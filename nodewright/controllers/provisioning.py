@@ -80,6 +80,7 @@ from nodewright.state.pods import (
     is_reschedulable,
     is_terminal,
     node_name,
+    nominated_node_name,
     pod_key,
 )
 from nodewright.state.registering import registering_nodes
@@ -204,10 +205,33 @@ class Provisioner:
                 return False
             ready = condition(claim, L.CONDITION_INITIALIZED)
             if ready and ready.get("status") == "True":
+                if self._room_gone(key, claim, state):
+                    return False  # recovery: kube-scheduler filled the planned node with other pods
                 return now - nom.time < self.nomination_grace or self._ready_for(claim, now)
             return True
         node = state.nodes.get(nom.target)
         return node is not None and not is_deleting(node) and now - nom.time < self.nomination_grace
+
+    def _room_gone(self, key: str, claim: Obj, state: ClusterState) -> bool:
+        """Recovery (issue 25): the pod ``key`` was planned onto ``claim``, whose Node is Ready (Initialized), but
+        the pods bound there leave no room for it -- kube-scheduler did not follow the plan. The pod is then
+        re-planned at once, against the space that really exists (existing and in-flight nodes first, then the
+        cheapest NodeClaim that completes it), instead of after :attr:`nomination_grace`."""
+        node = state.node_for(claim)
+        pod = state.pods.get(key)
+        if node is None or pod is None:
+            return False
+        current = state.models.node(node, state.models.pods(p for p in state.pods_on(name_of(node)) if holds_node(p)))
+        if current is None:
+            return False
+        free = subtract(current.allocatable, current.requested())
+        return not fits(state.models.requests(pod), free)
+
+    def is_nominated(self, key: str, state: ClusterState, now: float) -> bool:
+        """Whether the pod ``key`` still holds a valid nomination of this provisioner (its NodeClaim is live and,
+        once Initialized, within :attr:`nomination_grace`; an existing Node within the grace): the pods
+        :mod:`nodewright.controllers.nomination` publishes as ``status.nominatedNodeName``."""
+        return self._nominated(key, state, now)
 
     def _ready_for(self, claim: Obj, now: float) -> bool:
         ready = condition(claim, L.CONDITION_INITIALIZED) or {}
@@ -513,9 +537,9 @@ class Provisioner:
                 if registered is not None:
                     out.add(name_of(registered))
         for pod in state.pods.values():
-            nominated = (pod.get("status") or {}).get("nominatedNodeName")
+            nominated = nominated_node_name(pod)
             if nominated and not node_name(pod) and not is_deleting(pod):
-                out.add(str(nominated))
+                out.add(nominated)
         return out
 
     def on_registered(self, claim: Obj, node: Obj) -> list[str]:

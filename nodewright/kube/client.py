@@ -188,11 +188,23 @@ class KubernetesCluster:
             "PATCH", kind.object_path(name, namespace), body=patch, content_type=MERGE_PATCH))
         return self._reflect(kind, "MODIFIED", patched)
 
-    def patch_status(self, kind: ResourceKind, name: str, status: Obj, namespace: str | None = None) -> Obj:
-        """PATCH the ``status`` subresource."""
+    def patch_status(self, kind: ResourceKind, name: str, status: Obj, namespace: str | None = None,
+                     resource_version: str | None = None) -> Obj:
+        """PATCH the ``status`` subresource (``resource_version``: the ``metadata.resourceVersion`` precondition)."""
+        body: Obj = {"status": status}
+        if resource_version is not None:
+            body["metadata"] = {"resourceVersion": resource_version}
         patched = self._guarded("patch", kind, f"{name}/status", namespace, lambda: self.rest.request(
-            "PATCH", kind.object_path(name, namespace, "status"), body={"status": status}, content_type=MERGE_PATCH))
+            "PATCH", kind.object_path(name, namespace, "status"), body=body, content_type=MERGE_PATCH))
         return self._reflect(kind, "MODIFIED", patched)
+
+    def server_version(self) -> str:
+        """The API server's ``gitVersion`` (``GET /version``), e.g. ``v1.36.0``.
+
+        Raises:
+            KubeError: the request failed.
+        """
+        return str(self.rest.request("GET", "/version").get("gitVersion") or "")
 
     def replace(self, kind: ResourceKind, obj: Obj) -> Obj:
         """PUT the object (``metadata.resourceVersion`` is the precondition)."""

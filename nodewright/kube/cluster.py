@@ -60,11 +60,14 @@ class Cluster(Protocol):
         """
         ...
 
-    def patch_status(self, kind: ResourceKind, name: str, status: Obj, namespace: str | None = None) -> Obj:
-        """Merge-patch the ``status`` subresource with ``status``.
+    def patch_status(self, kind: ResourceKind, name: str, status: Obj, namespace: str | None = None,
+                     resource_version: str | None = None) -> Obj:
+        """Merge-patch the ``status`` subresource with ``status``; ``resource_version``, when given, is a
+        precondition (sent as ``metadata.resourceVersion``).
 
         Raises:
             NotFoundError: no such object.
+            ConflictError: the precondition ``resource_version`` is stale.
         """
         ...
 

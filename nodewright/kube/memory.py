@@ -52,6 +52,7 @@ class InMemoryCluster:
         events: recorded Events as dicts ``{"reason", "message", "type", "kind", "name", "namespace", "time"}``.
         bindings: ``(namespace, pod, node)`` for every successful ``pods/binding``.
         evictions: ``(namespace, pod)`` for every successful ``pods/eviction``.
+        version: the ``gitVersion`` :meth:`server_version` reports (``v1.36.0``; tests set older ones).
     """
 
     def __init__(self, clock: Clock, seed: int = 0) -> None:
@@ -64,6 +65,7 @@ class InMemoryCluster:
         self.events: list[dict[str, Any]] = []
         self.bindings: list[tuple[str, str, str]] = []
         self.evictions: list[tuple[str, str]] = []
+        self.version = "v1.36.0"
 
     # --- observation -------------------------------------------------------------------------
 
@@ -203,9 +205,11 @@ class InMemoryCluster:
         self._check_precondition(kind, current, (patch.get("metadata") or {}).get("resourceVersion"))
         return self._store_update(kind, key, current, merge_patch(current, patch))
 
-    def patch_status(self, kind: ResourceKind, name: str, status: Obj, namespace: str | None = None) -> Obj:
-        """Merge-patch ``status`` only."""
+    def patch_status(self, kind: ResourceKind, name: str, status: Obj, namespace: str | None = None,
+                     resource_version: str | None = None) -> Obj:
+        """Merge-patch ``status`` only (``resource_version``: a precondition)."""
         key, current = self._existing(kind, name, namespace)
+        self._check_precondition(kind, current, resource_version)
         return self._store_update(kind, key, current, merge_patch(current, {"status": status}))
 
     def replace(self, kind: ResourceKind, obj: Obj) -> Obj:
@@ -267,6 +271,10 @@ class InMemoryCluster:
             )
         self.evictions.append((namespace, name))
         self._delete_pod_now(pod)
+
+    def server_version(self) -> str:
+        """The emulated API server's ``gitVersion`` (:attr:`version`, ``v1.36.0`` unless a test sets another)."""
+        return self.version
 
     def record_event(self, involved: Obj, reason: str, message: str, event_type: str = "Normal") -> None:
         """Append to :attr:`events`."""

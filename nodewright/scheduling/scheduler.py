@@ -54,6 +54,7 @@ from nodewright.scheduling.nodeclaimtemplate import (
 )
 from nodewright.scheduling.nodepools import NodePoolSpec
 from nodewright.scheduling.nodes import ExistingNode
+from nodewright.scheduling.orterms import use_or_terms
 from nodewright.scheduling.pods import HostPort, Pod
 from nodewright.scheduling.preferences import IGNORE_PREFERENCES, PodClass, pod_classes
 from nodewright.scheduling.repack import repack_topology
@@ -387,9 +388,10 @@ Stage = Callable[[Scheduler], None]
 #: are re-packed where cheaper, free pods fill their spare room, the remaining free pods are packed
 #: cost-optimally, and the NodeClaims become plans.
 OPTIMIZED: tuple[Stage, ...] = (fill_existing, Scheduler.run_queue, repack_topology, fill_claims, pack_free,
-                                Scheduler.finalize)
-#: The stages of Karpenter's greedy pass (``optimize=False``: every pod goes through the loop).
-GREEDY: tuple[Stage, ...] = (Scheduler.run_queue, Scheduler.finalize)
+                                use_or_terms, Scheduler.finalize)
+#: The stages of Karpenter's greedy pass (``optimize=False``: every pod goes through the loop); ``use_or_terms``
+#: (pods with ORed required terms take planned room under any term) is nodewright's, in both passes.
+GREEDY: tuple[Stage, ...] = (Scheduler.run_queue, use_or_terms, Scheduler.finalize)
 
 
 def schedule(

@@ -18,12 +18,15 @@ from nodewright.api.annotations import document_annotation_problems
 from nodewright.errors import NodewrightValidationError
 from nodewright.pricing import PricingPolicy
 from nodewright.sim.compare import (
+    NOMINATION_OPTION,
     OPTION,
     PRICING_OPTION,
+    compare_nomination,
     compare_pricing,
     compare_target_utilization,
     parse_targets,
     render_comparison,
+    render_nomination_comparison,
     render_pricing_comparison,
 )
 from nodewright.sim.progress import progress_for_terminal
@@ -67,7 +70,7 @@ def _only_simulated_kinds(scenario: Scenario) -> Scenario:
 def simulate_scenario(path: str, *, output: str = "table", baseline: str | None = None, plot: str | None = None,
                       seed: int | None = None, compare_targets: str | None = None,
                       pricing: PricingPolicy | None = None, pricing_name: str = "",
-                      compare_pricing_runs: bool = False) -> dict[str, object]:
+                      compare_pricing_runs: bool = False, compare_nomination_runs: bool = False) -> dict[str, object]:
     """Run the scenario at ``path`` and print its result; returns the result document.
 
     Args:
@@ -81,6 +84,8 @@ def simulate_scenario(path: str, *, output: str = "table", baseline: str | None 
         pricing_name: how reports name it (:func:`nodewright.pricing.report.policy_label`).
         compare_pricing_runs: with ``pricing``, run nodewright twice, deciding on list then on effective prices,
             side by side (:func:`nodewright.sim.compare.compare_pricing`).
+        compare_nomination_runs: run nodewright with and without nomination, side by side
+            (:func:`nodewright.sim.compare.compare_nomination`).
 
     Raises:
         NodewrightValidationError: an invalid scenario file.
@@ -96,6 +101,15 @@ def simulate_scenario(path: str, *, output: str = "table", baseline: str | None 
             raise NodewrightValidationError(OPTION, "cannot be combined with --baseline, --plot or --pricing")
         doc = compare_target_utilization(scenario, parse_targets(compare_targets), seed, progress_for_terminal())
         click.echo(json.dumps(doc, indent=2) if output == "json" else render_comparison(doc))
+        click.echo(f"simulated {len(doc['runs'])} x {scenario.duration / 60:g} min in "
+                   f"{time.perf_counter() - started:.1f} s", err=True)
+        return doc
+    if compare_nomination_runs:
+        if baseline or plot or compare_pricing_runs:
+            raise NodewrightValidationError(NOMINATION_OPTION, "cannot be combined with --baseline, --plot or "
+                                                               "--compare-pricing")
+        doc = compare_nomination(scenario, seed, progress_for_terminal(), pricing)
+        click.echo(json.dumps(doc, indent=2) if output == "json" else render_nomination_comparison(doc))
         click.echo(f"simulated {len(doc['runs'])} x {scenario.duration / 60:g} min in "
                    f"{time.perf_counter() - started:.1f} s", err=True)
         return doc

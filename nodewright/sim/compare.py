@@ -170,3 +170,49 @@ def render_pricing_comparison(doc: Mapping[str, Any]) -> str:
     offerings = sorted({k for r in doc["runs"] for k in r["launches"]})
     rows += [[f"launched {k}"] + [str(r["launches"].get(k, 0)) for r in doc["runs"]] for k in offerings]
     return f"{_table(header, rows)}\nbilled under {doc['pricing_policy']} (both runs)"
+
+
+# --- simulate --scenario FILE --compare-nomination (issue 25) ----------------------------------------------------
+
+NOMINATION_OPTION = "--compare-nomination"
+
+
+def compare_nomination(scenario: Scenario, seed: int | None = None, progress: Progress | None = None,
+                       pricing: PricingPolicy | None = None) -> dict[str, Any]:
+    """Run ``scenario`` twice with the same seed: nodewright publishing its plan as ``status.nominatedNodeName``
+    (``NOMINATE_PODS=true``), then not. The simulated kube-scheduler (:mod:`nodewright.sim.kubescheduler`) scores
+    nodes as the default profile does and tries a nominated node first, so the two runs show what nomination
+    buys: pods placed as planned, pods re-planned, extra nodes and their dollars (:mod:`nodewright.sim.plans`).
+
+    Returns:
+        ``{"scenario", "seed", "duration_s", "compare": "nomination", "runs": [{"nominate_pods": true | false,
+        "summary": {...run summary...}}]}``; deterministic for a seed.
+    """
+    used_seed = scenario.seed if seed is None else seed
+    runs = []
+    for nominate in (True, False):
+        result = run(scenario, NODEWRIGHT, used_seed, progress, pricing, nominate_pods=nominate)
+        runs.append({"nominate_pods": nominate, "summary": result.summary})
+    return {"scenario": scenario.name, "seed": used_seed, "duration_s": scenario.duration, "compare": "nomination",
+            "runs": runs}
+
+
+#: (summary key, row label, format) of the nomination comparison table.
+NOMINATION_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("plan_kept", "plan kept", "{}"),
+    ("replanned_pods", "pods re-planned", "{:d}"),
+    ("extra_nodes", "extra nodes", "{:d}"),
+    ("extra_node_cost_usd", "$ over the plan (extra nodes)", "${:.4f}"),
+    ("nodes_launched", "nodes launched", "{:d}"),
+    ("cost_usd", "cost (USD)", "${:.4f}"),
+    ("pod_schedule_latency_p95_s", "pod wait p95 (s)", "{:.1f}"),
+    ("unscheduled_pods_at_end", "unscheduled pods at end", "{:d}"),
+)
+
+
+def render_nomination_comparison(doc: Mapping[str, Any]) -> str:
+    """The nomination comparison as a text table: with nomination, then without."""
+    minutes = float(doc["duration_s"]) / 60
+    title = f"scenario {doc['scenario']} ({minutes:g}m, seed {doc['seed']})"
+    header = [title] + ["with nomination" if r["nominate_pods"] else "without nomination" for r in doc["runs"]]
+    return _table(header, _summary_rows(doc["runs"], NOMINATION_ROWS))

@@ -33,6 +33,8 @@ from nodewright.kube.resources import ResourceKind
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingPolicy
 from nodewright.settings import min_values_policy, preference_policy
+from nodewright.settings import nominate_pods as load_nominate_pods
+from nodewright.sim.plans import PlanTracker
 from nodewright.sim.world import World
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import models_for
@@ -115,16 +117,18 @@ class NodewrightDriver:
         world: the simulated cluster.
         options: controller tunables (Karpenter's defaults, NodePool status every 5 minutes, and
             ``MIN_VALUES_POLICY`` from the environment as ``nodewright run`` reads it, when None).
+        nominate_pods: publish the plan as ``status.nominatedNodeName`` (None: ``NOMINATE_PODS``, default true).
 
     Attributes:
         passes_skipped: disruption passes left out because they provably had nothing to do.
+        plans: whether kube-scheduler kept the provisioner's plan (:class:`~nodewright.sim.plans.PlanTracker`).
         steps: controller steps run.
     """
 
     name = "nodewright"
 
     def __init__(self, world: World, options: ControllerOptions | None = None,
-                 pricing: PricingPolicy | None = None) -> None:
+                 pricing: PricingPolicy | None = None, nominate_pods: bool | None = None) -> None:
         self.world = world
         self.queue = SimulatedInterruptionQueue()
         self.cloud = SimulatedCloudProvider(world.ec2, world.scenario.region, world.scenario.zones,
@@ -136,11 +140,15 @@ class NodewrightDriver:
         # NodePool status only feeds metrics and status fields nobody reads in a simulation: every 5 minutes.
         opts = options or ControllerOptions(status_period=300.0, min_values_policy=min_values_policy(os.environ),
                                             preference_policy=preference_policy(os.environ))
+        # Nomination (issue 25): as `nodewright run` reads NOMINATE_PODS, unless the caller decides (--compare-nomination).
+        nominate = load_nominate_pods(os.environ) if nominate_pods is None else nominate_pods
+        opts = dataclasses.replace(opts, nominate_pods=nominate)
         if pricing is not None:  # simulate --scenario --pricing: provisioning and launches on effective prices
             opts = dataclasses.replace(opts, pricing_policy=lambda: pricing)
             self.cloud.launch_pricing = launch_pricing_hook(lambda: pricing, world.cluster)
         self.manager = ControllerManager(self.ctx, opts, self.queue, snapshotter=self.snapshots)
         self.disruption = self.manager.disruption
+        self.plans = PlanTracker(world, self.manager.provisioner)
         self.busy = False  # something the controllers react to changed since the last step
         self._recheck = False
         self.revision = 0  # count of pod / node / NodeClaim changes
@@ -225,6 +233,7 @@ class NodewrightDriver:
             self.manager.step()
         finally:
             self.manager.disruption = self.disruption
+        self.plans.observe()
         self.steps += 1
         if not settled:
             if self.disruption.last_decision_at == now and self.disruption.command is None:

@@ -22,6 +22,10 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("cost_usd", "cost (USD)", "${:.2f}"),
     ("unscheduled_pods_at_end", "unscheduled pods at end", "{:d}"),
     ("disruptions_by_reason", "disruptions", ""),
+    # Did kube-scheduler follow the plan (nodewright only; sim/plans.py, issue 25)?
+    ("plan_kept", "plan kept", ""),
+    ("extra_nodes", "extra nodes (for re-planned pods)", "{:d}"),
+    ("extra_node_cost_usd", "$ over the plan (extra nodes)", "${:.2f}"),
 )
 
 #: Rows shown only when the run had a PricingPolicy (``simulate --scenario --pricing``).

@@ -63,10 +63,10 @@ class RunResult:
 
 
 def _driver(name: str, scenario: Scenario, seed: int,
-            pricing: PricingPolicy | None = None) -> tuple[World, Driver]:
+            pricing: PricingPolicy | None = None, nominate_pods: bool | None = None) -> tuple[World, Driver]:
     if name == NODEWRIGHT:
         world = World(scenario, seed, scenario.launch_latency)
-        return world, NodewrightDriver(world, pricing=pricing)
+        return world, NodewrightDriver(world, pricing=pricing, nominate_pods=nominate_pods)
     if name == CLUSTER_AUTOSCALER:
         world = World(scenario, seed, scenario.baseline.launch_latency)
         return world, ClusterAutoscalerDriver(world, scenario.baseline)
@@ -75,7 +75,7 @@ def _driver(name: str, scenario: Scenario, seed: int,
 
 def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = None,
         progress: Progress | None = None, pricing: PricingPolicy | None = None,
-        billing: PricingPolicy | None = None) -> RunResult:
+        billing: PricingPolicy | None = None, nominate_pods: bool | None = None) -> RunResult:
     """Simulate ``scenario`` with ``autoscaler`` (see module docstring).
 
     Args:
@@ -87,13 +87,15 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
             cannot), and the summary adds ``effective_cost_usd`` (:mod:`nodewright.pricing.report`).
         billing: the PricingPolicy the summary's ``effective_cost_usd`` is billed under when it is not
             ``pricing`` (a run that decides on list prices, billed as the account pays: ``--compare-pricing``).
+        nominate_pods: nodewright publishes its plan as ``status.nominatedNodeName`` (None: ``NOMINATE_PODS``,
+            default true); the summary says how much of the plan kube-scheduler kept (:mod:`nodewright.sim.plans`).
 
     Raises:
         NodewrightValidationError: the scenario's workloads, autoscalers or node groups are inconsistent.
         ValueError: an unknown ``autoscaler``.
     """
     started = time.perf_counter()
-    world, driver = _driver(autoscaler, scenario, scenario.seed if seed is None else seed, pricing)
+    world, driver = _driver(autoscaler, scenario, scenario.seed if seed is None else seed, pricing, nominate_pods)
     world.validate_events()
     start, end = scenario.start, scenario.start + scenario.duration
     interval = scenario.sample_interval
@@ -120,6 +122,8 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
     if progress is not None:
         progress(autoscaler, scenario.duration, scenario.duration)
     summary = world.recorder.summary(end)
+    if isinstance(driver, NodewrightDriver):
+        summary.update(driver.plans.summary(end))
     billed = pricing if billing is None else billing
     if billed is not None:
         runs = [Run(Usage(i.instance_type.name, i.offering.zone, i.offering.capacity_type), i.launched_at,

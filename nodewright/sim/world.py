@@ -88,7 +88,7 @@ class World:
         self.ec2 = SimulatedEC2(self.clock, random.Random(f"ec2-{seed}"), latency)
         self.kubelet = SimulatedKubelet(self.cluster, self.ec2, self.clock, scenario.region,
                                         scenario.pod_start_delay, self._interruption_warning)
-        self.scheduler = KubeScheduler(self.cluster)
+        self.scheduler = KubeScheduler(self.cluster, seed)
         self.recorder = Recorder(self.cluster, self.ec2, self.clock, scenario.start)
         self.replicas: dict[str, ReplicaWorkload] = {}
         self.jobs: list[JobWorkload] = []

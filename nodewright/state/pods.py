@@ -51,6 +51,12 @@ def node_name(pod: Mapping[str, Any]) -> str:
     return str((pod.get("spec") or {}).get("nodeName") or "")
 
 
+def nominated_node_name(pod: Mapping[str, Any]) -> str:
+    """``status.nominatedNodeName`` (set by kube-scheduler after preemption, or by nodewright's nomination
+    controller, KEP-5278) or ``""``."""
+    return str((pod.get("status") or {}).get("nominatedNodeName") or "")
+
+
 def is_unschedulable(pod: Mapping[str, Any]) -> bool:
     """``PodScheduled=False`` with reason ``Unschedulable`` (kube-scheduler gave up on it)."""
     for cond in (pod.get("status") or {}).get("conditions") or []:

@@ -35,6 +35,8 @@ CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("storage.k8s.io", "storageclasses"): {*READ},
     ("storage.k8s.io", "csinodes"): {*READ},
     ("node.k8s.io", "runtimeclasses"): {*READ},
+    # Nomination (issue 25, controller.nominatePods: true by default): status.nominatedNodeName only.
+    ("", "pods/status"): {"patch"},
 }
 
 
@@ -92,3 +94,11 @@ def test_bindings_tie_the_roles_to_the_service_account(rendered):
     assert rb["metadata"]["namespace"] == "kube-system"
     assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "nodewright"}
     assert rb["subjects"] == subject
+
+
+def test_pods_status_patch_only_with_nomination(render):
+    """controller.nominatePods=false drops the pods/status rule and sets NOMINATE_PODS=false (issue 25)."""
+    docs = render("controller.nominatePods=false")
+    assert ("", "pods/status") not in _grants(one(docs, "ClusterRole")["rules"])
+    env = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "NOMINATE_PODS", "value": "false"} in env

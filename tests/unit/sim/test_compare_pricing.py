@@ -44,8 +44,8 @@ def test_on_effective_prices_the_paid_for_capacity_is_used_first(doc) -> None:
     # Savings Plan (4 x $0.0576 = the $0.2304 commitment), spot for the last two pods.
     assert effective["launches"] == {"c6i.large on-demand": 2, "c6i.large spot": 2, "m5.large on-demand": 2,
                                      "m6i.large on-demand": 4}
-    assert effective["summary"]["cost_usd"] == 0.6519  # dearer at list prices ...
-    assert effective["summary"]["effective_cost_usd"] == 0.4027  # ... and $0.1977 (33%) cheaper in what is paid
+    assert effective["summary"]["cost_usd"] == 0.6691  # dearer at list prices ...
+    assert effective["summary"]["effective_cost_usd"] == 0.3947  # ... and $0.2057 (34%) cheaper in what is paid
     assert [r["summary"]["nodes_launched"] for r in doc["runs"]] == [10, 10]
     assert [r["summary"]["unscheduled_pods_at_end"] for r in doc["runs"]] == [0, 0]
 
@@ -54,8 +54,8 @@ def test_table_puts_the_dollars_side_by_side(doc) -> None:
     lines = render_pricing_comparison(doc).splitlines()
     assert lines[0].split("  ")[0] == "scenario committed-spend (60m, seed 20)"
     rows = {line.split("  ")[0]: line.split()[-2:] for line in lines[2:-1]}
-    assert rows["paid at list prices (USD)"] == ["$0.2500", "$0.6519"]
-    assert rows["paid under the policy (USD)"] == ["$0.6004", "$0.4027"]
+    assert rows["paid at list prices (USD)"] == ["$0.2500", "$0.6691"]
+    assert rows["paid under the policy (USD)"] == ["$0.6004", "$0.3947"]
     assert rows["launched m6i.large on-demand"] == ["0", "4"]
     assert lines[-1] == "billed under example (both runs)"
 

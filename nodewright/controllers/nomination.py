@@ -1,0 +1,220 @@
+"""Nomination: point kube-scheduler at the node the provisioner planned for each pod (KEP-5278).
+
+When a NodeClaim the provisioner planned registers its Node (already while ``karpenter.sh/unregistered`` is on
+it), each pod planned for it gets ``status.nominatedNodeName: <node>``; a pod re-planned onto an existing or
+just-registered Node (a recovery plan) gets that Node. Since Kubernetes 1.34 (KEP-5278, "Nominated node name
+for an expected pod placement"; beta and on by default from 1.35) kube-scheduler tries a pod's nominated node
+first, counts pods nominated to a node against that node's room when it places *other* pods there, and no
+longer clears a nomination it did not make. So the scheduler follows the provisioner's cost-optimal plan instead
+of spreading pods by its own LeastAllocated scoring (issue 25: 48/60 plans kept without, 60/60 with).
+
+kube-scheduler itself clears a nomination when an attempt fails and preemption finds no victim
+(``preemption.Evaluator.Preempt``: "Specify nominatedNodeName to clear the pod's nominatedNodeName status"), which
+happens while the planned node still boots; such a pod is nominated again once its node is Ready and untainted
+(the update re-queues it, and the scheduler tries the nominated node first), never in a tug of war before.
+
+Our nominations are cleared when they go stale: the Node or NodeClaim is gone, the pod was bound (to any node),
+the plan was replaced by a later batch (the provisioner's nomination now names another target; the pod is
+re-nominated there once that target has a Node), or the provisioner's nomination expired. A nomination someone
+else set (kube-scheduler's preemption) is never overwritten or cleared. A deleted pod needs nothing.
+
+Writes: a merge patch of the ``pods/status`` subresource with the pod's ``resourceVersion`` as precondition.
+
+* 409 (the pod changed since the snapshot): retried on a later pass under :class:`~nodewright.backoff.Backoff`
+  (1 s doubling to 30 s, per pod), never in a loop.
+* 403 (the ClusterRole lacks ``patch`` on ``pods/status``): one error line and one Warning Event
+  ``FailedNomination`` naming the missing rule; nomination pauses for :data:`FORBIDDEN_RETRY` seconds
+  (re-tried silently, so a fixed ClusterRole takes effect without a restart). Provisioning is unaffected.
+* API server older than 1.34 (``server_version()`` of the cluster adapter, read once): one info line, and the
+  controller stays off (kube-scheduler there clears foreign nominations).
+
+Turned off by ``NOMINATE_PODS=false`` (chart ``controller.nominatePods: false``); bind mode (``--bind-pods``)
+is the other way to make the plan stick.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nodewright.backoff import Backoff
+from nodewright.controllers.common import Context, log
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.kube import resources as r
+from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
+from nodewright.kube.objects import Obj, condition_true, is_deleting, meta, name_of
+from nodewright.scheduling.nodes import EPHEMERAL_TAINT_KEYS
+from nodewright.state.cluster import ClusterState, snapshot
+from nodewright.state.pods import is_terminal, node_name, nominated_node_name
+
+#: First minor version of Kubernetes 1.x whose kube-scheduler keeps nominations set by other components.
+MIN_MINOR = 34
+#: Seconds nomination pauses after a 403 before it is tried again (without a second log line).
+FORBIDDEN_RETRY = 300.0
+#: The ClusterRole rule nomination needs (named in the 403 error and Event).
+REQUIRED_RULE = 'apiGroups: [""], resources: ["pods/status"], verbs: ["patch"]'
+
+
+def _schedulable(node: Obj | None) -> bool:
+    """``Ready`` and none of the taints a booting node carries (``scheduling.nodes.EPHEMERAL_TAINT_KEYS``)."""
+    if node is None or not condition_true(node, "Ready"):
+        return False
+    return not any(str(t.get("key")) in EPHEMERAL_TAINT_KEYS for t in (node.get("spec") or {}).get("taints") or [])
+
+
+def parse_minor(version: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of a ``gitVersion`` such as ``v1.36.0`` or ``v1.33.5-eks-1234``; None when unparsable or
+    a source build without version stamping (``v0.0.0-master+$Format:%H$``), whose age is unknown."""
+    match = re.match(r"v?(\d+)\.(\d+)", version.strip())
+    if not match or int(match.group(1)) == 0:
+        return None
+    return int(match.group(1)), int(match.group(2))
+
+
+class NominationController:
+    """Keeps ``status.nominatedNodeName`` of planned pods on the Node planned for them (see module docstring).
+
+    Args:
+        ctx: dependencies (the cluster adapter may offer ``server_version() -> str``).
+        provisioner: whose nominations (pod key -> NodeClaim or Node) are published.
+        enabled: False turns the controller off (``NOMINATE_PODS=false``).
+
+    Attributes:
+        ours: pod key -> node name this controller set and has not cleared yet.
+        backoff: per-pod retry delays after a 409.
+    """
+
+    def __init__(self, ctx: Context, provisioner: Provisioner, enabled: bool = True) -> None:
+        self.ctx = ctx
+        self.provisioner = provisioner
+        self.enabled = enabled
+        self.ours: dict[str, str] = {}
+        self.backoff = Backoff(initial=1.0, maximum=30.0)
+        self._supported: bool | None = None
+        self._forbidden_until = float("-inf")
+        self._forbidden_reported = False
+
+    # --- reconcile ---------------------------------------------------------------------------
+
+    def reconcile(self, state: ClusterState | None = None) -> None:
+        """Set the nominations the plan wants, clear our stale ones (one patch per pod at most)."""
+        if not self.enabled or not self._server_supports():
+            return
+        now = self.ctx.clock()
+        if now < self._forbidden_until:
+            return
+        state = state or snapshot(self.ctx.cluster)
+        wanted = self.wanted(state)
+        for key in sorted(set(self.ours) | set(wanted)):
+            pod = state.pods.get(key)
+            if pod is None:  # deleted: nothing to clear
+                self.ours.pop(key, None)
+                self.backoff.succeeded(key)
+                continue
+            target = wanted.get(key, "")
+            current = nominated_node_name(pod)
+            mine = self.ours.get(key)
+            if current == target:
+                if target:
+                    self.ours[key] = target
+                else:
+                    self.ours.pop(key, None)
+                continue
+            if current and current != mine:
+                self.ours.pop(key, None)  # someone else's nomination (preemption): leave it alone
+                continue
+            if not current and mine and mine == target and not _schedulable(state.nodes.get(target)):
+                # kube-scheduler cleared it after a failed attempt (its preemption step clears the nomination of a
+                # pod no node takes yet): set it again once the node can take pods, not in a tug of war before.
+                continue
+            if not self.backoff.ready(key, now):
+                continue
+            if not self._patch(pod, key, target or None, now):
+                return  # forbidden: nothing more this pass
+        self.backoff.prune(lambda key: key in state.pods)
+
+    def wanted(self, state: ClusterState) -> dict[str, str]:
+        """Pod key -> Node name for every unbound, live pod whose provisioner nomination is valid and whose target
+        has a Node (a NodeClaim's registered Node, or the existing Node itself)."""
+        now = self.ctx.clock()
+        out: dict[str, str] = {}
+        for key, nom in self.provisioner.nominations.items():
+            pod = state.pods.get(key)
+            if pod is None or node_name(pod) or is_deleting(pod) or is_terminal(pod):
+                continue
+            if not self.provisioner.is_nominated(key, state, now):
+                continue
+            if nom.on_nodeclaim:
+                claim = state.nodeclaims.get(nom.target)
+                node = state.node_for(claim) if claim is not None else None
+            else:
+                node = state.nodes.get(nom.target)
+            if node is not None and not is_deleting(node):
+                out[key] = name_of(node)
+        return out
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def _patch(self, pod: Obj, key: str, target: str | None, now: float) -> bool:
+        """Set (``target``) or clear (None) the pod's nomination; False when forbidden (stop the pass)."""
+        namespace, name = key.split("/", 1)
+        rv = meta(pod).get("resourceVersion")
+        try:
+            self.ctx.cluster.patch_status(r.PODS, name, {"nominatedNodeName": target}, namespace,
+                                          resource_version=str(rv) if rv else None)
+        except NotFoundError:
+            self.ours.pop(key, None)
+            self.backoff.succeeded(key)
+            return True
+        except ConflictError as err:
+            delay = self.backoff.failed(key, now)
+            log.info("nominating %s conflicted (pod changed), retrying in %.0fs: %s", key, delay, err,
+                     extra={"pod": key})
+            return True
+        except KubeError as err:
+            if err.status == 403:
+                self._forbidden(pod, key, err, now)
+                return False
+            delay = self.backoff.failed(key, now)
+            log.warning("nominating %s failed, retrying in %.0fs: %s", key, delay, err, extra={"pod": key})
+            return True
+        self.backoff.succeeded(key)
+        if target:
+            self.ours[key] = target
+            log.debug("nominated %s to node %s", key, target, extra={"pod": key, "node": target})
+        else:
+            self.ours.pop(key, None)
+            log.debug("cleared the nomination of %s", key, extra={"pod": key})
+        return True
+
+    def _forbidden(self, pod: Obj, key: str, err: KubeError, now: float) -> None:
+        self._forbidden_until = now + FORBIDDEN_RETRY
+        if self._forbidden_reported:
+            return
+        self._forbidden_reported = True
+        message = (f"nominating {key} is forbidden: the ClusterRole lacks the rule {REQUIRED_RULE}; provisioning "
+                   "goes on without nomination (grant it, as the chart does with controller.nominatePods=true, "
+                   "or set NOMINATE_PODS=false)")
+        log.error(message, extra={"pod": key, "error": str(err)})
+        self.ctx.event(pod, "FailedNomination", message, warning=True)
+
+    def _server_supports(self) -> bool:
+        """Whether the API server is 1.34 or newer; asked once (unknown counts as supported)."""
+        if self._supported is not None:
+            return self._supported
+        self._supported = True
+        ask = getattr(self.ctx.cluster, "server_version", None)
+        if ask is None:
+            return True
+        try:
+            version = str(ask())
+        except KubeError as err:
+            log.debug("server version unknown (%s): nominating pods", err)
+            return True
+        parsed = parse_minor(version)
+        if parsed is not None and parsed < (1, MIN_MINOR):
+            self._supported = False
+            log.info("API server %s is older than 1.%d: kube-scheduler there clears nominations it did not make "
+                     "(KEP-5278), so pods are not nominated to their planned nodes", version, MIN_MINOR,
+                     extra={"version": version})
+        return self._supported
+

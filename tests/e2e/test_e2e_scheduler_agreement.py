@@ -1,0 +1,292 @@
+"""Opt-in: does the real kube-scheduler carry out the provisioner's plan? With nomination and without (issue 25).
+
+Needs the control plane of ``controlplane.py`` with a kube-scheduler and a kube-controller-manager (its DaemonSet
+and PersistentVolume controllers); skipped with the reason when either binary is not provided. For each generated case (:mod:`tests.e2e.cases`, 48 by
+default, ``NODEWRIGHT_E2E_CASES`` to change) and each mode:
+
+1. the provisioner decides (:func:`nodewright.sim.decision.decide`: the controller's ``Provisioner.provision``
+   over the bundled catalog, as ``nodewright simulate -f`` runs it);
+2. the case's PersistentVolumes/claims and Pods are created in a namespace of their own, and the suite waits until
+   kube-scheduler marked every Pod ``Unschedulable`` (there is no Node yet);
+3. every planned NodeClaim registers as a kubelet would: a Node with the NodeClaim's labels, the instance type's
+   labels, zone, capacity type and hostname, the NodePool's taints plus ``karpenter.sh/unregistered`` and
+   ``node.kubernetes.io/not-ready``, and the allocatable of our catalog;
+4. with nomination: :class:`~nodewright.controllers.nomination.NominationController` patches
+   ``status.nominatedNodeName`` through the production adapter (:class:`~nodewright.kube.client.KubernetesCluster`)
+   and keeps reconciling every 0.25 s (as ``nodewright run``) while the Nodes turn Ready;
+5. the Nodes turn Ready one after the other (boot taints removed), and the real kube-scheduler places the Pods.
+
+A case *agrees* when every Pod is bound to a launched Node and no launched Node is left without a Pod (the
+DaemonSet's aside): the issue's measure. Pods bound to another Node than planned are counted too ("moved").
+The table is printed; ``NODEWRIGHT_E2E_REPORT`` names a JSON file to write it to. Targets: 100% of the cases with
+nomination and >= 95% without (asserted with ``NODEWRIGHT_E2E_STRICT=1``; not met yet, docs/benchmarks.md); by
+default the test asserts that nomination never lowers the agreement.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from nodewright.cloud.catalog import load_instance_types
+from nodewright.controllers.common import Context
+from nodewright.controllers.nomination import NominationController
+from nodewright.controllers.provisioning import Nomination, Provisioner
+from nodewright.kube import resources as r
+from nodewright.kube.client import KubernetesCluster
+from nodewright.kube.rest import RestClient, load_api_client
+from nodewright.sim.decision import decide
+
+from .cases import Case, generate, planned_node
+from .controlplane import ControlPlane, skip_reason
+from .test_e2e_flow import api_client, core, crds  # noqa: F401 (fixtures shared with the flow suite)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]
+REGION = "us-east-1"
+RUN = uuid.uuid4().hex[:4]
+UNSCHEDULABLE_WAIT = 15.0  # s for kube-scheduler to try every pod once with no Node
+SETTLE = 6.0  # s without a new binding after the last Node turned Ready: the scheduler is done
+DEADLINE = 45.0  # s per run at most
+VOLUME_CACHE_WAIT = 1.5  # s between creating the volumes and the pods that mount them
+REGISTERED_TO_READY = 2.0  # s between the Nodes' registration (and nomination) and their turning Ready
+
+
+@dataclass
+class Outcome:
+    """One case in one mode."""
+
+    case: str
+    nominate: bool
+    pods: int
+    nodes: int
+    bound: int
+    moved: int
+    pending: int
+    empty_nodes: int
+    features: str
+    why: str = ""  # kube-scheduler's message for the first pod left pending
+
+    @property
+    def agrees(self) -> bool:
+        return self.pending == 0 and self.empty_nodes == 0
+
+
+@pytest.fixture(scope="module")
+def adapter(real_scheduler: ControlPlane, crds: list[str]) -> Iterator[KubernetesCluster]:  # noqa: F811
+    """The production cluster adapter (informers on pods and nodes) the nomination controller writes through."""
+    cluster = KubernetesCluster(RestClient(load_api_client(real_scheduler.kubeconfig)), time.time,
+                                kinds=(r.PODS, r.NODES), watch_timeout=60)
+    stop = threading.Event()
+    cluster.start(stop)
+    assert cluster.wait_for_sync(60)
+    yield cluster
+    stop.set()
+
+
+def _in_namespace(doc: dict[str, Any], ns: str) -> dict[str, Any]:
+    out = json.loads(json.dumps(doc))
+    out["metadata"]["namespace"] = ns
+    return out
+
+
+def _wait(check: Any, timeout: float, interval: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(interval)
+    return check()
+
+
+def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCluster, case: Case, nominate: bool,
+             types: dict[str, Any]) -> Outcome:
+    """One case in one mode (see module docstring); everything it created is deleted before it returns."""
+    ns = f"{case.name}-{'nom' if nominate else 'plain'}-{RUN}"
+    decision = decide(case.documents(), region=REGION)
+    planned: dict[str, str] = {}
+    nodes: list[tuple[str, dict[str, Any]]] = []
+    for i, claim in enumerate(decision["nodeclaims"]):
+        name = f"{ns}-n{i}"
+        nodes.append((name, claim))
+        for key in claim["pods"]:
+            planned[key.split("/", 1)[1]] = name
+    core_api.create_namespace({"metadata": {"name": ns}})
+    pvs = []
+    try:
+        # Pre-bound volumes: the PersistentVolume (claimRef) first, then its claim (volumeName) once the PV
+        # controller has seen the volume, which then completes the binding (a claim naming a volume the controller
+        # has not seen yet is marked Lost).
+        for doc in case.volumes:
+            if doc["kind"] == "PersistentVolume":
+                doc = _in_namespace(doc, ns)
+                doc["metadata"]["name"] = f"{ns}-{doc['metadata']['name']}"
+                doc["metadata"].pop("namespace")
+                doc["spec"]["claimRef"]["namespace"] = ns
+                core_api.create_persistent_volume(doc)
+                pvs.append(doc["metadata"]["name"])
+        _wait(lambda: all(core_api.read_persistent_volume(pv).status.phase == "Available" for pv in pvs), 20)
+        for doc in case.volumes:
+            if doc["kind"] == "PersistentVolumeClaim":
+                doc = _in_namespace(doc, ns)
+                doc["metadata"].pop("annotations", None)  # the PV controller completes the binding
+                doc["spec"]["volumeName"] = f"{ns}-{doc['spec']['volumeName']}"
+                core_api.create_namespaced_persistent_volume_claim(ns, doc)
+        _wait(lambda: all(c.status.phase == "Bound"
+                          for c in core_api.list_namespaced_persistent_volume_claim(ns).items), 20)
+        if pvs:
+            # kube-scheduler must have the volumes in its cache before it first tries the pods: a pod rejected for a
+            # volume it has not seen yet waits for a volume event that already passed (up to 5 minutes).
+            time.sleep(VOLUME_CACHE_WAIT)
+        for doc in case.pods:
+            core_api.create_namespaced_pod(ns, _in_namespace(doc, ns))
+        names = [p["metadata"]["name"] for p in case.pods]
+
+        def unschedulable() -> bool:
+            pods = core_api.list_namespaced_pod(ns).items
+            return all(any(c.type == "PodScheduled" and c.reason == "Unschedulable"
+                           for c in (p.status.conditions or [])) for p in pods if p.metadata.name in names)
+
+        _wait(unschedulable, UNSCHEDULABLE_WAIT)
+        for doc in case.daemonsets:
+            apps.create_namespaced_daemon_set(ns, _in_namespace(doc, ns))
+        for name, claim in nodes:
+            node, status = planned_node(name, claim, types, REGION)
+            core_api.create_node(node)
+            core_api.patch_node_status(name, {"status": status})
+        stop = threading.Event()
+        if nominate:  # the controller keeps reconciling, as in `nodewright run` (every 0.25 s)
+            controller = _nominate(adapter, ns, planned, [n for n, _ in nodes])
+            loop = threading.Thread(target=_keep_nominating, args=(controller, stop), daemon=True)
+            loop.start()
+        try:
+            # A real node turns Ready tens of seconds after it registers.
+            time.sleep(REGISTERED_TO_READY)
+            for name, claim in nodes:  # Ready, one after the other: the boot taints come off
+                core_api.patch_node(name, {"spec": {"taints": claim["taints"] or None}})
+                core_api.patch_node_status(name, {"status": {"conditions": [
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
+            return _outcome(core_api, ns, case, nominate, planned, [n for n, _ in nodes])
+        finally:
+            stop.set()
+    finally:
+        _cleanup(core_api, apps, ns, [n for n, _ in nodes], pvs, bool(case.daemonsets))
+
+
+def _keep_nominating(controller: NominationController, stop: threading.Event) -> None:
+    while not stop.wait(0.25):
+        controller.reconcile()
+
+
+def _nominate(adapter: KubernetesCluster, ns: str, planned: dict[str, str], nodes: list[str]) -> NominationController:
+    """The nomination controller over the real API server: the plan as the provisioner would hold it."""
+    _wait(lambda: all(adapter.get(r.NODES, n) is not None for n in nodes)
+          and all(adapter.get(r.PODS, p, ns) is not None for p in planned), 20)
+    ctx = Context(adapter, None, time.time)  # type: ignore[arg-type]  # nomination never calls the cloud
+    provisioner = Provisioner(ctx)
+    now = time.time()
+    provisioner.nominations = {f"{ns}/{pod}": Nomination(node, False, now) for pod, node in planned.items()}
+    controller = NominationController(ctx, provisioner)
+    for _ in range(5):  # a 409 (the pod moved on since the cache) is retried after its backoff
+        controller.reconcile()
+        if len(controller.ours) == len(planned):
+            return controller
+        time.sleep(1.1)
+    raise AssertionError(f"nominated {len(controller.ours)} of {len(planned)} pods in {ns}")
+
+
+def _outcome(core_api: k8s.CoreV1Api, ns: str, case: Case, nominate: bool, planned: dict[str, str],
+             nodes: list[str]) -> Outcome:
+    names = {p["metadata"]["name"] for p in case.pods}
+    started = last_change = time.monotonic()
+    last: dict[str, str] = {}
+    while True:
+        placed = {p.metadata.name: p.spec.node_name or "" for p in core_api.list_namespaced_pod(ns).items
+                  if p.metadata.name in names}
+        if placed != last:
+            last, last_change = placed, time.monotonic()
+        now = time.monotonic()
+        if all(placed.values()) and len(placed) == len(names):
+            break
+        if now - last_change > SETTLE or now - started > DEADLINE:
+            break
+        time.sleep(0.25)
+    used = {n for n in last.values() if n}
+    why = ""
+    for pod in core_api.list_namespaced_pod(ns).items:
+        if pod.metadata.name in names and not pod.spec.node_name:
+            why = next((f"{pod.metadata.name}: {c.message}" for c in pod.status.conditions or []
+                        if c.type == "PodScheduled"), pod.metadata.name)
+            break
+    return Outcome(case.name, nominate, len(names), len(nodes), sum(1 for n in last.values() if n),
+                   sum(1 for pod, n in last.items() if n and n != planned.get(pod)),
+                   sum(1 for n in last.values() if not n), sum(1 for n in nodes if n not in used),
+                   ",".join(sorted(set(case.features))), why)
+
+
+def _cleanup(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, ns: str, nodes: list[str], pvs: list[str],
+             daemonsets: bool) -> None:
+    def quietly(call: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            call(*args, **kwargs)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+    if daemonsets:
+        quietly(apps.delete_collection_namespaced_daemon_set, ns)
+    quietly(core_api.delete_collection_namespaced_pod, ns, grace_period_seconds=0)
+    quietly(core_api.delete_collection_namespaced_persistent_volume_claim, ns)
+    for pv in pvs:
+        quietly(core_api.delete_persistent_volume, pv)
+    for node in nodes:
+        quietly(core_api.delete_node, node)
+    quietly(core_api.delete_namespace, ns)
+    _wait(lambda: not core_api.list_namespaced_pod(ns).items, 20)
+
+
+def render(outcomes: list[Outcome]) -> str:
+    """The per-case table and the two agreement rates."""
+    lines = [f"{'case':8} {'mode':6} {'pods':>4} {'nodes':>5} {'moved':>5} {'pending':>7} {'empty':>5}  features"]
+    for o in outcomes:
+        lines.append(f"{o.case:8} {'nom' if o.nominate else 'plain':6} {o.pods:4d} {o.nodes:5d} {o.moved:5d} "
+                     f"{o.pending:7d} {o.empty_nodes:5d}  {o.features}" + (f"\n    {o.why}" if o.why else ""))
+    for mode in (True, False):
+        runs = [o for o in outcomes if o.nominate is mode]
+        agree = sum(1 for o in runs if o.agrees)
+        moved = sum(o.moved for o in runs)
+        lines.append(f"{'with' if mode else 'without'} nomination: {agree}/{len(runs)} cases agree, "
+                     f"{moved} pods moved, {sum(o.pending for o in runs)} pending")
+    return "\n".join(lines)
+
+
+def test_real_scheduler_carries_out_the_plan(real_scheduler: ControlPlane, core: k8s.CoreV1Api,  # noqa: F811
+                                             api_client: k8s.ApiClient, adapter: KubernetesCluster) -> None:  # noqa: F811
+    cases = generate(int(os.environ.get("NODEWRIGHT_E2E_CASES", "48")), seed=25)
+    if "kube-controller-manager" not in real_scheduler.processes:
+        pytest.skip(skip_reason(("kube-controller-manager",)))  # DaemonSets and volume binding need it
+    apps = k8s.AppsV1Api(api_client)
+    types = {t.name: t for t in load_instance_types(REGION)}
+    outcomes = []
+    for case in cases:
+        for nominate in (True, False):
+            outcomes.append(run_case(core, apps, adapter, case, nominate, types))
+    table = render(outcomes)
+    print(table)
+    report = os.environ.get("NODEWRIGHT_E2E_REPORT")
+    if report:
+        with open(report, "w") as out:
+            json.dump({"outcomes": [asdict(o) for o in outcomes]}, out, indent=1)
+    agree = {mode: sum(1 for o in outcomes if o.nominate is mode and o.agrees) for mode in (True, False)}
+    assert agree[True] >= agree[False], table  # nomination never makes the real scheduler worse at the plan
+    if os.environ.get("NODEWRIGHT_E2E_STRICT"):  # the issue's targets: 100% with nomination, >= 95% without
+        assert agree[True] == len(cases) and agree[False] >= 0.95 * len(cases), table
