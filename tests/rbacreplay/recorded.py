@@ -24,7 +24,7 @@ RECORDED: list[tuple[str, str, str, str]] = [
     ("update", "karpenter.sh", "nodeclaims/finalizers", ""), ("patch", "karpenter.k8s.aws", "ec2nodeclasses", ""),
     ("patch", "karpenter.k8s.aws", "ec2nodeclasses/status", ""), ("patch", "", "nodes", ""),
     ("delete", "", "nodes", ""), ("delete", "", "pods", ""), ("create", "", "pods/eviction", ""),
-    ("create", "", "pods/binding", ""), ("create", "", "events", ""),
+    ("create", "", "pods/binding", ""), ("create", "", "events", ""), ("patch", "", "pods/status", ""),
     ("get", "coordination.k8s.io", "leases", LEASE), ("update", "coordination.k8s.io", "leases", LEASE),
     ("create", "coordination.k8s.io", "leases", ""),
 ]
