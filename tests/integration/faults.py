@@ -446,7 +446,7 @@ def check_invariants(world: World, account: Account, result: Result, records: li
 
 def run_campaign(seed: int, kube: EmulatorThread, account: Account, core: k8s.CoreV1Api,
                  custom: k8s.CustomObjectsApi, records: list[logging.LogRecord], replicas: list[Replica],
-                 deadline: float = 90.0) -> Result:
+                 deadline: float = 240.0) -> Result:
     """One seeded run (module docstring); returns what was injected and which invariants broke."""
     plan, result = Plan(seed), Result(seed)
     LIMITER.reset()

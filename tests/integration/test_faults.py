@@ -47,7 +47,7 @@ def killable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(threading, "excepthook", hook)
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(330)
 @pytest.mark.parametrize("seed", range(FIRST_SEED, FIRST_SEED + RUNS))
 def test_fault_campaign_run_keeps_every_invariant(seed, kube, account, core, custom, replicas, killable,
                                                   caplog, monkeypatch) -> None:
