@@ -178,7 +178,11 @@ def evaluate(objects: Sequence[Obj], now: float, region: str | None, policy: Pri
         types[n.instance_type] = types.get(n.instance_type, 0) + 1
     for plan in result.new_nodeclaims:
         types[plan.instance_type.name] = types.get(plan.instance_type.name, 0) + 1
-    price = sum(n.price for n in kept) + sum(p.price for p in result.new_nodeclaims)
+    # A kept node whose type the head's NodePool no longer allows (a narrowed requirement that does not drift it,
+    # e.g. a label the node lacks) has no price in the head's view; it still bills its list price.
+    lister = PricingEngine(PricingPolicy.model_validate({"apiVersion": "nodewright.io/v1alpha1", "kind": "PricingPolicy"}),
+                           price_table(loaded.region))
+    price = sum(n.price or _list_price(lister, n.labels) for n in kept) + sum(p.price for p in result.new_nodeclaims)
     out: dict[str, Any] = {
         "price_per_hour": round(price, 6),
         "nodes": len(kept) + len(result.new_nodeclaims) + len(kept_unmanaged),
@@ -194,6 +198,12 @@ def evaluate(objects: Sequence[Obj], now: float, region: str | None, policy: Pri
         fleet += [Usage(p.instance_type.name, p.zone, p.capacity_type) for p in result.new_nodeclaims]
         out["effective_price_per_hour"] = round(engine.bill(fleet).total_usd_per_hour, 6)
     return out
+
+
+def _list_price(engine: PricingEngine, labels: Mapping[str, str]) -> float:
+    """List USD/hour of a node from its labels (type, zone, capacity type); 0 when unknown."""
+    usage = Usage.from_labels(labels)
+    return (engine.list_price(usage) or 0.0) if usage is not None else 0.0
 
 
 def _pace(drifted: Mapping[str, Mapping[str, Any]], budget: Mapping[str, int | None]) -> tuple[int, str]:

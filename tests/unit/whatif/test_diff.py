@@ -112,3 +112,21 @@ def test_bad_inputs_are_one_line(tmp_path: Path, snapshot_file: Path) -> None:
     result = run("diff", "--base", str(base), "--head", str(base), "--snapshot", str(snapshot_file),
                  "--max-cost-increase", "lots")
     assert result.output.splitlines() == ["error: --max-cost-increase: expected a percentage like 5%, got 'lots'"]
+
+
+def test_kept_nodes_the_head_pool_no_longer_lists_still_bill_their_price(tmp_path: Path, snapshot_file: Path) -> None:
+    """A narrowed requirement on a label the nodes lack drifts nothing, but the kept nodes' types leave the head
+    pool's instance types: they still cost their list price (found by a new-user trial: the head showed only the
+    new node, -47.69%, and the 5% gate passed a +26% change)."""
+    base = revision(tmp_path / "a", nodepool(), nodeclass())
+    sized = nodepool()
+    sized["spec"]["template"]["spec"]["requirements"].append(
+        {"key": "karpenter.k8s.aws/instance-size", "operator": "In", "values": ["4xlarge"]})
+    head = revision(tmp_path / "b", sized, nodeclass())
+    result = run("diff", "--base", str(base), "--head", str(head), "--snapshot", str(snapshot_file), "-o", "json",
+                 "--max-cost-increase", "5%")
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.output.split("\ngate:")[0])
+    assert doc["head"]["instance_types"] == {"c6a.4xlarge": 1, "m5.2xlarge": 1, "m5.large": 1, "m5.xlarge": 2}
+    assert (doc["base"]["price_per_hour"], doc["head"]["price_per_hour"]) == (1.17, 1.476)
+    assert doc["change"]["nodes_replaced"] == 0
