@@ -162,7 +162,10 @@ def register_node(core: k8s.CoreV1Api, claim: dict[str, Any], ready: bool = True
     """What the kubelet does on a new instance: create the Node with the instance's providerID, the NodePool's
     labels and the ``karpenter.sh/unregistered`` taint from the bootstrap, then report Ready."""
     status = claim["status"]
-    name = f"ip-10-0-0-{abs(hash(status['providerID'])) % 250 + 1}.ec2.internal"
+    # The instance ID names the Node (EC2's resource-name hostnames): unique per instance and the same in every
+    # process. (An earlier ``hash(providerID) % 250`` is salted per process and gave two instances one name in
+    # 1 of 250 pairs: the second Node's create got 409 forever and its pods stayed pending.)
+    name = f"{str(status['providerID']).rsplit('/', 1)[-1]}.ec2.internal"
     labels = {k: v for k, v in claim["metadata"]["labels"].items()}
     labels.update({L.HOSTNAME: name, "kubernetes.io/os": "linux"})
     core.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
