@@ -10,8 +10,12 @@ of spreading pods by its own LeastAllocated scoring (issue 25: 48/60 plans kept 
 
 kube-scheduler itself clears a nomination when an attempt fails and preemption finds no victim
 (``preemption.Evaluator.Preempt``: "Specify nominatedNodeName to clear the pod's nominatedNodeName status"), which
-happens while the planned node still boots; such a pod is nominated again once its node is Ready and untainted
-(the update re-queues it, and the scheduler tries the nominated node first), never in a tug of war before.
+happens while the planned node still boots (every Node event re-queues the pending pods, and the booting node's
+taints reject them). Such a pod is nominated again on the next pass, so the nomination is in place when the node's
+last boot taint comes off -- the event whose attempt matters. This is bounded: the scheduler retries only on
+cluster events (a status patch re-queues nothing), and after :data:`MAX_RENOMINATIONS` clears of one pod the
+controller leaves it to the scheduler. (Measured on kube-scheduler v1.36: waiting for the node to turn Ready
+before nominating again left 0 of 9 nominations in place at Ready; the scheduler then spread the pods itself.)
 
 Our nominations are cleared when they go stale: the Node or NodeClaim is gone, the pod was bound (to any node),
 the plan was replaced by a later batch (the provisioner's nomination now names another target; the pod is
@@ -41,8 +45,7 @@ from nodewright.controllers.common import Context, log
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
-from nodewright.kube.objects import Obj, condition_true, is_deleting, meta, name_of
-from nodewright.scheduling.nodes import EPHEMERAL_TAINT_KEYS
+from nodewright.kube.objects import Obj, is_deleting, meta, name_of
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.pods import is_terminal, node_name, nominated_node_name
 
@@ -50,15 +53,10 @@ from nodewright.state.pods import is_terminal, node_name, nominated_node_name
 MIN_MINOR = 34
 #: Seconds nomination pauses after a 403 before it is tried again (without a second log line).
 FORBIDDEN_RETRY = 300.0
+#: Times a pod's nomination is set again after kube-scheduler cleared it, before we leave the pod to the scheduler.
+MAX_RENOMINATIONS = 20
 #: The ClusterRole rule nomination needs (named in the 403 error and Event).
 REQUIRED_RULE = 'apiGroups: [""], resources: ["pods/status"], verbs: ["patch"]'
-
-
-def _schedulable(node: Obj | None) -> bool:
-    """``Ready`` and none of the taints a booting node carries (``scheduling.nodes.EPHEMERAL_TAINT_KEYS``)."""
-    if node is None or not condition_true(node, "Ready"):
-        return False
-    return not any(str(t.get("key")) in EPHEMERAL_TAINT_KEYS for t in (node.get("spec") or {}).get("taints") or [])
 
 
 def parse_minor(version: str) -> tuple[int, int] | None:
@@ -89,6 +87,7 @@ class NominationController:
         self.enabled = enabled
         self.ours: dict[str, str] = {}
         self.backoff = Backoff(initial=1.0, maximum=30.0)
+        self.cleared: dict[str, int] = {}  # pod key -> times kube-scheduler cleared our nomination
         self._supported: bool | None = None
         self._forbidden_until = float("-inf")
         self._forbidden_reported = False
@@ -122,15 +121,23 @@ class NominationController:
             if current and current != mine:
                 self.ours.pop(key, None)  # someone else's nomination (preemption): leave it alone
                 continue
-            if not current and mine and mine == target and not _schedulable(state.nodes.get(target)):
-                # kube-scheduler cleared it after a failed attempt (its preemption step clears the nomination of a
-                # pod no node takes yet): set it again once the node can take pods, not in a tug of war before.
-                continue
+            if not current and mine and mine == target:
+                # kube-scheduler cleared it after a failed attempt while the node still boots (its preemption step
+                # clears the nomination of a pod no node takes yet). Set it again at once: the attempt that turns
+                # the pod's way is the one the node's last boot taint coming off triggers, and the nomination must
+                # be in place by then. Bounded: the scheduler only retries on cluster events, and after
+                # MAX_RENOMINATIONS clears of one pod we leave it to the scheduler.
+                cleared = self.cleared.get(key, 0) + 1
+                if cleared > MAX_RENOMINATIONS:
+                    continue
+                self.cleared[key] = cleared
             if not self.backoff.ready(key, now):
                 continue
             if not self._patch(pod, key, target or None, now):
                 return  # forbidden: nothing more this pass
         self.backoff.prune(lambda key: key in state.pods)
+        for key in [k for k in self.cleared if k not in wanted]:
+            del self.cleared[key]
 
     def wanted(self, state: ClusterState) -> dict[str, str]:
         """Pod key -> Node name for every unbound, live pod whose provisioner nomination is valid and whose target
