@@ -100,7 +100,9 @@ class Runtime:
                                         max_replacement_pod_share=s.consolidation_replacement_pod_share),
                                     gc_grace=s.gc_grace_period, gc_period=s.gc_period,
                                     disruption_poll_period=s.disruption_poll_period,
-                                    disruption_validation_delay=s.disruption_validation_delay)
+                                    disruption_validation_delay=s.disruption_validation_delay,
+                                    node_repair=s.feature_gates.node_repair,
+                                    reboot_for_repair=s.aws_feature_gates.reboot_for_repair)
         self.manager = ControllerManager(self.ctx, options, self.interruption)
         self.elector = LeaderElector(
             self.cluster, self.identity,
