@@ -19,7 +19,7 @@ from nodewright.metrics import Metrics
 
 #: Python method -> Karpenter's method label.
 METHODS = {"create": "Create", "delete": "Delete", "get": "Get", "list": "List",
-           "get_instance_types": "GetInstanceTypes", "is_drifted": "IsDrifted", "repair_policies": "RepairPolicies",
+           "get_instance_types": "GetInstanceTypes", "is_drifted": "IsDrifted",
            "reboot": "Reboot"}
 
 
