@@ -18,7 +18,10 @@ registered only when the gate is on and the cloud provider has repair policies
    eviction: NodePool disruption budgets, PodDisruptionBudgets, ``karpenter.sh/do-not-disrupt`` and the NodePool's
    ``terminationGracePeriod`` do not hold it (each pod still gets its own ``terminationGracePeriodSeconds``).
    A NodeClaim already being deleted (e.g. a drain stuck on a PDB) is only annotated, which forces its drain.
-4. Metrics: ``karpenter_nodeclaims_disrupted_total{reason="unhealthy", nodepool, capacity_type}`` and
+4. Before the delete, the NodeClaim's ``DisruptionReason`` condition is set True with reason ``Unhealthy`` and the
+   condition in the message (nodewright's addition, Karpenter sets none here: the drain's
+   ``karpenter_pods_drained_total{reason}`` and the ``simulate`` report then name the cause).
+   Metrics: ``karpenter_nodeclaims_disrupted_total{reason="unhealthy", nodepool, capacity_type}`` and
    ``karpenter_nodeclaims_unhealthy_disrupted_total{condition, nodepool, capacity_type, image_id}``
    (``condition`` in snake case: ``ready``, ``kernel_ready``); log line "deleting unhealthy node".
 
@@ -42,7 +45,14 @@ from dataclasses import dataclass
 
 from nodewright.api import labels as L
 from nodewright.cloud.provider import CloudProviderError, Rebooter, RepairPolicy, RepairPolicySource
-from nodewright.controllers.common import Context, capacity_type_of, log, nodepool_of, to_model
+from nodewright.controllers.common import (
+    Context,
+    capacity_type_of,
+    log,
+    nodepool_of,
+    set_nodeclaim_condition,
+    to_model,
+)
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
 from nodewright.kube.objects import Obj, condition, format_time, is_deleting, labels_of, meta, name_of, parse_time
@@ -53,8 +63,12 @@ from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
 ALLOWED_UNHEALTHY_PERCENT = 20
 #: Karpenter's ``DedupeTimeout`` of ``NodeRepairBlocked`` events (seconds).
 BLOCKED_EVENT_DEDUPE_SECONDS = 15 * 60.0
+#: Karpenter's requeue of a repair the safety limit holds (seconds).
+BLOCKED_REQUEUE_SECONDS = 5 * 60.0
 #: Karpenter's reason label value for repair (``metrics.UnhealthyReason``).
 UNHEALTHY_REASON = "unhealthy"
+#: The NodeClaim's ``DisruptionReason`` condition reason (nodewright's addition: Karpenter sets none for repair).
+DISRUPTION_REASON = "Unhealthy"
 NODE_REPAIR_BLOCKED = "NodeRepairBlocked"
 NODE_REPAIR_REBOOTED = "NodeRepairRebooted"
 
@@ -200,6 +214,23 @@ class RepairController:
             return False
         return self._delete(node, claim, finding)
 
+    def next_due(self, state: ClusterState, now: float) -> float | None:
+        """Epoch seconds at which a pass next has repair work without any change in the cluster, or None: the
+        earliest toleration end (or post-reboot wait end) still ahead; ``now`` + 5 minutes for a node past its
+        toleration that is held (Karpenter requeues a blocked repair after 5 minutes). The simulator wakes the
+        controllers then; the run loop passes every ``reconcile_period`` anyway."""
+        due: list[float] = []
+        for node in state.nodes.values():
+            claim = state.nodeclaim_for(node)
+            finding = None if claim is None else find_unhealthy(node, self.policies,
+                                                                self._first_seen.get(_uid(node), now))
+            if claim is None or finding is None or is_deleting(claim):
+                continue
+            rebooted = parse_time((meta(claim).get("annotations") or {}).get(L.NODECLAIM_REPAIR_REBOOTED))
+            end = finding.due if rebooted is None else max(finding.since, rebooted) + finding.toleration
+            due.append(end if end > now else now + BLOCKED_REQUEUE_SECONDS)
+        return min(due) if due else None
+
     # --- actions -------------------------------------------------------------------------------------------
 
     def _reboot(self, node: Obj, claim: Obj, finding: Unhealthy, now: float) -> bool:
@@ -234,6 +265,12 @@ class RepairController:
 
     def _delete(self, node: Obj, claim: Obj, finding: Unhealthy) -> bool:
         name = name_of(claim)
+        try:
+            set_nodeclaim_condition(self.ctx, claim, L.CONDITION_DISRUPTION_REASON, True, DISRUPTION_REASON,
+                                    f"{finding.condition_type}={finding.status} for more than "
+                                    f"{finding.toleration:.0f}s")
+        except NotFoundError:
+            return False
         try:
             self.ctx.cluster.delete(r.NODECLAIMS, name)
         except NotFoundError:
