@@ -55,7 +55,16 @@ from nodewright.controllers.common import (
 )
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, NotFoundError
-from nodewright.kube.objects import Obj, condition, format_time, is_deleting, labels_of, meta, name_of, parse_time
+from nodewright.kube.objects import (
+    Obj,
+    condition,
+    format_time,
+    is_deleting,
+    labels_of,
+    meta,
+    name_of,
+    parse_time,
+)
 from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
 
 #: Karpenter's ``allowedUnhealthyPercent``: at most this share of a NodePool's (or the cluster's) Nodes may be

@@ -32,7 +32,12 @@ from nodewright.kube.objects import Obj, condition_true, is_deleting, name_of, p
 from nodewright.kube.resources import ResourceKind
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingPolicy
-from nodewright.settings import min_values_policy, parse_aws_feature_gates, parse_feature_gates, preference_policy
+from nodewright.settings import (
+    min_values_policy,
+    parse_aws_feature_gates,
+    parse_feature_gates,
+    preference_policy,
+)
 from nodewright.settings import nominate_pods as load_nominate_pods
 from nodewright.sim.plans import PlanTracker
 from nodewright.sim.world import World
