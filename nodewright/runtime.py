@@ -103,6 +103,8 @@ class Runtime:
                                     disruption_validation_delay=s.disruption_validation_delay,
                                     node_repair=s.feature_gates.node_repair,
                                     reboot_for_repair=s.aws_feature_gates.reboot_for_repair)
+        if s.aws_feature_gates.reboot_for_repair and not s.feature_gates.node_repair:
+            log.warning("AWS_FEATURE_GATES RebootForRepair=true has no effect without FEATURE_GATES NodeRepair=true")
         self.manager = ControllerManager(self.ctx, options, self.interruption)
         self.elector = LeaderElector(
             self.cluster, self.identity,

@@ -184,6 +184,7 @@ class RepairController:
         state = state or snapshot(self.ctx.cluster)
         now = self.ctx.clock()
         self._forget_gone(state)
+        self._blocked_sent = {k: t for k, t in self._blocked_sent.items() if now - t < BLOCKED_EVENT_DEDUPE_SECONDS}
         counts = _Counts(state.nodes.values(), self.policies)
         done: list[str] = []
         for name in sorted(state.nodes):
@@ -307,13 +308,16 @@ class RepairController:
             pool = self.ctx.cluster.get(r.NODEPOOLS, nodepool)
             if pool is not None:
                 targets.append(pool)
+        sent = False
         for obj in targets:
             key = (str(obj.get("kind", "")), _uid(obj))
             if now - self._blocked_sent.get(key, float("-inf")) < BLOCKED_EVENT_DEDUPE_SECONDS:
                 continue
             self._blocked_sent[key] = now
             self.ctx.event(obj, NODE_REPAIR_BLOCKED, message, warning=True)
-        log.info("node repair blocked: %s", message, extra={"node": name_of(node), "nodeclaim": name_of(claim)})
+            sent = True
+        if sent:  # logged with the events: once per 15 minutes, not every pass
+            log.info("node repair blocked: %s", message, extra={"node": name_of(node), "nodeclaim": name_of(claim)})
 
     # --- bookkeeping ---------------------------------------------------------------------------------------
 
