@@ -1,9 +1,26 @@
 """Node repair (gate NodeRepair): policy decisions, the safety limit, forceful deletion, RebootForRepair.
 
-Cases follow kubernetes-sigs/karpenter ``pkg/controllers/node/health/suite_test.go`` (main, 2026-08-20): unhealthy by
-the cloud's policy -> NodeClaim deleted; wrong type / status / toleration not reached -> kept; the termination
-timestamp annotation (and an earlier one kept); budgets and do-not-disrupt ignored; more than 20% unhealthy in a
-NodePool or the cluster -> blocked; rounding up for small NodePools; the disrupted metrics.
+A port of kubernetes-sigs/karpenter ``pkg/controllers/node/health/suite_test.go`` (main, 2026-08-20; behaviour
+only, our own code), every ``It`` -> the test here:
+
+- Reconciliation "should delete nodes that are unhealthy by the cloud provider" ->
+  ``test_an_unhealthy_node_past_its_toleration_is_deleted_forcefully_with_metrics``; "should not delete node when
+  unhealthy type / health status does not match", "... when health duration is not reached" ->
+  ``test_nodes_that_are_not_unhealthy_past_a_toleration_are_kept``; "should set annotation termination grace period
+  when force termination is started" -> the first test; "should not respect termination grace period if set on the
+  nodepool" -> ``test_budgets_do_not_disrupt_and_the_nodepool_grace_period_do_not_hold_repair``; "should not update
+  termination grace period if set before the current time" -> ``test_an_earlier_termination_timestamp_is_kept``;
+  "should return the requeue interval for the condition closest to its terminationDuration" / "... for the time
+  between now and when the nodeClaim termination time" -> ``test_the_condition_whose_toleration_ends_first_counts``,
+  ``test_next_due_is_the_toleration_end_or_five_minutes_when_held`` (nodewright passes every reconcile period; the
+  requeue time is what the simulator wakes at).
+- Forceful termination "should ignore node disruption budgets", "should ignore do-not-disrupt on a node" ->
+  ``test_budgets_do_not_disrupt_and_the_nodepool_grace_period_do_not_hold_repair``; "should ignore unhealthy nodes if
+  more then 20% of the nodes are unhealthy in a nodepool" ->
+  ``test_more_than_twenty_percent_unhealthy_in_a_nodepool_blocks_repair_with_events``; "... in a cluster" ->
+  ``test_the_limit_is_per_nodepool_and_cluster_wide_without_one``; "should consider round up when there is a low
+  number of nodes for a nodepool" -> ``test_the_threshold_is_twenty_percent_rounded_up`` and the cluster-wide test.
+- Metrics "should fire a karpenter_nodeclaims_disrupted_total metric when unhealthy" -> the first test.
 """
 
 from __future__ import annotations
@@ -215,6 +232,20 @@ def test_the_limit_is_per_nodepool_and_cluster_wide_without_one(ctx, cluster, cl
     events = {(e["kind"], e["message"]) for e in cluster.events if e["reason"] == "NodeRepairBlocked"}
     assert events == {("Node", "more than 20% nodes are unhealthy in the cluster"),
                       ("NodeClaim", "more than 20% nodes are unhealthy in the cluster")}
+
+
+def test_next_due_is_the_toleration_end_or_five_minutes_when_held(ctx, cluster, clock) -> None:
+    from nodewright.state.cluster import snapshot
+
+    controller = RepairController(ctx)
+    add_node(cluster, clock, 1, conditions=[ready("False", clock() - 27 * MINUTE),
+                                            ready("False", clock() - 5 * MINUTE, "AcceleratedHardwareReady")])
+    assert controller.next_due(snapshot(cluster), clock()) == clock() + 3 * MINUTE  # Ready's ends first
+    for i in range(2, 4):  # 3 of 3 past the toleration: held, re-checked in 5 minutes
+        add_node(cluster, clock, i, conditions=[ready("False", clock() - 31 * MINUTE)])
+    clock.advance(3 * MINUTE)
+    assert controller.reconcile() == []
+    assert controller.next_due(snapshot(cluster), clock()) == clock() + 5 * MINUTE
 
 
 def test_an_unmanaged_node_is_never_repaired(ctx, cluster, clock) -> None:
