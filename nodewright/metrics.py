@@ -176,6 +176,14 @@ class Metrics:
         self.nodeclaims_disrupted = Counter(
             "karpenter_nodeclaims_disrupted_total", "NodeClaims disrupted, by reason and NodePool.",
             ["reason", "nodepool", "capacity_type"], registry=reg)
+        self.nodeclaims_unhealthy_disrupted = Counter(
+            "karpenter_nodeclaims_unhealthy_disrupted_total",
+            "Unhealthy NodeClaims node repair disrupted, by the Node condition (snake case), NodePool, capacity type "
+            "and image ID.", ["condition", "nodepool", "capacity_type", "image_id"], registry=reg)
+        self.nodeclaims_repair_reboots = Counter(
+            "nodewright_nodeclaims_repair_reboots_total",
+            "Instances node repair rebooted (AWS gate RebootForRepair), by NodePool and Node condition.",
+            ["nodepool", "condition"], registry=reg)
         self.nodeclaims_termination_duration = Histogram(
             "karpenter_nodeclaims_termination_duration_seconds",
             "Seconds from a NodeClaim's deletion request until its finalizer was released.",

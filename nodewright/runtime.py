@@ -100,7 +100,11 @@ class Runtime:
                                         max_replacement_pod_share=s.consolidation_replacement_pod_share),
                                     gc_grace=s.gc_grace_period, gc_period=s.gc_period,
                                     disruption_poll_period=s.disruption_poll_period,
-                                    disruption_validation_delay=s.disruption_validation_delay)
+                                    disruption_validation_delay=s.disruption_validation_delay,
+                                    node_repair=s.feature_gates.node_repair,
+                                    reboot_for_repair=s.aws_feature_gates.reboot_for_repair)
+        if s.aws_feature_gates.reboot_for_repair and not s.feature_gates.node_repair:
+            log.warning("AWS_FEATURE_GATES RebootForRepair=true has no effect without FEATURE_GATES NodeRepair=true")
         self.manager = ControllerManager(self.ctx, options, self.interruption)
         self.elector = LeaderElector(
             self.cluster, self.identity,

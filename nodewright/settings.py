@@ -97,9 +97,10 @@ class FeatureGates:
     ``SpotToSpotConsolidation`` (off) allows consolidation to replace a spot node with a cheaper spot node.
     ``ReservedCapacity`` (on) and ``StaticCapacity`` (off) are accepted either way, and nodewright honours
     ``capacityReservationSelectorTerms`` and static NodePools (``spec.replicas``) whatever their value (not yet
-    gated: ``ReservedCapacity=false`` does not turn reservations off). ``NodeRepair``, ``NodeOverlay`` and
-    ``CapacityBuffer`` (all off) enable features nodewright does not have; turning one on is an error rather than
-    a silent no-op.
+    gated: ``ReservedCapacity=false`` does not turn reservations off). ``NodeRepair`` (off) runs the node health
+    controller (:mod:`nodewright.controllers.repair`: unhealthy Nodes past their cloud provider's toleration are
+    replaced). ``NodeOverlay`` and ``CapacityBuffer`` (both off) enable features nodewright does not have; turning
+    one on is an error rather than a silent no-op.
     Source: ``pkg/operator/options/options.go`` in kubernetes-sigs/karpenter and the v1.14 settings page.
     """
 
@@ -113,7 +114,7 @@ class FeatureGates:
 
 #: Karpenter gate name -> (FeatureGates field, why turning it on is refused, or "" when it is honoured).
 FEATURE_GATE_NAMES: dict[str, tuple[str, str]] = {
-    "NodeRepair": ("node_repair", "nodewright does not repair unhealthy nodes"),
+    "NodeRepair": ("node_repair", ""),
     "ReservedCapacity": ("reserved_capacity", ""),
     "SpotToSpotConsolidation": ("spot_to_spot_consolidation", ""),
     "NodeOverlay": ("node_overlay", "nodewright has no NodeOverlay resource"),
@@ -133,13 +134,19 @@ class AwsFeatureGates:
     ``NodeClassCEL`` (off) lets EC2NodeClass ``kubelet.maxPods``, ``kubeReserved`` and ``systemReserved`` be CEL
     expressions evaluated per instance type (:mod:`nodewright.cloud.kubeletexpr`); while off, a class using one
     is not Ready (reason ``KubeletExpressionsDisabled``).
+    ``RebootForRepair`` (off; with ``NodeRepair=true``) repairs an unhealthy node by ``ec2:RebootInstances`` first
+    and replaces it only when it is still unhealthy a toleration later (:mod:`nodewright.controllers.repair`). The
+    gate is named in Karpenter v1.15's release (issue 28); the AWS provider source available here (main,
+    2026-08-21) has no such gate, so its behaviour is nodewright's own (docs/karpenter-compatibility.md).
     Source: aws/karpenter-provider-aws ``pkg/operator/options`` (``--aws-feature-gates``).
     """
 
     node_class_cel: bool = False
+    reboot_for_repair: bool = False
 
 
-AWS_FEATURE_GATE_NAMES: dict[str, tuple[str, str]] = {"NodeClassCEL": ("node_class_cel", "")}
+AWS_FEATURE_GATE_NAMES: dict[str, tuple[str, str]] = {"NodeClassCEL": ("node_class_cel", ""),
+                                                       "RebootForRepair": ("reboot_for_repair", "")}
 
 
 def parse_aws_feature_gates(text: str, name: str = "AWS_FEATURE_GATES") -> AwsFeatureGates:

@@ -65,7 +65,7 @@ CHECKS: dict[str, CheckInfo] = {
             "EC2 launch/terminate/tag and instance-profile actions are conditioned on the cluster ownership tag",
             "Condition ec2:RunInstances/ec2:CreateFleet on aws:RequestTag/kubernetes.io/cluster/<cluster> = owned "
             "(only image, snapshot, subnet and security-group ARNs may go without), ec2:TerminateInstances/"
-            "ec2:DeleteLaunchTemplate on aws:ResourceTag/kubernetes.io/cluster/<cluster> = owned; give "
+            "ec2:RebootInstances/ec2:DeleteLaunchTemplate on aws:ResourceTag/kubernetes.io/cluster/<cluster> = owned; give "
             "iam:CreateInstanceProfile only instance-profile ARNs with that aws:RequestTag, and iam:AddRole/"
             "RemoveRole/Delete/TagInstanceProfile only with that aws:ResourceTag; ec2:CreateTags only with "
             "ec2:CreateAction (tag on create) or that aws:ResourceTag.",

@@ -70,7 +70,8 @@ KMS_NARROWING_KEYS = ("kms:calleraccount", "aws:principalaccount", "aws:principa
 IAM_ESCALATION_ACTIONS = ("iam:PassRole", "iam:CreateRole", "iam:AttachRolePolicy", "iam:PutRolePolicy",
                           "iam:UpdateAssumeRolePolicy", "iam:CreateAccessKey", "iam:CreatePolicyVersion")
 SIZE_LIMITS = {"aws_iam_policy": 6144, "aws_iam_role_policy": 10240, "aws_iam_role": 2048}
-DESTROY_ACTIONS = ("ec2:TerminateInstances", "ec2:DeleteLaunchTemplate")
+# RebootInstances (node repair, AWS gate RebootForRepair): rebooting another cluster's instances is an outage too.
+DESTROY_ACTIONS = ("ec2:TerminateInstances", "ec2:DeleteLaunchTemplate", "ec2:RebootInstances")
 # Resource types RunInstances/CreateFleet reference but do not create: they cannot carry request tags.
 REFERENCED_EC2_TYPES = ("image", "snapshot", "security-group", "subnet", "capacity-reservation", "placement-group")
 _TOKEN = re.compile(r"\$\{[^}]*\}")
@@ -384,7 +385,7 @@ def _launch_problems(st: Statement) -> list[str]:
     destroys = [a for a in DESTROY_ACTIONS if st.grants(a)]
     if destroys and not _has_owner_tag(st, "aws:resourcetag"):
         problems.append(f"allows {destroys} without aws:ResourceTag/kubernetes.io/cluster/<cluster> = owned: "
-                        f"it could terminate instances or launch templates of other clusters")
+                        f"it could terminate (or reboot) instances or delete launch templates of other clusters")
     if st.grants("ec2:CreateTags") and not any(c.key.lower() == "ec2:createaction" for c in st.conditions) \
             and not _has_owner_tag(st, "aws:resourcetag"):
         problems.append("allows ec2:CreateTags without an ec2:CreateAction condition (tag on create) or "

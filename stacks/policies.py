@@ -31,7 +31,7 @@ MANAGED_POLICY_MAX_CHARS = 6144
 CONTROLLER_POLICY_PARTS: dict[str, tuple[str, ...]] = {
     "node-lifecycle": ("AllowScopedEC2InstanceAccessActions", "AllowScopedEC2LaunchTemplateAccessActions",
                        "AllowScopedEC2InstanceActionsWithTags", "AllowScopedResourceCreationTagging",
-                       "AllowScopedDeletion"),
+                       "AllowScopedDeletion", "AllowScopedInstanceReboot"),
     "iam-integration": ("AllowPassingInstanceRole", "AllowScopedInstanceProfileCreationActions",
                         "AllowScopedInstanceProfileActions"),
     "eks-integration": ("AllowAPIServerEndpointDiscovery",),
@@ -162,6 +162,10 @@ def controller_policy(ctx: ControllerPolicyContext) -> Document:
                 "StringLike": nodepool_request}),
         _allow("AllowScopedDeletion", ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
                [ctx.ec2_arn("instance"), ctx.ec2_arn("launch-template")],
+               {"StringEquals": resource_owned, "StringLike": nodepool_resource}),
+        # Node repair with the AWS gate RebootForRepair reboots an unhealthy instance before replacing it: the same
+        # scope as terminating it (instances this cluster's controller launched, by their ownership tags).
+        _allow("AllowScopedInstanceReboot", "ec2:RebootInstances", ctx.ec2_arn("instance"),
                {"StringEquals": resource_owned, "StringLike": nodepool_resource}),
         # No ec2:DescribeAvailabilityZones (Karpenter's policy has it): zone ids come with DescribeSubnets.
         _allow("AllowRegionalReadActions", list(EC2_READ_ACTIONS), "*",

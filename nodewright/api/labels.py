@@ -123,6 +123,9 @@ NODEPOOL_HASH_VERSION: Final = "karpenter.sh/nodepool-hash-version"
 EC2NODECLASS_HASH: Final = "karpenter.k8s.aws/ec2nodeclass-hash"
 EC2NODECLASS_HASH_VERSION: Final = "karpenter.k8s.aws/ec2nodeclass-hash-version"
 NODECLAIM_TERMINATION_TIMESTAMP: Final = "karpenter.sh/nodeclaim-termination-timestamp"
+# RFC 3339 time node repair rebooted the NodeClaim's instance (AWS gate RebootForRepair; nodewright's own: no such
+# annotation in the Karpenter source available); removed once the Node is healthy again.
+NODECLAIM_REPAIR_REBOOTED: Final = "nodewright.io/repair-rebooted-at"
 # "true" on a NodeClaim whose minValues MinValuesPolicy=BestEffort relaxed, else "false" (Karpenter v1.14).
 NODECLAIM_MIN_VALUES_RELAXED: Final = "karpenter.sh/nodeclaim-min-values-relaxed"
 # Karpenter's conversion webhook parks a v1beta1 NodePool's kubelet block here (JSON) when it

@@ -229,3 +229,48 @@ class CloudProvider(Protocol):
         offering out of launches for the unavailable-offerings TTL (Karpenter: 3 minutes,
         :class:`nodewright.cloud.unavailable.UnavailableOfferings`)."""
         ...
+
+
+# --- node repair (optional capabilities) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RepairPolicy:
+    """One unhealthy-node rule of a cloud provider (Karpenter's ``cloudprovider.RepairPolicy``).
+
+    A Node whose condition ``condition_type`` has had status ``condition_status`` for ``toleration_seconds`` since
+    its ``lastTransitionTime`` is unhealthy past its toleration and is repaired (gate ``NodeRepair``).
+
+    Attributes:
+        condition_type: Node condition type, e.g. ``"Ready"`` or ``"KernelReady"``.
+        condition_status: ``"True"``, ``"False"`` or ``"Unknown"``.
+        toleration_seconds: seconds the condition may hold before the node is repaired.
+    """
+
+    condition_type: str
+    condition_status: str
+    toleration_seconds: float
+
+
+@runtime_checkable
+class RepairPolicySource(Protocol):
+    """A cloud that says which Node conditions mean a node must be repaired (Karpenter's ``RepairPolicies``;
+    a cloud without it, or with none, gets no node health controller, as in Karpenter)."""
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        """The policies, in a fixed order."""
+        ...
+
+
+@runtime_checkable
+class Rebooter(Protocol):
+    """A cloud that can reboot a NodeClaim's instance in place (AWS: ``ec2:RebootInstances``)."""
+
+    def reboot(self, nodeclaim: NodeClaim) -> None:
+        """Ask the cloud to reboot the instance of ``nodeclaim`` (by ``status.providerID``); returns once asked.
+
+        Raises:
+            NodeClaimNotFoundError: the instance is gone.
+            AuthorizationError: the call was denied.
+        """
+        ...

@@ -19,7 +19,8 @@ from nodewright.metrics import Metrics
 
 #: Python method -> Karpenter's method label.
 METHODS = {"create": "Create", "delete": "Delete", "get": "Get", "list": "List",
-           "get_instance_types": "GetInstanceTypes", "is_drifted": "IsDrifted"}
+           "get_instance_types": "GetInstanceTypes", "is_drifted": "IsDrifted",
+           "reboot": "Reboot"}
 
 
 class MeteredCloudProvider:

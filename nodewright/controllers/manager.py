@@ -3,7 +3,7 @@
 The run loop (:mod:`nodewright.runtime`) calls :meth:`step` every ``reconcile_period`` while this replica
 leads; the simulator calls it on its own clock. Each step takes one snapshot of the cluster and runs the
 controllers in dependency order: EC2NodeClass status, static NodePools (``spec.replicas``), provisioning, nomination,
-lifecycle, termination, interruption, garbage collection (instances, then launch templates), NodePool status, state
+lifecycle, node repair (gate ``NodeRepair``), termination, interruption, garbage collection (instances, then launch templates), NodePool status, state
 metrics. Nothing here sleeps or starts threads.
 """
 
@@ -24,6 +24,7 @@ from nodewright.controllers.nodeclass import NodeClassController
 from nodewright.controllers.nodepool_status import NodePoolStatusController
 from nodewright.controllers.nomination import NominationController
 from nodewright.controllers.provisioning import Batcher, Provisioner
+from nodewright.controllers.repair import RepairController
 from nodewright.controllers.state_metrics import StateMetricsController
 from nodewright.controllers.static import StaticCapacityController
 from nodewright.controllers.termination import TerminationController, Terminator
@@ -48,6 +49,9 @@ class ControllerOptions:
     or None: the provisioner and consolidation then decide on effective marginal prices (docs/pricing.md).
     ``consolidation``: the consolidation searches' time budgets and bounds (its ``spot_to_spot`` is replaced by
     ``spot_to_spot_consolidation``).
+    ``node_repair`` is Karpenter's ``NodeRepair`` gate (off): the node health controller
+    (:mod:`nodewright.controllers.repair`) runs when it is on and the cloud has repair policies;
+    ``reboot_for_repair`` is the AWS gate ``RebootForRepair`` (reboot before replacing).
     """
 
     batch_idle_duration: float = 1.0
@@ -68,6 +72,8 @@ class ControllerOptions:
     consolidation: ConsolidationOptions = ConsolidationOptions()
     disruption_poll_period: float = 10.0
     disruption_validation_delay: float = 15.0
+    node_repair: bool = False
+    reboot_for_repair: bool = False
 
 
 class ControllerManager:
@@ -115,6 +121,9 @@ class ControllerManager:
         self.nodeclass = NodeClassController(ctx, opts.nodeclass_period)
         self.state_metrics = StateMetricsController(ctx)
         self.static = StaticCapacityController(ctx, opts.pricing_policy)
+        repair = RepairController(ctx, reboot=opts.reboot_for_repair) if opts.node_repair else None
+        #: The node health controller, or None (gate off, or a cloud without repair policies, as in Karpenter).
+        self.repair = repair if repair is not None and repair.enabled else None
 
     def step(self, keep_going: Callable[[], bool] | None = None) -> None:
         """One pass of every controller. A controller's failure is logged and does not stop the others.
@@ -131,6 +140,7 @@ class ControllerManager:
             # pods are nominated to it (issue 25).
             ("nomination", self.nomination.reconcile),
             ("lifecycle", self.lifecycle.reconcile),
+            ("node.health", self.repair.reconcile if self.repair else None),  # gate NodeRepair
             ("termination", self.termination.reconcile),
             ("disruption", self.disruption.reconcile),
             ("interruption", self.interruption.reconcile if self.interruption else None),

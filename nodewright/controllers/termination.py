@@ -9,7 +9,8 @@ Node being deleted (finalizer present):
      PodDisruptionBudget forbids it now) is retried per pod with exponential backoff;
      ``karpenter.sh/do-not-disrupt`` pods are not evicted and block the drain;
   3. with a NodeClaim ``terminationGracePeriod`` (TGP), a pod is deleted directly once the time left before the
-     node's deadline (deletion + TGP) is no longer than the pod's own ``terminationGracePeriodSeconds``, so it
+     node's deadline (deletion + TGP, or the ``karpenter.sh/nodeclaim-termination-timestamp`` annotation when
+     earlier: node repair sets it to now) is no longer than the pod's own ``terminationGracePeriodSeconds``, so it
      still gets its full grace period; budgets and do-not-disrupt no longer hold it then;
   4. wait until the evicted pods are *gone*, not merely terminating: an evicted pod keeps running through its
      grace period (``preStop`` hooks, connection draining), and terminating the instance under it loses that
@@ -180,17 +181,20 @@ class TerminationController:
     # --- nodes -------------------------------------------------------------------------------
 
     def _grace_deadline(self, claim: Obj | None, node: Obj) -> float | None:
-        """Epoch seconds after which pods are deleted regardless of budgets, or None (wait forever)."""
+        """Epoch seconds after which pods are deleted regardless of budgets, or None (wait forever): the earlier of
+        deletion + the NodeClaim's ``terminationGracePeriod`` and its ``karpenter.sh/nodeclaim-termination-timestamp``
+        annotation (Karpenter's node termination time; node repair sets it to the repair time, which forces the
+        drain at once)."""
         if claim is None:
             return None
+        stamped = parse_time((meta(claim).get("annotations") or {}).get(L.NODECLAIM_TERMINATION_TIMESTAMP))
         tgp = (claim.get("spec") or {}).get("terminationGracePeriod")
-        if not tgp:
-            return None
-        seconds = to_seconds(str(tgp))
+        seconds = to_seconds(str(tgp)) if tgp else None
         if seconds is None:
-            return None
+            return stamped
         started = parse_time(meta(claim).get("deletionTimestamp")) or parse_time(meta(node).get("deletionTimestamp"))
-        return (started or self.ctx.clock()) + seconds
+        deadline = (started or self.ctx.clock()) + seconds
+        return deadline if stamped is None else min(deadline, stamped)
 
     def _terminate_node(self, node: Obj, state: ClusterState) -> None:
         name = name_of(node)

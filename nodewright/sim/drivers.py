@@ -32,7 +32,12 @@ from nodewright.kube.objects import Obj, condition_true, is_deleting, name_of, p
 from nodewright.kube.resources import ResourceKind
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingPolicy
-from nodewright.settings import min_values_policy, preference_policy
+from nodewright.settings import (
+    min_values_policy,
+    parse_aws_feature_gates,
+    parse_feature_gates,
+    preference_policy,
+)
 from nodewright.settings import nominate_pods as load_nominate_pods
 from nodewright.sim.plans import PlanTracker
 from nodewright.sim.world import World
@@ -138,8 +143,13 @@ class NodewrightDriver:
         self.ctx = Context(world.cluster, self.cloud, world.clock, Metrics(), f"sim-{world.scenario.name}")
         self.snapshots = CachedSnapshots(world)
         # NodePool status only feeds metrics and status fields nobody reads in a simulation: every 5 minutes.
+        # Node repair as `nodewright run` reads its gates (FEATURE_GATES NodeRepair, AWS_FEATURE_GATES RebootForRepair).
+        gates = parse_feature_gates(os.environ.get("FEATURE_GATES", ""))
+        aws_gates = parse_aws_feature_gates(os.environ.get("AWS_FEATURE_GATES", ""))
         opts = options or ControllerOptions(status_period=300.0, min_values_policy=min_values_policy(os.environ),
-                                            preference_policy=preference_policy(os.environ))
+                                            preference_policy=preference_policy(os.environ),
+                                            node_repair=gates.node_repair,
+                                            reboot_for_repair=aws_gates.reboot_for_repair)
         # Nomination (issue 25): as `nodewright run` reads NOMINATE_PODS, unless the caller decides (--compare-nomination).
         nominate = load_nominate_pods(os.environ) if nominate_pods is None else nominate_pods
         opts = dataclasses.replace(opts, nominate_pods=nominate)
@@ -244,6 +254,15 @@ class NodewrightDriver:
         self._due = self._next_due(now)
 
     def _next_due(self, now: float) -> float:
+        due = self._next_due_without_repair(now)
+        repair = self.manager.repair
+        if repair is not None:  # a toleration ends without any change in the cluster
+            repair_due = repair.next_due(self.snapshots(self.world.cluster), now)
+            if repair_due is not None:
+                due = min(due, max(now + 1.0, repair_due))
+        return due
+
+    def _next_due_without_repair(self, now: float) -> float:
         if self.busy or self._recheck:
             return now + 1.0  # the pass itself changed something: drains, launches take several passes
         command = self.disruption.command

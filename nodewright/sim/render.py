@@ -74,6 +74,11 @@ def render_table(result: Mapping[str, Any]) -> str:
         lines.append(f"target utilization per NodePool: {targets_text(result['target_utilization'])}")
     for node, reason in (result["summary"].get("disruptions_blocked") or {}).items():
         lines.append(f"disruption blocked: node {node}: {reason}")
+    if result["summary"].get("repair_reboots"):
+        lines.append(f"node repair: rebooted {result['summary']['repair_reboots']} instance(s) (RebootForRepair)")
+    if result["summary"].get("repair_blocked"):
+        lines.append(f"node repair blocked (more than 20% of the nodes unhealthy): "
+                     f"{', '.join(result['summary']['repair_blocked'])}")
     if baseline:
         ours, theirs = result["summary"], baseline["summary"]
         if theirs.get("cost_usd"):

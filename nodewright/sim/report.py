@@ -26,6 +26,8 @@ and samples the cluster every ``sample_interval`` seconds. Definitions:
 * ``node_hours``, ``cost_usd``: billed instance seconds / 3600 and their cost, exact to the second;
 * ``disruptions_by_reason``: NodeClaims deleted by a disruption (``Empty``, ``Underutilized``, ``Drifted``,
   ``Expired``, ``Interrupted``, ...), or nodes the Cluster Autoscaler removed;
+* ``repair_reboots`` / ``repair_blocked`` (only when there were any): instances node repair rebooted, Nodes whose
+  repair the safety limit held (``nodeUnhealthy`` scenario events, gate ``NodeRepair``).
 * ``disruptions_blocked`` (only when there were any): node -> the last ``DisruptionBlocked`` reason the
   disruption controller reported on it (a pod two PodDisruptionBudgets select, a pod no node can take again).
 """
@@ -238,7 +240,20 @@ class Recorder:
             "unscheduled_pods_at_end": final.pending_pods if final else 0,
             "disruptions_by_reason": dict(sorted(self.disruptions.items())),
             **self._blocked(),
+            **self._repair(),
         }
+
+    def _repair(self) -> dict[str, Any]:
+        """Node repair's own lines, only when it did something: ``repair_reboots`` (instances rebooted, AWS gate
+        RebootForRepair) and ``repair_blocked`` (Nodes the 20% safety limit held, from ``NodeRepairBlocked``)."""
+        out: dict[str, Any] = {}
+        if self.ec2.reboots:
+            out["repair_reboots"] = len(self.ec2.reboots)
+        held = sorted({str(e["name"]) for e in self.cluster.events
+                       if e["reason"] == "NodeRepairBlocked" and e["kind"] == "Node"})
+        if held:
+            out["repair_blocked"] = held
+        return out
 
     def _blocked(self) -> dict[str, dict[str, str]]:
         """``{"disruptions_blocked": {node: reason}}`` from the cluster's ``DisruptionBlocked`` Events, or ``{}``."""

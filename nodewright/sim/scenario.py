@@ -22,6 +22,7 @@ list of timed events. Example::
         - {at: 5m, scale: {deployment: inflate, replicas: 40}}
         - {at: 20m, interruptSpot: {count: 1, nodepool: low-spot}}
         - {at: 22m, insufficientCapacity: {instanceType: m6g.2xlarge, zone: us-east-1a, capacityType: spot}}
+        - {at: 30m, nodeUnhealthy: {count: 1, nodepool: service, condition: Ready, status: Unknown}}
       baseline:
         clusterAutoscaler:
           scanInterval: 10s
@@ -62,7 +63,7 @@ API_VERSION = "nodewright.io/v1alpha1"
 MAX_DURATION = 7 * 24 * 3600
 #: Monday 2026-07-20 00:00 UTC: outside business-hours disruption budgets, a fixed day for cron triggers.
 DEFAULT_START = dt.datetime(2026, 7, 20, tzinfo=dt.UTC).timestamp()
-EVENT_KINDS = ("scale", "load", "interruptSpot", "insufficientCapacity")
+EVENT_KINDS = ("scale", "load", "interruptSpot", "insufficientCapacity", "nodeUnhealthy")
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,8 @@ class Event:
             return f"load {p.get('deployment') or p.get('statefulset')} {float(p['requestsPerSecond']):g} rps"
         if self.kind == "interruptSpot":
             return f"spot interruption x{p.get('count', 1)}"
+        if self.kind == "nodeUnhealthy":
+            return f"unhealthy x{p.get('count', 1)} {p.get('condition', 'Ready')}={p.get('status', 'False')}"
         return f"ICE {p.get('instanceType')} {p.get('zone')}"
 
 
@@ -310,6 +313,16 @@ def _check_event(kind: str, params: dict[str, Any], path: str) -> None:
             _number(params["perReplicaCapacity"], f"{path}.perReplicaCapacity", 1e-9)
     elif kind == "interruptSpot":
         _int(params.get("count", 1), f"{path}.count", 1)
+    elif kind == "nodeUnhealthy":
+        _int(params.get("count", 1), f"{path}.count", 1)
+        for key in ("nodepool", "condition"):
+            if key in params and (not isinstance(params[key], str) or not params[key]):
+                raise NodewrightValidationError(f"{path}.{key}", "must be a non-empty string")
+        if params.get("status", "False") not in ("False", "Unknown", "True"):
+            raise NodewrightValidationError(f"{path}.status", f"must be False, Unknown or True, got "
+                                                              f"{params['status']!r} (quote it in YAML)")
+        if not isinstance(params.get("recoverOnReboot", False), bool):
+            raise NodewrightValidationError(f"{path}.recoverOnReboot", "must be true or false")
     elif kind == "insufficientCapacity":
         for key in ("instanceType", "zone", "capacityType"):
             if not isinstance(params.get(key), str):

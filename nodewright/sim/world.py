@@ -6,6 +6,12 @@ kube-scheduler stand-ins, the workload controllers and the pod autoscalers of on
 Cluster Autoscaler model) is plugged in by the runner; the world calls it only through
 :class:`InterruptionHandler` for spot interruption warnings.
 
+``nodeUnhealthy`` events (:meth:`World.make_unhealthy`) set a Node condition (``Ready=False`` unless the event
+says otherwise, ``lastTransitionTime`` now) on ``count`` random Ready nodes, as a failed kubelet or the EKS node
+monitoring agent would; nodewright repairs them with ``FEATURE_GATES=NodeRepair=true``. With
+``recoverOnReboot: true`` a node turns healthy again :data:`REBOOT_SECONDS` after an ``ec2:RebootInstances``
+(``AWS_FEATURE_GATES=RebootForRepair=true``); otherwise a reboot changes nothing and the node is replaced.
+
 Manifests accepted: NodePool, EC2NodeClass (Karpenter kinds already converted to v1), Deployment,
 ReplicaSet, StatefulSet, Job, CronJob, DaemonSet, Pod, PodDisruptionBudget, HorizontalPodAutoscaler
 (``autoscaling/v2``), ScaledObject (``keda.sh/v1alpha1``); Namespace, Service, ServiceAccount, ConfigMap,
@@ -25,7 +31,7 @@ from nodewright.cloud.simulated import LatencyDistribution, SimInstance, Simulat
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import Obj, condition_true, is_deleting, name_of
+from nodewright.kube.objects import Obj, condition_true, format_time, is_deleting, labels_of, name_of
 from nodewright.kube.resources import ResourceKind
 from nodewright.sim.autoscaling import HorizontalPodAutoscaler, Load, ScaledObject
 from nodewright.sim.autoscaling import next_due as scalers_due
@@ -52,6 +58,8 @@ STORED_KINDS = {"Namespace": r.NAMESPACES, "PersistentVolume": r.PVS, "Persisten
 APPLIED_KINDS = frozenset({"NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob",
                            "DaemonSet", "Pod", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ScaledObject",
                            *STORED_KINDS})
+#: Seconds from a reboot until a node that recovers by rebooting reports healthy again.
+REBOOT_SECONDS = 90.0
 OfferingKey = tuple[str, str, str]
 InterruptionHandler = Callable[[SimInstance], None]
 
@@ -99,6 +107,10 @@ class World:
         self.out_of_capacity: set[OfferingKey] = set()
         self._capacity_back: list[tuple[float, OfferingKey]] = []
         self.on_interruption: InterruptionHandler | None = None
+        #: instance id -> the condition type a reboot clears (``recoverOnReboot`` nodes).
+        self._recover_on_reboot: dict[str, str] = {}
+        self._reboots_seen = 0
+        self._recoveries: list[tuple[float, str]] = []  # (when, instance id)
         self._events = list(scenario.events)
         self._nodes_changed = True
         self.apply(scenario.manifests)
@@ -208,6 +220,10 @@ class World:
                                     float(params.get("perReplicaCapacity", previous.per_replica_capacity)))
         elif event.kind == "interruptSpot":
             self.interrupt_spot(int(params.get("count", 1)), params.get("nodepool"))
+        elif event.kind == "nodeUnhealthy":
+            self.make_unhealthy(int(params.get("count", 1)), params.get("nodepool"),
+                                str(params.get("condition", "Ready")), str(params.get("status", "False")),
+                                bool(params.get("recoverOnReboot", False)))
         elif event.kind == "insufficientCapacity":
             key = (str(params["instanceType"]), str(params["zone"]), str(params["capacityType"]))
             self.out_of_capacity.add(key)
@@ -222,6 +238,43 @@ class World:
         for instance in chosen:
             self.ec2.interrupt(instance.id)
         return [i.id for i in chosen]
+
+    def make_unhealthy(self, count: int, nodepool: Any = None, condition_type: str = "Ready",
+                       status: str = "False", recover_on_reboot: bool = False) -> list[str]:
+        """Set ``condition_type=status`` (transition now) on ``count`` random Ready nodes (of ``nodepool``); returns
+        their names."""
+        candidates = []
+        for instance in self.ec2.live():
+            node = self.cluster.get(r.NODES, instance.node_name) if instance.node_name else None
+            if (node is not None and not is_deleting(node) and condition_true(node, "Ready")
+                    and (nodepool is None or labels_of(node).get(L.NODEPOOL) == nodepool)):
+                candidates.append((instance, node))
+        chosen = self.rng.sample(candidates, min(count, len(candidates)))
+        for instance, node in chosen:
+            self._set_condition(node, condition_type, status, "Simulated")
+            if recover_on_reboot:
+                self._recover_on_reboot[instance.id] = condition_type
+        return [name_of(node) for _, node in chosen]
+
+    def _set_condition(self, node: Obj, condition_type: str, status: str, reason: str) -> None:
+        conditions = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") != condition_type]
+        conditions.append({"type": condition_type, "status": status, "reason": reason,
+                           "lastTransitionTime": format_time(self.clock())})
+        self.cluster.patch_status(r.NODES, name_of(node), {"conditions": conditions})
+
+    def _reboots(self, now: float) -> None:
+        """Nodes that recover by rebooting report healthy :data:`REBOOT_SECONDS` after their reboot."""
+        for at, instance_id in self.ec2.reboots[self._reboots_seen:]:
+            if instance_id in self._recover_on_reboot:
+                self._recoveries.append((at + REBOOT_SECONDS, instance_id))
+        self._reboots_seen = len(self.ec2.reboots)
+        for due in [d for d in self._recoveries if d[0] <= now]:
+            self._recoveries.remove(due)
+            instance = self.ec2.instances.get(due[1])
+            condition_type = self._recover_on_reboot.pop(due[1], "")
+            node = self.cluster.get(r.NODES, instance.node_name) if instance and instance.node_name else None
+            if node is not None and instance is not None and instance.alive and not is_deleting(node):
+                self._set_condition(node, condition_type, "True", "Rebooted")
 
     def _interruption_warning(self, instance: SimInstance) -> None:
         if self.on_interruption is not None:
@@ -238,6 +291,7 @@ class World:
             self._capacity_back.remove(back)
             self.out_of_capacity.discard(back[1])
         self.kubelet.apply_transitions(now)
+        self._reboots(now)
         for scaler, target in self.scalers:
             scaler.reconcile(now, self.replicas[target], self.loads.get(target, Load()))
         for workload in self.replicas.values():
@@ -261,6 +315,7 @@ class World:
         if self._events:
             times.append(self._events[0].at + self.start)
         times.extend(t for t, _ in self._capacity_back)
+        times.extend(t for t, _ in self._recoveries)
         for value in (self.ec2.next_event_time(), self.kubelet.next_start()):
             if value is not None:
                 times.append(value)

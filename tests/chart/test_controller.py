@@ -100,7 +100,7 @@ def test_settings_become_karpenter_env_vars(rendered):
         # Karpenter 1.14's gates and defaults, sorted by name.
         "FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,"
                          "SpotToSpotConsolidation=false,StaticCapacity=false",
-        "AWS_FEATURE_GATES": "NodeClassCEL=false",
+        "AWS_FEATURE_GATES": "NodeClassCEL=false,RebootForRepair=false",
         "METRICS_PORT": "8080",
         "HEALTH_PROBE_PORT": "8081",
         "SYSTEM_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
@@ -227,5 +227,8 @@ def test_timing_settings_render_only_when_set(rendered, render):
 
 
 def test_aws_feature_gates_become_karpenters_env_var(render):
-    assert _env(render("settings.awsFeatureGates.nodeClassCEL=true"))["AWS_FEATURE_GATES"] == "NodeClassCEL=true"
+    assert _env(render("settings.awsFeatureGates.nodeClassCEL=true"))["AWS_FEATURE_GATES"] == \
+        "NodeClassCEL=true,RebootForRepair=false"
+    assert _env(render("settings.awsFeatureGates.rebootForRepair=true"))["AWS_FEATURE_GATES"] == \
+        "NodeClassCEL=false,RebootForRepair=true"
     assert "AWS_FEATURE_GATES" not in _env(render("settings.awsFeatureGates=null"))

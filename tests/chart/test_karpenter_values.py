@@ -65,7 +65,7 @@ def test_settings_reach_the_controller_with_karpenters_env_names(docs: list[Doc]
         "RESERVED_ENIS": "1",
         "FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,"
                          "SpotToSpotConsolidation=true,StaticCapacity=false",
-        "AWS_FEATURE_GATES": "NodeClassCEL=false",
+        "AWS_FEATURE_GATES": "NodeClassCEL=false,RebootForRepair=false",
         "METRICS_PORT": "8000",
         "HEALTH_PROBE_PORT": "8001",
         "AWS_REGION": "us-west-2",
@@ -125,7 +125,7 @@ def test_annotations_rbac_pdb_and_service_monitor(docs: list[Doc]) -> None:
 @pytest.mark.parametrize(("values", "expected"), [
     ("controler: {containerName: c}", "additional properties 'controler' not allowed"),
     ("settings: {featureGate: {spotToSpotConsolidation: true}}", "additional properties 'featureGate' not allowed"),
-    ("settings: {featureGates: {nodeRepair: true}}", "at '/settings/featureGates'"),
+    ("settings: {featureGates: {nodeOverlay: true}}", "at '/settings/featureGates'"),
     ("settings: {featureGates: {spotToSpot: true}}", "at '/settings/featureGates'"),
     ("settings: {preferencePolicy: Prefer}", "at '/settings/preferencePolicy'"),
     ("settings: {minValuesPolicy: Loose}", "at '/settings/minValuesPolicy'"),

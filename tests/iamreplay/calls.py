@@ -21,7 +21,8 @@ guide "Grant permission to tag resources during creation"; "Launch template" and
   of the request and the template must be known (mapped, or listed as naming no resource): anything else --
   ``SecurityGroups`` by name, ``LicenseSpecifications``, a KMS key, a capacity-reservation resource group --
   raises :class:`UnmappedCall`, which fails the test that made the call.
-- ``TerminateInstances`` / ``DeleteLaunchTemplate`` authorize each target with its ``aws:ResourceTag``s.
+- ``TerminateInstances`` / ``RebootInstances`` / ``DeleteLaunchTemplate`` authorize each target with its
+  ``aws:ResourceTag``s.
 - IAM instance-profile actions authorize ``instance-profile/<name>`` (``aws:RequestTag`` on create,
   ``aws:ResourceTag`` after); ``AddRoleToInstanceProfile`` also needs ``iam:PassRole`` on the role.
 - SSM public parameters: ``arn:<partition>:ssm:<region>::parameter/aws/service/...`` (no account).
@@ -350,13 +351,14 @@ def _run_instances(call: Call, state: AccountState) -> list[Request]:
     return _dedupe(requests + refs + _created(call, actions, ["instance", "volume", *created], specs))
 
 
-def _terminate(call: Call, state: AccountState) -> list[Request]:
+def _instances(call: Call, state: AccountState) -> list[Request]:
+    """``TerminateInstances`` / ``RebootInstances``: the action on each instance, with its tags."""
     requests = []
     for instance in call.params.get("InstanceIds", []):
         tags = state.ec2_tags(call.region, instance)
         if tags is None:
             raise UnknownResource(f"instance {instance}")
-        requests += _referenced(call, ("ec2:TerminateInstances",), call.arn("ec2", f"instance/{instance}"), tags)
+        requests += _referenced(call, (call.name,), call.arn("ec2", f"instance/{instance}"), tags)
     return requests
 
 
@@ -420,7 +422,8 @@ MAPPINGS: dict[str, Callable[[Call, AccountState], list[Request]]] = {
     "ec2:CreateLaunchTemplate": _create_launch_template,
     "ec2:CreateFleet": _create_fleet,
     "ec2:RunInstances": _run_instances,
-    "ec2:TerminateInstances": _terminate,
+    "ec2:TerminateInstances": _instances,
+    "ec2:RebootInstances": _instances,
     "ec2:DeleteLaunchTemplate": _delete_launch_template,
     **{f"iam:{op}": _iam_profile for op in (
         "GetInstanceProfile", "CreateInstanceProfile", "AddRoleToInstanceProfile",

@@ -101,14 +101,19 @@ def test_the_tags_sent_before_this_change_are_denied_naming_call_resource_and_st
     assert "AllowScopedEC2InstanceActionsWithTags" in _judge(create, FakeAccount(old))["pod-identity"][0]
 
 
-def test_terminate_needs_the_ownership_tags_and_unknown_targets_are_not_guessed():
-    terminate = Call("ec2", "TerminateInstances", {"InstanceIds": ["i-1"]}, B.region, B.account)
-    assert _judge(terminate, FakeAccount(LT_TAGS)) == {"irsa": [], "pod-identity": []}
+@pytest.mark.parametrize("operation", ["TerminateInstances", "RebootInstances"])
+def test_terminate_and_reboot_need_the_ownership_tags_and_unknown_targets_are_not_guessed(operation):
+    call = Call("ec2", operation, {"InstanceIds": ["i-1"]}, B.region, B.account)
+    assert [r.action for r in authorizations(call, FakeAccount(LT_TAGS))] == [f"ec2:{operation}"]
+    assert _judge(call, FakeAccount(LT_TAGS)) == {"irsa": [], "pod-identity": []}
+    # an instance without this cluster's tags (another cluster's, a hand-made one) is denied
+    foreign = Call("ec2", operation, {"InstanceIds": ["i-2"]}, B.region, B.account)
+    assert all(len(d) == 1 and "condition not met" in d[0] for d in _judge(foreign, FakeAccount(LT_TAGS)).values())
     with pytest.raises(UnknownResource):
-        authorizations(Call("ec2", "TerminateInstances", {"InstanceIds": ["i-gone"]}, B.region, B.account),
+        authorizations(Call("ec2", operation, {"InstanceIds": ["i-gone"]}, B.region, B.account),
                        FakeAccount(LT_TAGS))
-    with pytest.raises(UnmappedCall, match="ec2:RebootInstances"):
-        authorizations(Call("ec2", "RebootInstances", {}, B.region, B.account), FakeAccount(LT_TAGS))
+    with pytest.raises(UnmappedCall, match="ec2:StopInstances"):
+        authorizations(Call("ec2", "StopInstances", {}, B.region, B.account), FakeAccount(LT_TAGS))
 
 
 def test_instance_profile_creation_and_role_passing_are_allowed_with_karpenters_tags():

@@ -27,7 +27,7 @@ def test_controller_policy_has_karpenter_v1_statements_by_sid_in_karpenters_five
     assert {part: [s["Sid"] for s in doc["Statement"]] for part, doc in parts.items()} == {
         "node-lifecycle": ["AllowScopedEC2InstanceAccessActions", "AllowScopedEC2LaunchTemplateAccessActions",
                            "AllowScopedEC2InstanceActionsWithTags", "AllowScopedResourceCreationTagging",
-                           "AllowScopedDeletion"],
+                           "AllowScopedDeletion", "AllowScopedInstanceReboot"],
         "iam-integration": ["AllowPassingInstanceRole", "AllowScopedInstanceProfileCreationActions",
                             "AllowScopedInstanceProfileActions"],
         "eks-integration": ["AllowAPIServerEndpointDiscovery"],
@@ -102,6 +102,12 @@ def test_terminate_and_delete_only_what_the_cluster_owns():
                                 "arn:aws:ec2:ap-northeast-2:*:launch-template/*"]
     assert stmt["Condition"] == {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/shop": "owned"},
                                  "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}
+
+
+def test_reboot_only_what_the_cluster_owns_like_terminate():
+    stmt = _by_sid(policies.controller_policy(CTX))["AllowScopedInstanceReboot"]
+    assert (stmt["Action"], stmt["Resource"]) == ("ec2:RebootInstances", "arn:aws:ec2:ap-northeast-2:*:instance/*")
+    assert stmt["Condition"] == _by_sid(policies.controller_policy(CTX))["AllowScopedDeletion"]["Condition"]
 
 
 def test_unscoped_resources_only_for_reads_without_resource_level_permissions():

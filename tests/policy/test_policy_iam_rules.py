@@ -102,7 +102,8 @@ def test_ec2_star_is_a_wildcard_and_an_unconditioned_terminate(docs):
     assert set(found) == {("CKV_NW_4", "aws_iam_policy.controller"), ("CKV_NW_5", "aws_iam_policy.controller")}
     assert found[("CKV_NW_4", "aws_iam_policy.controller")] == [
         "statement 'AllowScopedEC2InstanceAccessActions' allows wildcard action(s) ['ec2:*'] in a identity policy."]
-    assert "['ec2:TerminateInstances', 'ec2:DeleteLaunchTemplate']" in found[("CKV_NW_5", "aws_iam_policy.controller")][0]
+    assert "['ec2:TerminateInstances', 'ec2:DeleteLaunchTemplate', 'ec2:RebootInstances']" in found[
+        ("CKV_NW_5", "aws_iam_policy.controller")][0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -209,6 +210,14 @@ def test_terminate_without_resource_tag(docs):
     (message,) = failed(docs)[("CKV_NW_5", "aws_iam_policy.controller")]
     assert message.startswith("statement 'AllowScopedDeletion' allows ['ec2:TerminateInstances', "
                               "'ec2:DeleteLaunchTemplate'] without aws:ResourceTag/kubernetes.io/cluster/")
+
+
+def test_reboot_without_resource_tag(docs):
+    statement(docs, "AllowScopedDeletion")["actions"] = ["ec2:TerminateInstances", "ec2:RebootInstances"]
+    statement(docs, "AllowScopedDeletion").pop("condition")
+    (message,) = failed(docs)[("CKV_NW_5", "aws_iam_policy.controller")]
+    assert message.startswith("statement 'AllowScopedDeletion' allows ['ec2:TerminateInstances', "
+                              "'ec2:RebootInstances'] without aws:ResourceTag/kubernetes.io/cluster/")
 
 
 def test_launch_of_instances_without_request_tag(docs):

@@ -385,3 +385,22 @@ class InstanceProvider:
                 raise NodeClaimNotFoundError(f"instance {instance_id} not found") from err
             raise translate(err, operation="ec2:TerminateInstances") from err
         log.info("terminated instance", extra={"instance": instance_id})
+
+    # --- reboot --------------------------------------------------------------------------------------------
+
+    def reboot(self, instance_id: str) -> None:
+        """Ask EC2 to reboot ``instance_id`` (``ec2:RebootInstances``: queued by EC2, asynchronous; the instance
+        keeps its id, volumes and addresses), for node repair with the AWS gate ``RebootForRepair``.
+
+        Raises:
+            NodeClaimNotFoundError: the instance no longer exists or is terminated.
+            AuthorizationError: ``ec2:RebootInstances`` denied.
+        """
+        self.get(instance_id)
+        try:
+            self._ec2.reboot_instances(InstanceIds=[instance_id])
+        except ClientError as err:
+            if is_not_found_error(error_code(err)):
+                raise NodeClaimNotFoundError(f"instance {instance_id} not found") from err
+            raise translate(err, operation="ec2:RebootInstances") from err
+        log.info("rebooted instance", extra={"instance": instance_id})

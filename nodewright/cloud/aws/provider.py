@@ -48,6 +48,7 @@ from nodewright.cloud.aws.launchtemplates import (
 )
 from nodewright.cloud.aws.nodeclaims import from_instance, launched, registration_labels, registration_taints
 from nodewright.cloud.aws.pricing import PricingProvider
+from nodewright.cloud.aws.repair import AWS_REPAIR_POLICIES
 from nodewright.cloud.aws.securitygroups import SecurityGroup, SecurityGroupProvider
 from nodewright.cloud.aws.subnets import Subnet, SubnetProvider
 from nodewright.cloud.catalog import instance_types_for_nodeclass
@@ -63,6 +64,7 @@ from nodewright.cloud.provider import (
     AuthorizationError,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
+    RepairPolicy,
     parse_provider_id,
 )
 from nodewright.cloud.reservations import CapacityReservation, with_reservations
@@ -390,6 +392,18 @@ class AWSCloudProvider:
         if instance is None:
             raise NodeClaimNotFoundError(f"nodeclaim {nodeclaim.metadata.name} has no instance")
         self.instances.terminate(instance.id)
+
+    @botocore_errors("Reboot")
+    def reboot(self, nodeclaim: NodeClaim) -> None:
+        """See :meth:`nodewright.cloud.provider.Rebooter.reboot` (``ec2:RebootInstances``)."""
+        provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
+        if not provider_id:
+            raise NodeClaimNotFoundError(f"nodeclaim {nodeclaim.metadata.name} has no instance")
+        self.instances.reboot(parse_provider_id(provider_id)[1])
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        """See :meth:`nodewright.cloud.provider.RepairPolicySource.repair_policies` (:mod:`.repair`)."""
+        return AWS_REPAIR_POLICIES
 
     def _view(self, instance: Instance) -> NodeClaim:
         types = {it.name: it for it in self.instance_types.instance_types([instance.zone])}

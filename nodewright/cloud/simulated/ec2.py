@@ -111,6 +111,8 @@ class SimulatedEC2:
         self._events: list[tuple[float, int, str, str]] = []
         self._seq = itertools.count()
         self._ids = itertools.count(1)
+        #: (time, instance id) of every ``reboot`` asked for, in order (node repair with ``RebootForRepair``).
+        self.reboots: list[tuple[float, str]] = []
 
     # --- API ---------------------------------------------------------------------------------------------
 
@@ -146,6 +148,15 @@ class SimulatedEC2:
             return False
         instance.state = "terminated"
         instance.terminated_at = self.clock()
+        return True
+
+    def reboot(self, instance_id: str) -> bool:
+        """Reboot in place (``RebootInstances``): recorded in :attr:`reboots`; the instance keeps running. False when
+        unknown or terminated."""
+        instance = self.instances.get(instance_id)
+        if instance is None or not instance.alive:
+            return False
+        self.reboots.append((self.clock(), instance_id))
         return True
 
     def interrupt(self, instance_id: str) -> bool:

@@ -34,6 +34,7 @@ from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeclaim
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.api.requirements import Requirement
+from nodewright.cloud.aws.repair import AWS_REPAIR_POLICIES
 from nodewright.cloud.catalog import instance_types_for_nodeclass, load_instance_types
 from nodewright.cloud.instancetype import (
     CAPACITY_TYPE_RESERVED,
@@ -49,6 +50,7 @@ from nodewright.cloud.provider import (
     InsufficientCapacityError,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
+    RepairPolicy,
     UnavailableOffering,
     make_provider_id,
     parse_provider_id,
@@ -274,6 +276,17 @@ class SimulatedCloudProvider:
                 raise NodeClaimNotFoundError(f"nodeclaim {nodeclaim.metadata.name} has no instance")
             instance = found
         self.ec2.terminate(instance.id)
+
+    def reboot(self, nodeclaim: NodeClaim) -> None:
+        """See :meth:`nodewright.cloud.provider.Rebooter.reboot` (recorded in ``ec2.reboots``)."""
+        provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
+        if not provider_id:
+            raise NodeClaimNotFoundError(f"nodeclaim {nodeclaim.metadata.name} has no instance")
+        self.ec2.reboot(self._instance(provider_id).id)
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        """The AWS provider's policies (:mod:`nodewright.cloud.aws.repair`): the simulated cloud is EC2."""
+        return AWS_REPAIR_POLICIES
 
     def _view(self, instance: SimInstance) -> NodeClaim:
         labels = self._instance_labels(instance.instance_type, instance.offering)

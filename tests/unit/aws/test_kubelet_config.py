@@ -190,7 +190,7 @@ def test_aws_feature_gates_setting() -> None:
                           "AWS_FEATURE_GATES": "NodeClassCEL=true"}).aws_feature_gates.node_class_cel
     with pytest.raises(NodewrightValidationError) as info:
         parse_aws_feature_gates("NodeRepair=true")
-    assert str(info.value) == "AWS_FEATURE_GATES: unknown feature gate 'NodeRepair'; known gates: NodeClassCEL"
+    assert str(info.value) == "AWS_FEATURE_GATES: unknown feature gate 'NodeRepair'; known gates: NodeClassCEL, RebootForRepair"
 
 
 def test_settings_without_expressions_are_returned_unchanged() -> None:

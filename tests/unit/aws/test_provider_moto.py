@@ -115,6 +115,32 @@ def test_get_list_and_idempotent_delete(provider: AWSCloudProvider) -> None:
     assert provider.list() == []
 
 
+def test_reboot_for_repair_calls_reboot_instances_on_the_claims_instance(provider: AWSCloudProvider) -> None:
+    """Node repair with RebootForRepair: one ``ec2:RebootInstances`` on the instance, which keeps running (the IAM
+    replay judges this call against the stacks' AllowScopedInstanceReboot)."""
+    from nodewright.cloud.aws.repair import AWS_REPAIR_POLICIES
+    from nodewright.cloud.provider import Rebooter, RepairPolicySource
+
+    assert isinstance(provider, Rebooter) and isinstance(provider, RepairPolicySource)
+    assert [(p.condition_type, p.condition_status, p.toleration_seconds) for p in provider.repair_policies()] == [
+        ("Ready", "False", 1800.0), ("Ready", "Unknown", 1800.0), ("AcceleratedHardwareReady", "False", 600.0),
+        ("StorageReady", "False", 1800.0), ("NetworkingReady", "False", 1800.0), ("KernelReady", "False", 1800.0),
+        ("ContainerRuntimeReady", "False", 1800.0)]
+    assert tuple(provider.repair_policies()) == AWS_REPAIR_POLICIES
+    launched = provider.create(nodeclaim())
+    instance_id = parse_provider_id(launched.status.provider_id)[1]
+    sent: list[dict] = []
+    provider.instances._ec2.meta.events.register("provide-client-params.ec2.RebootInstances",
+                                                  lambda params, **_: sent.append(params))
+    provider.reboot(launched)
+    assert [p["InstanceIds"] for p in sent] == [[instance_id]]
+    assert _instance(instance_id)["State"]["Name"] == "running"
+    provider.delete(launched)
+    with pytest.raises(NodeClaimNotFoundError):
+        provider.reboot(launched)
+    assert len(sent) == 1  # a terminated instance is not rebooted
+
+
 def test_get_instance_types_limits_zones_and_needs_a_fitting_ami(provider: AWSCloudProvider) -> None:
     from nodewright.api.nodepool import NodePool
 

@@ -40,6 +40,9 @@ def test_feature_gates_parse_like_karpenter() -> None:
     assert load_settings({**BASE, "FEATURE_GATES": "SpotToSpotConsolidation=true"}).feature_gates \
         .spot_to_spot_consolidation is True
     assert parse_feature_gates("StaticCapacity=true").static_capacity is True  # static NodePools are honoured
+    assert parse_feature_gates("NodeRepair=true").node_repair is True  # the node health controller runs
+    aws = load_settings({**BASE, "AWS_FEATURE_GATES": "RebootForRepair=true"}).aws_feature_gates
+    assert (aws.reboot_for_repair, aws.node_class_cel) == (True, False)
 
 
 @pytest.mark.parametrize(("text", "reason"), [
@@ -48,7 +51,6 @@ def test_feature_gates_parse_like_karpenter() -> None:
     ("Drift=true", "FEATURE_GATES: feature gate 'Drift' was removed: drift is always on since Karpenter v1"),
     ("SpotToSpotConsolidation", "FEATURE_GATES: 'SpotToSpotConsolidation' is not Gate=true or Gate=false"),
     ("SpotToSpotConsolidation=yes", "FEATURE_GATES: 'SpotToSpotConsolidation=yes' is not Gate=true or Gate=false"),
-    ("NodeRepair=true", "FEATURE_GATES: NodeRepair=true is not supported: nodewright does not repair unhealthy nodes"),
     ("NodeOverlay=true", "FEATURE_GATES: NodeOverlay=true is not supported: nodewright has no NodeOverlay resource"),
 ])
 def test_bad_feature_gates_are_one_line_errors(text: str, reason: str) -> None:
