@@ -90,6 +90,7 @@ class Runtime:
                                     batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
                                     nominate_pods=s.nominate_pods,
                                     spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
+                                    capacity_buffer=s.feature_gates.capacity_buffer,
                                     preference_policy=s.preference_policy, min_values_policy=s.min_values_policy,
                                     pricing_policy=policy.current if policy else None,
                                     consolidation=ConsolidationOptions(
@@ -238,7 +239,9 @@ def build_runtime(
     except KubeError as err:
         raise kubeconfig_error(err, settings.kubeconfig) from err
     rest = RestClient(api_client)
-    cluster = KubernetesCluster(rest, time.time)
+    # CapacityBuffers and what they reference are watched only with the gate on (the CRD may not be installed).
+    kinds = (*r.WATCHED, *r.BUFFER_WATCHED) if settings.feature_gates.capacity_buffer else r.WATCHED
+    cluster = KubernetesCluster(rest, time.time, kinds=kinds)
 
     def nodeclass(name: str) -> Any:
         doc = cluster.get(r.EC2NODECLASSES, name)

@@ -97,9 +97,10 @@ class FeatureGates:
     ``SpotToSpotConsolidation`` (off) allows consolidation to replace a spot node with a cheaper spot node.
     ``ReservedCapacity`` (on) and ``StaticCapacity`` (off) are accepted either way, and nodewright honours
     ``capacityReservationSelectorTerms`` and static NodePools (``spec.replicas``) whatever their value (not yet
-    gated: ``ReservedCapacity=false`` does not turn reservations off). ``NodeRepair``, ``NodeOverlay`` and
-    ``CapacityBuffer`` (all off) enable features nodewright does not have; turning one on is an error rather than
-    a silent no-op.
+    gated: ``ReservedCapacity=false`` does not turn reservations off). ``CapacityBuffer`` (off) holds the
+    headroom of ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffers (:mod:`nodewright.controllers.buffer`; off, they
+    are ignored with one warning). ``NodeRepair`` and ``NodeOverlay`` (off) enable features nodewright does not
+    have; turning one on is an error rather than a silent no-op.
     Source: ``pkg/operator/options/options.go`` in kubernetes-sigs/karpenter and the v1.14 settings page.
     """
 
@@ -118,7 +119,7 @@ FEATURE_GATE_NAMES: dict[str, tuple[str, str]] = {
     "SpotToSpotConsolidation": ("spot_to_spot_consolidation", ""),
     "NodeOverlay": ("node_overlay", "nodewright has no NodeOverlay resource"),
     "StaticCapacity": ("static_capacity", ""),
-    "CapacityBuffer": ("capacity_buffer", "nodewright has no CapacityBuffer resource"),
+    "CapacityBuffer": ("capacity_buffer", ""),
 }
 #: Gates Karpenter removed, with what replaced them.
 _REMOVED_GATES = {"Drift": "drift is always on since Karpenter v1; limit it with a NodePool disruption budget "

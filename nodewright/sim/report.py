@@ -240,6 +240,11 @@ class Recorder:
             **self._blocked(),
         }
 
+    def pending_seconds(self, now: float) -> float:
+        """Seconds pods spent pending, summed over pods (creation to binding; pods still pending count until
+        ``now``; DaemonSet pods left out, as in the latencies)."""
+        return sum(self.latencies) + sum(now - created for created in self.created.values())
+
     def _blocked(self) -> dict[str, dict[str, str]]:
         """``{"disruptions_blocked": {node: reason}}`` from the cluster's ``DisruptionBlocked`` Events, or ``{}``."""
         blocked = {str(e["name"]): str(e["message"]) for e in self.cluster.events if e["reason"] == "DisruptionBlocked"}
