@@ -74,7 +74,8 @@ class ScalableRef(KubeModel):
 
 
 class CapacityBufferSpec(KubeModel):
-    """``spec`` (see module docstring)."""
+    """spec defines the desired characteristics of the buffer: exactly one of podTemplateRef or scalableRef, and
+    replicas, percentage (of the scalableRef's replicas) and/or limits (resources the chunks may request in all)."""
 
     model_config = cel(
         ("!has(self.podTemplateRef) || has(self.replicas) || has(self.limits)",
@@ -83,7 +84,8 @@ class CapacityBufferSpec(KubeModel):
          "You must define either PodTemplateRef or ScalableRef, but not both"),
     )
 
-    provisioning_strategy: str | None = Field(default=None, alias="provisioningStrategy")
+    provisioning_strategy: str | None = Field(default=None, alias="provisioningStrategy",
+                                              json_schema_extra={"default": ACTIVE_CAPACITY})
     pod_template_ref: LocalObjectRef | None = Field(default=None, alias="podTemplateRef")
     scalable_ref: ScalableRef | None = Field(default=None, alias="scalableRef")
     replicas: int | None = Field(default=None, ge=0, le=2**31 - 1)
@@ -105,7 +107,8 @@ class CapacityBufferSpec(KubeModel):
 
 
 class CapacityBufferStatus(LenientModel):
-    """``status`` as Karpenter writes it (see module docstring)."""
+    """status represents the current state of the buffer and its readiness for autoprovisioning: the template
+    used, the chunks held and the ReadyForProvisioning / Provisioning conditions."""
 
     pod_template_ref: LocalObjectRef | None = Field(default=None, alias="podTemplateRef")
     replicas: int | None = None
