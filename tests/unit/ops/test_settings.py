@@ -40,6 +40,7 @@ def test_feature_gates_parse_like_karpenter() -> None:
     assert load_settings({**BASE, "FEATURE_GATES": "SpotToSpotConsolidation=true"}).feature_gates \
         .spot_to_spot_consolidation is True
     assert parse_feature_gates("StaticCapacity=true").static_capacity is True  # static NodePools are honoured
+    assert load_settings({**BASE, "FEATURE_GATES": "CapacityBuffer=true"}).feature_gates.capacity_buffer is True
 
 
 @pytest.mark.parametrize(("text", "reason"), [
