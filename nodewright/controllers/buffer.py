@@ -215,9 +215,9 @@ class CapacityBufferController:
                     placements.setdefault(buffer_of(pod), Placement()).new += 1
         virtual = {p.key: p for p in self.virtual_pods()}
         for key in result.unschedulable:
-            pod = virtual.get(key)
-            if pod is not None:
-                placements.setdefault(buffer_of(pod), Placement()).failed += 1
+            failed = virtual.get(key)
+            if failed is not None:
+                placements.setdefault(buffer_of(failed), Placement()).failed += 1
         self._held = held
         for doc in self.ctx.cluster.list(r.CAPACITYBUFFERS):
             key = f"{meta(doc).get('namespace') or 'default'}/{name_of(doc)}"

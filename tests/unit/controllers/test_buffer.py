@@ -6,22 +6,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import pytest
-
 from nodewright.api import capacitybuffer as cb
 from nodewright.api import labels as L
 from nodewright.controllers.buffer import CapacityBufferController
 from nodewright.controllers.common import Context
-from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.provisioning import Batcher, Provisioner
-from nodewright.controllers.termination import Terminator
 from nodewright.kube import resources as r
-from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import condition, is_deleting
-from nodewright.metrics import Metrics
-from nodewright.state.buffers import virtual_pod_docs
+from nodewright.kube.objects import condition
 from nodewright.state.cluster import snapshot
-from nodewright.state.models import models_for
 
 from .conftest import pending_pod
 

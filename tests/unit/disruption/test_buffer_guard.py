@@ -19,7 +19,6 @@ from nodewright.state.models import models_for
 
 from .test_controller import NODEPOOL, Clock, Cloud, add_node
 
-
 # --- the consolidation guard ------------------------------------------------------------------------------------
 
 
