@@ -231,7 +231,12 @@ def build_runtime(
     from nodewright.cloud.aws.provider import AWSCloudProvider, AWSProviderSettings
     from nodewright.kube.errors import KubeError
     from nodewright.kube.rest import RestClient, load_api_client
-    from nodewright.startup import check_credentials, check_region, kubeconfig_error
+    from nodewright.startup import (
+        check_capacity_buffer_crd,
+        check_credentials,
+        check_region,
+        kubeconfig_error,
+    )
 
     check_region(settings.aws_region)
     try:
@@ -249,6 +254,8 @@ def build_runtime(
 
     version = rest.request("GET", "/version")  # also proves the API server is reachable and accepts us
     k8s_version = f"{version.get('major', '1')}.{str(version.get('minor', '31')).rstrip('+')}"
+    if settings.feature_gates.capacity_buffer:
+        check_capacity_buffer_crd(rest)
     if aws_clients is None:
         session = boto3.session.Session()
         check_credentials(session)
