@@ -47,6 +47,7 @@ from nodewright.quantities import fits, subtract
 from nodewright.scheduling import Pod, SchedulingResult
 from nodewright.state.buffers import Resolution, buffer_of, is_virtual, resolve
 from nodewright.state.cluster import ClusterState
+from nodewright.state.models import object_version, versions
 from nodewright.state.pods import holds_node
 
 _LOOKUP_KINDS = {"PodTemplate": r.PODTEMPLATES, "Deployment": r.DEPLOYMENTS, "StatefulSet": r.STATEFULSETS,
@@ -77,6 +78,9 @@ class CapacityBufferController:
         self.refresh = refresh
         #: ``namespace/name`` -> the last resolution.
         self.resolutions: dict[str, Resolution] = {}
+        #: ``namespace/name`` -> (inputs' versions, resolution): a buffer is resolved again only when it, the object
+        #: it references or a LimitRange changed (a 1,000-chunk buffer is not rebuilt every pass).
+        self._resolved: dict[str, tuple[Any, Resolution]] = {}
         #: Node name -> the virtual pods the last run placed on it (initialized Nodes only).
         self._held: dict[str, list[Pod]] = {}
         self._reported: dict[str, str] = {}
@@ -99,13 +103,16 @@ class CapacityBufferController:
             return
         buffers = self.ctx.cluster.list(r.CAPACITYBUFFERS)
         resolutions: dict[str, Resolution] = {}
+        limitranges = versions(state.limitranges)
         for doc in buffers:
-            resolution = resolve(doc, state.models, self._lookup, state.limitranges)
+            resolution = self._resolve(doc, state, limitranges)
             resolutions[resolution.key] = resolution
             self._report(resolution)
             self._write_resolution(doc, resolution)
         for key in [k for k in self._reported if k not in resolutions]:
             del self._reported[key]
+        for key in [k for k in self._resolved if k not in resolutions]:
+            del self._resolved[key]
         self.resolutions = resolutions
         fingerprint = tuple(sorted((k, v.ready, tuple(p.key for p in v.pods), tuple(p.shape_key for p in v.pods[:1]))
                                    for k, v in resolutions.items()))
@@ -114,6 +121,24 @@ class CapacityBufferController:
             self._dirty = True
         if self._held and not self._still_held(state):
             self._dirty = True
+
+    def _resolve(self, doc: Obj, state: ClusterState, limitranges: Any) -> Resolution:
+        """:func:`~nodewright.state.buffers.resolve`, reused while the buffer (its spec: status writes do not
+        count), the object it references and the LimitRanges are unchanged."""
+        key = f"{meta(doc).get('namespace') or 'default'}/{name_of(doc)}"
+        spec = doc.get("spec") or {}
+        ref = spec.get("podTemplateRef") or spec.get("scalableRef") or {}
+        kind = "PodTemplate" if spec.get("podTemplateRef") else str((ref or {}).get("kind") or "")
+        target = self._lookup(kind, key.split("/", 1)[0], str(ref.get("name"))) \
+            if kind in _LOOKUP_KINDS and isinstance(ref, dict) and ref.get("name") else None
+        inputs = (meta(doc).get("uid"), meta(doc).get("generation"), repr(spec),
+                  None if target is None else object_version(target), limitranges)
+        cached = self._resolved.get(key)
+        if cached is not None and cached[0] == inputs:
+            return cached[1]
+        resolution = resolve(doc, state.models, self._lookup, state.limitranges)
+        self._resolved[key] = (inputs, resolution)
+        return resolution
 
     def _warn_disabled(self) -> None:
         if self.warned_disabled:

@@ -305,7 +305,8 @@ class Provisioner:
         for key in [k for k in self.nominations if k not in state.pods]:
             del self.nominations[key]
         self.bind_backoff.prune(lambda key: key in self.nominations)
-        for key in [k for k in self._unschedulable_reported if k not in state.pods]:
+        virtual = {p.key for p in self.buffers.virtual_pods()} if self.buffers is not None else set()
+        for key in [k for k in self._unschedulable_reported if k not in state.pods and k not in virtual]:
             del self._unschedulable_reported[key]
 
     def provision(self, pending: list[Obj], state: ClusterState, now: float,

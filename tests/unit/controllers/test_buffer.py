@@ -141,3 +141,27 @@ def test_gate_off_ignores_buffers_and_warns_once(ctx, cluster, clock, caplog) ->
     assert warnings == ["1 CapacityBuffer(s) ignored (default/headroom): the CapacityBuffer feature gate is off; "
                         "set FEATURE_GATES=CapacityBuffer=true (chart: settings.featureGates.capacityBuffer) to "
                         "hold their headroom"]
+
+
+def test_a_buffer_is_resolved_again_only_when_its_inputs_change(ctx, cluster, clock, monkeypatch) -> None:
+    import nodewright.controllers.buffer as module
+
+    calls: list[str] = []
+    real = module.resolve
+
+    def counting(doc, *args, **kwargs):
+        calls.append(doc["metadata"]["name"])
+        return real(doc, *args, **kwargs)
+
+    monkeypatch.setattr(module, "resolve", counting)
+    cluster.create(r.PODTEMPLATES, TEMPLATE)
+    cluster.create(r.CAPACITYBUFFERS, capacity_buffer(2))
+    h = Harness(ctx)
+    for _ in range(3):  # the status writes of the first pass change the buffer's resourceVersion, not its spec
+        h.step()
+        clock.advance(1)
+    assert calls == ["headroom"]
+    cluster.patch(r.PODTEMPLATES, "web", {"template": {"metadata": {"labels": {"app": "web", "v": "2"}}}}, "default")
+    h.step()
+    assert calls == ["headroom", "headroom"]
+    assert h.buffers.virtual_pods()[0].labels == {"app": "web", "v": "2"}
