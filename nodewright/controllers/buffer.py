@@ -81,6 +81,8 @@ class CapacityBufferController:
         #: ``namespace/name`` -> (inputs' versions, resolution): a buffer is resolved again only when it, the object
         #: it references or a LimitRange changed (a 1,000-chunk buffer is not rebuilt every pass).
         self._resolved: dict[str, tuple[Any, Resolution]] = {}
+        #: buffer uid -> the status this controller last wrote (see :meth:`_status`).
+        self._written: dict[str, dict[str, Any]] = {}
         #: Node name -> the virtual pods the last run placed on it (initialized Nodes only).
         self._held: dict[str, list[Pod]] = {}
         self._reported: dict[str, str] = {}
@@ -113,6 +115,9 @@ class CapacityBufferController:
             del self._reported[key]
         for key in [k for k in self._resolved if k not in resolutions]:
             del self._resolved[key]
+        live = {str(meta(doc).get("uid") or "") for doc in buffers}
+        for uid in [u for u in self._written if u not in live]:
+            del self._written[uid]
         self.resolutions = resolutions
         fingerprint = tuple(sorted((k, v.ready, tuple(p.key for p in v.pods), tuple(p.shape_key for p in v.pods[:1]))
                                    for k, v in resolutions.items()))
@@ -167,8 +172,14 @@ class CapacityBufferController:
         if message:
             log.error("%s", message, extra={"capacitybuffer": resolution.key, "reason": resolution.reason})
 
+    def _status(self, doc: Obj) -> dict[str, Any]:
+        """The buffer's status to build the next write on: what this controller last wrote (the informer's copy may
+        not show it yet, and a merge patch replaces the whole conditions list), else the object's."""
+        written = self._written.get(str(meta(doc).get("uid") or ""))
+        return dict(written if written is not None else doc.get("status") or {})
+
     def _write_resolution(self, doc: Obj, resolution: Resolution) -> None:
-        status = dict(doc.get("status") or {})
+        status = self._status(doc)
         wanted = dict(status)
         now = self.ctx.clock()
         conditions = set_condition(list(status.get("conditions") or []), cb.READY_FOR_PROVISIONING,
@@ -192,10 +203,15 @@ class CapacityBufferController:
         try:
             self.ctx.cluster.patch_status(r.CAPACITYBUFFERS, name, wanted, namespace)
         except NotFoundError:
+            self._written.pop(str(meta(doc).get("uid") or ""), None)
             return
         except KubeError as err:
             log.warning("patching CapacityBuffer %s/%s status failed: %s (retrying next pass)", namespace, name, err,
                         extra={"capacitybuffer": f"{namespace}/{name}"})
+            return
+        uid = str(meta(doc).get("uid") or "")
+        if uid:
+            self._written[uid] = {k: v for k, v in wanted.items() if v is not None}
 
     # --- provisioning ------------------------------------------------------------------------------------
 
@@ -268,8 +284,8 @@ class CapacityBufferController:
             message = f"All {resolution.replicas} virtual pods fit on existing capacity"
         else:
             return
-        status = dict(doc.get("status") or {})
-        current = condition(doc, cb.PROVISIONING)
+        status = self._status(doc)
+        current = condition({"status": status}, cb.PROVISIONING)
         if current and (current.get("status"), current.get("reason"), current.get("message")) == (
                 "True" if ok else "False", reason, message):
             return

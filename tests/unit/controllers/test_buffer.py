@@ -165,3 +165,21 @@ def test_a_buffer_is_resolved_again_only_when_its_inputs_change(ctx, cluster, cl
     h.step()
     assert calls == ["headroom", "headroom"]
     assert h.buffers.virtual_pods()[0].labels == {"app": "web", "v": "2"}
+
+
+def test_status_writes_build_on_the_last_write_not_a_stale_cache(ctx, cluster, clock, monkeypatch) -> None:
+    """An informer may serve the buffer without the ReadyForProvisioning condition just written; the Provisioning
+    write must not drop it (a merge patch replaces the whole conditions list)."""
+    cluster.create(r.PODTEMPLATES, TEMPLATE)
+    cluster.create(r.CAPACITYBUFFERS, capacity_buffer(2))
+    stale = cluster.get(r.CAPACITYBUFFERS, "headroom", "default")  # before any status
+    h = Harness(ctx)
+    real_list = cluster.list
+
+    def lagging(kind, *args, **kwargs):
+        return [stale] if kind == r.CAPACITYBUFFERS else real_list(kind, *args, **kwargs)
+
+    monkeypatch.setattr(cluster, "list", lagging)
+    h.step()
+    conditions = {c["type"]: c["status"] for c in h.buffer()["status"]["conditions"]}
+    assert conditions == {"ReadyForProvisioning": "True", "Provisioning": "False"}
