@@ -90,6 +90,7 @@ class Runtime:
                                     batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
                                     nominate_pods=s.nominate_pods,
                                     spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
+                                    capacity_buffer=s.feature_gates.capacity_buffer,
                                     preference_policy=s.preference_policy, min_values_policy=s.min_values_policy,
                                     pricing_policy=policy.current if policy else None,
                                     consolidation=ConsolidationOptions(
@@ -234,7 +235,12 @@ def build_runtime(
     from nodewright.cloud.aws.provider import AWSCloudProvider, AWSProviderSettings
     from nodewright.kube.errors import KubeError
     from nodewright.kube.rest import RestClient, load_api_client
-    from nodewright.startup import check_credentials, check_region, kubeconfig_error
+    from nodewright.startup import (
+        check_capacity_buffer_crd,
+        check_credentials,
+        check_region,
+        kubeconfig_error,
+    )
 
     check_region(settings.aws_region)
     try:
@@ -242,7 +248,9 @@ def build_runtime(
     except KubeError as err:
         raise kubeconfig_error(err, settings.kubeconfig) from err
     rest = RestClient(api_client)
-    cluster = KubernetesCluster(rest, time.time)
+    # CapacityBuffers and what they reference are watched only with the gate on (the CRD may not be installed).
+    kinds = (*r.WATCHED, *r.BUFFER_WATCHED) if settings.feature_gates.capacity_buffer else r.WATCHED
+    cluster = KubernetesCluster(rest, time.time, kinds=kinds)
 
     def nodeclass(name: str) -> Any:
         doc = cluster.get(r.EC2NODECLASSES, name)
@@ -250,6 +258,8 @@ def build_runtime(
 
     version = rest.request("GET", "/version")  # also proves the API server is reachable and accepts us
     k8s_version = f"{version.get('major', '1')}.{str(version.get('minor', '31')).rstrip('+')}"
+    if settings.feature_gates.capacity_buffer:
+        check_capacity_buffer_crd(rest)
     if aws_clients is None:
         session = boto3.session.Session()
         check_credentials(session)

@@ -99,8 +99,9 @@ class FeatureGates:
     ``capacityReservationSelectorTerms`` and static NodePools (``spec.replicas``) whatever their value (not yet
     gated: ``ReservedCapacity=false`` does not turn reservations off). ``NodeRepair`` (off) runs the node health
     controller (:mod:`nodewright.controllers.repair`: unhealthy Nodes past their cloud provider's toleration are
-    replaced). ``NodeOverlay`` and ``CapacityBuffer`` (both off) enable features nodewright does not have; turning
-    one on is an error rather than a silent no-op.
+    replaced). ``CapacityBuffer`` (off) holds the headroom of ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffers
+    (:mod:`nodewright.controllers.buffer`; off, they are ignored with one warning). ``NodeOverlay`` (off) enables a
+    feature nodewright does not have; turning it on is an error rather than a silent no-op.
     Source: ``pkg/operator/options/options.go`` in kubernetes-sigs/karpenter and the v1.14 settings page.
     """
 
@@ -119,7 +120,7 @@ FEATURE_GATE_NAMES: dict[str, tuple[str, str]] = {
     "SpotToSpotConsolidation": ("spot_to_spot_consolidation", ""),
     "NodeOverlay": ("node_overlay", "nodewright has no NodeOverlay resource"),
     "StaticCapacity": ("static_capacity", ""),
-    "CapacityBuffer": ("capacity_buffer", "nodewright has no CapacityBuffer resource"),
+    "CapacityBuffer": ("capacity_buffer", ""),
 }
 #: Gates Karpenter removed, with what replaced them.
 _REMOVED_GATES = {"Drift": "drift is always on since Karpenter v1; limit it with a NodePool disruption budget "

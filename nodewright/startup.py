@@ -90,6 +90,26 @@ def check_region(region: str) -> None:
                            "set AWS_REGION to the cluster's region, e.g. us-east-1 or eu-west-1")
 
 
+def check_capacity_buffer_crd(rest: Any) -> None:
+    """With the ``CapacityBuffer`` gate on: raises :class:`StartupError` (``settings``) when the API server does not
+    serve ``capacitybuffers.autoscaling.x-k8s.io/v1beta1`` (the CRD is missing), instead of an informer failing
+    its list forever. One ``GET`` of the collection (``limit=1``).
+
+    Args:
+        rest: a :class:`~nodewright.kube.rest.RestClient`.
+    """
+    from nodewright.kube import resources as r
+    from nodewright.kube.errors import NotFoundError
+
+    try:
+        rest.request("GET", r.CAPACITYBUFFERS.collection_path(), {"limit": "1"})
+    except NotFoundError:
+        raise StartupError("settings", "FEATURE_GATES has CapacityBuffer=true but the API server does not serve "
+                           "capacitybuffers.autoscaling.x-k8s.io/v1beta1 (the CRD is not installed)",
+                           "kubectl apply -f helm/nodewright/crds/autoscaling.x-k8s.io_capacitybuffers.yaml (the "
+                           "chart's crds/ installs it on first install), or turn the CapacityBuffer gate off") from None
+
+
 def check_credentials(session: Any) -> None:
     """Raises :class:`StartupError` (``aws-credentials``) when boto3's chain finds no credentials.
 

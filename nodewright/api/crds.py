@@ -21,6 +21,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from nodewright.api.capacitybuffer import GROUP as CB_GROUP
+from nodewright.api.capacitybuffer import VERSION as CB_VERSION
+from nodewright.api.capacitybuffer import CapacityBufferSpec, CapacityBufferStatus
 from nodewright.api.ec2nodeclass import EC2NodeClassSpec, EC2NodeClassStatus
 from nodewright.api.nodeclaim import NodeClaimSpec, NodeClaimStatus
 from nodewright.api.nodepool import NodePoolSpec, NodePoolStatus
@@ -41,6 +44,10 @@ class CRDSpec:
     printer_columns: tuple[dict[str, Any], ...]
     short_names: tuple[str, ...] = ()
     description: str = ""
+    #: Served/stored version, ``scope`` and ``categories`` (Karpenter's kinds: v1, Cluster, karpenter).
+    version: str = "v1"
+    scope: str = "Cluster"
+    categories: tuple[str, ...] = ("karpenter",)
 
     @property
     def name(self) -> str:
@@ -107,6 +114,30 @@ CRD_SPECS: tuple[CRDSpec, ...] = (
             {"name": "Ready", "type": "string", "jsonPath": _READY},
             _AGE,
             {"name": "Role", "type": "string", "jsonPath": ".spec.role", "priority": 1},
+        ),
+    ),
+    # SIG Autoscaling's CapacityBuffer, which Karpenter's chart ships (charts/karpenter/crds) for its
+    # CapacityBuffer gate (nodewright/controllers/buffer.py).
+    CRDSpec(
+        group=CB_GROUP,
+        kind="CapacityBuffer",
+        plural="capacitybuffers",
+        spec_model=CapacityBufferSpec,
+        status_model=CapacityBufferStatus,
+        short_names=("cb",),
+        description="CapacityBuffer is the configuration that an autoscaler can use to provision buffer capacity "
+                    "within a cluster.",
+        version=CB_VERSION,
+        scope="Namespaced",
+        categories=("autoscaling",),
+        printer_columns=(
+            {"name": "Strategy", "type": "string", "jsonPath": ".spec.provisioningStrategy"},
+            {"name": "PodTemplate", "type": "string", "jsonPath": ".status.podTemplateRef.name"},
+            {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas"},
+            {"name": "ConditionsType", "type": "string", "jsonPath": ".status.conditions[*].type"},
+            {"name": "ConditionsStatus", "type": "string", "jsonPath": ".status.conditions[*].status"},
+            {"name": "ConditionsReason", "type": "string", "jsonPath": ".status.conditions[*].reason"},
+            _AGE,
         ),
     ),
 )
@@ -187,7 +218,7 @@ def generate_crd(spec: CRDSpec) -> dict[str, Any]:
         "required": ["spec"],
     }
     names: dict[str, Any] = {
-        "categories": ["karpenter"],
+        "categories": list(spec.categories),
         "kind": spec.kind,
         "listKind": f"{spec.kind}List",
         "plural": spec.plural,
@@ -202,10 +233,10 @@ def generate_crd(spec: CRDSpec) -> dict[str, Any]:
         "spec": {
             "group": spec.group,
             "names": names,
-            "scope": "Cluster",
+            "scope": spec.scope,
             "versions": [
                 {
-                    "name": "v1",
+                    "name": spec.version,
                     "served": True,
                     "storage": True,
                     "additionalPrinterColumns": [dict(c) for c in spec.printer_columns],
@@ -218,7 +249,7 @@ def generate_crd(spec: CRDSpec) -> dict[str, Any]:
 
 
 def generate_crds() -> list[dict[str, Any]]:
-    """All three CRDs: NodePool, NodeClaim, EC2NodeClass."""
+    """Every CRD: NodePool, NodeClaim, EC2NodeClass and CapacityBuffer."""
     return [generate_crd(spec) for spec in CRD_SPECS]
 
 

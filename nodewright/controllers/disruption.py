@@ -97,6 +97,7 @@ from nodewright.kube.errors import KubeError, NotFoundError
 from nodewright.kube.objects import Obj, annotations_of, is_deleting, meta, name_of
 from nodewright.logging import warn_limited
 from nodewright.pricing import PricingPolicy
+from nodewright.scheduling import Pod
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.incremental_view import ViewCache
@@ -150,6 +151,10 @@ class DisruptionController:
         preference_policy: Karpenter's ``PREFERENCE_POLICY`` for the disruption simulations (as the provisioner).
         pricing_policy: returns the PricingPolicy in force (the provisioner's), or None: consolidation savings
             are then at list prices.
+        buffers: Node name -> the CapacityBuffer virtual pods holding room on it
+            (:meth:`~nodewright.controllers.buffer.CapacityBufferController.held`); they join that node's pods in
+            the view, so buffered room is never consolidated away (an otherwise empty node is not empty, its
+            virtual pods must fit elsewhere, other candidates' pods cannot take that room).
     """
 
     def __init__(
@@ -166,8 +171,10 @@ class DisruptionController:
         min_values_policy: str = "Strict",
         preference_policy: str = "Respect",
         pricing_policy: Callable[[], PricingPolicy | None] | None = None,
+        buffers: Callable[[], Mapping[str, list[Pod]]] | None = None,
     ) -> None:
         self.nominated = nominated
+        self.buffers = buffers
         self.min_values_policy = min_values_policy
         self.preference_policy = preference_policy
         self.pricing_policy = pricing_policy
@@ -299,12 +306,28 @@ class DisruptionController:
         if (self.min_values_policy, self.preference_policy) != (view.min_values_policy, view.preference_policy):
             view = dataclasses.replace(view, min_values_policy=self.min_values_policy,
                                        preference_policy=self.preference_policy)
+        view = self._with_buffers(view)
         names = self.nominated(state) if self.nominated is not None else set()
         if not names or not any(n.name in names or n.nodeclaim in names for n in view.nodes):
             return view
         # Copies (the cached view's nodes are shared across passes) held like do-not-disrupt nodes.
         nodes = [dataclasses.replace(n, do_not_disrupt=True) if n.name in names or n.nodeclaim in names else n
                  for n in view.nodes]
+        return dataclasses.replace(view, nodes=nodes)
+
+    def _with_buffers(self, view: ClusterView) -> ClusterView:
+        """``view`` with the CapacityBuffer virtual pods each node holds added to its pods (copies: the cached
+        view's nodes are shared across passes)."""
+        held = self.buffers() if self.buffers is not None else {}
+        if not held or not any(n.name in held for n in view.nodes):
+            return view
+        nodes = []
+        for node in view.nodes:
+            virtual = held.get(node.name)
+            if virtual:
+                node = dataclasses.replace(node, pods=[*node.pods, *virtual],
+                                           view=dataclasses.replace(node.view, pods=[*node.view.pods, *virtual]))
+            nodes.append(node)
         return dataclasses.replace(view, nodes=nodes)
 
     def _observe_budgets(self, view: ClusterView, now: float) -> None:

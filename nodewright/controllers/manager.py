@@ -2,7 +2,8 @@
 
 The run loop (:mod:`nodewright.runtime`) calls :meth:`step` every ``reconcile_period`` while this replica
 leads; the simulator calls it on its own clock. Each step takes one snapshot of the cluster and runs the
-controllers in dependency order: EC2NodeClass status, static NodePools (``spec.replicas``), provisioning, nomination,
+controllers in dependency order: EC2NodeClass status, static NodePools (``spec.replicas``), CapacityBuffers,
+provisioning, nomination,
 lifecycle, node repair (gate ``NodeRepair``), termination, interruption, garbage collection (instances, then launch templates), NodePool status, state
 metrics. Nothing here sleeps or starts threads.
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nodewright.cloud.provider import CloudProviderError
+from nodewright.controllers.buffer import CapacityBufferController
 from nodewright.controllers.common import Context, log
 from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.garbagecollection import GarbageCollector, LaunchTemplateGC
@@ -52,6 +54,8 @@ class ControllerOptions:
     ``node_repair`` is Karpenter's ``NodeRepair`` gate (off): the node health controller
     (:mod:`nodewright.controllers.repair`) runs when it is on and the cloud has repair policies;
     ``reboot_for_repair`` is the AWS gate ``RebootForRepair`` (reboot before replacing).
+    ``capacity_buffer`` is Karpenter's ``CapacityBuffer`` gate (off by default): CapacityBuffers hold headroom as
+    virtual pods (controllers/buffer.py); off, they are ignored with one warning.
     """
 
     batch_idle_duration: float = 1.0
@@ -74,6 +78,7 @@ class ControllerOptions:
     disruption_validation_delay: float = 15.0
     node_repair: bool = False
     reboot_for_repair: bool = False
+    capacity_buffer: bool = False
 
 
 class ControllerManager:
@@ -97,10 +102,11 @@ class ControllerManager:
         self.current = ""
         # The simulator passes a snapshotter that reuses one snapshot while the cluster is unchanged.
         self.snapshotter = snapshotter
+        self.buffers = CapacityBufferController(ctx, enabled=opts.capacity_buffer)
         self.provisioner = Provisioner(
             ctx, Batcher(opts.batch_idle_duration, opts.batch_max_duration), bind_pods=opts.bind_pods,
             pricing_policy=opts.pricing_policy, min_values_policy=opts.min_values_policy,
-            preference_policy=opts.preference_policy,
+            preference_policy=opts.preference_policy, buffers=self.buffers,
         )
         self.lifecycle = LifecycleController(
             ctx, opts.launch_timeout, opts.registration_timeout, on_registered=self.provisioner.on_registered
@@ -113,7 +119,7 @@ class ControllerManager:
             nominated=self.provisioner.nominated_targets, min_values_policy=opts.min_values_policy,
             preference_policy=opts.preference_policy,
             pricing_policy=opts.pricing_policy, poll_period=opts.disruption_poll_period,
-            validation_delay=opts.disruption_validation_delay)
+            validation_delay=opts.disruption_validation_delay, buffers=self.buffers.held)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
         self.launch_template_gc = LaunchTemplateGC(ctx, opts.launch_template_gc_period)
@@ -135,6 +141,7 @@ class ControllerManager:
         for name, run in (
             ("nodeclass", self.nodeclass.reconcile),  # EC2NodeClass status (and instance profile) first
             ("static", self.static.reconcile),  # static NodePools' NodeClaims, before pods are provisioned
+            ("capacitybuffer", self.buffers.reconcile),  # virtual pods resolved before the provisioner runs
             ("provisioner", self.provisioner.reconcile),
             # Before lifecycle: a Node that just registered still carries karpenter.sh/unregistered when its
             # pods are nominated to it (issue 25).

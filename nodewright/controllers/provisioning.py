@@ -33,6 +33,7 @@ from typing import Any
 from nodewright.api import labels as L
 from nodewright.backoff import Backoff
 from nodewright.cloud.instancetype import InstanceType, LaunchPricing, LaunchPricingHook
+from nodewright.controllers.buffer import CapacityBufferController
 from nodewright.controllers.common import (
     Context,
     fleet_labels,
@@ -71,6 +72,7 @@ from nodewright.scheduling.cache import SchedulingCache
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.scheduling.nodeclaimtemplate import PricingFactory
 from nodewright.state.blocked import PodBlocked
+from nodewright.state.buffers import is_virtual
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import models_for
 from nodewright.state.pods import (
@@ -133,6 +135,10 @@ class Batcher:
         return False
 
 
+    def window_closed(self) -> bool:
+        """No batch window is open (no new pending pod is being waited for)."""
+        return self._opened is None
+
     def forget(self, keys: set[str]) -> None:
         """Treat ``keys`` as new next time they are pending (they were placed; if they return, act at once)."""
         self._seen -= keys
@@ -162,6 +168,9 @@ class Provisioner:
             on-demand choice use effective marginal prices over the running fleet (docs/pricing.md).
         min_values_policy: Karpenter's ``MIN_VALUES_POLICY`` (``Strict`` or ``BestEffort``), passed to the solver.
         preference_policy: Karpenter's ``PREFERENCE_POLICY`` (``Respect`` or ``Ignore``), passed to the solver.
+        buffers: the CapacityBuffer controller (:mod:`nodewright.controllers.buffer`): its virtual pods join every
+            scheduling run (never nominated nor bound), it starts runs of its own when its room must be
+            (re)filled, and it reads each run's result (``Provisioning`` conditions, where buffers hold room).
     """
 
     def __init__(
@@ -174,8 +183,10 @@ class Provisioner:
         pricing_policy: Callable[[], PricingPolicy | None] | None = None,
         min_values_policy: str = "Strict",
         preference_policy: str = "Respect",
+        buffers: CapacityBufferController | None = None,
     ) -> None:
         self.ctx = ctx
+        self.buffers = buffers
         self.preference_policy = preference_policy
         self.pricing_policy = pricing_policy
         self.min_values_policy = min_values_policy
@@ -283,19 +294,25 @@ class Provisioner:
         pending = self.pending_pods(state, now)
         self.pod_times.observe(state)
         self.pod_times.seen(pending, now)
+        virtual = self.buffers.virtual_pods() if self.buffers is not None else []
         if not self.batcher.ready({pod_key(p) for p in pending}, now):
-            return None
-        return self.provision(pending, state, now)
+            # CapacityBuffers refill their room between batches (never cutting an open batch window short).
+            if not (virtual and self.batcher.window_closed() and self.buffers is not None and self.buffers.wants_run(now)):
+                return None
+        return self.provision(pending, state, now, virtual)
 
     def _prune(self, state: ClusterState) -> None:
         for key in [k for k in self.nominations if k not in state.pods]:
             del self.nominations[key]
         self.bind_backoff.prune(lambda key: key in self.nominations)
-        for key in [k for k in self._unschedulable_reported if k not in state.pods]:
+        virtual = {p.key for p in self.buffers.virtual_pods()} if self.buffers is not None else set()
+        for key in [k for k in self._unschedulable_reported if k not in state.pods and k not in virtual]:
             del self._unschedulable_reported[key]
 
-    def provision(self, pending: list[Obj], state: ClusterState, now: float) -> SchedulingResult | None:
-        """Schedule ``pending`` on ``state`` and create the NodeClaims decided."""
+    def provision(self, pending: list[Obj], state: ClusterState, now: float,
+                  virtual: Sequence[Pod] = ()) -> SchedulingResult | None:
+        """Schedule ``pending`` (plus the CapacityBuffers' ``virtual`` pods) on ``state`` and create the NodeClaims
+        decided."""
         pods = []
         blocked: dict[str, str] = {}  # pod key -> why it stays pending (its volumes, DRA: state/blocked.py)
         for doc in pending:
@@ -311,6 +328,8 @@ class Provisioner:
         self.ctx.metrics.scheduler_ignored_pods.set(len(pending) - len(pods) - len(blocked))
         ignored = {pod_key(doc) for doc in pending} - {p.key for p in pods} - set(blocked)
         self.pod_times.decided((), ignored, now)
+        virtual_keys = {p.key for p in virtual}
+        pods.extend(virtual)
         if not pods and not blocked:
             return None
         pools, instance_types = self._nodepools(state)
@@ -346,11 +365,15 @@ class Provisioner:
         for target, placed in result.existing.items():
             on_claim = target in state.nodeclaims and target not in state.nodes
             for pod in placed:
-                self.nominations[pod.key] = Nomination(target, on_claim, now)
+                if pod.key not in virtual_keys:  # virtual pods are placed afresh each run, never nominated
+                    self.nominations[pod.key] = Nomination(target, on_claim, now)
         self._report_unschedulable(result, state)
-        placed_keys = [p.key for plan in result.new_nodeclaims for p in plan.pods]
-        placed_keys += [p.key for on_node in result.existing.values() for p in on_node]
-        self.pod_times.decided(placed_keys, result.unschedulable, now)
+        placed_keys = [p.key for plan in result.new_nodeclaims for p in plan.pods if p.key not in virtual_keys]
+        placed_keys += [p.key for on_node in result.existing.values() for p in on_node if p.key not in virtual_keys]
+        self.pod_times.decided(placed_keys, {k: v for k, v in result.unschedulable.items() if k not in virtual_keys},
+                               now)
+        if self.buffers is not None:
+            self.buffers.observe(result, state, now)
         self.batcher.forget(set(self.nominations))
         return result
 
@@ -493,6 +516,8 @@ class Provisioner:
         relaxed = "true" if plan.min_values_relaxed else "false"
         self.ctx.metrics.nodeclaims_created.labels("provisioned", plan.nodepool, relaxed).inc()
         for pod in plan.pods:
+            if is_virtual(pod):
+                continue
             self.nominations[pod.key] = Nomination(name, True, now)
             manifest = state.pods.get(pod.key)
             if manifest is not None:

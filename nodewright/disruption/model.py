@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
 from nodewright.api.annotations import CONSOLIDATION_HYSTERESIS, DEFAULT_HYSTERESIS, MIN_NODE_LIFETIME
+from nodewright.api.capacitybuffer import FAKE_POD_ANNOTATION
 from nodewright.api.nodepool import Budget
 from nodewright.cloud.instancetype import InstanceType, PriceIndex
 from nodewright.pricing.engine import MinimumSaving, MoveSaving
@@ -66,8 +67,9 @@ class PDB:
     overlaps: frozenset[str] = frozenset()
 
     def selects(self, pod: Pod) -> bool:
-        """Whether this budget covers ``pod``."""
-        return pod.namespace == self.namespace and selects(self.selector, pod.labels)
+        """Whether this budget covers ``pod`` (never a CapacityBuffer virtual pod: it is not evicted)."""
+        return (pod.namespace == self.namespace and pod.annotations.get(FAKE_POD_ANNOTATION) != "true"
+                and selects(self.selector, pod.labels))
 
 
 @dataclass(slots=True)

@@ -68,6 +68,12 @@ LEASES = ResourceKind("coordination.k8s.io", "v1", "leases", "Lease", True)
 NODECLAIMS = ResourceKind("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False)
 NODEPOOLS = ResourceKind("karpenter.sh", "v1", "nodepools", "NodePool", False)
 EC2NODECLASSES = ResourceKind("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", False)
+# CapacityBuffer (feature gate CapacityBuffer) and what a buffer references.
+CAPACITYBUFFERS = ResourceKind("autoscaling.x-k8s.io", "v1beta1", "capacitybuffers", "CapacityBuffer", True)
+PODTEMPLATES = ResourceKind("", "v1", "podtemplates", "PodTemplate", True)
+DEPLOYMENTS = ResourceKind("apps", "v1", "deployments", "Deployment", True)
+STATEFULSETS = ResourceKind("apps", "v1", "statefulsets", "StatefulSet", True)
+REPLICASETS = ResourceKind("apps", "v1", "replicasets", "ReplicaSet", True)
 
 #: Every resource the controller watches (events and leases are written, not watched).
 WATCHED: tuple[ResourceKind, ...] = (
@@ -87,5 +93,9 @@ WATCHED: tuple[ResourceKind, ...] = (
     CSINODES,
 )
 
-ALL: tuple[ResourceKind, ...] = (*WATCHED, EVENTS, LEASES)
+#: Watched too when the ``CapacityBuffer`` gate is on (:mod:`nodewright.controllers.buffer`); with it off the
+#: controller lists CapacityBuffers once, only to warn that they are ignored.
+BUFFER_WATCHED: tuple[ResourceKind, ...] = (CAPACITYBUFFERS, PODTEMPLATES, DEPLOYMENTS, STATEFULSETS, REPLICASETS)
+
+ALL: tuple[ResourceKind, ...] = (*WATCHED, *BUFFER_WATCHED, EVENTS, LEASES)
 

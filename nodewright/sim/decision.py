@@ -3,7 +3,8 @@
 Reads multi-document YAML (NodePool of any version or Provisioner, EC2NodeClass/AWSNodeTemplate, NodeClaim,
 Deployment, StatefulSet, ReplicaSet, Job, CronJob (one run), Pod, DaemonSet, PodDisruptionBudget, LimitRange, Namespace
 (its labels, for pod affinity ``namespaceSelector``), RuntimeClass (pod overhead), PersistentVolumeClaim/PersistentVolume/StorageClass (volume
-zones, CSI drivers), CSINode (volume attach limits), Node with pods bound by ``spec.nodeName``), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads every
+zones, CSI drivers), CSINode (volume attach limits), Node with pods bound by ``spec.nodeName``, CapacityBuffer
+and PodTemplate: the buffer's virtual pods join the batch, docs/capacity-buffers.md), converts the Karpenter kinds to v1 through :mod:`nodewright.api`, loads every
 object into an in-memory cluster (:class:`~nodewright.kube.memory.InMemoryCluster`: workloads become their
 pods, pending ones marked ``Unschedulable`` as kube-scheduler would) and runs the provisioning controller's
 batch on it (:meth:`nodewright.controllers.provisioning.Provisioner.provision`) with the simulated cloud
@@ -42,6 +43,7 @@ from nodewright.cloud.catalog import (
 )
 from nodewright.cloud.labels import region_of_zone
 from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
+from nodewright.controllers.buffer import CapacityBufferController
 from nodewright.controllers.common import Context
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.static import StaticCapacityController
@@ -82,6 +84,10 @@ DEFAULT_REGION = "us-east-1"
 SHOWN_PODS = 5
 #: Kinds read but not needed for a provisioning decision (accepted silently).
 IGNORED_KINDS = frozenset({"Service", "ConfigMap", "Secret"})
+#: CapacityBuffers and their PodTemplates (a CapacityBuffer in the input turns its gate on: docs/capacity-buffers.md).
+BUFFER_KINDS = {"CapacityBuffer": r.CAPACITYBUFFERS, "PodTemplate": r.PODTEMPLATES}
+#: Workloads also stored as objects, for a CapacityBuffer's scalableRef.
+BUFFER_TARGETS = {"Deployment": r.DEPLOYMENTS, "StatefulSet": r.STATEFULSETS, "ReplicaSet": r.REPLICASETS}
 #: The simulated moment of the decision (epoch seconds; only creation and deletion timestamps depend on it).
 DECISION_TIME = 1_784_548_800.0  # 2026-07-20T12:00:00Z
 #: What a NodePool's missing EC2NodeClass stands for: the defaults (AL2023, no kubelet overrides).
@@ -152,6 +158,10 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster, warn: bool
             if kind in WORKLOAD_KINDS:
                 for pod in _workload_pods(doc):
                     _create_held(cluster, r.PODS, pod, leaving)
+                if kind in BUFFER_TARGETS:  # what a CapacityBuffer's scalableRef reads
+                    cluster.create(BUFFER_TARGETS[str(kind)], doc)
+            elif kind in BUFFER_KINDS:
+                cluster.create(BUFFER_KINDS[str(kind)], doc)
             elif kind == "LimitRange":
                 cluster.create(r.LIMITRANGES, doc)
             elif kind == "Namespace":
@@ -279,11 +289,15 @@ def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any,
     ctx = Context(cluster, cloud, clock, Metrics(), "simulate")
     current = None if policy is None else lambda: policy
     StaticCapacityController(ctx, current).reconcile(snapshot(cluster))  # static NodePools' replicas exist first
+    # CapacityBuffers in the input: their virtual pods join the batch (the gate is on when the input has one).
+    buffers = CapacityBufferController(ctx, enabled=bool(cluster.list(r.CAPACITYBUFFERS)))
+    buffers.reconcile(snapshot(cluster))
     provisioner = Provisioner(ctx, pricing_policy=current, min_values_policy=min_values_policy(os.environ),
-                              preference_policy=preference_policy(os.environ))
+                              preference_policy=preference_policy(os.environ), buffers=buffers)
     state = snapshot(cluster)
     pending = provisioner.pending_pods(state, clock())
-    result = provisioner.provision(pending, state, clock()) if pending else None
+    virtual = buffers.virtual_pods()
+    result = provisioner.provision(pending, state, clock(), virtual) if pending or virtual else None
     return result if result is not None else SchedulingResult()
 
 

@@ -40,6 +40,7 @@ from nodewright.settings import (
 )
 from nodewright.settings import nominate_pods as load_nominate_pods
 from nodewright.sim.plans import PlanTracker
+from nodewright.sim.scenario import has_capacity_buffers
 from nodewright.sim.world import World
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import models_for
@@ -133,7 +134,8 @@ class NodewrightDriver:
     name = "nodewright"
 
     def __init__(self, world: World, options: ControllerOptions | None = None,
-                 pricing: PricingPolicy | None = None, nominate_pods: bool | None = None) -> None:
+                 pricing: PricingPolicy | None = None, nominate_pods: bool | None = None,
+                 capacity_buffer: bool | None = None) -> None:
         self.world = world
         self.queue = SimulatedInterruptionQueue()
         self.cloud = SimulatedCloudProvider(world.ec2, world.scenario.region, world.scenario.zones,
@@ -153,10 +155,16 @@ class NodewrightDriver:
         # Nomination (issue 25): as `nodewright run` reads NOMINATE_PODS, unless the caller decides (--compare-nomination).
         nominate = load_nominate_pods(os.environ) if nominate_pods is None else nominate_pods
         opts = dataclasses.replace(opts, nominate_pods=nominate)
+        # The CapacityBuffer gate: on when the scenario declares a CapacityBuffer, unless the caller decides (the
+        # replay's run without buffers).
+        buffers = has_capacity_buffers(world.scenario) if capacity_buffer is None else capacity_buffer
+        opts = dataclasses.replace(opts, capacity_buffer=buffers)
         if pricing is not None:  # simulate --scenario --pricing: provisioning and launches on effective prices
             opts = dataclasses.replace(opts, pricing_policy=lambda: pricing)
             self.cloud.launch_pricing = launch_pricing_hook(lambda: pricing, world.cluster)
         self.manager = ControllerManager(self.ctx, opts, self.queue, snapshotter=self.snapshots)
+        if capacity_buffer is False:  # a deliberate run without buffers: no "buffers ignored" warning
+            self.manager.buffers.warned_disabled = True
         self.disruption = self.manager.disruption
         self.plans = PlanTracker(world, self.manager.provisioner)
         self.busy = False  # something the controllers react to changed since the last step
@@ -254,15 +262,16 @@ class NodewrightDriver:
         self._due = self._next_due(now)
 
     def _next_due(self, now: float) -> float:
-        due = self._next_due_without_repair(now)
+        due = self._next_due_controllers(now)
         repair = self.manager.repair
         if repair is not None:  # a toleration ends without any change in the cluster
             repair_due = repair.next_due(self.snapshots(self.world.cluster), now)
             if repair_due is not None:
                 due = min(due, max(now + 1.0, repair_due))
-        return due
+        refill = self.manager.buffers.next_due(now)  # CapacityBuffers refill their room on their own period
+        return due if refill is None else min(due, max(now + 1.0, refill))
 
-    def _next_due_without_repair(self, now: float) -> float:
+    def _next_due_controllers(self, now: float) -> float:
         if self.busy or self._recheck:
             return now + 1.0  # the pass itself changed something: drains, launches take several passes
         command = self.disruption.command

@@ -79,6 +79,9 @@ def render_table(result: Mapping[str, Any]) -> str:
     if result["summary"].get("repair_blocked"):
         lines.append(f"node repair blocked (more than 20% of the nodes unhealthy): "
                      f"{', '.join(result['summary']['repair_blocked'])}")
+    buffer = result["summary"].get("capacity_buffer")
+    if buffer:
+        lines.append(buffer_line(buffer))
     if baseline:
         ours, theirs = result["summary"], baseline["summary"]
         if theirs.get("cost_usd"):
@@ -88,3 +91,13 @@ def render_table(result: Mapping[str, Any]) -> str:
         if ours.get("first_node_ready_s") is not None and theirs.get("first_node_ready_s") is not None:
             lines.append(f"first node Ready: {ours['first_node_ready_s']:.0f}s vs {theirs['first_node_ready_s']:.0f}s")
     return "\n".join(lines)
+
+
+def buffer_line(block: Mapping[str, Any]) -> str:
+    """The ``capacity_buffer`` summary block (:func:`nodewright.sim.runner.buffer_report`) as one line."""
+    pending, rate = block["pod_pending_seconds"], block["cost_per_hour_usd"]
+    p95 = block["pod_wait_p95_s"]
+    return (f"capacity buffers ({', '.join(block['buffers'])}): pods waited {pending['with']:.0f}s in all with them "
+            f"vs {pending['without']:.0f}s without (p95 {_cell(p95['with'], '{:.1f}')}s vs "
+            f"{_cell(p95['without'], '{:.1f}')}s); ${rate['with']:.4f}/h vs ${rate['without']:.4f}/h "
+            f"(the headroom costs ${rate['buffer']:.4f}/h)")

@@ -254,6 +254,10 @@ class Recorder:
         if held:
             out["repair_blocked"] = held
         return out
+    def pending_seconds(self, now: float) -> float:
+        """Seconds pods spent pending, summed over pods (creation to binding; pods still pending count until
+        ``now``; DaemonSet pods left out, as in the latencies)."""
+        return sum(self.latencies) + sum(now - created for created in self.created.values())
 
     def _blocked(self) -> dict[str, dict[str, str]]:
         """``{"disruptions_blocked": {node: reason}}`` from the cluster's ``DisruptionBlocked`` Events, or ``{}``."""

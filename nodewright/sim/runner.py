@@ -24,7 +24,7 @@ from nodewright.pricing.report import effective_cost_usd
 from nodewright.sim.baseline import ClusterAutoscalerDriver
 from nodewright.sim.drivers import Driver, NodewrightDriver
 from nodewright.sim.report import Sample
-from nodewright.sim.scenario import Scenario
+from nodewright.sim.scenario import Scenario, capacity_buffers, has_capacity_buffers
 from nodewright.sim.world import World
 
 NODEWRIGHT = "nodewright"
@@ -63,10 +63,12 @@ class RunResult:
 
 
 def _driver(name: str, scenario: Scenario, seed: int,
-            pricing: PricingPolicy | None = None, nominate_pods: bool | None = None) -> tuple[World, Driver]:
+            pricing: PricingPolicy | None = None, nominate_pods: bool | None = None,
+            capacity_buffer: bool | None = None) -> tuple[World, Driver]:
     if name == NODEWRIGHT:
         world = World(scenario, seed, scenario.launch_latency)
-        return world, NodewrightDriver(world, pricing=pricing, nominate_pods=nominate_pods)
+        return world, NodewrightDriver(world, pricing=pricing, nominate_pods=nominate_pods,
+                                       capacity_buffer=capacity_buffer)
     if name == CLUSTER_AUTOSCALER:
         world = World(scenario, seed, scenario.baseline.launch_latency)
         return world, ClusterAutoscalerDriver(world, scenario.baseline)
@@ -75,7 +77,8 @@ def _driver(name: str, scenario: Scenario, seed: int,
 
 def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = None,
         progress: Progress | None = None, pricing: PricingPolicy | None = None,
-        billing: PricingPolicy | None = None, nominate_pods: bool | None = None) -> RunResult:
+        billing: PricingPolicy | None = None, nominate_pods: bool | None = None,
+        capacity_buffer: bool | None = None) -> RunResult:
     """Simulate ``scenario`` with ``autoscaler`` (see module docstring).
 
     Args:
@@ -89,13 +92,16 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
             ``pricing`` (a run that decides on list prices, billed as the account pays: ``--compare-pricing``).
         nominate_pods: nodewright publishes its plan as ``status.nominatedNodeName`` (None: ``NOMINATE_PODS``,
             default true); the summary says how much of the plan kube-scheduler kept (:mod:`nodewright.sim.plans`).
+        capacity_buffer: the ``CapacityBuffer`` gate (None: on when the scenario declares a CapacityBuffer). The
+            summary then adds ``pod_pending_seconds`` (seconds pods waited, summed over pods).
 
     Raises:
         NodewrightValidationError: the scenario's workloads, autoscalers or node groups are inconsistent.
         ValueError: an unknown ``autoscaler``.
     """
     started = time.perf_counter()
-    world, driver = _driver(autoscaler, scenario, scenario.seed if seed is None else seed, pricing, nominate_pods)
+    world, driver = _driver(autoscaler, scenario, scenario.seed if seed is None else seed, pricing, nominate_pods,
+                            capacity_buffer)
     world.validate_events()
     start, end = scenario.start, scenario.start + scenario.duration
     interval = scenario.sample_interval
@@ -124,6 +130,8 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
     summary = world.recorder.summary(end)
     if isinstance(driver, NodewrightDriver):
         summary.update(driver.plans.summary(end))
+        if has_capacity_buffers(scenario):
+            summary["pod_pending_seconds"] = round(world.recorder.pending_seconds(end), 3)
     billed = pricing if billing is None else billing
     if billed is not None:
         runs = [Run(Usage(i.instance_type.name, i.offering.zone, i.offering.capacity_type), i.launched_at,
@@ -150,6 +158,36 @@ def pool_targets(scenario: Scenario) -> dict[str, float]:
     return dict(sorted(targets.items()))
 
 
+def buffer_report(scenario: Scenario, with_buffers: dict[str, Any], without: dict[str, Any]) -> dict[str, Any]:
+    """The ``capacity_buffer`` block of a replay's summary: the same scenario and seed with the CapacityBuffer gate
+    on and off.
+
+    Returns:
+        ``{"buffers": ["ns/name"], "pod_pending_seconds": {"with", "without", "saved"}, "pod_wait_p50_s" and
+        "pod_wait_p95_s": {"with", "without"}, "cost_per_hour_usd": {"with", "without", "buffer"}}``: pending
+        seconds summed over pods; $/h = the run's ``cost_usd`` over its duration in hours, ``buffer`` = the
+        difference (what the headroom costs).
+    """
+    hours = scenario.duration / 3600.0
+
+    def rate(summary: dict[str, Any]) -> float:
+        return round(float(summary.get("cost_usd") or 0.0) / hours, 4) if hours else 0.0
+
+    pending_with = float(with_buffers.get("pod_pending_seconds") or 0.0)
+    pending_without = float(without.get("pod_pending_seconds") or 0.0)
+    return {
+        "buffers": capacity_buffers(scenario),
+        "pod_pending_seconds": {"with": round(pending_with, 3), "without": round(pending_without, 3),
+                                "saved": round(pending_without - pending_with, 3)},
+        "pod_wait_p50_s": {"with": with_buffers.get("pod_schedule_latency_p50_s"),
+                           "without": without.get("pod_schedule_latency_p50_s")},
+        "pod_wait_p95_s": {"with": with_buffers.get("pod_schedule_latency_p95_s"),
+                           "without": without.get("pod_schedule_latency_p95_s")},
+        "cost_per_hour_usd": {"with": rate(with_buffers), "without": rate(without),
+                              "buffer": round(rate(with_buffers) - rate(without), 4)},
+    }
+
+
 def run_scenario(scenario: Scenario, *, baseline: str | None = None, seed: int | None = None,
                  progress: Progress | None = None, pricing: PricingPolicy | None = None) -> dict[str, Any]:
     """nodewright's run of ``scenario``, plus the baseline's when asked, as the JSON document of the CLI.
@@ -170,6 +208,9 @@ def run_scenario(scenario: Scenario, *, baseline: str | None = None, seed: int |
         raise ValueError(f"unknown baseline {baseline!r}; only {CLUSTER_AUTOSCALER}")
     used_seed = scenario.seed if seed is None else seed
     main = run(scenario, NODEWRIGHT, used_seed, progress, pricing)
+    if has_capacity_buffers(scenario):  # what the headroom buys and costs: the same run without it
+        without = run(scenario, NODEWRIGHT, used_seed, progress, pricing, capacity_buffer=False)
+        main.summary["capacity_buffer"] = buffer_report(scenario, main.summary, without.summary)
     events = [{"t": e.at, "kind": e.kind, "label": e.label()} for e in scenario.events]
     doc: dict[str, Any] = {"scenario": scenario.name, "seed": used_seed, "duration_s": scenario.duration,
                            "target_utilization": pool_targets(scenario), "events": events, **main.to_dict()}

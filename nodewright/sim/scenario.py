@@ -33,6 +33,10 @@ list of timed events. Example::
           nodeGroups:
             - {name: service, nodePool: service, instanceType: m7g.2xlarge, minSize: 0, maxSize: 50}
 
+Headroom: put a ``CapacityBuffer`` (``autoscaling.x-k8s.io/v1beta1``; with a ``PodTemplate`` or a ``scalableRef`` to
+one of the scenario's Deployments) among the manifests; the replay turns the ``CapacityBuffer`` gate on and its
+summary's ``capacity_buffer`` block compares a run without it (pod wait bought, $/h paid).
+
 Durations are seconds (numbers) or Go-style strings of ``h``/``m``/``s`` parts (``"1h30m"``, ``"20s"``);
 ``duration`` is at most :data:`MAX_DURATION` (168h). Errors from :func:`load_scenario` name the file
 (``scenario.yaml#spec.duration: ...``).
@@ -422,6 +426,19 @@ def parse_scenario(doc: Any, base_dir: Path | str = ".") -> Scenario:
         launch_latency=parse_latency(spec.get("launchLatency"), "spec.launchLatency", NODEWRIGHT_LAUNCH_LATENCY),
         baseline=_baseline(spec.get("baseline"), "spec.baseline"),
     )
+
+
+def capacity_buffers(scenario: Scenario) -> list[str]:
+    """``namespace/name`` of every CapacityBuffer the scenario's manifests declare (sorted). A scenario that
+    declares one replays with the ``CapacityBuffer`` gate on, and its summary compares a run without buffers
+    (:func:`nodewright.sim.runner.buffer_report`)."""
+    return sorted(f"{(d.get('metadata') or {}).get('namespace') or 'default'}/{(d.get('metadata') or {}).get('name')}"
+                  for d in scenario.manifests if d.get("kind") == "CapacityBuffer")
+
+
+def has_capacity_buffers(scenario: Scenario) -> bool:
+    """Whether the scenario declares a CapacityBuffer (:func:`capacity_buffers`)."""
+    return any(d.get("kind") == "CapacityBuffer" for d in scenario.manifests)
 
 
 def load_scenario(path: str | Path) -> Scenario:

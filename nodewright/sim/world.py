@@ -14,7 +14,8 @@ monitoring agent would; nodewright repairs them with ``FEATURE_GATES=NodeRepair=
 
 Manifests accepted: NodePool, EC2NodeClass (Karpenter kinds already converted to v1), Deployment,
 ReplicaSet, StatefulSet, Job, CronJob, DaemonSet, Pod, PodDisruptionBudget, HorizontalPodAutoscaler
-(``autoscaling/v2``), ScaledObject (``keda.sh/v1alpha1``); Namespace, Service, ServiceAccount, ConfigMap,
+(``autoscaling/v2``), ScaledObject (``keda.sh/v1alpha1``), CapacityBuffer (``autoscaling.x-k8s.io/v1beta1``) and
+PodTemplate; Namespace, Service, ServiceAccount, ConfigMap,
 Secret and PriorityClass are accepted and ignored. Anything else is a validation error.
 """
 
@@ -53,7 +54,11 @@ IGNORED_KINDS = frozenset({"Service", "ServiceAccount", "ConfigMap", "Secret", "
 #: Kinds stored in the cluster as given, for the controllers to read (Namespace labels for pod affinity
 #: ``namespaceSelector``; volumes, claims and StorageClasses for volume topology).
 STORED_KINDS = {"Namespace": r.NAMESPACES, "PersistentVolume": r.PVS, "PersistentVolumeClaim": r.PVCS,
-                "StorageClass": r.STORAGECLASSES, "RuntimeClass": r.RUNTIMECLASSES, "CSINode": r.CSINODES}
+                "StorageClass": r.STORAGECLASSES, "RuntimeClass": r.RUNTIMECLASSES, "CSINode": r.CSINODES,
+                # CapacityBuffers and the PodTemplates they reference (nodewright.controllers.buffer).
+                "PodTemplate": r.PODTEMPLATES, "CapacityBuffer": r.CAPACITYBUFFERS}
+#: Workload kinds also stored as objects (a CapacityBuffer's scalableRef reads their template and replicas).
+WORKLOAD_KINDS = {"Deployment": r.DEPLOYMENTS, "ReplicaSet": r.REPLICASETS, "StatefulSet": r.STATEFULSETS}
 #: Kinds :meth:`World.apply` plays; ``simulate --scenario`` skips the others with one summary line.
 APPLIED_KINDS = frozenset({"NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob",
                            "DaemonSet", "Pod", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ScaledObject",
@@ -165,6 +170,7 @@ class World:
         elif kind in ("Deployment", "ReplicaSet", "StatefulSet"):
             workload = ReplicaWorkload.from_manifest(doc)
             self.replicas[workload.name] = workload
+            self.cluster.create(WORKLOAD_KINDS[kind], doc)
         elif kind == "Job":
             meta = doc.get("metadata") or {}
             spec = doc.get("spec") or {}
@@ -296,6 +302,7 @@ class World:
             scaler.reconcile(now, self.replicas[target], self.loads.get(target, Load()))
         for workload in self.replicas.values():
             workload.reconcile(self.cluster)
+            self._sync_replicas(workload)
         for job in self.jobs:
             job.reconcile(self.cluster, now)
         self.jobs = [j for j in self.jobs if not j.done]
@@ -308,6 +315,14 @@ class World:
                 daemonset.reconcile(self.cluster, ready)
         self.kubelet.start_pods(now)
         self.scheduler.tick()
+
+    def _sync_replicas(self, workload: ReplicaWorkload) -> None:
+        """The stored workload object's ``spec.replicas`` follows scale events and autoscalers (what a
+        CapacityBuffer's ``percentage`` reads)."""
+        kind = WORKLOAD_KINDS[workload.kind]
+        stored = self.cluster.get(kind, workload.name, workload.namespace)
+        if stored is not None and (stored.get("spec") or {}).get("replicas") != workload.replicas:
+            self.cluster.patch(kind, workload.name, {"spec": {"replicas": workload.replicas}}, workload.namespace)
 
     def next_wake(self, now: float) -> float:
         """Epoch seconds of the next thing the world itself must do (inf when nothing is scheduled)."""

@@ -26,6 +26,8 @@ CSINode            a node's volume attach limits per CSI driver (:attr:`Existing
 Namespace          its labels, which resolve pod affinity ``namespaceSelector`` into the term's namespaces
                    (:meth:`ClusterModels.use_namespaces`, :func:`resolve_namespace_selectors`)
 PDB                a :class:`~nodewright.disruption.model.PDB` with the disruptions it allows now (:func:`pdbs`)
+CapacityBuffer     the validated :class:`~nodewright.api.capacitybuffer.CapacityBuffer`
+                   (:meth:`ClusterModels.capacity_buffer`); its virtual pods: :mod:`nodewright.state.buffers`
 =================  ==========================================================================================
 
 Conversions are cached by object version: ``(kind, namespace, name, uid, resourceVersion)`` -- the API server
@@ -51,6 +53,8 @@ from typing import Any, TypeVar
 
 from nodewright.admission import apply_limit_ranges, apply_runtime_class, runtime_classes
 from nodewright.api import labels as wk
+from nodewright.api.base import parse_model
+from nodewright.api.capacitybuffer import CapacityBuffer
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeclaim, parse_nodepool
 from nodewright.api.nodeclaim import NodeClaim
@@ -372,6 +376,15 @@ class ClusterModels:
         if isinstance(value, NodewrightValidationError):
             raise value
         return value  # type: ignore[no-any-return]
+
+    def capacity_buffer(self, obj: Mapping[str, Any]) -> CapacityBuffer:
+        """The validated ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffer model (:mod:`nodewright.state.buffers`
+        resolves it into virtual pods).
+
+        Raises:
+            NodewrightValidationError: an invalid CapacityBuffer (field path and reason).
+        """
+        return self._strict("CapacityBuffer", obj, None, lambda: parse_model(CapacityBuffer, dict(obj)))
 
     def kubelet(self, obj: Mapping[str, Any]) -> KubeletSettings:
         """The kubelet settings of an EC2NodeClass object that change capacity or overhead.

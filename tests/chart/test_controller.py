@@ -131,6 +131,11 @@ def test_feature_gates_string_passes_through_and_empty_map_is_omitted(render):
     assert "FEATURE_GATES" not in env
 
 
+def test_the_capacity_buffer_gate_can_be_turned_on(render):
+    env = _env(render("settings.featureGates.capacityBuffer=true"))
+    assert "CapacityBuffer=true" in env["FEATURE_GATES"].split(",")
+
+
 def test_image_by_tag_or_digest(rendered, render):
     assert _container(rendered["default"])["image"] == "nodewright:0.1.0"  # appVersion
     assert _container(rendered["minimal"])["image"] == (

@@ -35,6 +35,13 @@ CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("storage.k8s.io", "storageclasses"): {*READ},
     ("storage.k8s.io", "csinodes"): {*READ},
     ("node.k8s.io", "runtimeclasses"): {*READ},
+    # CapacityBuffers (controllers/buffer.py) and what they reference; their status.
+    ("autoscaling.x-k8s.io", "capacitybuffers"): {*READ},
+    ("autoscaling.x-k8s.io", "capacitybuffers/status"): {"patch"},
+    ("", "podtemplates"): {*READ},
+    ("apps", "deployments"): {*READ},
+    ("apps", "replicasets"): {*READ},
+    ("apps", "statefulsets"): {*READ},
     # Nomination (issue 25, controller.nominatePods: true by default): status.nominatedNodeName only.
     ("", "pods/status"): {"patch"},
 }

@@ -15,14 +15,14 @@ def test_writes_every_variant_with_crds(helm, tmp_path, capsys):
     assert files == ["bottlerocket.yaml", "custom-pools.yaml", "default.yaml", "minimal.yaml", "production.yaml"]
     minimal = [d for d in yaml.safe_load_all((tmp_path / "minimal.yaml").read_text()) if d]
     kinds = sorted(d["kind"] for d in minimal)
-    assert kinds.count("CustomResourceDefinition") == 3
+    assert kinds.count("CustomResourceDefinition") == 4  # Karpenter's three and CapacityBuffer
     assert kinds.count("NodePool") == 3 and kinds.count("EC2NodeClass") == 3
-    assert len(minimal) == 25  # incl. the ValidatingAdmissionPolicy and its binding, 5 dashboard ConfigMaps
+    assert len(minimal) == 26  # incl. the ValidatingAdmissionPolicy and its binding, 5 dashboard ConfigMaps
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 5
     minimal_line = next(line for line in lines if "minimal.yaml" in line)
-    assert "25 documents" in minimal_line
-    assert "CustomResourceDefinition=3" in minimal_line and "NodePool=3" in minimal_line
+    assert "26 documents" in minimal_line
+    assert "CustomResourceDefinition=4" in minimal_line and "NodePool=3" in minimal_line
 
 
 def test_no_crds_and_single_values_file(helm, tmp_path, capsys):

@@ -117,6 +117,12 @@ KINDS: tuple[Kind, ...] = (
     Kind("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False, custom=True),
     Kind("karpenter.sh", "v1", "nodepools", "NodePool", False, custom=True),
     Kind("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", False, custom=True),
+    # CapacityBuffers and what they reference (the CapacityBuffer gate).
+    Kind("autoscaling.x-k8s.io", "v1beta1", "capacitybuffers", "CapacityBuffer", True, custom=True),
+    Kind("", "v1", "podtemplates", "PodTemplate", True, status=False),
+    Kind("apps", "v1", "deployments", "Deployment", True),
+    Kind("apps", "v1", "replicasets", "ReplicaSet", True),
+    Kind("apps", "v1", "statefulsets", "StatefulSet", True),
 )
 _BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
 

@@ -13,7 +13,10 @@ LEASE = "nodewright-leader-election"
 _INFORMED = [("", "nodes"), ("", "pods"), ("", "persistentvolumeclaims"), ("", "persistentvolumes"),
              ("", "limitranges"), ("", "namespaces"), ("apps", "daemonsets"), ("policy", "poddisruptionbudgets"),
              ("storage.k8s.io", "storageclasses"), ("storage.k8s.io", "csinodes"), ("node.k8s.io", "runtimeclasses"),
-             ("karpenter.sh", "nodepools"), ("karpenter.sh", "nodeclaims"), ("karpenter.k8s.aws", "ec2nodeclasses")]
+             ("karpenter.sh", "nodepools"), ("karpenter.sh", "nodeclaims"), ("karpenter.k8s.aws", "ec2nodeclasses"),
+             # CapacityBuffer gate on (tests/integration/test_buffers.py): the buffers and what they reference.
+             ("autoscaling.x-k8s.io", "capacitybuffers"), ("", "podtemplates"), ("apps", "deployments"),
+             ("apps", "replicasets"), ("apps", "statefulsets")]
 
 #: (verb, apiGroup, resource, object name or "") the controller sends.
 RECORDED: list[tuple[str, str, str, str]] = [
@@ -27,6 +30,7 @@ RECORDED: list[tuple[str, str, str, str]] = [
     ("create", "", "pods/binding", ""), ("create", "", "events", ""), ("patch", "", "pods/status", ""),
     ("get", "coordination.k8s.io", "leases", LEASE), ("update", "coordination.k8s.io", "leases", LEASE),
     ("create", "coordination.k8s.io", "leases", ""),
+    ("patch", "autoscaling.x-k8s.io", "capacitybuffers/status", ""),
 ]
 
 #: Requests the chart must refuse: the cut rules (update where patch is used, get of informed kinds), the control

@@ -43,6 +43,7 @@ def test_feature_gates_parse_like_karpenter() -> None:
     assert parse_feature_gates("NodeRepair=true").node_repair is True  # the node health controller runs
     aws = load_settings({**BASE, "AWS_FEATURE_GATES": "RebootForRepair=true"}).aws_feature_gates
     assert (aws.reboot_for_repair, aws.node_class_cel) == (True, False)
+    assert load_settings({**BASE, "FEATURE_GATES": "CapacityBuffer=true"}).feature_gates.capacity_buffer is True
 
 
 @pytest.mark.parametrize(("text", "reason"), [

@@ -109,6 +109,25 @@ def test_no_aws_credentials(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert "IRSA" in line["fix"]
 
 
+def test_capacity_buffer_gate_without_the_crd_is_one_settings_line(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from nodewright.kube.errors import NotFoundError
+
+    def request(self, method, path, *a, **k):
+        if path == "/version":
+            return {"major": "1", "minor": "31"}
+        assert path == "/apis/autoscaling.x-k8s.io/v1beta1/capacitybuffers"
+        raise NotFoundError("the server could not find the requested resource", status=404)
+
+    env.setenv("KUBECONFIG", _kubeconfig(tmp_path, "http://127.0.0.1:1"))
+    env.setenv("FEATURE_GATES", "CapacityBuffer=true")
+    env.setattr(RestClient, "request", request)
+    code, line = _run()
+    assert code == 2 and line["error_class"] == "settings"
+    assert line["message"] == ("FEATURE_GATES has CapacityBuffer=true but the API server does not serve "
+                               "capacitybuffers.autoscaling.x-k8s.io/v1beta1 (the CRD is not installed)")
+    assert line["fix"].startswith("kubectl apply -f helm/nodewright/crds/autoscaling.x-k8s.io_capacitybuffers.yaml")
+
+
 def test_classes_of_aws_and_kube_errors() -> None:
     expired = ClientError({"Error": {"Code": "ExpiredTokenException", "Message": "expired"}}, "DescribeCluster")
     assert classify(expired).error_class == "aws-credentials"
