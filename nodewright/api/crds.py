@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from nodewright.api.ec2nodeclass import EC2NodeClassSpec, EC2NodeClassStatus
 from nodewright.api.nodeclaim import NodeClaimSpec, NodeClaimStatus
+from nodewright.api.nodeoverlay import NodeOverlaySpec, NodeOverlayStatus
 from nodewright.api.nodepool import NodePoolSpec, NodePoolStatus
 
 _READY = '.status.conditions[?(@.type=="Ready")].status'
@@ -41,6 +42,7 @@ class CRDSpec:
     printer_columns: tuple[dict[str, Any], ...]
     short_names: tuple[str, ...] = ()
     description: str = ""
+    version: str = "v1"
 
     @property
     def name(self) -> str:
@@ -107,6 +109,22 @@ CRD_SPECS: tuple[CRDSpec, ...] = (
             {"name": "Ready", "type": "string", "jsonPath": _READY},
             _AGE,
             {"name": "Role", "type": "string", "jsonPath": ".spec.role", "priority": 1},
+        ),
+    ),
+    CRDSpec(
+        group="karpenter.sh",
+        kind="NodeOverlay",
+        plural="nodeoverlays",
+        version="v1alpha1",
+        spec_model=NodeOverlaySpec,
+        status_model=NodeOverlayStatus,
+        short_names=("overlays",),
+        description="NodeOverlay is the Schema for the NodeOverlays API (price and extended-resource overrides "
+                    "of the instance types its requirements select; feature gate NodeOverlay)",
+        printer_columns=(
+            {"name": "Ready", "type": "string", "jsonPath": _READY},
+            _AGE,
+            {"name": "Weight", "type": "integer", "jsonPath": ".spec.weight", "priority": 1},
         ),
     ),
 )
@@ -205,7 +223,7 @@ def generate_crd(spec: CRDSpec) -> dict[str, Any]:
             "scope": "Cluster",
             "versions": [
                 {
-                    "name": "v1",
+                    "name": spec.version,
                     "served": True,
                     "storage": True,
                     "additionalPrinterColumns": [dict(c) for c in spec.printer_columns],
@@ -218,7 +236,7 @@ def generate_crd(spec: CRDSpec) -> dict[str, Any]:
 
 
 def generate_crds() -> list[dict[str, Any]]:
-    """All three CRDs: NodePool, NodeClaim, EC2NodeClass."""
+    """Every CRD: NodePool, NodeClaim, EC2NodeClass, NodeOverlay."""
     return [generate_crd(spec) for spec in CRD_SPECS]
 
 

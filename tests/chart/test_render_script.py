@@ -15,7 +15,7 @@ def test_writes_every_variant_with_crds(helm, tmp_path, capsys):
     assert files == ["bottlerocket.yaml", "custom-pools.yaml", "default.yaml", "minimal.yaml", "production.yaml"]
     minimal = [d for d in yaml.safe_load_all((tmp_path / "minimal.yaml").read_text()) if d]
     kinds = sorted(d["kind"] for d in minimal)
-    assert kinds.count("CustomResourceDefinition") == 3
+    assert kinds.count("CustomResourceDefinition") == 4
     assert kinds.count("NodePool") == 3 and kinds.count("EC2NodeClass") == 3
     assert len(minimal) == 25  # incl. the ValidatingAdmissionPolicy and its binding, 5 dashboard ConfigMaps
     lines = capsys.readouterr().out.splitlines()

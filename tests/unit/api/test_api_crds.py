@@ -139,7 +139,8 @@ def test_cli_crds_prints_and_writes(tmp_path: Path) -> None:
     printed = CliRunner().invoke(cli, ["crds"])
     assert printed.exit_code == 0
     assert [d["metadata"]["name"] for d in load_manifests(printed.output)] == [
-        "nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws"]
+        "nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws",
+        "nodeoverlays.karpenter.sh"]
     written = CliRunner().invoke(cli, ["crds", "--output-dir", str(tmp_path / "crds")])
     assert written.exit_code == 0
     for spec in crds.CRD_SPECS:
