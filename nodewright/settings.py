@@ -97,9 +97,10 @@ class FeatureGates:
     ``SpotToSpotConsolidation`` (off) allows consolidation to replace a spot node with a cheaper spot node.
     ``ReservedCapacity`` (on) and ``StaticCapacity`` (off) are accepted either way, and nodewright honours
     ``capacityReservationSelectorTerms`` and static NodePools (``spec.replicas``) whatever their value (not yet
-    gated: ``ReservedCapacity=false`` does not turn reservations off). ``NodeRepair``, ``NodeOverlay`` and
-    ``CapacityBuffer`` (all off) enable features nodewright does not have; turning one on is an error rather than
-    a silent no-op.
+    gated: ``ReservedCapacity=false`` does not turn reservations off). ``NodeOverlay`` (off) applies the cluster's
+    NodeOverlays to instance types (:mod:`nodewright.cloud.overlay`; off: they are ignored, with one warning).
+    ``NodeRepair`` and ``CapacityBuffer`` (off) enable features nodewright does not have; turning one on is an
+    error rather than a silent no-op.
     Source: ``pkg/operator/options/options.go`` in kubernetes-sigs/karpenter and the v1.14 settings page.
     """
 
@@ -116,7 +117,7 @@ FEATURE_GATE_NAMES: dict[str, tuple[str, str]] = {
     "NodeRepair": ("node_repair", "nodewright does not repair unhealthy nodes"),
     "ReservedCapacity": ("reserved_capacity", ""),
     "SpotToSpotConsolidation": ("spot_to_spot_consolidation", ""),
-    "NodeOverlay": ("node_overlay", "nodewright has no NodeOverlay resource"),
+    "NodeOverlay": ("node_overlay", ""),
     "StaticCapacity": ("static_capacity", ""),
     "CapacityBuffer": ("capacity_buffer", "nodewright has no CapacityBuffer resource"),
 }
@@ -190,6 +191,16 @@ def _policy(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise NodewrightValidationError(name, f"{value!r} is not one of {', '.join(choices)}")
     return value
+
+
+def node_overlay_gate(env: Mapping[str, str]) -> bool:
+    """Karpenter's ``NodeOverlay`` gate from ``FEATURE_GATES`` in ``env`` (off when unset): how ``simulate -f``,
+    ``simulate --snapshot`` and scenario replay read the controller's setting.
+
+    Raises:
+        NodewrightValidationError: ``FEATURE_GATES`` does not parse (:func:`parse_feature_gates`).
+    """
+    return parse_feature_gates(env.get("FEATURE_GATES") or "").node_overlay
 
 
 def min_values_policy(env: Mapping[str, str]) -> str:

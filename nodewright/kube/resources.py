@@ -68,6 +68,8 @@ LEASES = ResourceKind("coordination.k8s.io", "v1", "leases", "Lease", True)
 NODECLAIMS = ResourceKind("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False)
 NODEPOOLS = ResourceKind("karpenter.sh", "v1", "nodepools", "NodePool", False)
 EC2NODECLASSES = ResourceKind("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", False)
+#: Karpenter's NodeOverlay (v1alpha1, feature gate NodeOverlay; nodewright.cloud.overlay).
+NODEOVERLAYS = ResourceKind("karpenter.sh", "v1alpha1", "nodeoverlays", "NodeOverlay", False)
 
 #: Every resource the controller watches (events and leases are written, not watched).
 WATCHED: tuple[ResourceKind, ...] = (
@@ -85,7 +87,11 @@ WATCHED: tuple[ResourceKind, ...] = (
     PVS,
     RUNTIMECLASSES,
     CSINODES,
+    NODEOVERLAYS,
 )
+
+#: Watched resources a cluster may not serve (their CRD is not installed): a 404 on their LIST means "none".
+OPTIONAL_WATCHED = frozenset({NODEOVERLAYS})
 
 ALL: tuple[ResourceKind, ...] = (*WATCHED, EVENTS, LEASES)
 

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from nodewright.api import labels as L
 from nodewright.api.durations import to_seconds
+from nodewright.cloud.overlay import OverlayStore
 from nodewright.cloud.simulated import SimInstance, SimulatedCloudProvider, SimulatedInterruptionQueue
 from nodewright.controllers.common import Context
 from nodewright.controllers.manager import ControllerManager, ControllerOptions
@@ -32,7 +33,7 @@ from nodewright.kube.objects import Obj, condition_true, is_deleting, name_of, p
 from nodewright.kube.resources import ResourceKind
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingPolicy
-from nodewright.settings import min_values_policy, preference_policy
+from nodewright.settings import min_values_policy, node_overlay_gate, preference_policy
 from nodewright.settings import nominate_pods as load_nominate_pods
 from nodewright.sim.plans import PlanTracker
 from nodewright.sim.world import World
@@ -135,7 +136,8 @@ class NodewrightDriver:
                                             lambda name: world.cluster.get(r.EC2NODECLASSES, name),
                                             models_for(world.cluster).kubelet)
         self.cloud.out_of_capacity = world.out_of_capacity  # the scenario's insufficientCapacity events
-        self.ctx = Context(world.cluster, self.cloud, world.clock, Metrics(), f"sim-{world.scenario.name}")
+        self.ctx = Context(world.cluster, self.cloud, world.clock, Metrics(), f"sim-{world.scenario.name}",
+                           overlays=OverlayStore(node_overlay_gate(os.environ)))
         self.snapshots = CachedSnapshots(world)
         # NodePool status only feeds metrics and status fields nobody reads in a simulation: every 5 minutes.
         opts = options or ControllerOptions(status_period=300.0, min_values_policy=min_values_policy(os.environ),

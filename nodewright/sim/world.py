@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nodewright.api import labels as L
-from nodewright.api.manifests import parse_ec2nodeclass, parse_nodepool
+from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeoverlay, parse_nodepool
 from nodewright.cloud.simulated import LatencyDistribution, SimInstance, SimulatedEC2
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
@@ -49,7 +49,7 @@ IGNORED_KINDS = frozenset({"Service", "ServiceAccount", "ConfigMap", "Secret", "
 STORED_KINDS = {"Namespace": r.NAMESPACES, "PersistentVolume": r.PVS, "PersistentVolumeClaim": r.PVCS,
                 "StorageClass": r.STORAGECLASSES, "RuntimeClass": r.RUNTIMECLASSES, "CSINode": r.CSINODES}
 #: Kinds :meth:`World.apply` plays; ``simulate --scenario`` skips the others with one summary line.
-APPLIED_KINDS = frozenset({"NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob",
+APPLIED_KINDS = frozenset({"NodePool", "EC2NodeClass", "NodeOverlay", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob",
                            "DaemonSet", "Pod", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ScaledObject",
                            *STORED_KINDS})
 OfferingKey = tuple[str, str, str]
@@ -145,6 +145,8 @@ class World:
         # objects ``simulate -f`` and the controller read).
         if kind == "NodePool":
             self.cluster.create(r.NODEPOOLS, parse_nodepool(doc).to_manifest())
+        elif kind == "NodeOverlay":  # applied with FEATURE_GATES=NodeOverlay=true (nodewright.cloud.overlay)
+            self.cluster.create(r.NODEOVERLAYS, parse_nodeoverlay(doc).to_manifest())
         elif kind == "EC2NodeClass":
             created = self.cluster.create(r.EC2NODECLASSES, parse_ec2nodeclass(doc).to_manifest())
             subnets = [{"id": f"subnet-sim-{z}", "zone": z} for z in self.scenario.zones]

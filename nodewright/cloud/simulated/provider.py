@@ -44,6 +44,7 @@ from nodewright.cloud.instancetype import (
 )
 from nodewright.cloud.matching import allowed_offerings, as_requirements, type_filter
 from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
+from nodewright.cloud.overlay import OverlayStore
 from nodewright.cloud.provider import (
     DRIFT_NODECLASS,
     InsufficientCapacityError,
@@ -100,6 +101,8 @@ class SimulatedCloudProvider:
         self.out_of_capacity: set[tuple[str, str, str]] = set()  # (type, zone, capacity type)
         #: Under a PricingPolicy (``simulate --scenario --pricing``): launches follow effective prices.
         self.launch_pricing: LaunchPricingHook | None = None
+        #: The NodeOverlays in force (set by the controllers' Context): a launch ranks by the overlaid prices.
+        self.overlays: OverlayStore | None = None
         self.launches = 0
         self._types: dict[str, list[InstanceType]] = {}
         #: instance id -> (instance, its NodeClaim view): an instance's view never changes (type, offering, tags and
@@ -176,6 +179,8 @@ class SimulatedCloudProvider:
         ref = nodeclaim.spec.node_class_ref.name
         nodeclass = self._nodeclass(ref)
         types = self.instance_types_for(nodeclass)
+        if self.overlays is not None:
+            types = self.overlays.launch_types(nodeclaim.nodepool, types)
         pairs = allowed_offerings(types, nodeclaim.spec.requirements, self.zones)
         pricing = self.launch_pricing(types) if self.launch_pricing is not None else None
         if pricing is not None:
