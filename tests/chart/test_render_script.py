@@ -17,12 +17,12 @@ def test_writes_every_variant_with_crds(helm, tmp_path, capsys):
     kinds = sorted(d["kind"] for d in minimal)
     assert kinds.count("CustomResourceDefinition") == 4
     assert kinds.count("NodePool") == 3 and kinds.count("EC2NodeClass") == 3
-    assert len(minimal) == 25  # incl. the ValidatingAdmissionPolicy and its binding, 5 dashboard ConfigMaps
+    assert len(minimal) == 26  # incl. 4 CRDs, the ValidatingAdmissionPolicy and its binding, 5 dashboard ConfigMaps
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 5
     minimal_line = next(line for line in lines if "minimal.yaml" in line)
-    assert "25 documents" in minimal_line
-    assert "CustomResourceDefinition=3" in minimal_line and "NodePool=3" in minimal_line
+    assert "26 documents" in minimal_line
+    assert "CustomResourceDefinition=4" in minimal_line and "NodePool=3" in minimal_line
 
 
 def test_no_crds_and_single_values_file(helm, tmp_path, capsys):

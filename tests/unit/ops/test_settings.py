@@ -12,6 +12,7 @@ from nodewright.settings import (
     FeatureGates,
     load_settings,
     min_values_policy,
+    node_overlay_gate,
     parse_feature_gates,
     preference_policy,
 )
@@ -40,6 +41,8 @@ def test_feature_gates_parse_like_karpenter() -> None:
     assert load_settings({**BASE, "FEATURE_GATES": "SpotToSpotConsolidation=true"}).feature_gates \
         .spot_to_spot_consolidation is True
     assert parse_feature_gates("StaticCapacity=true").static_capacity is True  # static NodePools are honoured
+    assert parse_feature_gates("NodeOverlay=true").node_overlay is True  # nodewright.cloud.overlay
+    assert node_overlay_gate({"FEATURE_GATES": "NodeOverlay=true"}) and not node_overlay_gate({})
 
 
 @pytest.mark.parametrize(("text", "reason"), [
@@ -49,7 +52,6 @@ def test_feature_gates_parse_like_karpenter() -> None:
     ("SpotToSpotConsolidation", "FEATURE_GATES: 'SpotToSpotConsolidation' is not Gate=true or Gate=false"),
     ("SpotToSpotConsolidation=yes", "FEATURE_GATES: 'SpotToSpotConsolidation=yes' is not Gate=true or Gate=false"),
     ("NodeRepair=true", "FEATURE_GATES: NodeRepair=true is not supported: nodewright does not repair unhealthy nodes"),
-    ("NodeOverlay=true", "FEATURE_GATES: NodeOverlay=true is not supported: nodewright has no NodeOverlay resource"),
 ])
 def test_bad_feature_gates_are_one_line_errors(text: str, reason: str) -> None:
     with pytest.raises(NodewrightValidationError) as err:
