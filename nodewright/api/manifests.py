@@ -204,7 +204,8 @@ def parse_documents(docs: list[dict[str, Any]],
                 result.others.append(doc)
                 result.other_indices.append(index)
         except NodewrightValidationError as err:
-            errors.append(prefixed(err, f"documents[{index}]"))
+            named = kind == "NodeOverlay" and isinstance(doc.get("metadata"), dict) and doc["metadata"].get("name")
+            errors.append(prefixed(err, f"documents[{index}]", f" (in NodeOverlay {named!r})" if named else ""))
     if errors and not collect:
         raise combine(errors)
     return result
