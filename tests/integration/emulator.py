@@ -117,6 +117,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False, custom=True),
     Kind("karpenter.sh", "v1", "nodepools", "NodePool", False, custom=True),
     Kind("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", False, custom=True),
+    Kind("karpenter.sh", "v1alpha1", "nodeoverlays", "NodeOverlay", False, custom=True),
 )
 _BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
 
