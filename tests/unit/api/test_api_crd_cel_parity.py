@@ -1,4 +1,4 @@
-"""The generated CRDs reject what the models reject: 74 documents, each judged by the model (``parse_*``) and by
+"""The generated CRDs reject what the models reject: 78 documents, each judged by the model (``parse_*``) and by
 the CRD as the API server would (defaults, OpenAPI schema, CEL rules; see ``crd_verdict``), with the
 expected verdict stated. Rules and limits are Karpenter v1.14's CRDs' (kubernetes-sigs/karpenter
 ``pkg/apis/crds``, aws/karpenter-provider-aws ``pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml``)."""
