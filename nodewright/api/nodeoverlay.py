@@ -156,7 +156,7 @@ class NodeOverlay(KubeModel):
     """A ``karpenter.sh/v1alpha1`` NodeOverlay; build from a manifest with
     :func:`nodewright.api.manifests.parse_nodeoverlay`."""
 
-    api_version: Literal["karpenter.sh/v1alpha1"] = Field(default=API_VERSION, alias="apiVersion")
+    api_version: Literal["karpenter.sh/v1alpha1"] = Field(default="karpenter.sh/v1alpha1", alias="apiVersion")
     kind: Literal["NodeOverlay"] = "NodeOverlay"
     metadata: ObjectMeta
     spec: NodeOverlaySpec
