@@ -13,7 +13,6 @@ from nodewright.kube import resources as r
 from nodewright.kube.memory import InMemoryCluster
 from nodewright.metrics import Metrics
 from nodewright.state.cluster import snapshot
-
 from tests.unit.disruption.test_controller import NODEPOOL, Clock
 from tests.unit.disruption.test_controller_pricing import RealCloud
 
