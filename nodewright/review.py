@@ -35,7 +35,7 @@ from nodewright.api.manifests import KarpenterObjects
 
 #: Kinds ``simulate -f`` reads for a provisioning decision (Karpenter kinds of every version, workloads, nodes).
 USED_KINDS = frozenset({
-    "NodePool", "EC2NodeClass", "NodeClaim", "Provisioner", "AWSNodeTemplate",
+    "NodePool", "EC2NodeClass", "NodeClaim", "NodeOverlay", "Provisioner", "AWSNodeTemplate",
     "Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet", "Node",
     "PodDisruptionBudget", "Namespace", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "RuntimeClass",
     "CSINode",

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodewright.cloud.overlay import OverlayStore
 from nodewright.cloud.provider import CloudProvider
 from nodewright.controllers.cloud_metrics import MeteredCloudProvider
 from nodewright.controllers.common import Context
@@ -81,7 +82,8 @@ class Runtime:
         if pricing is not None and hasattr(pricing, "on_demand_fallback"):
             self.metrics.observe_pricing(pricing)
         cloud = MeteredCloudProvider(self.cloud, self.metrics, lambda: self.manager.current)
-        self.ctx = Context(self.cluster, cloud, self.clock, self.metrics, s.cluster_name)
+        self.ctx = Context(self.cluster, cloud, self.clock, self.metrics, s.cluster_name,
+                           overlays=OverlayStore(enabled=s.feature_gates.node_overlay))
         policy = PolicyFile(s.pricing_policy) if s.pricing_policy else None
         if policy is not None and hasattr(self.cloud, "launch_pricing"):
             # The fleet request ranks its overrides by the same marginal prices the provisioner chose by.

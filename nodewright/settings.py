@@ -100,8 +100,9 @@ class FeatureGates:
     gated: ``ReservedCapacity=false`` does not turn reservations off). ``NodeRepair`` (off) runs the node health
     controller (:mod:`nodewright.controllers.repair`: unhealthy Nodes past their cloud provider's toleration are
     replaced). ``CapacityBuffer`` (off) holds the headroom of ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffers
-    (:mod:`nodewright.controllers.buffer`; off, they are ignored with one warning). ``NodeOverlay`` (off) enables a
-    feature nodewright does not have; turning it on is an error rather than a silent no-op.
+    (:mod:`nodewright.controllers.buffer`; off, they are ignored with one warning). ``NodeOverlay`` (off) applies
+    the cluster's NodeOverlays to instance types (:mod:`nodewright.cloud.overlay`; off: they are ignored, with one
+    warning).
     Source: ``pkg/operator/options/options.go`` in kubernetes-sigs/karpenter and the v1.14 settings page.
     """
 
@@ -118,7 +119,7 @@ FEATURE_GATE_NAMES: dict[str, tuple[str, str]] = {
     "NodeRepair": ("node_repair", ""),
     "ReservedCapacity": ("reserved_capacity", ""),
     "SpotToSpotConsolidation": ("spot_to_spot_consolidation", ""),
-    "NodeOverlay": ("node_overlay", "nodewright has no NodeOverlay resource"),
+    "NodeOverlay": ("node_overlay", ""),
     "StaticCapacity": ("static_capacity", ""),
     "CapacityBuffer": ("capacity_buffer", ""),
 }
@@ -198,6 +199,16 @@ def _policy(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise NodewrightValidationError(name, f"{value!r} is not one of {', '.join(choices)}")
     return value
+
+
+def node_overlay_gate(env: Mapping[str, str]) -> bool:
+    """Karpenter's ``NodeOverlay`` gate from ``FEATURE_GATES`` in ``env`` (off when unset): how ``simulate -f``,
+    ``simulate --snapshot`` and scenario replay read the controller's setting.
+
+    Raises:
+        NodewrightValidationError: ``FEATURE_GATES`` does not parse (:func:`parse_feature_gates`).
+    """
+    return parse_feature_gates(env.get("FEATURE_GATES") or "").node_overlay
 
 
 def min_values_policy(env: Mapping[str, str]) -> str:

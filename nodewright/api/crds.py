@@ -26,6 +26,7 @@ from nodewright.api.capacitybuffer import VERSION as CB_VERSION
 from nodewright.api.capacitybuffer import CapacityBufferSpec, CapacityBufferStatus
 from nodewright.api.ec2nodeclass import EC2NodeClassSpec, EC2NodeClassStatus
 from nodewright.api.nodeclaim import NodeClaimSpec, NodeClaimStatus
+from nodewright.api.nodeoverlay import NodeOverlaySpec, NodeOverlayStatus
 from nodewright.api.nodepool import NodePoolSpec, NodePoolStatus
 
 _READY = '.status.conditions[?(@.type=="Ready")].status'
@@ -140,6 +141,22 @@ CRD_SPECS: tuple[CRDSpec, ...] = (
             _AGE,
         ),
     ),
+    CRDSpec(
+        group="karpenter.sh",
+        kind="NodeOverlay",
+        plural="nodeoverlays",
+        version="v1alpha1",
+        spec_model=NodeOverlaySpec,
+        status_model=NodeOverlayStatus,
+        short_names=("overlays",),
+        description="NodeOverlay is the Schema for the NodeOverlays API (price and extended-resource overrides "
+                    "of the instance types its requirements select; feature gate NodeOverlay)",
+        printer_columns=(
+            {"name": "Ready", "type": "string", "jsonPath": _READY},
+            _AGE,
+            {"name": "Weight", "type": "integer", "jsonPath": ".spec.weight", "priority": 1},
+        ),
+    ),
 )
 
 # JSON-schema keywords a structural schema cannot carry (or that only add noise).
@@ -249,7 +266,7 @@ def generate_crd(spec: CRDSpec) -> dict[str, Any]:
 
 
 def generate_crds() -> list[dict[str, Any]]:
-    """Every CRD: NodePool, NodeClaim, EC2NodeClass and CapacityBuffer."""
+    """Every CRD: NodePool, NodeClaim, EC2NodeClass, NodeOverlay and CapacityBuffer."""
     return [generate_crd(spec) for spec in CRD_SPECS]
 
 

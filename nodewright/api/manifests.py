@@ -20,14 +20,16 @@ import yaml
 from nodewright.api.base import parse_model
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.nodepool import NodePool
 from nodewright.errors import NodewrightValidationError, combine, prefixed
 
 # libyaml's loader when PyYAML was built with it (about 10x faster), else the pure-Python one.
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-_KINDS: dict[str, tuple[str, type[NodePool] | type[NodeClaim] | type[EC2NodeClass]]] = {
+_KINDS: dict[str, tuple[str, type[NodePool] | type[NodeClaim] | type[EC2NodeClass] | type[NodeOverlay]]] = {
     "NodePool": ("karpenter.sh/v1", NodePool),
+    "NodeOverlay": ("karpenter.sh/v1alpha1", NodeOverlay),
     "NodeClaim": ("karpenter.sh/v1", NodeClaim),
     "EC2NodeClass": ("karpenter.k8s.aws/v1", EC2NodeClass),
 }
@@ -134,6 +136,17 @@ def parse_ec2nodeclass(doc: dict[str, Any]) -> EC2NodeClass:
     return result
 
 
+def parse_nodeoverlay(doc: dict[str, Any]) -> NodeOverlay:
+    """Validate a ``karpenter.sh/v1alpha1`` NodeOverlay manifest (:mod:`nodewright.api.nodeoverlay`).
+
+    Raises:
+        NodewrightValidationError: every invalid field, e.g. ``spec.priceAdjustment: '10%' is not a price
+        adjustment: ...``.
+    """
+    result: NodeOverlay = _parse(doc, "NodeOverlay")
+    return result
+
+
 @dataclass
 class KarpenterObjects:
     """Documents sorted by kind after conversion to v1: parsed Karpenter objects plus every
@@ -142,6 +155,7 @@ class KarpenterObjects:
     nodepools: list[NodePool] = field(default_factory=list)
     ec2nodeclasses: list[EC2NodeClass] = field(default_factory=list)
     nodeclaims: list[NodeClaim] = field(default_factory=list)
+    nodeoverlays: list[NodeOverlay] = field(default_factory=list)
     others: list[dict[str, Any]] = field(default_factory=list)
     #: ``documents[i]`` index of each entry of ``others`` (for errors about them).
     other_indices: list[int] = field(default_factory=list)
@@ -182,13 +196,16 @@ def parse_documents(docs: list[dict[str, Any]],
                 result.nodepools.append(parse_nodepool(doc))
             elif group == "karpenter.sh" and kind == "NodeClaim":
                 result.nodeclaims.append(parse_nodeclaim(doc))
+            elif group == "karpenter.sh" and kind == "NodeOverlay":
+                result.nodeoverlays.append(parse_nodeoverlay(doc))
             elif group == "karpenter.k8s.aws" and kind == "EC2NodeClass":
                 result.ec2nodeclasses.append(parse_ec2nodeclass(doc))
             else:
                 result.others.append(doc)
                 result.other_indices.append(index)
         except NodewrightValidationError as err:
-            errors.append(prefixed(err, f"documents[{index}]"))
+            named = kind == "NodeOverlay" and isinstance(doc.get("metadata"), dict) and doc["metadata"].get("name")
+            errors.append(prefixed(err, f"documents[{index}]", f" (in NodeOverlay {named!r})" if named else ""))
     if errors and not collect:
         raise combine(errors)
     return result

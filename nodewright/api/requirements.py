@@ -33,6 +33,30 @@ def _coerce_values(value: object) -> object:
     return value
 
 
+def check_operator_values(op: str, values: list[str]) -> None:
+    """The operator/values rules every node selector requirement shares (NodePool, NodeClaim, NodeOverlay):
+    In needs values, Exists/DoesNotExist take none,
+    Gt/Lt/Gte/Lte take one non-negative integer, every value is a label value.
+
+    Raises:
+        PydanticCustomError: naming ``values`` or ``values[i]`` and the reason (inside a model validator).
+    """
+    if op == "In" and not values:
+        raise invalid("values", "In needs at least one value")
+    if op in ("Exists", "DoesNotExist") and values:
+        raise invalid("values", f"{op} takes no values, got {values!r}")
+    if op in NUMERIC_OPERATORS:
+        if len(values) != 1:
+            raise invalid("values", f"{op} needs one integer, got {len(values)} values")
+        if not values[0].isdigit():
+            raise invalid("values", f"{op} needs one integer, got {values[0]!r}")
+    for i, value in enumerate(values):
+        try:
+            check_label_value(value)
+        except ValueError as err:
+            raise invalid(f"values[{i}]", str(err)) from None
+
+
 class Requirement(KubeModel):
     """One requirement on node labels: ``key operator values`` with optional ``minValues``.
 
@@ -72,20 +96,7 @@ class Requirement(KubeModel):
     def _check_values(self) -> Requirement:
         values = self.values or []
         op = self.operator
-        if op == "In" and not values:
-            raise invalid("values", "In needs at least one value")
-        if op in ("Exists", "DoesNotExist") and values:
-            raise invalid("values", f"{op} takes no values, got {values!r}")
-        if op in NUMERIC_OPERATORS:
-            if len(values) != 1:
-                raise invalid("values", f"{op} needs one integer, got {len(values)} values")
-            if not values[0].isdigit():
-                raise invalid("values", f"{op} needs one integer, got {values[0]!r}")
-        for i, value in enumerate(values):
-            try:
-                check_label_value(value)
-            except ValueError as err:
-                raise invalid(f"values[{i}]", str(err)) from None
+        check_operator_values(op, values)
         if self.min_values is not None and op == "In" and len(values) < self.min_values:
             raise invalid(
                 "minValues",

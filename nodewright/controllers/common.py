@@ -10,6 +10,7 @@ from nodewright.api import labels as L
 from nodewright.api.manifests import parse_nodeclaim
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.cloud.instancetype import InstanceType
+from nodewright.cloud.overlay import OverlayStore, PoolTypes
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.controllers.condition_metrics import observe_condition_transitions
 from nodewright.errors import NodewrightValidationError
@@ -44,6 +45,9 @@ class Context:
         clock: epoch seconds now.
         metrics: Prometheus metrics.
         cluster_name: the cluster's name (logs and tags).
+        overlays: the NodeOverlays in force (:class:`~nodewright.cloud.overlay.OverlayStore`; its ``enabled`` is
+            the ``NodeOverlay`` feature gate, off by default). The cloud provider (``overlays`` attribute, under
+            the metrics decorator) gets the same store, so a launch ranks offerings by the overlaid prices.
     """
 
     cluster: Cluster
@@ -51,6 +55,12 @@ class Context:
     clock: Clock
     metrics: Metrics = field(default_factory=Metrics)
     cluster_name: str = ""
+    overlays: OverlayStore = field(default_factory=OverlayStore)
+
+    def __post_init__(self) -> None:
+        provider = getattr(self.cloud, "wrapped", self.cloud)
+        if hasattr(provider, "overlays"):
+            provider.overlays = self.overlays
 
     def event(self, obj: Obj, reason: str, message: str, warning: bool = False) -> None:
         """Record a Kubernetes Event on ``obj``."""
@@ -70,23 +80,28 @@ def nodepool_instance_types(
     ctx: Context, state: ClusterState, controller: str
 ) -> tuple[dict[str, list[InstanceType]], dict[str, NodewrightValidationError | CloudProviderError]]:
     """What each NodePool that is not being deleted and is Ready (:func:`nodepool_ready`) may launch now, by name
-    (sorted), and why the others (valid, but failing) may not.
+    (sorted), with the cluster's NodeOverlays applied (:meth:`nodewright.cloud.overlay.OverlayStore.instance_types`,
+    conflicts judged across these pools), and why the others (valid, but failing) may not.
 
     The NodePool is read through the cluster's models; a cloud provider failure is counted in
     ``karpenter_cloudprovider_errors_total`` for ``controller``.
     """
     types: dict[str, list[InstanceType]] = {}
     problems: dict[str, NodewrightValidationError | CloudProviderError] = {}
+    pools: list[PoolTypes] = []
     for name, doc in sorted(state.nodepools.items()):
         if is_deleting(doc) or not nodepool_ready(doc):
             continue
         try:
-            types[name] = list(ctx.cloud.get_instance_types(state.models.nodepool(doc)))
+            model = state.models.nodepool(doc)
+            pools.append(PoolTypes(name, model.labels, list(ctx.cloud.get_instance_types(model))))
         except NodewrightValidationError as err:
             problems[name] = err
         except CloudProviderError as err:
             ctx.cloud_error(controller, "GetInstanceTypes", err)
             problems[name] = err
+    # NodeOverlays (Karpenter's overlay decorator over GetInstanceTypes): the one place they are applied.
+    types = ctx.overlays.instance_types(state.overlay_inputs(), pools)
     return types, problems
 
 

@@ -23,6 +23,7 @@ from nodewright.controllers.garbagecollection import GarbageCollector, LaunchTem
 from nodewright.controllers.interruption import InterruptionController, InterruptionSource
 from nodewright.controllers.lifecycle import LifecycleController
 from nodewright.controllers.nodeclass import NodeClassController
+from nodewright.controllers.nodeoverlay import NodeOverlayStatusController
 from nodewright.controllers.nodepool_status import NodePoolStatusController
 from nodewright.controllers.nomination import NominationController
 from nodewright.controllers.provisioning import Batcher, Provisioner
@@ -125,6 +126,7 @@ class ControllerManager:
         self.launch_template_gc = LaunchTemplateGC(ctx, opts.launch_template_gc_period)
         self.status = NodePoolStatusController(ctx, opts.status_period, opts.pricing_policy)
         self.nodeclass = NodeClassController(ctx, opts.nodeclass_period)
+        self.nodeoverlay = NodeOverlayStatusController(ctx)
         self.state_metrics = StateMetricsController(ctx)
         self.static = StaticCapacityController(ctx, opts.pricing_policy)
         repair = RepairController(ctx, reboot=opts.reboot_for_repair) if opts.node_repair else None
@@ -140,6 +142,7 @@ class ControllerManager:
         """
         for name, run in (
             ("nodeclass", self.nodeclass.reconcile),  # EC2NodeClass status (and instance profile) first
+            ("nodeoverlay", self.nodeoverlay.reconcile),  # NodeOverlay conditions (gate NodeOverlay)
             ("static", self.static.reconcile),  # static NodePools' NodeClaims, before pods are provisioned
             ("capacitybuffer", self.buffers.reconcile),  # virtual pods resolved before the provisioner runs
             ("provisioner", self.provisioner.reconcile),

@@ -144,6 +144,7 @@ class NodePoolStatusController:
         except (CloudProviderError, NodewrightValidationError) as err:
             log.debug("no prices for nodepool %s: %s", name_of(pool), err)
             return 0.0, ([], [])
+        types = self.ctx.overlays.launch_types(name_of(pool), types)  # NodeOverlay prices, as the decisions saw
         prices = PriceIndex(types)
         members: list[tuple[Usage, float]] = []
         for claim in launched:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nodewright.backoff import Backoff
+from nodewright.kube import resources as r
 from nodewright.kube.errors import GoneError, KubeError
 from nodewright.kube.objects import Obj, key_of, resource_version_int
 from nodewright.kube.resources import ResourceKind
@@ -222,6 +223,10 @@ class Informer:
             except KubeError as err:
                 self.stats["errors"] += 1
                 delay = self.backoff.next_delay()
+                if err.status == 404 and self.kind in r.OPTIONAL_WATCHED and not self.synced.is_set():
+                    # A cluster without this CRD (NodeOverlay) has none of its objects: synced and empty, and the
+                    # LIST is retried in case the CRD is installed later.
+                    self.synced.set()
                 # One line per cause per interval: a cut connection fails every informer's watch at once.
                 warn_limited(log, f"list/watch failed {err.status}", "list/watch of %s failed: %s; retrying in %.1fs",
                              self.kind, err, delay, extra={"kind": str(self.kind), "status": err.status})

@@ -74,6 +74,8 @@ PODTEMPLATES = ResourceKind("", "v1", "podtemplates", "PodTemplate", True)
 DEPLOYMENTS = ResourceKind("apps", "v1", "deployments", "Deployment", True)
 STATEFULSETS = ResourceKind("apps", "v1", "statefulsets", "StatefulSet", True)
 REPLICASETS = ResourceKind("apps", "v1", "replicasets", "ReplicaSet", True)
+#: Karpenter's NodeOverlay (v1alpha1, feature gate NodeOverlay; nodewright.cloud.overlay).
+NODEOVERLAYS = ResourceKind("karpenter.sh", "v1alpha1", "nodeoverlays", "NodeOverlay", False)
 
 #: Every resource the controller watches (events and leases are written, not watched).
 WATCHED: tuple[ResourceKind, ...] = (
@@ -91,11 +93,15 @@ WATCHED: tuple[ResourceKind, ...] = (
     PVS,
     RUNTIMECLASSES,
     CSINODES,
+    NODEOVERLAYS,
 )
 
 #: Watched too when the ``CapacityBuffer`` gate is on (:mod:`nodewright.controllers.buffer`); with it off the
 #: controller lists CapacityBuffers once, only to warn that they are ignored.
 BUFFER_WATCHED: tuple[ResourceKind, ...] = (CAPACITYBUFFERS, PODTEMPLATES, DEPLOYMENTS, STATEFULSETS, REPLICASETS)
+
+#: Watched resources a cluster may not serve (their CRD is not installed): a 404 on their LIST means "none".
+OPTIONAL_WATCHED = frozenset({NODEOVERLAYS})
 
 ALL: tuple[ResourceKind, ...] = (*WATCHED, *BUFFER_WATCHED, EVENTS, LEASES)
 

@@ -1,6 +1,7 @@
 """``nodewright simulate -f FILE...``: the controller's first provisioning batch for a set of manifests, offline.
 
 Reads multi-document YAML (NodePool of any version or Provisioner, EC2NodeClass/AWSNodeTemplate, NodeClaim,
+NodeOverlay (applied with ``FEATURE_GATES=NodeOverlay=true``, as the controller),
 Deployment, StatefulSet, ReplicaSet, Job, CronJob (one run), Pod, DaemonSet, PodDisruptionBudget, LimitRange, Namespace
 (its labels, for pod affinity ``namespaceSelector``), RuntimeClass (pod overhead), PersistentVolumeClaim/PersistentVolume/StorageClass (volume
 zones, CSI drivers), CSINode (volume attach limits), Node with pods bound by ``spec.nodeName``, CapacityBuffer
@@ -42,6 +43,7 @@ from nodewright.cloud.catalog import (
     region_zones,
 )
 from nodewright.cloud.labels import region_of_zone
+from nodewright.cloud.overlay import OverlayStore
 from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
 from nodewright.controllers.buffer import CapacityBufferController
 from nodewright.controllers.common import Context
@@ -65,7 +67,7 @@ from nodewright.scheduling import (
     pods_from_workload,
 )
 from nodewright.scheduling.pods import WORKLOAD_KINDS
-from nodewright.settings import min_values_policy, preference_policy
+from nodewright.settings import min_values_policy, node_overlay_gate, preference_policy
 from nodewright.sim.render import targets_text
 from nodewright.sim.volumes import bind_static_claims
 from nodewright.sim.workloads import pod_manifest
@@ -147,6 +149,8 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster, warn: bool
                                               "metadata": {"name": ref.name}, "spec": DEFAULT_NODECLASS_SPEC})
     for claim in objects.nodeclaims:
         _create_held(cluster, r.NODECLAIMS, claim.to_manifest(), leaving)
+    for overlay in objects.nodeoverlays:  # applied when FEATURE_GATES has NodeOverlay=true (nodewright.cloud.overlay)
+        cluster.create(r.NODEOVERLAYS, overlay.to_manifest())
     # LimitRange defaults, as the API server's admission applies them to every workload of their namespace
     # (idempotent: the CLI has usually applied them already).
     others = bind_static_claims(apply_limit_ranges(objects.others))  # static PV/PVC pairs bound, as the PV controller would
@@ -286,7 +290,7 @@ def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any,
     Raises:
         NodewrightValidationError: ``MIN_VALUES_POLICY`` is neither Strict nor BestEffort, or
             ``PREFERENCE_POLICY`` neither Respect nor Ignore."""
-    ctx = Context(cluster, cloud, clock, Metrics(), "simulate")
+    ctx = Context(cluster, cloud, clock, Metrics(), "simulate", overlays=OverlayStore(node_overlay_gate(os.environ)))
     current = None if policy is None else lambda: policy
     StaticCapacityController(ctx, current).reconcile(snapshot(cluster))  # static NodePools' replicas exist first
     # CapacityBuffers in the input: their virtual pods join the batch (the gate is on when the input has one).

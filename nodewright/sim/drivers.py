@@ -22,6 +22,7 @@ from typing import Protocol
 
 from nodewright.api import labels as L
 from nodewright.api.durations import to_seconds
+from nodewright.cloud.overlay import OverlayStore
 from nodewright.cloud.simulated import SimInstance, SimulatedCloudProvider, SimulatedInterruptionQueue
 from nodewright.controllers.common import Context
 from nodewright.controllers.manager import ControllerManager, ControllerOptions
@@ -34,6 +35,7 @@ from nodewright.metrics import Metrics
 from nodewright.pricing import PricingPolicy
 from nodewright.settings import (
     min_values_policy,
+    node_overlay_gate,
     parse_aws_feature_gates,
     parse_feature_gates,
     preference_policy,
@@ -142,7 +144,8 @@ class NodewrightDriver:
                                             lambda name: world.cluster.get(r.EC2NODECLASSES, name),
                                             models_for(world.cluster).kubelet)
         self.cloud.out_of_capacity = world.out_of_capacity  # the scenario's insufficientCapacity events
-        self.ctx = Context(world.cluster, self.cloud, world.clock, Metrics(), f"sim-{world.scenario.name}")
+        self.ctx = Context(world.cluster, self.cloud, world.clock, Metrics(), f"sim-{world.scenario.name}",
+                           overlays=OverlayStore(node_overlay_gate(os.environ)))
         self.snapshots = CachedSnapshots(world)
         # NodePool status only feeds metrics and status fields nobody reads in a simulation: every 5 minutes.
         # Node repair as `nodewright run` reads its gates (FEATURE_GATES NodeRepair, AWS_FEATURE_GATES RebootForRepair).

@@ -280,7 +280,7 @@ def _manifests(value: Any, base_dir: Path) -> list[dict[str, Any]]:
         converted = convert_documents(docs)
     except NodewrightValidationError as err:
         raise where.locate(err) from None
-    parse_documents([d for d in converted if d.get("kind") in ("NodePool", "EC2NodeClass")])
+    parse_documents([d for d in converted if d.get("kind") in ("NodePool", "EC2NodeClass", "NodeOverlay")])
     return converted
 
 

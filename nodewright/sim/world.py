@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nodewright.api import labels as L
-from nodewright.api.manifests import parse_ec2nodeclass, parse_nodepool
+from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeoverlay, parse_nodepool
 from nodewright.cloud.simulated import LatencyDistribution, SimInstance, SimulatedEC2
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
@@ -60,7 +60,7 @@ STORED_KINDS = {"Namespace": r.NAMESPACES, "PersistentVolume": r.PVS, "Persisten
 #: Workload kinds also stored as objects (a CapacityBuffer's scalableRef reads their template and replicas).
 WORKLOAD_KINDS = {"Deployment": r.DEPLOYMENTS, "ReplicaSet": r.REPLICASETS, "StatefulSet": r.STATEFULSETS}
 #: Kinds :meth:`World.apply` plays; ``simulate --scenario`` skips the others with one summary line.
-APPLIED_KINDS = frozenset({"NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob",
+APPLIED_KINDS = frozenset({"NodePool", "EC2NodeClass", "NodeOverlay", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob",
                            "DaemonSet", "Pod", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ScaledObject",
                            *STORED_KINDS})
 #: Seconds from a reboot until a node that recovers by rebooting reports healthy again.
@@ -162,6 +162,8 @@ class World:
         # objects ``simulate -f`` and the controller read).
         if kind == "NodePool":
             self.cluster.create(r.NODEPOOLS, parse_nodepool(doc).to_manifest())
+        elif kind == "NodeOverlay":  # applied with FEATURE_GATES=NodeOverlay=true (nodewright.cloud.overlay)
+            self.cluster.create(r.NODEOVERLAYS, parse_nodeoverlay(doc).to_manifest())
         elif kind == "EC2NodeClass":
             created = self.cluster.create(r.EC2NODECLASSES, parse_ec2nodeclass(doc).to_manifest())
             subnets = [{"id": f"subnet-sim-{z}", "zone": z} for z in self.scenario.zones]

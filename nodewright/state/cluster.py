@@ -8,9 +8,12 @@ models through :attr:`ClusterState.models` (:mod:`nodewright.state.models`, cach
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
+from nodewright.api.nodeoverlay import NodeOverlay
+from nodewright.cloud.overlay import OverlayInput
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube import resources as r
 from nodewright.kube.cluster import Cluster
@@ -46,6 +49,8 @@ class ClusterState:
     pvcs: list[Obj] = field(default_factory=list)
     storageclasses: list[Obj] = field(default_factory=list)
     limitranges: list[Obj] = field(default_factory=list)
+    #: NodeOverlays by name (karpenter.sh/v1alpha1; applied by nodewright.cloud.overlay when the gate is on).
+    nodeoverlays: dict[str, Obj] = field(default_factory=dict)
     #: (namespace, DaemonSet name) -> the newest pod that DaemonSet owns (Karpenter ``Cluster.GetDaemonSetPod``).
     daemon_pods: dict[tuple[str, str], Obj] = field(default_factory=dict)
     pods_by_node: dict[str, list[Obj]] = field(default_factory=dict)
@@ -99,6 +104,22 @@ class ClusterState:
             out.setdefault(ref, set()).add(name)
         return out
 
+    def overlay_inputs(self) -> list[OverlayInput]:
+        """The NodeOverlays (not being deleted) as :mod:`nodewright.cloud.overlay` takes them: name, identity
+        (uid, resourceVersion) and the validated model or its validation error, through :attr:`models`."""
+        out = []
+        for name, obj in sorted(self.nodeoverlays.items()):
+            if is_deleting(obj):
+                continue
+            try:
+                model: NodeOverlay | NodewrightValidationError = self.models.nodeoverlay(obj)
+            except NodewrightValidationError as err:
+                model = err
+            version = meta(obj).get("resourceVersion")
+            identity = (meta(obj).get("uid"), version) if version else json.dumps(obj.get("spec"), sort_keys=True)
+            out.append(OverlayInput(name, identity, model))
+        return out
+
     def managed_nodes(self) -> list[Obj]:
         """Nodes carrying the ``karpenter.sh/nodepool`` label."""
         return [n for n in self.nodes.values() if L.NODEPOOL in labels_of(n)]
@@ -149,5 +170,6 @@ def snapshot(cluster: Cluster) -> ClusterState:
     state.pvcs = cluster.list(r.PVCS)
     state.storageclasses = cluster.list(r.STORAGECLASSES)
     state.limitranges = cluster.list(r.LIMITRANGES)
+    state.nodeoverlays = {name_of(o): o for o in cluster.list(r.NODEOVERLAYS)}
     sync_models(cluster, state.pvcs, state.storageclasses)
     return state

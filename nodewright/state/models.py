@@ -56,8 +56,9 @@ from nodewright.api import labels as wk
 from nodewright.api.base import parse_model
 from nodewright.api.capacitybuffer import CapacityBuffer
 from nodewright.api.ec2nodeclass import EC2NodeClass
-from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeclaim, parse_nodepool
+from nodewright.api.manifests import parse_ec2nodeclass, parse_nodeclaim, parse_nodeoverlay, parse_nodepool
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
 from nodewright.errors import NodewrightValidationError
@@ -348,6 +349,14 @@ class ClusterModels:
         self.nodepool(obj)  # validated first: the spec conversion assumes a valid pool
         variant = (tuple(p.shape for p in daemonsets), tuple(sorted((usage or {}).items())))
         return self._strict("NodePoolSpec", obj, variant, lambda: nodepool_spec_from_model(obj, daemonsets, usage or {}))
+
+    def nodeoverlay(self, obj: Obj) -> NodeOverlay:
+        """The validated ``karpenter.sh/v1alpha1`` NodeOverlay model.
+
+        Raises:
+            NodewrightValidationError: an invalid NodeOverlay (what Karpenter's runtime validation refuses).
+        """
+        return self._strict("NodeOverlay", obj, None, lambda: parse_nodeoverlay(obj))
 
     def nodeclaim(self, obj: Obj) -> NodeClaim:
         """The validated ``karpenter.sh/v1`` NodeClaim model (what the cloud provider takes).

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from nodewright.cloud.catalog import catalog_price_source, price_table, region_zones
+from nodewright.cloud.overlay import OverlayStore
 from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
 from nodewright.controllers.common import Context
 from nodewright.controllers.disruption import DisruptionController
@@ -57,7 +58,7 @@ from nodewright.kube.objects import format_time
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingEngine, PricingPolicy, Usage
 from nodewright.scheduling import SchedulingResult
-from nodewright.settings import min_values_policy, preference_policy
+from nodewright.settings import min_values_policy, node_overlay_gate, preference_policy
 from nodewright.sim.decision import DEFAULT_REGION, first_batch, infer_region, to_json
 from nodewright.state.cluster import snapshot as read_state
 from nodewright.state.models import models_for
@@ -98,8 +99,8 @@ def restore(objects: Sequence[Mapping[str, Any]], now: float, region: str | None
     cluster = InMemoryCluster(clock, seed=0)
     for obj in objects:
         kind = KIND_OF.get(str(obj.get("kind")))
-        if kind is None or kind.kind == "NodeOverlay":
-            continue  # NodeOverlays are carried in the snapshot, not yet honoured by the decisions
+        if kind is None:
+            continue
         try:
             cluster.restore(kind, dict(obj))
         except Exception as err:  # AlreadyExistsError, ValueError
@@ -132,7 +133,8 @@ def simulated(cluster: Cluster, now: float, region: str | None = None) -> Loaded
     ec2 = SimulatedEC2(clock, random.Random(0), LatencyDistribution(30.0, 30.0))
     cloud = SimulatedCloudProvider(ec2, chosen, zones, lambda name: cluster.get(KIND_OF["EC2NodeClass"], name),
                                    models.kubelet)
-    return Loaded(cluster, Context(cluster, cloud, clock, Metrics(), "simulate"), chosen, now)
+    return Loaded(cluster, Context(cluster, cloud, clock, Metrics(), "simulate",
+                                   overlays=OverlayStore(node_overlay_gate(os.environ))), chosen, now)
 
 
 def _usage(node: Node) -> Usage | None:

@@ -52,7 +52,7 @@ ANN_OBJECTS = "nodewright.io/snapshot-objects"
 ANN_REDACTED = "nodewright.io/snapshot-redacted"
 
 #: Karpenter's NodeOverlay (v1alpha1, Karpenter v1.6+, feature-gated): read when the cluster serves it.
-NODEOVERLAYS = ResourceKind("karpenter.sh", "v1alpha1", "nodeoverlays", "NodeOverlay", False)
+NODEOVERLAYS = r.NODEOVERLAYS
 #: Every resource a snapshot reads, in file order. Never Secrets or ConfigMaps.
 SNAPSHOT_KINDS: tuple[ResourceKind, ...] = (
     r.NODEPOOLS, r.EC2NODECLASSES, r.NODECLAIMS, r.NODES, r.PODS, r.DAEMONSETS, r.PDBS, r.PVCS, r.PVS,

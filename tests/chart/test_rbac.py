@@ -16,6 +16,9 @@ CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("karpenter.sh", "nodepools/status"): {"patch"},
     ("karpenter.sh", "nodeclaims"): {*READ, "create", "patch", "delete"},
     ("karpenter.sh", "nodeclaims/status"): {"patch"},
+    # NodeOverlay (gate NodeOverlay): read by the informers; ValidationSucceeded/Ready written by its controller.
+    ("karpenter.sh", "nodeoverlays"): {*READ},
+    ("karpenter.sh", "nodeoverlays/status"): {"patch"},
     # OwnerReferencesPermissionEnforcement: blockOwnerDeletion on NodeClaims (owner NodePool) and Nodes (owner
     # NodeClaim) needs update on the owner's finalizers.
     ("karpenter.sh", "nodepools/finalizers"): {"update"},

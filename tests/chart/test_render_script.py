@@ -15,9 +15,9 @@ def test_writes_every_variant_with_crds(helm, tmp_path, capsys):
     assert files == ["bottlerocket.yaml", "custom-pools.yaml", "default.yaml", "minimal.yaml", "production.yaml"]
     minimal = [d for d in yaml.safe_load_all((tmp_path / "minimal.yaml").read_text()) if d]
     kinds = sorted(d["kind"] for d in minimal)
-    assert kinds.count("CustomResourceDefinition") == 4  # Karpenter's three and CapacityBuffer
+    assert kinds.count("CustomResourceDefinition") == 5  # Karpenter's three, NodeOverlay and CapacityBuffer
     assert kinds.count("NodePool") == 3 and kinds.count("EC2NodeClass") == 3
-    assert len(minimal) == 26  # incl. the ValidatingAdmissionPolicy and its binding, 5 dashboard ConfigMaps
+    assert len(minimal) == 27  # incl. 5 CRDs, the ValidatingAdmissionPolicy and its binding, 5 dashboard ConfigMaps
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 5
     minimal_line = next(line for line in lines if "minimal.yaml" in line)

@@ -738,3 +738,60 @@ def fits(claim: Mapping[str, Any]) -> bool:
 
 GIB = 2**30
 MIB = 2**20
+
+
+# --- NodeOverlay (karpenter.sh/v1alpha1) ------------------------------------------------------------
+
+#: Controller settings with Karpenter's NodeOverlay gate on (``run(..., settings=OVERLAYS_ON)``).
+OVERLAYS_ON = {"FEATURE_GATES": "NodeOverlay=true"}
+
+
+def nodeoverlay(name: str, *requirements: Mapping[str, Any], weight: int | None = None, price: str | None = None,
+                price_adjustment: str | None = None, capacity: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A ``karpenter.sh/v1alpha1`` NodeOverlay (Karpenter's ``test.NodeOverlay``)."""
+    spec: dict[str, Any] = {"requirements": [dict(r) for r in requirements]}
+    for key, value in (("weight", weight), ("price", price), ("priceAdjustment", price_adjustment)):
+        if value is not None:
+            spec[key] = value
+    if capacity is not None:
+        spec["capacity"] = {k: str(v) for k, v in capacity.items()}
+    return {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": name}, "spec": spec}
+
+
+def overlay_status(*docs: Mapping[str, Any] | Iterable[Mapping[str, Any]],
+                   region: str = REGION) -> dict[str, dict[str, tuple[str, str]]]:
+    """NodeOverlay name -> condition type -> (status, reason) after one pass of the NodeOverlay status controller
+    (gate on) over ``docs`` in an in-memory cluster with the simulated cloud of ``region``: Karpenter's
+    ``ExpectReconciled(nodeOverlayController)`` then ``StatusConditions()``. NodeOverlays are stored as given (an
+    invalid one is judged by the controller, as runtime validation)."""
+    import random
+
+    from nodewright.api.manifests import parse_documents
+    from nodewright.cloud.catalog import region_zones
+    from nodewright.cloud.overlay import OverlayStore
+    from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
+    from nodewright.controllers.common import Context
+    from nodewright.controllers.nodeoverlay import NodeOverlayStatusController
+    from nodewright.kube.memory import InMemoryCluster
+    from nodewright.metrics import Metrics
+    from nodewright.sim.decision import load_cluster
+    from nodewright.state.cluster import snapshot
+    from nodewright.state.models import models_for
+
+    flat = _flatten(docs)
+    overlays = [d for d in flat if d.get("kind") == "NodeOverlay"]
+    clock = lambda: 1_767_225_600.0  # noqa: E731  # 2026-01-01
+    cluster = InMemoryCluster(clock, seed=0)
+    load_cluster(parse_documents([dict(d) for d in flat if d.get("kind") != "NodeOverlay"]), cluster, warn=False)
+    for overlay in overlays:
+        cluster.create(kinds.NODEOVERLAYS, dict(overlay))
+    ec2 = SimulatedEC2(clock, random.Random(0), LatencyDistribution(30.0, 30.0))
+    cloud = SimulatedCloudProvider(ec2, region, region_zones(region),
+                                   lambda name: cluster.get(kinds.EC2NODECLASSES, name), models_for(cluster).kubelet)
+    ctx = Context(cluster, cloud, clock, Metrics(), "conformance", overlays=OverlayStore(enabled=True))
+    NodeOverlayStatusController(ctx).reconcile(snapshot(cluster))
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    for obj in cluster.list(kinds.NODEOVERLAYS):
+        conds = (obj.get("status") or {}).get("conditions") or []
+        out[obj["metadata"]["name"]] = {c["type"]: (c["status"], c["reason"]) for c in conds}
+    return out

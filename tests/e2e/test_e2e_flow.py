@@ -80,7 +80,7 @@ def server_version(api_client: k8s.ApiClient) -> str:
 
 @pytest.fixture(scope="module")
 def crds(api_client: k8s.ApiClient) -> list[str]:
-    """Install (create or replace) our three CRDs and wait until the server serves them."""
+    """Install (create or replace) our CRDs and wait until the server serves them."""
     ext = k8s.ApiextensionsV1Api(api_client)
     names = []
     for path in sorted(CRD_DIR.glob("*.yaml")):
@@ -260,6 +260,22 @@ def test_the_api_server_rejects_with_our_crds_what_the_models_reject(custom: k8s
         custom.create_cluster_custom_object(*KARPENTER, "nodepools", bad_pool)
     assert err.value.status == 422
     assert "schedule must be a 5-field cron expression" in err.value.body
+    # NodeOverlay (karpenter.sh/v1alpha1): the CRD (its CEL rules within the server's cost budget) refuses what the
+    # model refuses, and stores a valid one.
+    overlay = {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": world["pool"]},
+               "spec": {"weight": 10, "price": "0.5", "capacity": {"smarter-devices/fuse": "1"},
+                        "requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["a"]},
+                                         {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gte", "values": ["4"]}]}}
+    for change, message in (({"priceAdjustment": "+10%"}, "cannot set both 'price' and 'priceAdjustment'"),
+                            ({"capacity": {"cpu": "1"}}, "invalid resource restricted"),
+                            ({"requirements": [{"key": "karpenter.sh/other", "operator": "Exists"}]},
+                             'label domain \\"karpenter.sh\\" is restricted')):
+        with pytest.raises(ApiException) as err:
+            custom.create_cluster_custom_object("karpenter.sh", "v1alpha1", "nodeoverlays",
+                                                {**overlay, "spec": {**overlay["spec"], **change}})
+        assert err.value.status == 422 and message in err.value.body, err.value.body
+    custom.create_cluster_custom_object("karpenter.sh", "v1alpha1", "nodeoverlays", overlay)
+    custom.delete_cluster_custom_object("karpenter.sh", "v1alpha1", "nodeoverlays", world["pool"])
     apply(custom, world)  # the valid ones pass, defaults applied by the server
     stored = custom.get_cluster_custom_object(*KARPENTER, "nodepools", world["pool"])
     assert stored["spec"]["disruption"]["consolidationPolicy"] == "WhenEmptyOrUnderutilized"

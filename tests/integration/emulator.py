@@ -123,6 +123,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("apps", "v1", "deployments", "Deployment", True),
     Kind("apps", "v1", "replicasets", "ReplicaSet", True),
     Kind("apps", "v1", "statefulsets", "StatefulSet", True),
+    Kind("karpenter.sh", "v1alpha1", "nodeoverlays", "NodeOverlay", False, custom=True),
 )
 _BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
 

@@ -1,4 +1,4 @@
-"""What the RBAC replay recorded across the integration suite (``tests/integration``, 48 tests, this branch): the
+"""What the RBAC replay recorded across the integration suite (``tests/integration``, 49 tests, this branch): the
 controller's distinct authorizations as ``(verb, group, resource, name)`` (``name`` only where a rule restricts it).
 
 The list the chart is cut to (``tests/chart/test_rbac.py``) and the one ``tests/e2e/test_rbac_authorizer.py`` asks
@@ -16,14 +16,16 @@ _INFORMED = [("", "nodes"), ("", "pods"), ("", "persistentvolumeclaims"), ("", "
              ("karpenter.sh", "nodepools"), ("karpenter.sh", "nodeclaims"), ("karpenter.k8s.aws", "ec2nodeclasses"),
              # CapacityBuffer gate on (tests/integration/test_buffers.py): the buffers and what they reference.
              ("autoscaling.x-k8s.io", "capacitybuffers"), ("", "podtemplates"), ("apps", "deployments"),
-             ("apps", "replicasets"), ("apps", "statefulsets")]
+             ("apps", "replicasets"), ("apps", "statefulsets"),
+             ("karpenter.sh", "nodeoverlays")]
 
 #: (verb, apiGroup, resource, object name or "") the controller sends.
 RECORDED: list[tuple[str, str, str, str]] = [
     *[(verb, group, resource, "") for group, resource in _INFORMED for verb in ("list", "watch")],
     ("create", "karpenter.sh", "nodeclaims", ""), ("patch", "karpenter.sh", "nodeclaims", ""),
     ("delete", "karpenter.sh", "nodeclaims", ""), ("patch", "karpenter.sh", "nodeclaims/status", ""),
-    ("patch", "karpenter.sh", "nodepools/status", ""), ("update", "karpenter.sh", "nodepools/finalizers", ""),
+    ("patch", "karpenter.sh", "nodepools/status", ""), ("patch", "karpenter.sh", "nodeoverlays/status", ""),
+    ("update", "karpenter.sh", "nodepools/finalizers", ""),
     ("update", "karpenter.sh", "nodeclaims/finalizers", ""), ("patch", "karpenter.k8s.aws", "ec2nodeclasses", ""),
     ("patch", "karpenter.k8s.aws", "ec2nodeclasses/status", ""), ("patch", "", "nodes", ""),
     ("delete", "", "nodes", ""), ("delete", "", "pods", ""), ("create", "", "pods/eviction", ""),

@@ -69,7 +69,7 @@ def test_a_denial_names_verb_resource_object_and_the_closest_rule(rules):
         "Role/nodewright: ['coordination.k8s.io'] ['leases'] ['get', 'update'] "
         f"resourceNames=['{LEASE}'] (resourceNames ['{LEASE}'] do not include 'kube-controller-manager') (in t)",
         "RBAC replay DENIED update karpenter.sh/nodeclaims a: closest rule ClusterRole/nodewright: ['karpenter.sh'] "
-        "['nodepools', 'nodeclaims'] ['list', 'watch'] (verbs ['list', 'watch'] lack 'update') (in t)"]
+        "['nodepools', 'nodeclaims', 'nodeoverlays'] ['list', 'watch'] (verbs ['list', 'watch'] lack 'update') (in t)"]
 
 
 def test_the_rules_before_the_cut_had_unused_grants_and_covered_the_control_planes_leases():

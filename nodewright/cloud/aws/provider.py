@@ -56,6 +56,7 @@ from nodewright.cloud.instancetype import InstanceType, LaunchPricingHook
 from nodewright.cloud.kubeletexpr import KubeletExpressionError
 from nodewright.cloud.matching import allowed_offerings
 from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
+from nodewright.cloud.overlay import OverlayStore
 from nodewright.cloud.provider import (
     DRIFT_AMI,
     DRIFT_NODECLASS,
@@ -170,6 +171,8 @@ class AWSCloudProvider:
         #: Set by ``nodewright run`` under a PricingPolicy: the launch's marginal prices given the instance types
         #: (None: list prices). Fills each fleet candidate's ``effective_price`` (docs/pricing.md).
         self.launch_pricing: LaunchPricingHook | None = None
+        #: The NodeOverlays in force (set by the controllers' Context): overlaid prices rank the fleet's overrides.
+        self.overlays: OverlayStore | None = None
         self._denied: dict[str, AuthorizationError] = {}
         #: (expressions, catalog type names) -> None (valid) or (reason, message): each distinct kubelet block is
         #: evaluated over the catalog once.
@@ -313,6 +316,12 @@ class AWSCloudProvider:
         resolved = self.resolve_nodeclass(nodeclass)
         self._refresh_prices()
         types = self._types_for(nodeclass, resolved.zonal_subnets, resolved.capacity_reservations)
+        pool = nodeclaim.nodepool
+        overlaid: set[str] = set()
+        if self.overlays is not None:
+            # Karpenter's Create applies the overlay store; overlaid prices go to EC2 as priorities (prioritized).
+            types = self.overlays.launch_types(pool, types)
+            overlaid = {it.name for it in types if self.overlays.price_overlaid(pool, it.name)}
         pairs = allowed_offerings(types, nodeclaim.spec.requirements, resolved.zonal_subnets)
         candidates: list[FleetCandidate] = []
         by_name = {it.name: it for it in types}
@@ -327,7 +336,8 @@ class AWSCloudProvider:
                                              resolved.zonal_subnets[offering.zone].id,
                                              offering.capacity_type, offering.price, template,
                                              offering.reservation_id,
-                                             None if pricing is None else pricing.price(instance_type.name, offering)))
+                                             pricing.price(instance_type.name, offering) if pricing is not None
+                                             else offering.price if instance_type.name in overlaid else None))
         if not candidates:
             raise NodeClassNotReadyError(
                 f"no offering of EC2NodeClass {nodeclass.name!r} satisfies nodeclaim {nodeclaim.metadata.name!r}: "

@@ -45,6 +45,7 @@ from nodewright.cloud.instancetype import (
 )
 from nodewright.cloud.matching import allowed_offerings, as_requirements, type_filter
 from nodewright.cloud.overhead import KubeletSettings, kubelet_settings
+from nodewright.cloud.overlay import OverlayStore, offering_key
 from nodewright.cloud.provider import (
     DRIFT_NODECLASS,
     InsufficientCapacityError,
@@ -102,6 +103,8 @@ class SimulatedCloudProvider:
         self.out_of_capacity: set[tuple[str, str, str]] = set()  # (type, zone, capacity type)
         #: Under a PricingPolicy (``simulate --scenario --pricing``): launches follow effective prices.
         self.launch_pricing: LaunchPricingHook | None = None
+        #: The NodeOverlays in force (set by the controllers' Context): a launch ranks by the overlaid prices.
+        self.overlays: OverlayStore | None = None
         self.launches = 0
         self._types: dict[str, list[InstanceType]] = {}
         #: instance id -> (instance, its NodeClaim view): an instance's view never changes (type, offering, tags and
@@ -177,7 +180,11 @@ class SimulatedCloudProvider:
             return self._launched(nodeclaim, existing)
         ref = nodeclaim.spec.node_class_ref.name
         nodeclass = self._nodeclass(ref)
-        types = self.instance_types_for(nodeclass)
+        listed = self.instance_types_for(nodeclass)
+        types = listed if self.overlays is None else self.overlays.launch_types(nodeclaim.nodepool, listed)
+        # NodeOverlay prices rank the launch; EC2 bills the listed price (Karpenter: overlays "don't affect actual
+        # cloud provider billing"). Overlay capacity stays: the node reports it, as its device plugin would.
+        billed = {(it.name, offering_key(o)): o for it in listed for o in it.offerings} if types is not listed else {}
         pairs = allowed_offerings(types, nodeclaim.spec.requirements, self.zones)
         pricing = self.launch_pricing(types) if self.launch_pricing is not None else None
         if pricing is not None:
@@ -198,6 +205,7 @@ class SimulatedCloudProvider:
                 reasons.append(UnavailableOffering(*key, "InsufficientInstanceCapacity"))
                 self.mark_unavailable(*key, "InsufficientInstanceCapacity")
                 continue
+            offering = billed.get((instance_type.name, offering_key(offering)), offering)
             instance = self._run(nodeclaim, nodeclass, instance_type, offering)
             return self._launched(nodeclaim, instance)
         raise InsufficientCapacityError(

@@ -1,4 +1,4 @@
-"""The generated CRDs reject what the models reject: 55 documents, each judged by the model (``parse_*``) and by
+"""The generated CRDs reject what the models reject: 78 documents, each judged by the model (``parse_*``) and by
 the CRD as the API server would (defaults, OpenAPI schema, CEL rules; see ``crd_verdict``), with the
 expected verdict stated. Rules and limits are Karpenter v1.14's CRDs' (kubernetes-sigs/karpenter
 ``pkg/apis/crds``, aws/karpenter-provider-aws ``pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml``)."""
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from nodewright.api import parse_ec2nodeclass, parse_nodeclaim, parse_nodepool
+from nodewright.api.manifests import parse_nodeoverlay
 from nodewright.errors import NodewrightValidationError
 
 from .crd_verdict import crd_errors, evaluate
@@ -18,7 +19,8 @@ from .helpers import ec2nodeclass, nodeclaim, nodepool
 
 Doc = dict[str, Any]
 PARSERS: dict[str, Callable[[Doc], object]] = {
-    "NodePool": parse_nodepool, "EC2NodeClass": parse_ec2nodeclass, "NodeClaim": parse_nodeclaim}
+    "NodePool": parse_nodepool, "EC2NodeClass": parse_ec2nodeclass, "NodeClaim": parse_nodeclaim,
+    "NodeOverlay": parse_nodeoverlay}
 
 
 def pool(**changes: Any) -> Doc:
@@ -32,6 +34,12 @@ def nc(**changes: Any) -> Doc:
 
 def claim(**changes: Any) -> Doc:
     return _changed(nodeclaim(), changes)
+
+
+def overlay(**spec: Any) -> Doc:
+    """A NodeOverlay (karpenter.sh/v1alpha1) with ``spec`` (``requirements`` empty unless given)."""
+    return {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": "o"},
+            "spec": {"requirements": [], **spec}}
 
 
 def _changed(doc: Doc, changes: dict[str, Any]) -> Doc:
@@ -138,6 +146,27 @@ CASES: list[tuple[str, Doc, bool]] = [
     ("nodeclaim as given", claim(), True),
     ("nodeclaim Lt with letters", claim(requirements=[requirement("karpenter.k8s.aws/instance-cpu", "Lt", ("x",))]),
      False),
+    # --- NodeOverlay (Karpenter main nodeoverlay_validation_test.go) --------------------------------------------
+    ("overlay price", overlay(price="34.43", weight=10), True),
+    ("overlay priceAdjustment -100%", overlay(priceAdjustment="-100%"), True),
+    ("overlay priceAdjustment +298%", overlay(priceAdjustment="+298%"), True),
+    ("overlay priceAdjustment -34.43", overlay(priceAdjustment="-34.43"), True),
+    ("overlay extended capacity", overlay(capacity={"smarter-devices/fuse": "1"}), True),
+    ("overlay nodepool and capacity-type keys", overlay(requirements=[requirement("karpenter.sh/nodepool"),
+                                                                      requirement("karpenter.sh/capacity-type")]), True),
+    ("overlay price and priceAdjustment", overlay(price="0.432", priceAdjustment="+10%"), False),
+    ("overlay signed price", overlay(price="+42"), False),
+    ("overlay price .5", overlay(price=".5"), False),
+    ("overlay price 1e10", overlay(price="1e10"), False),
+    ("overlay unsigned priceAdjustment", overlay(priceAdjustment="1%"), False),
+    ("overlay priceAdjustment -101.1%", overlay(priceAdjustment="-101.1%"), False),
+    ("overlay cpu capacity", overlay(capacity={"cpu": "1"}), False),
+    ("overlay weight 0", overlay(weight=0), False),
+    ("overlay weight 10001", overlay(weight=10001), False),
+    ("overlay NotIn without values", overlay(requirements=[requirement("test", "NotIn", None)]), False),
+    ("overlay Gt -1", overlay(requirements=[requirement("topology.kubernetes.io/zone", "Gt", ("-1",))]), False),
+    ("overlay karpenter.sh domain", overlay(requirements=[requirement("karpenter.sh/test", "Exists", None)]), False),
+    ("overlay hostname", overlay(requirements=[requirement("kubernetes.io/hostname", "Exists", None)]), False),
 ]
 
 

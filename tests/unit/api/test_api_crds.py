@@ -140,7 +140,7 @@ def test_cli_crds_prints_and_writes(tmp_path: Path) -> None:
     assert printed.exit_code == 0
     assert [d["metadata"]["name"] for d in load_manifests(printed.output)] == [
         "nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws",
-        "capacitybuffers.autoscaling.x-k8s.io"]
+        "capacitybuffers.autoscaling.x-k8s.io", "nodeoverlays.karpenter.sh"]
     written = CliRunner().invoke(cli, ["crds", "--output-dir", str(tmp_path / "crds")])
     assert written.exit_code == 0
     for spec in crds.CRD_SPECS:

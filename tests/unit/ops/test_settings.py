@@ -12,6 +12,7 @@ from nodewright.settings import (
     FeatureGates,
     load_settings,
     min_values_policy,
+    node_overlay_gate,
     parse_feature_gates,
     preference_policy,
 )
@@ -44,6 +45,8 @@ def test_feature_gates_parse_like_karpenter() -> None:
     aws = load_settings({**BASE, "AWS_FEATURE_GATES": "RebootForRepair=true"}).aws_feature_gates
     assert (aws.reboot_for_repair, aws.node_class_cel) == (True, False)
     assert load_settings({**BASE, "FEATURE_GATES": "CapacityBuffer=true"}).feature_gates.capacity_buffer is True
+    assert parse_feature_gates("NodeOverlay=true").node_overlay is True  # nodewright.cloud.overlay
+    assert node_overlay_gate({"FEATURE_GATES": "NodeOverlay=true"}) and not node_overlay_gate({})
 
 
 @pytest.mark.parametrize(("text", "reason"), [
@@ -52,7 +55,6 @@ def test_feature_gates_parse_like_karpenter() -> None:
     ("Drift=true", "FEATURE_GATES: feature gate 'Drift' was removed: drift is always on since Karpenter v1"),
     ("SpotToSpotConsolidation", "FEATURE_GATES: 'SpotToSpotConsolidation' is not Gate=true or Gate=false"),
     ("SpotToSpotConsolidation=yes", "FEATURE_GATES: 'SpotToSpotConsolidation=yes' is not Gate=true or Gate=false"),
-    ("NodeOverlay=true", "FEATURE_GATES: NodeOverlay=true is not supported: nodewright has no NodeOverlay resource"),
 ])
 def test_bad_feature_gates_are_one_line_errors(text: str, reason: str) -> None:
     with pytest.raises(NodewrightValidationError) as err:
