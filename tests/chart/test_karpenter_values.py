@@ -125,7 +125,6 @@ def test_annotations_rbac_pdb_and_service_monitor(docs: list[Doc]) -> None:
 @pytest.mark.parametrize(("values", "expected"), [
     ("controler: {containerName: c}", "additional properties 'controler' not allowed"),
     ("settings: {featureGate: {spotToSpotConsolidation: true}}", "additional properties 'featureGate' not allowed"),
-    ("settings: {featureGates: {nodeOverlay: true}}", "at '/settings/featureGates'"),
     ("settings: {featureGates: {spotToSpot: true}}", "at '/settings/featureGates'"),
     ("settings: {preferencePolicy: Prefer}", "at '/settings/preferencePolicy'"),
     ("settings: {minValuesPolicy: Loose}", "at '/settings/minValuesPolicy'"),
