@@ -22,7 +22,7 @@ def test_writes_every_variant_with_crds(helm, tmp_path, capsys):
     assert len(lines) == 5
     minimal_line = next(line for line in lines if "minimal.yaml" in line)
     assert "27 documents" in minimal_line
-    assert "CustomResourceDefinition=4" in minimal_line and "NodePool=3" in minimal_line
+    assert "CustomResourceDefinition=5" in minimal_line and "NodePool=3" in minimal_line
 
 
 def test_no_crds_and_single_values_file(helm, tmp_path, capsys):
