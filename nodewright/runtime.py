@@ -90,6 +90,7 @@ class Runtime:
                                     batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
                                     nominate_pods=s.nominate_pods,
                                     spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
+                                    static_capacity=s.feature_gates.static_capacity,
                                     preference_policy=s.preference_policy, min_values_policy=s.min_values_policy,
                                     pricing_policy=policy.current if policy else None,
                                     consolidation=ConsolidationOptions(
@@ -261,7 +262,8 @@ def build_runtime(
                             ca_bundle=facts.ca_bundle, cluster_cidr=facts.service_cidr,
                             vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
                             reserved_enis=settings.reserved_enis, isolated_vpc=settings.isolated_vpc,
-                            node_class_cel=settings.aws_feature_gates.node_class_cel),
+                            node_class_cel=settings.aws_feature_gates.node_class_cel,
+                            reserved_capacity=settings.feature_gates.reserved_capacity),
         clients, nodeclass)
     # Short polls: the run loop receives between controller passes and must not block for 20 s.
     interruption = (InterruptionQueue.from_name(clients.sqs, settings.interruption_queue, wait_seconds=0)

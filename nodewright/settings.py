@@ -95,9 +95,11 @@ class FeatureGates:
     """Karpenter v1.14's feature gates (``FEATURE_GATES``, ``Gate=bool,...``) with its defaults.
 
     ``SpotToSpotConsolidation`` (off) allows consolidation to replace a spot node with a cheaper spot node.
-    ``ReservedCapacity`` (on) and ``StaticCapacity`` (off) are accepted either way, and nodewright honours
-    ``capacityReservationSelectorTerms`` and static NodePools (``spec.replicas``) whatever their value (not yet
-    gated: ``ReservedCapacity=false`` does not turn reservations off). ``NodeRepair``, ``NodeOverlay`` and
+    ``ReservedCapacity`` (on): off = ``capacityReservationSelectorTerms`` are ignored (no reserved offerings, no
+    launch into a reservation, one warning per EC2NodeClass that has terms;
+    :class:`nodewright.cloud.reservations.ReservedCapacityGate`). ``StaticCapacity`` (off): off = static NodePools
+    (``spec.replicas``) are not managed (no NodeClaims kept for them, one warning each; still never used by the
+    dynamic provisioner, as in Karpenter; :mod:`nodewright.controllers.static`). ``NodeRepair``, ``NodeOverlay`` and
     ``CapacityBuffer`` (all off) enable features nodewright does not have; turning one on is an error rather than
     a silent no-op.
     Source: ``pkg/operator/options/options.go`` in kubernetes-sigs/karpenter and the v1.14 settings page.
@@ -200,6 +202,16 @@ def min_values_policy(env: Mapping[str, str]) -> str:
         NodewrightValidationError: a value other than Strict or BestEffort.
     """
     return _policy(env, "MIN_VALUES_POLICY", MIN_VALUES_POLICIES)
+
+
+def feature_gates(env: Mapping[str, str]) -> FeatureGates:
+    """Karpenter's ``FEATURE_GATES`` in ``env`` (defaults when unset): how ``simulate -f`` and scenario replay read
+    the controller's gates.
+
+    Raises:
+        NodewrightValidationError: see :func:`parse_feature_gates`.
+    """
+    return parse_feature_gates(env.get("FEATURE_GATES", ""))
 
 
 def nominate_pods(env: Mapping[str, str]) -> bool:

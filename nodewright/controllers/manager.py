@@ -39,7 +39,9 @@ from nodewright.state.cluster import ClusterState, snapshot
 class ControllerOptions:
     """Tunables (seconds) with Karpenter's defaults.
 
-    ``spot_to_spot_consolidation`` is Karpenter's ``SpotToSpotConsolidation`` feature gate (off by default).
+    ``spot_to_spot_consolidation`` is Karpenter's ``SpotToSpotConsolidation`` feature gate (off by default);
+    ``static_capacity`` its ``StaticCapacity`` gate (off by default: static NodePools, ``spec.replicas``, are not
+    managed; :mod:`nodewright.controllers.static`). ``ReservedCapacity`` is applied by the cloud provider.
     ``preference_policy`` / ``min_values_policy`` carry Karpenter's ``PREFERENCE_POLICY`` / ``MIN_VALUES_POLICY``
     (``ControllerManager.options``); the provisioner's scheduler and the disruption simulations apply both
     (``Strict`` or ``BestEffort``; ``Respect`` or ``Ignore``).
@@ -62,6 +64,7 @@ class ControllerOptions:
     status_period: float = 10.0
     nodeclass_period: float = 60.0
     spot_to_spot_consolidation: bool = False
+    static_capacity: bool = False
     preference_policy: str = "Respect"
     min_values_policy: str = "Strict"
     pricing_policy: Callable[[], PricingPolicy | None] | None = None
@@ -114,7 +117,7 @@ class ControllerManager:
         self.status = NodePoolStatusController(ctx, opts.status_period, opts.pricing_policy)
         self.nodeclass = NodeClassController(ctx, opts.nodeclass_period)
         self.state_metrics = StateMetricsController(ctx)
-        self.static = StaticCapacityController(ctx, opts.pricing_policy)
+        self.static = StaticCapacityController(ctx, opts.pricing_policy, enabled=opts.static_capacity)
 
     def step(self, keep_going: Callable[[], bool] | None = None) -> None:
         """One pass of every controller. A controller's failure is logged and does not stop the others.

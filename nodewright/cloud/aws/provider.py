@@ -65,7 +65,7 @@ from nodewright.cloud.provider import (
     NodeClassNotReadyError,
     parse_provider_id,
 )
-from nodewright.cloud.reservations import CapacityReservation, with_reservations
+from nodewright.cloud.reservations import CapacityReservation, ReservedCapacityGate, with_reservations
 from nodewright.cloud.unavailable import UnavailableOfferings
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,10 @@ class AWSProviderSettings:
         vm_memory_overhead_percent: Karpenter's ``VM_MEMORY_OVERHEAD_PERCENT`` (fraction, default 0.075).
         reserved_enis: Karpenter's ``RESERVED_ENIS``: ENIs left out of the max-pods count (default 0).
         isolated_vpc: Karpenter's ``ISOLATED_VPC``: never call the Pricing API (no VPC endpoint).
+        node_class_cel: the AWS gate ``NodeClassCEL`` (kubelet expressions).
+        reserved_capacity: the core gate ``ReservedCapacity``: false = capacityReservationSelectorTerms are not
+            resolved (no reserved offerings, launches or status entries; one warning per class,
+            :class:`~nodewright.cloud.reservations.ReservedCapacityGate`).
     """
 
     cluster_name: str
@@ -105,6 +109,7 @@ class AWSProviderSettings:
     reserved_enis: int = 0
     isolated_vpc: bool = False
     node_class_cel: bool = False
+    reserved_capacity: bool = True
 
 
 class KubeletNotReadyError(NodeClassNotReadyError):
@@ -161,6 +166,7 @@ class AWSCloudProvider:
                                                     settings.instance_type_patterns,
                                                     zone_ids=lambda: self.subnets.zone_ids)
         self.capacity_reservations = CapacityReservationProvider(clients.ec2, clock)
+        self.reserved_capacity = ReservedCapacityGate(settings.reserved_capacity)
         self.launch_templates = LaunchTemplateProvider(clients.ec2, settings.cluster_name, clock)
         self.instance_profiles = InstanceProfileProvider(clients.iam, settings.cluster_name, settings.region, clock)
         self.instances = InstanceProvider(clients.ec2, settings.cluster_name, self.unavailable,
@@ -211,7 +217,10 @@ class AWSCloudProvider:
             raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name!r}: amiSelectorTerms matched no AMI "
                                          f"(Kubernetes {self.settings.kubernetes_version})")
         profile = self.instance_profiles.resolve(nodeclass.name, spec.role, spec.instance_profile, spec.tags)
-        reservations = self.capacity_reservations.resolve(spec.capacity_reservation_selector_terms or [])
+        terms = spec.capacity_reservation_selector_terms or []
+        # ReservedCapacity=false: no DescribeCapacityReservations, no reserved offerings, no status entries.
+        reservations = (self.capacity_reservations.resolve(terms)
+                        if self.reserved_capacity.allows(nodeclass.name, bool(terms)) else [])
         return ResolvedNodeClass(subnets, groups, amis, profile, self.subnets.zonal(spec.subnet_selector_terms),
                                  reservations)
 
