@@ -80,6 +80,9 @@ class Runtime:
         pricing = getattr(self.cloud, "pricing", None)
         if pricing is not None and hasattr(pricing, "on_demand_fallback"):
             self.metrics.observe_pricing(pricing)
+        attach = getattr(self.cloud, "attach_metrics", None)
+        if callable(attach):  # the AWS provider's own families (launch/termination failures, user data size)
+            attach(self.metrics)
         cloud = MeteredCloudProvider(self.cloud, self.metrics, lambda: self.manager.current)
         self.ctx = Context(self.cluster, cloud, self.clock, self.metrics, s.cluster_name)
         policy = PolicyFile(s.pricing_policy) if s.pricing_policy else None

@@ -62,6 +62,7 @@ from nodewright.controllers.common import (
     log,
     nodeclaim_ready,
     nodepool_instance_types,
+    nodepool_of,
     set_nodeclaim_condition,
 )
 from nodewright.controllers.orchestration import (
@@ -505,6 +506,20 @@ class DisruptionController:
                 self._event_failed(record, "Replacements did not become ready; not disrupting: " + record.message)
         return None
 
+    @staticmethod
+    def _consolidation_policy(method: str, claim: Obj | None, state: ClusterState) -> str:
+        """The disrupted NodeClaim's pool ``consolidationPolicy`` when a consolidation method disrupts it, else ""
+        (Karpenter main reports no policy for drift, which flows through the same queue)."""
+        if not consolidation_type(method) or claim is None:
+            return ""
+        return _pool_consolidation_policy(state.nodepools.get(nodepool_of(claim)))
+
+    @staticmethod
+    def _pods_of(claim: Obj | None, state: ClusterState) -> list[Obj] | None:
+        """The pods on the NodeClaim's Node in ``state`` (None: no Node yet, the terminator lists them)."""
+        node = state.node_for(claim) if claim is not None else None
+        return state.pods_on(name_of(node)) if node is not None else None
+
     def _finish(self, command: Command, state: ClusterState, now: float) -> Decision | None:
         """Delete the candidates (the termination path drains them). A refused delete leaves the command recorded:
         the next pass (after the backoff) rebuilds it from the cluster and deletes the rest."""
@@ -518,7 +533,9 @@ class DisruptionController:
                 if current is not None and is_deleting(current):
                     continue
                 # The termination path records the event "Disrupting NodeClaim: <reason> <message>" on each claim.
-                self.terminator.delete_nodeclaim(claim, record.reason, record.message)
+                self.terminator.delete_nodeclaim(claim, record.reason, record.message,
+                                                 self._consolidation_policy(record.method, current, state),
+                                                 self._pods_of(current, state))
         except KubeError as err:
             self._write_failed(record, "deleting the candidates", err, now)
             return None
@@ -653,6 +670,12 @@ class DisruptionController:
 
 #: Karpenter's ``consolidation_type`` label per decision method ("" for drift and expiration).
 _CONSOLIDATION_TYPES = {EMPTINESS: "empty", SINGLE_NODE: "single", MULTI_NODE: "multi"}
+
+
+def _pool_consolidation_policy(pool: Obj | None) -> str:
+    """A NodePool dict's ``spec.disruption.consolidationPolicy`` (Karpenter's default ``WhenEmptyOrUnderutilized``)."""
+    disruption = ((pool or {}).get("spec") or {}).get("disruption") or {}
+    return str(disruption.get("consolidationPolicy") or "WhenEmptyOrUnderutilized")
 
 
 def consolidation_type(method: str) -> str:

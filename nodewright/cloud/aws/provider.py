@@ -170,7 +170,7 @@ class AWSCloudProvider:
         self.launch_templates = LaunchTemplateProvider(clients.ec2, settings.cluster_name, clock)
         self.instance_profiles = InstanceProfileProvider(clients.iam, settings.cluster_name, settings.region, clock)
         self.instances = InstanceProvider(clients.ec2, settings.cluster_name, self.unavailable,
-                                          self.launch_templates.invalidate)
+                                          self.launch_templates.invalidate, zone_ids=lambda: self.subnets.zone_ids)
         #: Set by ``nodewright run`` under a PricingPolicy: the launch's marginal prices given the instance types
         #: (None: list prices). Fills each fleet candidate's ``effective_price`` (docs/pricing.md).
         self.launch_pricing: LaunchPricingHook | None = None
@@ -179,6 +179,13 @@ class AWSCloudProvider:
         #: evaluated over the catalog once.
         self._kubelet_verdicts: dict[tuple[Any, ...], tuple[str, str] | None] = {}
         self._auth_backoff = Backoff(initial=AUTH_BACKOFF_START_SECONDS, maximum=AUTH_BACKOFF_MAX_SECONDS)
+
+    def attach_metrics(self, metrics: Any) -> None:
+        """Write the AWS provider's own families into ``metrics`` (a :class:`nodewright.metrics.Metrics`):
+        ``karpenter_cloudprovider_instance_launch_failures_total``, ``..._termination_failures_total`` and
+        ``karpenter_ec2nodeclasses_userdata_bytes`` (Karpenter AWS main)."""
+        self.instances.metrics = metrics
+        self.launch_templates.metrics = metrics
 
     # --- EC2NodeClass ---------------------------------------------------------------------------------------
 
