@@ -251,6 +251,8 @@ class Decision:
         saving: for consolidation, what the move saves at the prices it was decided by (effective marginal
             prices under a PricingPolicy, :mod:`nodewright.disruption.pricing`); None: list prices.
         effective: True when ``saving`` is at effective prices (a PricingPolicy was in force).
+        terminate_first: drift of a capacity-constrained pool: the candidate is deleted before any replacement
+            (its pods wait for the capacity it frees; :func:`nodewright.disruption.drift.terminate_first`).
     """
 
     method: str
@@ -262,6 +264,7 @@ class Decision:
     detail: dict[str, str] = field(default_factory=dict)
     saving: MoveSaving | None = None
     effective: bool = False
+    terminate_first: bool = False
 
     @property
     def decision(self) -> str:
