@@ -92,7 +92,8 @@ _GO_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
 @dataclass(frozen=True)
 class FeatureGates:
-    """Karpenter v1.14's feature gates (``FEATURE_GATES``, ``Gate=bool,...``) with its defaults.
+    """Karpenter's feature gates (``FEATURE_GATES``, ``Gate=bool,...``) with its defaults: the same six in v1.14
+    and in main of 2026-08-20 (the newest source here; v1.15.1's is assumed to match).
 
     ``SpotToSpotConsolidation`` (off) allows consolidation to replace a spot node with a cheaper spot node.
     ``ReservedCapacity`` (on): off = ``capacityReservationSelectorTerms`` are ignored (no reserved offerings, no
@@ -102,7 +103,7 @@ class FeatureGates:
     dynamic provisioner, as in Karpenter; :mod:`nodewright.controllers.static`). ``NodeRepair``, ``NodeOverlay`` and
     ``CapacityBuffer`` (all off) enable features nodewright does not have; turning one on is an error rather than
     a silent no-op.
-    Source: ``pkg/operator/options/options.go`` in kubernetes-sigs/karpenter and the v1.14 settings page.
+    Source: ``pkg/operator/options/options.go`` in kubernetes-sigs/karpenter (v1.14 and main) and its settings page.
     """
 
     node_repair: bool = False
