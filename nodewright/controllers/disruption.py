@@ -151,6 +151,8 @@ class DisruptionController:
         preference_policy: Karpenter's ``PREFERENCE_POLICY`` for the disruption simulations (as the provisioner).
         pricing_policy: returns the PricingPolicy in force (the provisioner's), or None: consolidation savings
             are then at list prices.
+        static_capacity: the ``StaticCapacity`` gate (:attr:`~nodewright.disruption.model.ClusterView.
+            static_capacity`): off, a drifted static node is never terminated first.
     """
 
     def __init__(
@@ -167,8 +169,10 @@ class DisruptionController:
         min_values_policy: str = "Strict",
         preference_policy: str = "Respect",
         pricing_policy: Callable[[], PricingPolicy | None] | None = None,
+        static_capacity: bool = True,
     ) -> None:
         self.nominated = nominated
+        self.static_capacity = static_capacity
         self.min_values_policy = min_values_policy
         self.preference_policy = preference_policy
         self.pricing_policy = pricing_policy
@@ -297,9 +301,10 @@ class DisruptionController:
         """The pure decision inputs of ``state`` (instance types from the cloud provider, per NodePool)."""
         view = self.views.build(state, now, self._instance_types(state), self._last_pod_event,
                                 self._drift_reasons(state, now))
-        if (self.min_values_policy, self.preference_policy) != (view.min_values_policy, view.preference_policy):
+        if (self.min_values_policy, self.preference_policy, self.static_capacity) != (
+                view.min_values_policy, view.preference_policy, view.static_capacity):
             view = dataclasses.replace(view, min_values_policy=self.min_values_policy,
-                                       preference_policy=self.preference_policy)
+                                       preference_policy=self.preference_policy, static_capacity=self.static_capacity)
         names = self.nominated(state) if self.nominated is not None else set()
         if not names or not any(n.name in names or n.nodeclaim in names for n in view.nodes):
             return view

@@ -110,6 +110,7 @@ class ControllerManager:
             nominated=self.provisioner.nominated_targets, min_values_policy=opts.min_values_policy,
             preference_policy=opts.preference_policy,
             pricing_policy=opts.pricing_policy, poll_period=opts.disruption_poll_period,
+            static_capacity=opts.static_capacity,
             validation_delay=opts.disruption_validation_delay)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)

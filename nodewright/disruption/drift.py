@@ -24,7 +24,8 @@ forever, so the candidate is deleted first (budgets and PDBs still gate it and i
 capacity it frees, when
 
 * its pool is static (``spec.replicas``): the pool is at its replica count and cannot grow, the static controller
-  launches the successor once the node is gone; or
+  launches the successor once the node is gone (only under the ``StaticCapacity`` gate,
+  :attr:`ClusterView.static_capacity`: with it off nothing would); or
 * it runs in a capacity reservation and the pods fit once its slot is credited back to that reservation (the
   simulation is re-run with one more instance in it): the only place for its replacement is the reservation it
   holds, so the provisioner launches there when the node is gone.
@@ -204,7 +205,8 @@ def terminate_first(node: Node, view: ClusterView) -> str | None:
     docstring), or None (drift waits)."""
     pool = view.pools.get(node.nodepool)
     if pool is not None and pool.static:
-        return "static NodePool at its replicas, the successor launches once the node is gone"
+        return ("static NodePool at its replicas, the successor launches once the node is gone"
+                if view.static_capacity else None)
     types = credited_reservation(node, view)
     if types is None:
         return None

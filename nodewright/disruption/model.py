@@ -224,6 +224,8 @@ class ClusterView:
             ``BestEffort``, as the provisioner: Karpenter's disruption passes the same setting).
         preference_policy: Karpenter's ``PreferencePolicy`` of those simulations (``Respect`` or ``Ignore``, as the
             provisioner; Karpenter's ``SimulateScheduling`` passes ``IgnorePreferences`` the same way).
+        static_capacity: the ``StaticCapacity`` gate: static pools get successors from the static controller; off,
+            a drifted static node is never terminated first (nothing would replace it).
     """
 
     nodes: list[Node]
@@ -234,6 +236,7 @@ class ClusterView:
     daemonsets: list[Pod] | None = None
     min_values_policy: str = "Strict"
     preference_policy: str = "Respect"
+    static_capacity: bool = True
 
 
 @dataclass(slots=True)

@@ -184,3 +184,11 @@ def test_drift_of_a_static_pool_terminates_first() -> None:
     assert d is not None and d.terminate_first and d.decision == "delete"
     assert d.detail["n0"].endswith("terminate-first: static NodePool at its replicas, the successor launches once "
                                    "the node is gone")
+
+
+def test_static_drift_waits_when_the_static_capacity_gate_is_off() -> None:
+    """StaticCapacity off: the static controller does not run, so nothing would replace the node: drift waits."""
+    busy = node("n0", hash="old", pods=[pod("a-0", 1500), pod("a-1", 1500)])
+    other = node("n1", pods=[pod("b-0", 3500)], hash="new")
+    static = dataclasses.replace(pool(hash="new"), static=True)
+    assert decide(cluster([busy, other], [static], static_capacity=False), NOW) is None
