@@ -14,10 +14,8 @@ from typing import Any
 
 import click
 
+from nodewright import KARPENTER_VERSION  # the Karpenter release whose v1 API nodewright targets
 from nodewright.errors import NodewrightValidationError
-
-#: The Karpenter release whose v1 API (NodePool, NodeClaim, EC2NodeClass) nodewright targets.
-KARPENTER_VERSION = "v1.14"
 
 
 def exit_on_invalid_input(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -66,7 +64,7 @@ def _version_message() -> str:
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
 @click.version_option(message=_version_message(), package_name="nodewright")
 def cli() -> None:
-    """nodewright: a Karpenter-compatible node autoscaler for Amazon EKS (Karpenter v1.14 API)."""
+    """nodewright: a Karpenter-compatible node autoscaler for Amazon EKS (Karpenter v1.15.1 API)."""
 
 
 def report_findings(findings: list[Any], locate: Callable[[str], str], strict: bool) -> None:

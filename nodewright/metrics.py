@@ -1,7 +1,8 @@
 """Prometheus metrics with Karpenter's names, and the HTTP endpoints for metrics and health probes.
 
-Metric names and labels follow Karpenter v1.14's reference ("Metrics" page of the Karpenter docs; the facts are
-kept in ``tests/fixtures/karpenter_metrics_v1.14.1.json``), so its Grafana dashboards keep working:
+Metric names and labels follow Karpenter main's reference (2026-08-20, the newest source here: "Metrics" page of
+the Karpenter docs plus its source; the facts are kept in ``tests/fixtures/karpenter_metrics_main-2026-08-20.json``),
+so its Grafana dashboards keep working:
 ``karpenter_nodeclaims_created_total``, ``karpenter_nodes_allocatable``, ``karpenter_pods_state``,
 ``karpenter_scheduler_scheduling_duration_seconds``, ``karpenter_nodepools_cost_total``, ...
 nodewright's additions live under ``nodewright_`` (``nodewright_nodepool_cost_per_hour_usd``,
@@ -173,9 +174,15 @@ class Metrics:
         self.nodeclaims_terminated = Counter(
             "karpenter_nodeclaims_terminated_total", "NodeClaims terminated, by NodePool, capacity type and zone.",
             ["nodepool", "capacity_type", "zone"], registry=reg)
+        # Karpenter main (#3179): reason snake_cased, consolidation_policy ("" unless a consolidation disrupted it),
+        # termination_mode (graceful | eventual | forceful, from the NodeClaim's terminationGracePeriod).
+        disruption_labels = ["reason", "nodepool", "capacity_type", "consolidation_policy", "termination_mode"]
         self.nodeclaims_disrupted = Counter(
-            "karpenter_nodeclaims_disrupted_total", "NodeClaims disrupted, by reason and NodePool.",
-            ["reason", "nodepool", "capacity_type"], registry=reg)
+            "karpenter_nodeclaims_disrupted_total", "NodeClaims disrupted, by reason, NodePool, capacity type, "
+            "consolidation policy and termination mode.", disruption_labels, registry=reg)
+        self.pods_disruption_initiated = Counter(
+            "karpenter_pods_disruption_initiated_total", "Pod disruptions initiated: the reschedulable pods (no "
+            "DaemonSet or mirror pods) of each disrupted NodeClaim, with its labels.", disruption_labels, registry=reg)
         self.nodeclaims_unhealthy_disrupted = Counter(
             "karpenter_nodeclaims_unhealthy_disrupted_total",
             "Unhealthy NodeClaims node repair disrupted, by the Node condition (snake case), NodePool, capacity type "
@@ -292,6 +299,17 @@ class Metrics:
         self.cloudprovider_errors = Counter(
             "karpenter_cloudprovider_errors_total", "Cloud provider calls that failed.",
             ["controller", "method", "provider", "error"], registry=reg)
+        # The AWS provider's own (aws/karpenter-provider-aws main pkg/providers/instance, .../launchtemplate),
+        # written by it once attached (AWSCloudProvider.attach_metrics).
+        self.instance_launch_failures = Counter(
+            "karpenter_cloudprovider_instance_launch_failures_total", "CreateFleet offering failures, by zone, zone "
+            "ID, capacity type and error code.", ["zone", "zone_id", "capacity_type", "reason"], registry=reg)
+        self.instance_termination_failures = Counter(
+            "karpenter_cloudprovider_instance_termination_failures_total", "TerminateInstances failures, by zone "
+            "and zone ID.", ["zone", "zone_id"], registry=reg)
+        self.userdata_bytes = Gauge(
+            "karpenter_ec2nodeclasses_userdata_bytes", "Bytes of the rendered user data (before base64) of the "
+            "EC2NodeClass's last created launch template.", ["nodeclass"], registry=reg)
         self.cloudprovider_duration = Histogram(
             "karpenter_cloudprovider_duration_seconds", "Duration of cloud provider calls, seconds.",
             ["controller", "method", "provider"], buckets=_DURATION_BUCKETS, registry=reg)

@@ -81,6 +81,9 @@ class Runtime:
         pricing = getattr(self.cloud, "pricing", None)
         if pricing is not None and hasattr(pricing, "on_demand_fallback"):
             self.metrics.observe_pricing(pricing)
+        attach = getattr(self.cloud, "attach_metrics", None)
+        if callable(attach):  # the AWS provider's own families (launch/termination failures, user data size)
+            attach(self.metrics)
         cloud = MeteredCloudProvider(self.cloud, self.metrics, lambda: self.manager.current)
         self.ctx = Context(self.cluster, cloud, self.clock, self.metrics, s.cluster_name,
                            overlays=OverlayStore(enabled=s.feature_gates.node_overlay))
@@ -93,6 +96,7 @@ class Runtime:
                                     nominate_pods=s.nominate_pods,
                                     spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
                                     capacity_buffer=s.feature_gates.capacity_buffer,
+                                    static_capacity=s.feature_gates.static_capacity,
                                     preference_policy=s.preference_policy, min_values_policy=s.min_values_policy,
                                     pricing_policy=policy.current if policy else None,
                                     consolidation=ConsolidationOptions(
@@ -277,7 +281,8 @@ def build_runtime(
                             ca_bundle=facts.ca_bundle, cluster_cidr=facts.service_cidr,
                             vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
                             reserved_enis=settings.reserved_enis, isolated_vpc=settings.isolated_vpc,
-                            node_class_cel=settings.aws_feature_gates.node_class_cel),
+                            node_class_cel=settings.aws_feature_gates.node_class_cel,
+                            reserved_capacity=settings.feature_gates.reserved_capacity),
         clients, nodeclass)
     # Short polls: the run loop receives between controller passes and must not block for 20 s.
     interruption = (InterruptionQueue.from_name(clients.sqs, settings.interruption_queue, wait_seconds=0)

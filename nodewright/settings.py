@@ -92,18 +92,21 @@ _GO_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
 @dataclass(frozen=True)
 class FeatureGates:
-    """Karpenter v1.14's feature gates (``FEATURE_GATES``, ``Gate=bool,...``) with its defaults.
+    """Karpenter's feature gates (``FEATURE_GATES``, ``Gate=bool,...``) with its defaults: the same six in v1.14
+    and in main of 2026-08-20 (the newest source here; v1.15.1's is assumed to match).
 
     ``SpotToSpotConsolidation`` (off) allows consolidation to replace a spot node with a cheaper spot node.
-    ``ReservedCapacity`` (on) and ``StaticCapacity`` (off) are accepted either way, and nodewright honours
-    ``capacityReservationSelectorTerms`` and static NodePools (``spec.replicas``) whatever their value (not yet
-    gated: ``ReservedCapacity=false`` does not turn reservations off). ``NodeRepair`` (off) runs the node health
-    controller (:mod:`nodewright.controllers.repair`: unhealthy Nodes past their cloud provider's toleration are
-    replaced). ``CapacityBuffer`` (off) holds the headroom of ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffers
+    ``ReservedCapacity`` (on): off = ``capacityReservationSelectorTerms`` are ignored (no reserved offerings, no
+    launch into a reservation, one warning per EC2NodeClass that has terms;
+    :class:`nodewright.cloud.reservations.ReservedCapacityGate`). ``StaticCapacity`` (off): off = static NodePools
+    (``spec.replicas``) are not managed (no NodeClaims kept for them, one warning each; still never used by the
+    dynamic provisioner, as in Karpenter; :mod:`nodewright.controllers.static`). ``NodeRepair`` (off) runs the node
+    health controller (:mod:`nodewright.controllers.repair`: unhealthy Nodes past their cloud provider's toleration
+    are replaced). ``CapacityBuffer`` (off) holds the headroom of ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffers
     (:mod:`nodewright.controllers.buffer`; off, they are ignored with one warning). ``NodeOverlay`` (off) applies
     the cluster's NodeOverlays to instance types (:mod:`nodewright.cloud.overlay`; off: they are ignored, with one
     warning).
-    Source: ``pkg/operator/options/options.go`` in kubernetes-sigs/karpenter and the v1.14 settings page.
+    Source: ``pkg/operator/options/options.go`` in kubernetes-sigs/karpenter (v1.14 and main) and its settings page.
     """
 
     node_repair: bool = False
@@ -201,16 +204,6 @@ def _policy(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-def node_overlay_gate(env: Mapping[str, str]) -> bool:
-    """Karpenter's ``NodeOverlay`` gate from ``FEATURE_GATES`` in ``env`` (off when unset): how ``simulate -f``,
-    ``simulate --snapshot`` and scenario replay read the controller's setting.
-
-    Raises:
-        NodewrightValidationError: ``FEATURE_GATES`` does not parse (:func:`parse_feature_gates`).
-    """
-    return parse_feature_gates(env.get("FEATURE_GATES") or "").node_overlay
-
-
 def min_values_policy(env: Mapping[str, str]) -> str:
     """Karpenter's ``MinValuesPolicy`` from ``MIN_VALUES_POLICY`` in ``env`` (``Strict`` when unset or empty): how
     ``simulate -f`` and scenario replay read the controller's setting.
@@ -219,6 +212,16 @@ def min_values_policy(env: Mapping[str, str]) -> str:
         NodewrightValidationError: a value other than Strict or BestEffort.
     """
     return _policy(env, "MIN_VALUES_POLICY", MIN_VALUES_POLICIES)
+
+
+def feature_gates(env: Mapping[str, str]) -> FeatureGates:
+    """Karpenter's ``FEATURE_GATES`` in ``env`` (defaults when unset): how ``simulate -f`` and scenario replay read
+    the controller's gates.
+
+    Raises:
+        NodewrightValidationError: see :func:`parse_feature_gates`.
+    """
+    return parse_feature_gates(env.get("FEATURE_GATES", ""))
 
 
 def nominate_pods(env: Mapping[str, str]) -> bool:

@@ -265,7 +265,27 @@ def instance_type_from_aws(
         capacity=ReadOnlyDict(capacity),
         overhead=compute_overhead(capacity, settings, kube_reserved_pods(record, settings)),
         offerings=make_offerings(record, zones, prices, unavailable),
+        volume_limits=ReadOnlyDict(volume_limits(record)),
     )
+
+
+#: The EBS CSI driver's name (its CSINode entry and the PersistentVolumes it provisions).
+EBS_CSI_DRIVER = "ebs.csi.aws.com"
+
+
+def volume_limits(record: Mapping[str, Any]) -> dict[str, int]:
+    """CSI driver -> volumes a new node of this ``DescribeInstanceTypes`` record can attach: for the EBS CSI driver,
+    ``EbsInfo.MaximumEbsAttachments`` (EC2 reports it net of the primary network interface and instance-store
+    NVMe volumes on types whose limit is ``shared``) minus 1 for the root volume every EKS AMI boots from, as the
+    EBS CSI driver's CSINode count comes out on a fresh node. A record without the field gives no limit.
+
+    Source: EC2 "Amazon EBS volume limits" and ``DescribeInstanceTypes``; Karpenter v1.15's instance-type volume
+    attach limits (its source was not available here: this is our rule, docs/karpenter-compatibility.md)."""
+    ebs = record.get("EbsInfo") or {}
+    count = ebs.get("MaximumEbsAttachments")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 1:
+        return {}
+    return {EBS_CSI_DRIVER: count - 1}
 
 
 def _frozen(values: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
@@ -461,4 +481,5 @@ def _windows(instance_type: InstanceType, build: str) -> InstanceType:
         capacity=instance_type.capacity,
         overhead=instance_type.overhead,
         offerings=tuple(dataclasses.replace(o, price=round(o.price + license_fee, 6)) for o in instance_type.offerings),
+        volume_limits=instance_type.volume_limits,
     )

@@ -99,6 +99,9 @@ class InstanceType:
         capacity: what the node reports as capacity (memory already net of the VM overhead Karpenter subtracts).
         overhead: kubelet reservations; ``allocatable = capacity - overhead.total()``.
         offerings: every (zone, capacity type) this type is offered in, with prices.
+        volume_limits: CSI driver -> volumes a new node of this type can attach (the AWS provider:
+            ``ebs.csi.aws.com`` from ``EbsInfo.MaximumEbsAttachments``, :func:`nodewright.cloud.catalog.volume_limits`);
+            a new NodeClaim takes no more distinct claims of a driver than this. Empty: no limit known.
     """
 
     name: str
@@ -106,6 +109,7 @@ class InstanceType:
     capacity: Mapping[str, int]
     overhead: Overhead
     offerings: tuple[Offering, ...]
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
 
     def allocatable(self) -> Resources:
         """Capacity minus overhead, never below zero, per resource."""

@@ -13,11 +13,19 @@ Shapes: :class:`CapacityReservation` mirrors one ``DescribeCapacityReservations`
 ``EC2NodeClass.status.capacityReservations`` entry (Karpenter's field names: ``id``, ``instanceType``,
 ``availabilityZone``, ``ownerID``, ``instanceMatchCriteria``, ``reservationType``, ``state``, ``endTime``; plus
 ``availableInstanceCount``, EC2's name, which Karpenter's status does not carry and ``simulate`` reads when given).
+
+The ``ReservedCapacity`` feature gate (Karpenter's, on by default) is applied by both cloud providers through
+:class:`ReservedCapacityGate`: while it is off, no class's reservations are resolved or offered (so nothing is
+scheduled onto, or launched into, a reservation) and a class with ``capacityReservationSelectorTerms`` (or, in
+``simulate``, a ``status.capacityReservations`` list) gets one warning line saying they are ignored. Source:
+aws/karpenter-provider-aws ``ReservedCapacityResolver`` (no reserved offerings), the EC2NodeClass controller (the
+capacity-reservation reconciler skipped) and kubernetes-sigs/karpenter ``offeringsToReserve`` (main, 2026-08-20).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +37,8 @@ from nodewright.cloud.instancetype import (
     InstanceType,
     Offering,
 )
+
+log = logging.getLogger(__name__)
 
 #: Karpenter prices a reserved offering at its on-demand price divided by this.
 RESERVED_PRICE_DIVISOR = 10_000_000
@@ -66,6 +76,30 @@ class CapacityReservation:
         if self.end_time:
             out["endTime"] = self.end_time
         return out
+
+
+class ReservedCapacityGate:
+    """Karpenter's ``ReservedCapacity`` feature gate as a cloud provider applies it (see module docstring).
+
+    Args:
+        enabled: the gate's value (``FEATURE_GATES``; Karpenter's default true).
+    """
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._warned: set[str] = set()
+
+    def allows(self, nodeclass: str, selects: bool) -> bool:
+        """Whether EC2NodeClass ``nodeclass``'s reservations may be used; ``selects``: the class names some. While
+        the gate is off, the first call for a class that selects reservations logs one warning line."""
+        if self.enabled:
+            return True
+        if selects and nodeclass not in self._warned:
+            self._warned.add(nodeclass)
+            log.warning("EC2NodeClass %s: capacityReservationSelectorTerms ignored, the ReservedCapacity feature "
+                        "gate is off (FEATURE_GATES ReservedCapacity=true to use reservations)", nodeclass,
+                        extra={"ec2nodeclass": nodeclass})
+        return False
 
 
 def from_status(entries: Iterable[Mapping[str, Any]] | None, unknown_count: int) -> list[CapacityReservation]:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from nodewright.api import labels as L
+from nodewright.api.durations import to_seconds
 from nodewright.api.manifests import parse_nodeclaim
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.cloud.instancetype import InstanceType
@@ -147,6 +148,26 @@ def nodepool_of(obj: Obj) -> str:
 def capacity_type_of(obj: Obj) -> str:
     """``karpenter.sh/capacity-type`` label value or ``""``."""
     return str((meta(obj).get("labels") or {}).get(L.CAPACITY_TYPE) or "")
+
+
+def termination_mode(claim: Obj) -> str:
+    """The ``termination_mode`` label of a disrupted NodeClaim (Karpenter main ``DisruptionTerminationMode``):
+    ``graceful`` without ``spec.terminationGracePeriod`` (or an unreadable one), ``forceful`` when it is zero,
+    else ``eventual`` (the drain is bounded by the grace period)."""
+    text = (claim.get("spec") or {}).get("terminationGracePeriod")
+    if not isinstance(text, str) or not text:
+        return "graceful"
+    try:
+        seconds = to_seconds(text)
+    except ValueError:
+        return "graceful"
+    return "forceful" if seconds is not None and seconds <= 0 else "eventual"
+
+
+def snake_case(text: str) -> str:
+    """``WhenEmptyOrUnderutilized`` -> ``when_empty_or_underutilized`` (Karpenter's ``pretty.ToSnakeCase``, used
+    for metric label values)."""
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(text))
 
 
 def set_nodeclaim_condition(

@@ -62,6 +62,7 @@ from nodewright.controllers.common import (
     log,
     nodeclaim_ready,
     nodepool_instance_types,
+    nodepool_of,
     set_nodeclaim_condition,
 )
 from nodewright.controllers.orchestration import (
@@ -155,6 +156,8 @@ class DisruptionController:
             (:meth:`~nodewright.controllers.buffer.CapacityBufferController.held`); they join that node's pods in
             the view, so buffered room is never consolidated away (an otherwise empty node is not empty, its
             virtual pods must fit elsewhere, other candidates' pods cannot take that room).
+        static_capacity: the ``StaticCapacity`` gate (:attr:`~nodewright.disruption.model.ClusterView.
+            static_capacity`): off, a drifted static node is never terminated first.
     """
 
     def __init__(
@@ -172,9 +175,11 @@ class DisruptionController:
         preference_policy: str = "Respect",
         pricing_policy: Callable[[], PricingPolicy | None] | None = None,
         buffers: Callable[[], Mapping[str, list[Pod]]] | None = None,
+        static_capacity: bool = True,
     ) -> None:
         self.nominated = nominated
         self.buffers = buffers
+        self.static_capacity = static_capacity
         self.min_values_policy = min_values_policy
         self.preference_policy = preference_policy
         self.pricing_policy = pricing_policy
@@ -303,9 +308,10 @@ class DisruptionController:
         """The pure decision inputs of ``state`` (instance types from the cloud provider, per NodePool)."""
         view = self.views.build(state, now, self._instance_types(state), self._last_pod_event,
                                 self._drift_reasons(state, now))
-        if (self.min_values_policy, self.preference_policy) != (view.min_values_policy, view.preference_policy):
+        if (self.min_values_policy, self.preference_policy, self.static_capacity) != (
+                view.min_values_policy, view.preference_policy, view.static_capacity):
             view = dataclasses.replace(view, min_values_policy=self.min_values_policy,
-                                       preference_policy=self.preference_policy)
+                                       preference_policy=self.preference_policy, static_capacity=self.static_capacity)
         view = self._with_buffers(view)
         names = self.nominated(state) if self.nominated is not None else set()
         if not names or not any(n.name in names or n.nodeclaim in names for n in view.nodes):
@@ -528,6 +534,20 @@ class DisruptionController:
                 self._event_failed(record, "Replacements did not become ready; not disrupting: " + record.message)
         return None
 
+    @staticmethod
+    def _consolidation_policy(method: str, claim: Obj | None, state: ClusterState) -> str:
+        """The disrupted NodeClaim's pool ``consolidationPolicy`` when a consolidation method disrupts it, else ""
+        (Karpenter main reports no policy for drift, which flows through the same queue)."""
+        if not consolidation_type(method) or claim is None:
+            return ""
+        return _pool_consolidation_policy(state.nodepools.get(nodepool_of(claim)))
+
+    @staticmethod
+    def _pods_of(claim: Obj | None, state: ClusterState) -> list[Obj] | None:
+        """The pods on the NodeClaim's Node in ``state`` (None: no Node yet, the terminator lists them)."""
+        node = state.node_for(claim) if claim is not None else None
+        return state.pods_on(name_of(node)) if node is not None else None
+
     def _finish(self, command: Command, state: ClusterState, now: float) -> Decision | None:
         """Delete the candidates (the termination path drains them). A refused delete leaves the command recorded:
         the next pass (after the backoff) rebuilds it from the cluster and deletes the rest."""
@@ -541,7 +561,9 @@ class DisruptionController:
                 if current is not None and is_deleting(current):
                     continue
                 # The termination path records the event "Disrupting NodeClaim: <reason> <message>" on each claim.
-                self.terminator.delete_nodeclaim(claim, record.reason, record.message)
+                self.terminator.delete_nodeclaim(claim, record.reason, record.message,
+                                                 self._consolidation_policy(record.method, current, state),
+                                                 self._pods_of(current, state))
         except KubeError as err:
             self._write_failed(record, "deleting the candidates", err, now)
             return None
@@ -676,6 +698,12 @@ class DisruptionController:
 
 #: Karpenter's ``consolidation_type`` label per decision method ("" for drift and expiration).
 _CONSOLIDATION_TYPES = {EMPTINESS: "empty", SINGLE_NODE: "single", MULTI_NODE: "multi"}
+
+
+def _pool_consolidation_policy(pool: Obj | None) -> str:
+    """A NodePool dict's ``spec.disruption.consolidationPolicy`` (Karpenter's default ``WhenEmptyOrUnderutilized``)."""
+    disruption = ((pool or {}).get("spec") or {}).get("disruption") or {}
+    return str(disruption.get("consolidationPolicy") or "WhenEmptyOrUnderutilized")
 
 
 def consolidation_type(method: str) -> str:

@@ -43,7 +43,9 @@ from nodewright.state.cluster import ClusterState, snapshot
 class ControllerOptions:
     """Tunables (seconds) with Karpenter's defaults.
 
-    ``spot_to_spot_consolidation`` is Karpenter's ``SpotToSpotConsolidation`` feature gate (off by default).
+    ``spot_to_spot_consolidation`` is Karpenter's ``SpotToSpotConsolidation`` feature gate (off by default);
+    ``static_capacity`` its ``StaticCapacity`` gate (off by default: static NodePools, ``spec.replicas``, are not
+    managed; :mod:`nodewright.controllers.static`). ``ReservedCapacity`` is applied by the cloud provider.
     ``preference_policy`` / ``min_values_policy`` carry Karpenter's ``PREFERENCE_POLICY`` / ``MIN_VALUES_POLICY``
     (``ControllerManager.options``); the provisioner's scheduler and the disruption simulations apply both
     (``Strict`` or ``BestEffort``; ``Respect`` or ``Ignore``).
@@ -71,6 +73,7 @@ class ControllerOptions:
     status_period: float = 10.0
     nodeclass_period: float = 60.0
     spot_to_spot_consolidation: bool = False
+    static_capacity: bool = False
     preference_policy: str = "Respect"
     min_values_policy: str = "Strict"
     pricing_policy: Callable[[], PricingPolicy | None] | None = None
@@ -120,6 +123,7 @@ class ControllerManager:
             nominated=self.provisioner.nominated_targets, min_values_policy=opts.min_values_policy,
             preference_policy=opts.preference_policy,
             pricing_policy=opts.pricing_policy, poll_period=opts.disruption_poll_period,
+            static_capacity=opts.static_capacity,
             validation_delay=opts.disruption_validation_delay, buffers=self.buffers.held)
         self.interruption = InterruptionController(ctx, interruption, self.terminator) if interruption else None
         self.gc = GarbageCollector(ctx, opts.gc_grace, opts.gc_period)
@@ -128,7 +132,7 @@ class ControllerManager:
         self.nodeclass = NodeClassController(ctx, opts.nodeclass_period)
         self.nodeoverlay = NodeOverlayStatusController(ctx)
         self.state_metrics = StateMetricsController(ctx)
-        self.static = StaticCapacityController(ctx, opts.pricing_policy)
+        self.static = StaticCapacityController(ctx, opts.pricing_policy, enabled=opts.static_capacity)
         repair = RepairController(ctx, reboot=opts.reboot_for_repair) if opts.node_repair else None
         #: The node health controller, or None (gate off, or a cloud without repair policies, as in Karpenter).
         self.repair = repair if repair is not None and repair.enabled else None

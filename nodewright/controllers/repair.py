@@ -51,6 +51,7 @@ from nodewright.controllers.common import (
     log,
     nodepool_of,
     set_nodeclaim_condition,
+    termination_mode,
     to_model,
 )
 from nodewright.kube import resources as r
@@ -66,6 +67,8 @@ from nodewright.kube.objects import (
     parse_time,
 )
 from nodewright.state.cluster import ClusterState, provider_id_of, snapshot
+from nodewright.state.pods import is_reschedulable
+from nodewright.state.pods import node_name as pod_node
 
 #: Karpenter's ``allowedUnhealthyPercent``: at most this share of a NodePool's (or the cluster's) Nodes may be
 #: unhealthy for repair to go ahead (rounded up, like a PodDisruptionBudget's percentage).
@@ -286,7 +289,11 @@ class RepairController:
         except NotFoundError:
             return False
         nodepool, capacity_type = nodepool_of(node), capacity_type_of(node)
-        self.ctx.metrics.nodeclaims_disrupted.labels(UNHEALTHY_REASON, nodepool, capacity_type).inc()
+        # Karpenter main's labels for a repair: no consolidation policy, the NodeClaim's termination mode.
+        labels = (UNHEALTHY_REASON, nodepool, capacity_type, "", termination_mode(claim))
+        self.ctx.metrics.nodeclaims_disrupted.labels(*labels).inc()
+        self.ctx.metrics.pods_disruption_initiated.labels(*labels).inc(
+            sum(1 for p in self.ctx.cluster.list(r.PODS) if pod_node(p) == name_of(node) and is_reschedulable(p)))
         image_id = str((claim.get("status") or {}).get("imageID") or "")
         self.ctx.metrics.nodeclaims_unhealthy_disrupted.labels(
             condition_label(finding.condition_type), nodepool, capacity_type, image_id).inc()

@@ -16,6 +16,12 @@ for behaviour; our own code):
   higher ``karpenter.sh/deprovisioning-priority`` first, then lower disruption cost
   (:func:`nodewright.disruption.candidates.eviction_cost` summed).
 
+The controller runs only under Karpenter's ``StaticCapacity`` feature gate (off by default; ``enabled``): while the
+gate is off a static pool is not managed -- no NodeClaim is created or removed for its ``replicas``, each such pool
+gets one warning line -- and, as in Karpenter (whose provisioner filters static pools whatever the gate), it is
+still never offered to the dynamic provisioner. Source: kubernetes-sigs/karpenter ``pkg/controllers/controllers.go``
+(the static controllers are only registered under the gate) and ``provisioning/provisioner.go`` (main, 2026-08-20).
+
 The dynamic provisioner never launches for a static pool (its nodes are existing capacity for pending pods), and
 consolidation leaves static pools alone (:mod:`nodewright.disruption.candidates`). A pool that is invalid or
 whose instance types cannot be resolved is skipped and logged.
@@ -87,17 +93,28 @@ class StaticCapacityController:
         ctx: dependencies.
         pricing_policy: returns the PricingPolicy in force (``nodewright run --pricing-policy``), or None / absent:
             list prices. The same callable the provisioner reads.
+        enabled: the ``StaticCapacity`` feature gate; false = static pools are left alone (one warning each).
     """
 
-    def __init__(self, ctx: Context, pricing_policy: Callable[[], PricingPolicy | None] | None = None) -> None:
+    def __init__(self, ctx: Context, pricing_policy: Callable[[], PricingPolicy | None] | None = None,
+                 enabled: bool = True) -> None:
         self.ctx = ctx
         self.pricing_policy = pricing_policy
+        self.enabled = enabled
+        self._warned: set[str] = set()
 
     def reconcile(self, state: ClusterState | None = None) -> None:
         state = state or snapshot(self.ctx.cluster)
         static = {name: n for name, doc in state.nodepools.items()
                   if (n := replicas_of(doc)) is not None and not is_deleting(doc)}
         if not static:
+            return
+        if not self.enabled:
+            for name in sorted(set(static) - self._warned):
+                self._warned.add(name)
+                log.warning("static nodepool %s (spec.replicas %d) is not managed: the StaticCapacity feature gate is "
+                            "off (FEATURE_GATES StaticCapacity=true to keep its replicas)", name, static[name],
+                            extra={"nodepool": name})
             return
         live: dict[str, list[Obj]] = {name: [] for name in static}
         for claim in state.nodeclaims.values():

@@ -45,6 +45,8 @@ from nodewright.controllers.common import (
     nodepool_of,
     remove_finalizer,
     set_nodeclaim_condition,
+    snake_case,
+    termination_mode,
     to_model,
 )
 from nodewright.kube import resources as r
@@ -66,10 +68,12 @@ from nodewright.state.pods import (
     is_daemonset_pod,
     is_do_not_disrupt,
     is_mirror_pod,
+    is_reschedulable,
     is_terminal,
     needs_eviction,
     pod_key,
 )
+from nodewright.state.pods import node_name as pod_node
 
 DISRUPTED_TAINT = {"key": L.DISRUPTED_TAINT_KEY, "effect": L.DISRUPTED_TAINT_EFFECT}
 _CRITICAL = {"system-cluster-critical", "system-node-critical"}
@@ -110,13 +114,22 @@ class Terminator:
         taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != L.DISRUPTED_TAINT_KEY]
         self.ctx.cluster.patch(r.NODES, node_name, {"spec": {"taints": taints}})
 
-    def delete_nodeclaim(self, name: str, reason: str, message: str = "") -> bool:
+    def delete_nodeclaim(self, name: str, reason: str, message: str = "", consolidation_policy: str = "",
+                         pods: Iterable[Obj] | None = None) -> bool:
         """Disrupt one NodeClaim: taint its Node, record why, delete it (termination drains and terminates).
+
+        Counts ``karpenter_nodeclaims_disrupted_total`` once and ``karpenter_pods_disruption_initiated_total`` by
+        the Node's reschedulable pods (no DaemonSet or mirror pods; :func:`~nodewright.state.pods.is_reschedulable`),
+        labelled as Karpenter main does: ``reason`` snake_cased, ``nodepool``, ``capacity_type``,
+        ``consolidation_policy`` (snake_cased, "" unless a consolidation disrupts it) and ``termination_mode``
+        (:func:`~nodewright.controllers.common.termination_mode`).
 
         Args:
             name: NodeClaim name.
             reason: ``Underutilized``, ``Empty``, ``Drifted``, ``Expired``, ``Interrupted``, ...
             message: human detail for the event.
+            consolidation_policy: the NodePool's ``consolidationPolicy`` when a consolidation disrupts it, else "".
+            pods: the pods now on its Node (a snapshot's); None = listed from the cluster.
 
         Returns:
             False when the NodeClaim does not exist.
@@ -132,7 +145,14 @@ class Terminator:
                 set_nodeclaim_condition(self.ctx, claim, L.CONDITION_DISRUPTION_REASON, True, reason, message)
             except KubeError:
                 pass
-            self.ctx.metrics.nodeclaims_disrupted.labels(reason, nodepool_of(claim), capacity_type_of(claim)).inc()
+            labels = (snake_case(reason), nodepool_of(claim), capacity_type_of(claim), snake_case(consolidation_policy),
+                      termination_mode(claim))
+            self.ctx.metrics.nodeclaims_disrupted.labels(*labels).inc()
+            if node_name:
+                on_node = (pods if pods is not None else
+                           (p for p in self.ctx.cluster.list(r.PODS) if pod_node(p) == node_name))
+                self.ctx.metrics.pods_disruption_initiated.labels(*labels).inc(
+                    sum(1 for p in on_node if is_reschedulable(p)))
             self.ctx.event(claim, "DisruptionTerminating", f"Disrupting NodeClaim: {reason} {message}".strip())
             log.info("disrupting nodeclaim", extra={"nodeclaim": name, "reason": reason, "node": node_name})
         try:

@@ -16,12 +16,32 @@ Execution (Karpenter's drift method): empty drifted candidates are deleted toget
 budgets; otherwise one drifted candidate is replaced: its pods are simulated on the other nodes plus as many
 new NodeClaims as needed, which are launched and Ready before the old node drains. Drift does not wait for
 ``consolidateAfter`` nor the min-node-lifetime churn guard (those only gate consolidation).
+
+**Terminate-first** (capacity-constrained NodePools, Karpenter v1.15; kubernetes-sigs/karpenter RFC
+``designs/terminate-first-disruption.md``, PR #3203, and its implementation PR #3312 -- neither is in main of
+2026-08-20, so this follows the RFC): when the candidate's pods fit nowhere else, replace-first would block drift
+forever, so the candidate is deleted first (budgets and PDBs still gate it and its drain) and its pods wait for the
+capacity it frees, when
+
+* its pool is static (``spec.replicas``): the pool is at its replica count and cannot grow, the static controller
+  launches the successor once the node is gone (only under the ``StaticCapacity`` gate,
+  :attr:`ClusterView.static_capacity`: with it off nothing would); or
+* it runs in a capacity reservation and the pods fit once its slot is credited back to that reservation (the
+  simulation is re-run with one more instance in it): the only place for its replacement is the reservation it
+  holds, so the provisioner launches there when the node is gone.
+
+Otherwise (some other capacity takes the pods, on-demand included) drift replaces first, as before. The decision
+has no replacements and ``terminate_first`` set; validation re-checks the same condition.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from nodewright.api import labels as L
 from nodewright.api.hashing import EC2NODECLASS_HASH_VERSION, NODEPOOL_HASH_VERSION
+from nodewright.cloud.instancetype import CAPACITY_TYPE_RESERVED, InstanceType, Offering
+from nodewright.cloud.reservations import reserved_price
 from nodewright.disruption.budgets import budget_mapping, within_budget
 from nodewright.disruption.candidates import base_problem, by_disruption_cost
 from nodewright.disruption.model import (
@@ -34,6 +54,7 @@ from nodewright.disruption.model import (
     Pool,
 )
 from nodewright.disruption.simulation import Simulator
+from nodewright.scheduling.cache import SchedulingCache
 
 NODEPOOL_DRIFTED = "NodePoolDrifted"
 REQUIREMENTS_DRIFTED = "RequirementsDrifted"
@@ -129,16 +150,82 @@ def drift(view: ClusterView, now: float, simulator: Simulator, max_simulations: 
     for node in nodes[:max_simulations]:
         result = simulator.simulate([node], max_new=None)
         if result.unschedulable:
+            why = terminate_first(node, view)
+            if why is not None:
+                return Decision(DRIFT, REASON_DRIFTED, [node], evaluated=len(found), terminate_first=True,
+                                detail={node.name: f"{reasons[node.name]}, terminate-first: {why}"})
             continue
         return Decision(DRIFT, REASON_DRIFTED, [node], replacements=list(result.new_nodeclaims), result=result,
                         evaluated=len(found), detail={node.name: reasons[node.name]})
     return None
 
 
+def credited_reservation(node: Node, view: ClusterView) -> dict[str, list[InstanceType]] | None:
+    """The non-static pools' instance types with ``node``'s reservation slot given back (one more instance in the
+    ``reserved`` offering of its reservation, created at Karpenter's reserved price when the full reservation has
+    none), or None when ``node`` is not in a reservation or no pool offers its type."""
+    reservation = node.view.labels.get(L.CAPACITY_RESERVATION_ID, "")
+    if not reservation or node.view.labels.get(L.CAPACITY_TYPE) != CAPACITY_TYPE_RESERVED:
+        return None
+    type_name, zone = node.view.labels.get(L.INSTANCE_TYPE, ""), node.view.labels.get(L.ZONE, "")
+    out: dict[str, list[InstanceType]] = {}
+    credited = False
+    for pool in view.pools.values():
+        if pool.static:
+            continue
+        types = []
+        for it in pool.instance_types:
+            if it.name == type_name:
+                more = _with_one_more(it, reservation, zone)
+                credited = credited or more is not it
+                it = more
+            types.append(it)
+        out[pool.name] = types
+    return out if credited else None
+
+
+def _with_one_more(it: InstanceType, reservation: str, zone: str) -> InstanceType:
+    """``it`` with one more instance in ``reservation`` (``it`` itself when it has no price in ``zone``)."""
+    offerings = list(it.offerings)
+    for i, o in enumerate(offerings):
+        if o.reservation_id == reservation:
+            offerings[i] = dataclasses.replace(o, available=True, reservation_capacity=o.reservation_capacity + 1)
+            return dataclasses.replace(it, offerings=tuple(offerings))
+    price = reserved_price(it, zone)
+    if price is None:
+        return it
+    zone_id = next((o.zone_id for o in offerings if o.zone == zone), "")
+    offerings.append(Offering(zone, CAPACITY_TYPE_RESERVED, price, zone_id=zone_id, reservation_id=reservation,
+                              reservation_capacity=1))
+    return dataclasses.replace(it, offerings=tuple(offerings))
+
+
+def terminate_first(node: Node, view: ClusterView) -> str | None:
+    """Why drifted ``node``, whose pods fit nowhere now, is deleted before its replacement exists (see module
+    docstring), or None (drift waits)."""
+    pool = view.pools.get(node.nodepool)
+    if pool is not None and pool.static:
+        return ("static NodePool at its replicas, the successor launches once the node is gone"
+                if view.static_capacity else None)
+    types = credited_reservation(node, view)
+    if types is None:
+        return None
+    simulator = Simulator(view, cache=SchedulingCache())  # its own cache: the credited types are one-off
+    simulator.instance_types = types
+    if simulator.simulate([node], max_new=None).unschedulable:
+        return None
+    reservation = node.view.labels.get(L.CAPACITY_RESERVATION_ID, "")
+    return f"its pods fit only in the slot it frees in capacity reservation {reservation}"
+
+
 def validate_drift(decision: Decision, nodes: list[Node], view: ClusterView) -> Decision | None:
     """Drift re-checked on a fresh view: every candidate still drifted, and its pods still fit (re-simulated)."""
     if any(drift_reason(n, view) is None for n in nodes):
         return None
+    if decision.terminate_first:
+        if any(terminate_first(n, view) is None for n in nodes):
+            return None
+        return dataclasses.replace(decision, candidates=nodes)
     result = Simulator(view).simulate(nodes, max_new=None) if any(n.pods for n in nodes) else None
     if result is not None and result.unschedulable:
         return None

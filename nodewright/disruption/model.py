@@ -226,6 +226,8 @@ class ClusterView:
             ``BestEffort``, as the provisioner: Karpenter's disruption passes the same setting).
         preference_policy: Karpenter's ``PreferencePolicy`` of those simulations (``Respect`` or ``Ignore``, as the
             provisioner; Karpenter's ``SimulateScheduling`` passes ``IgnorePreferences`` the same way).
+        static_capacity: the ``StaticCapacity`` gate: static pools get successors from the static controller; off,
+            a drifted static node is never terminated first (nothing would replace it).
     """
 
     nodes: list[Node]
@@ -236,6 +238,7 @@ class ClusterView:
     daemonsets: list[Pod] | None = None
     min_values_policy: str = "Strict"
     preference_policy: str = "Respect"
+    static_capacity: bool = True
 
 
 @dataclass(slots=True)
@@ -253,6 +256,8 @@ class Decision:
         saving: for consolidation, what the move saves at the prices it was decided by (effective marginal
             prices under a PricingPolicy, :mod:`nodewright.disruption.pricing`); None: list prices.
         effective: True when ``saving`` is at effective prices (a PricingPolicy was in force).
+        terminate_first: drift of a capacity-constrained pool: the candidate is deleted before any replacement
+            (its pods wait for the capacity it frees; :func:`nodewright.disruption.drift.terminate_first`).
     """
 
     method: str
@@ -264,6 +269,7 @@ class Decision:
     detail: dict[str, str] = field(default_factory=dict)
     saving: MoveSaving | None = None
     effective: bool = False
+    terminate_first: bool = False
 
     @property
     def decision(self) -> str:

@@ -39,6 +39,7 @@ from nodewright.scheduling.topology import (
     hostname_limited,
     narrow_requirements,
 )
+from nodewright.scheduling.volumelimits import attach_limited, has_volumes
 
 #: Requirements of finished plans, shared by NodeClaims with equal requirements, candidates and capacity type.
 PlanMemo = dict[tuple[object, ...], tuple[Requirements, dict[str, str]]]
@@ -173,6 +174,9 @@ class NodeClaim:
             need = [a + b for a, b in zip(self.need, cls.vec, strict=True)]
             if not any(t.fits(need) for t in types):
                 return None, not topo
+        types, attachable = attach_limited(self, cls, types)  # not final: a later pod may share the claims
+        if not attachable:
+            return None, False
         if cls.rep.host_ports and template.daemon_ports:
             current = self.types if types is None else types
             free = template.port_free(current, cls.rep.host_ports)
@@ -246,7 +250,7 @@ class NodeClaim:
     def fill(self, cls: PodClass, room: Sequence[int]) -> bool:
         """Take as many pods of a topology-free ``cls`` as fit ``room`` without changing the cheapest fitting
         type; True when some were taken."""
-        if untolerated(cls.tolerations, self.template.taints) is not None:
+        if untolerated(cls.tolerations, self.template.taints) is not None or has_volumes(cls):  # (volumes: can_add)
             return False
         if self.reqs.incompatibility(cls.reqs) is not None:
             return False

@@ -150,8 +150,11 @@ class PodClass:
     def is_free(self, ambiguous_ports: Collection[tuple[str, int]] = frozenset()) -> bool:
         """True when placement of this class neither depends on nor changes topology counts, and its host
         ports (if any) conflict with every pod sharing their (protocol, port): ``ambiguous_ports`` lists the
-        keys used with several specific host IPs, which need the pod-by-pod conflict check."""
+        keys used with several specific host IPs, which need the pod-by-pod conflict check. Pods with CSI volumes
+        are never free: the one-by-one loop counts their claims against the types' attach limits."""
         if self.owned or self.selecting or self.inverse:
+            return False
+        if any(p.volumes for p in self.pods):
             return False
         return not any((p.protocol, p.port) in ambiguous_ports for p in self.rep.host_ports)
 

@@ -109,6 +109,8 @@ def repack_topology(run: Scheduler) -> None:
         classes = list({class_of[id(p)].index: class_of[id(p)] for p in claim.pods}.values())
         if any(keeps_together(c) for c in classes) or not domains_pinned(classes, claim.reqs):
             continue
+        if any(p.volumes for p in claim.pods):
+            continue  # the cost packer does not count CSI claims against the types' attach limits: keep the loop's
         mergeable = not any(hostname_bound(c) for c in classes) and not any(
             (p.protocol, p.port) in run.ambiguous for c in classes for p in c.rep.host_ports
         )

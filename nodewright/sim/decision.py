@@ -67,7 +67,7 @@ from nodewright.scheduling import (
     pods_from_workload,
 )
 from nodewright.scheduling.pods import WORKLOAD_KINDS
-from nodewright.settings import min_values_policy, node_overlay_gate, preference_policy
+from nodewright.settings import feature_gates, min_values_policy, preference_policy
 from nodewright.sim.render import targets_text
 from nodewright.sim.volumes import bind_static_claims
 from nodewright.sim.workloads import pod_manifest
@@ -283,16 +283,19 @@ def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any,
     """The provisioning controller's first batch over ``cluster``: every provisionable pod (and every pod of a
     leaving node) scheduled at once; NodeClaims are created in ``cluster``. Static NodePools (``spec.replicas``)
     get their NodeClaims first (:class:`~nodewright.controllers.static.StaticCapacityController`), so pending
-    pods land on them as in-flight capacity and the batch never launches for those pools. With ``policy``, the
-    provisioner decides on effective marginal prices (docs/pricing.md). Karpenter's ``MIN_VALUES_POLICY`` and
-    ``PREFERENCE_POLICY`` are read from the environment, as the controller reads them.
+    pods land on them as in-flight capacity and the batch never launches for those pools (only under the
+    ``StaticCapacity`` gate; off, Karpenter's default, they get none). With ``policy``, the
+    provisioner decides on effective marginal prices (docs/pricing.md). Karpenter's ``MIN_VALUES_POLICY``,
+    ``PREFERENCE_POLICY`` and ``FEATURE_GATES`` are read from the environment, as the controller reads them.
 
     Raises:
-        NodewrightValidationError: ``MIN_VALUES_POLICY`` is neither Strict nor BestEffort, or
-            ``PREFERENCE_POLICY`` neither Respect nor Ignore."""
-    ctx = Context(cluster, cloud, clock, Metrics(), "simulate", overlays=OverlayStore(node_overlay_gate(os.environ)))
+        NodewrightValidationError: ``MIN_VALUES_POLICY`` is neither Strict nor BestEffort,
+            ``PREFERENCE_POLICY`` neither Respect nor Ignore, or ``FEATURE_GATES`` is invalid."""
+    gates = feature_gates(os.environ)
+    ctx = Context(cluster, cloud, clock, Metrics(), "simulate", overlays=OverlayStore(gates.node_overlay))
     current = None if policy is None else lambda: policy
-    StaticCapacityController(ctx, current).reconcile(snapshot(cluster))  # static NodePools' replicas exist first
+    # Static NodePools' replicas exist first (under the StaticCapacity gate, as the controller runs it).
+    StaticCapacityController(ctx, current, enabled=gates.static_capacity).reconcile(snapshot(cluster))
     # CapacityBuffers in the input: their virtual pods join the batch (the gate is on when the input has one).
     buffers = CapacityBufferController(ctx, enabled=bool(cluster.list(r.CAPACITYBUFFERS)))
     buffers.reconcile(snapshot(cluster))
@@ -340,7 +343,7 @@ def decide_in_cluster(documents: Sequence[Mapping[str, Any]], region: str | None
     zones = region_zones(chosen)
     ec2 = SimulatedEC2(clock, random.Random(0), LatencyDistribution(30.0, 30.0))
     cloud = SimulatedCloudProvider(ec2, chosen, zones, lambda name: cluster.get(r.EC2NODECLASSES, name),
-                                   models.kubelet)
+                                   models.kubelet, reserved_capacity=feature_gates(os.environ).reserved_capacity)
     result = first_batch(cluster, cloud, clock, None if pricing is None else pricing[0])
     source = catalog_price_source(chosen)
     if any(plan.capacity_type == "spot" for plan in result.new_nodeclaims):

@@ -33,13 +33,7 @@ from nodewright.kube.objects import Obj, condition_true, is_deleting, name_of, p
 from nodewright.kube.resources import ResourceKind
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingPolicy
-from nodewright.settings import (
-    min_values_policy,
-    node_overlay_gate,
-    parse_aws_feature_gates,
-    parse_feature_gates,
-    preference_policy,
-)
+from nodewright.settings import feature_gates, min_values_policy, parse_aws_feature_gates, preference_policy
 from nodewright.settings import nominate_pods as load_nominate_pods
 from nodewright.sim.plans import PlanTracker
 from nodewright.sim.scenario import has_capacity_buffers
@@ -124,7 +118,8 @@ class NodewrightDriver:
     Args:
         world: the simulated cluster.
         options: controller tunables (Karpenter's defaults, NodePool status every 5 minutes, and
-            ``MIN_VALUES_POLICY`` from the environment as ``nodewright run`` reads it, when None).
+            ``MIN_VALUES_POLICY``, ``PREFERENCE_POLICY`` and ``FEATURE_GATES`` from the environment as
+            ``nodewright run`` reads them, when None).
         nominate_pods: publish the plan as ``status.nominatedNodeName`` (None: ``NOMINATE_PODS``, default true).
 
     Attributes:
@@ -140,21 +135,24 @@ class NodewrightDriver:
                  capacity_buffer: bool | None = None) -> None:
         self.world = world
         self.queue = SimulatedInterruptionQueue()
+        gates = feature_gates(os.environ)  # FEATURE_GATES as `nodewright run` reads it
         self.cloud = SimulatedCloudProvider(world.ec2, world.scenario.region, world.scenario.zones,
                                             lambda name: world.cluster.get(r.EC2NODECLASSES, name),
-                                            models_for(world.cluster).kubelet)
+                                            models_for(world.cluster).kubelet,
+                                            reserved_capacity=gates.reserved_capacity)
         self.cloud.out_of_capacity = world.out_of_capacity  # the scenario's insufficientCapacity events
         self.ctx = Context(world.cluster, self.cloud, world.clock, Metrics(), f"sim-{world.scenario.name}",
-                           overlays=OverlayStore(node_overlay_gate(os.environ)))
+                           overlays=OverlayStore(gates.node_overlay))
         self.snapshots = CachedSnapshots(world)
         # NodePool status only feeds metrics and status fields nobody reads in a simulation: every 5 minutes.
         # Node repair as `nodewright run` reads its gates (FEATURE_GATES NodeRepair, AWS_FEATURE_GATES RebootForRepair).
-        gates = parse_feature_gates(os.environ.get("FEATURE_GATES", ""))
         aws_gates = parse_aws_feature_gates(os.environ.get("AWS_FEATURE_GATES", ""))
         opts = options or ControllerOptions(status_period=300.0, min_values_policy=min_values_policy(os.environ),
                                             preference_policy=preference_policy(os.environ),
                                             node_repair=gates.node_repair,
-                                            reboot_for_repair=aws_gates.reboot_for_repair)
+                                            reboot_for_repair=aws_gates.reboot_for_repair,
+                                            spot_to_spot_consolidation=gates.spot_to_spot_consolidation,
+                                            static_capacity=gates.static_capacity)
         # Nomination (issue 25): as `nodewright run` reads NOMINATE_PODS, unless the caller decides (--compare-nomination).
         nominate = load_nominate_pods(os.environ) if nominate_pods is None else nominate_pods
         opts = dataclasses.replace(opts, nominate_pods=nominate)

@@ -58,7 +58,7 @@ from nodewright.kube.objects import format_time
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingEngine, PricingPolicy, Usage
 from nodewright.scheduling import SchedulingResult
-from nodewright.settings import min_values_policy, node_overlay_gate, preference_policy
+from nodewright.settings import feature_gates, min_values_policy, preference_policy
 from nodewright.sim.decision import DEFAULT_REGION, first_batch, infer_region, to_json
 from nodewright.state.cluster import snapshot as read_state
 from nodewright.state.models import models_for
@@ -132,9 +132,9 @@ def simulated(cluster: Cluster, now: float, region: str | None = None) -> Loaded
         raise NodewrightValidationError("--region", f"unknown region {chosen!r}: {err}") from None
     ec2 = SimulatedEC2(clock, random.Random(0), LatencyDistribution(30.0, 30.0))
     cloud = SimulatedCloudProvider(ec2, chosen, zones, lambda name: cluster.get(KIND_OF["EC2NodeClass"], name),
-                                   models.kubelet)
+                                   models.kubelet, reserved_capacity=feature_gates(os.environ).reserved_capacity)
     return Loaded(cluster, Context(cluster, cloud, clock, Metrics(), "simulate",
-                                   overlays=OverlayStore(node_overlay_gate(os.environ))), chosen, now)
+                                   overlays=OverlayStore(feature_gates(os.environ).node_overlay)), chosen, now)
 
 
 def _usage(node: Node) -> Usage | None:

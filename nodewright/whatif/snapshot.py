@@ -5,7 +5,7 @@ in YAML or JSON (``.json``), whose ``metadata.annotations`` carry
 
 - ``nodewright.io/snapshot-version``: ``"1"`` (:data:`SNAPSHOT_VERSION`);
 - ``nodewright.io/snapshot-time``: RFC 3339 UTC, when the cluster was read (the dry-run's ``now``);
-- ``nodewright.io/karpenter-version``: the Karpenter API generation of the objects (``v1.14``: Karpenter v1 API);
+- ``nodewright.io/karpenter-version``: the Karpenter release this build targets (``v1.15.1``: Karpenter v1 API);
 - ``nodewright.io/snapshot-objects``: how many items follow (a truncated file is refused);
 - ``nodewright.io/snapshot-redacted``: ``"true"`` when ``--redact`` hashed names and labels.
 
@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from nodewright import KARPENTER_VERSION as _TARGET
 from nodewright.api import labels as L
 from nodewright.api.hashing import ec2nodeclass_hash, nodepool_hash
 from nodewright.errors import NodewrightValidationError, combine
@@ -72,8 +73,8 @@ _TOP_FIELDS: dict[str, frozenset[str]] = {
 }
 _DEFAULT_TOP = frozenset({"spec", "status"})
 _KARPENTER_GROUPS = (L.GROUP, L.AWS_GROUP)
-#: The Karpenter API generation this build reads (``cli.KARPENTER_VERSION``; the v1 API of Karpenter >= 1.0).
-KARPENTER_VERSION = "v1.14"
+#: The Karpenter release this build reads (:data:`nodewright.KARPENTER_VERSION`; the v1 API of Karpenter >= 1.0).
+KARPENTER_VERSION = _TARGET
 
 
 @dataclass(frozen=True)

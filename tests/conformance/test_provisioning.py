@@ -756,6 +756,10 @@ def test_explicit_nodepool_beats_weight():
 # Context("StaticNodePool")
 
 
+#: Karpenter's StaticNodePool suite runs with the StaticCapacity gate on (off by default).
+STATIC_GATE = {"FEATURE_GATES": "StaticCapacity=true"}
+
+
 def _static(name: str, replicas: int, **kw) -> dict:
     """A static NodePool (``spec.replicas``): nodewright's static controller keeps that many NodeClaims."""
     doc = nodepool(name, **kw)
@@ -768,7 +772,7 @@ def test_static_nodepool_creates_no_nodeclaims_for_pods():
     """Karpenter's test runs the provisioner alone, so the pod stays pending. ``decide`` also runs the static
     controller first (its two replicas exist, in flight), so the pod may use one of them; the intent holds: the
     provisioner launches no NodeClaim from a static pool."""
-    d = run(_static("static", 2, families=("m5",)), pod("p"))
+    d = run(_static("static", 2, families=("m5",)), pod("p"), settings=STATIC_GATE)
     assert d.claims == []
     kind, ref = d.where("p")
     assert kind == "existing" and ref.startswith("static-")
@@ -779,7 +783,7 @@ def test_static_and_dynamic_nodepools():
     """The static replica (in flight, any m5 size, so it counts as its smallest, m5.large) holds one 1-vCPU
     pod; every NodeClaim launched for the others comes from the dynamic pool."""
     ps = pods(4, "p", cpu="1")
-    d = run(_static("static", 1, families=("m5",)), nodepool("dynamic"), ps)
+    d = run(_static("static", 1, families=("m5",)), nodepool("dynamic"), ps, settings=STATIC_GATE)
     assert d.claims and {c["nodepool"] for c in d.claims} == {"dynamic"}
     assert all(d.scheduled(p) for p in ps)
     assert sum(len(c["pods"]) for c in d.claims) == 3

@@ -187,3 +187,35 @@ def test_multiple_pods_on_one_reserved_node():
     (claim,) = d.claims
     assert d.same_node(*ps)
     assert reserved(claim) and claim["labels"][RESERVATION_ID] == CR_SMALL and claim["instance_type"] == SMALL
+
+
+# Karpenter v1.15.1's fix "preferences relaxed when every compatible reservation is full" (its source is not
+# available; Karpenter PR #3312 restores it explicitly: a reservation that is full right now is no option, so the pod
+# relaxes its preferences or falls through to a lower-weight NodePool in the same pass instead of being deferred).
+# nodewright never offers a full reservation (``availableInstanceCount: 0``), which gives that behaviour.
+
+def test_preference_for_reserved_is_relaxed_when_every_compatible_reservation_is_full():
+    ps = spread_pods(2, "p", prefer=[expr(CAPACITY_TYPE, "In", "reserved")])
+    d = run(nodeclass(**{CR_SMALL: 0, CR_SMALL_2: 0}), pool(), ps)
+    assert all(d.scheduled(p) for p in ps) and d.unschedulable == {}
+    assert [(reserved(c), c["instance_type"]) for c in d.claims] == [(False, SMALL)] * 2  # spot: the cheapest
+
+
+def test_a_full_reservation_falls_through_to_a_lower_weight_nodepool_in_the_same_pass():
+    ps = spread_pods(1, "p")
+    reserved_only = nodepool("np-reserved", families=("c5",), weight=100,
+                             requirements=[*SIZES, req(CAPACITY_TYPE, "In", "reserved")])
+    d = run(nodeclass(**{CR_SMALL: 0}), reserved_only, pool("np-on-demand", weight=10), ps)
+    (claim,) = d.claims
+    assert claim["nodepool"] == "np-on-demand" and not reserved(claim) and d.scheduled(ps[0])
+
+
+def test_room_left_in_one_reservation_still_defers_rather_than_relaxing():
+    """The contrast (Karpenter's Strict mode, unchanged): one reservation has room for one of the two pods, so the
+    second waits for a later batch instead of relaxing now."""
+    ps = spread_pods(2, "p", prefer=[expr(CAPACITY_TYPE, "In", "reserved")])
+    d = run(nodeclass(**{CR_SMALL: 1, CR_SMALL_2: 0}), pool(), ps)
+    (claim,) = d.claims
+    assert reserved(claim) and claim["labels"][RESERVATION_ID] == CR_SMALL
+    left = [p for p in ps if not d.scheduled(p)]
+    assert len(left) == 1 and "could not be reserved" in d.unschedulable[d.key(left[0])]

@@ -187,11 +187,15 @@ class InstanceProvider:
     """Launches and tracks this cluster's instances."""
 
     def __init__(self, ec2: Any, cluster_name: str, unavailable: UnavailableOfferings,
-                 on_missing_launch_template: Callable[[str], None] = lambda name: None) -> None:
+                 on_missing_launch_template: Callable[[str], None] = lambda name: None,
+                 zone_ids: Callable[[], Mapping[str, str]] = dict) -> None:
         self._ec2 = ec2
         self.cluster_name = cluster_name
         self._unavailable = unavailable
         self._on_missing_template = on_missing_launch_template
+        self._zone_ids = zone_ids
+        #: Set by AWSCloudProvider.attach_metrics: karpenter_cloudprovider_instance_{launch,termination}_failures.
+        self.metrics: Any = None
 
     # --- launch --------------------------------------------------------------------------------------------
 
@@ -282,6 +286,10 @@ class InstanceProvider:
             for candidate in affected:
                 offering = (candidate.instance_type, candidate.zone, candidate.capacity_type)
                 excluded.add(offering)
+                if self.metrics is not None:  # Karpenter counts every failed offering of a fleet, by its error code
+                    self.metrics.instance_launch_failures.labels(
+                        candidate.zone, self._zone_ids().get(candidate.zone, ""), candidate.capacity_type,
+                        code).inc()
                 if code in CAPACITY_ERROR_CODES:
                     self._unavailable.mark(key_for_error(code, *offering), code)
                     reasons.append(UnavailableOffering(*offering, code, message))
@@ -377,12 +385,15 @@ class InstanceProvider:
             NodeClaimNotFoundError: the instance no longer exists or is already terminated.
             AuthorizationError: ``ec2:TerminateInstances`` denied.
         """
-        self.get(instance_id)
+        instance = self.get(instance_id)
         try:
             self._ec2.terminate_instances(InstanceIds=[instance_id])
         except ClientError as err:
             if is_not_found_error(error_code(err)):
                 raise NodeClaimNotFoundError(f"instance {instance_id} not found") from err
+            if self.metrics is not None and instance is not None:
+                self.metrics.instance_termination_failures.labels(
+                    instance.zone, self._zone_ids().get(instance.zone, "")).inc()
             raise translate(err, operation="ec2:TerminateInstances") from err
         log.info("terminated instance", extra={"instance": instance_id})
 

@@ -259,6 +259,8 @@ class LaunchTemplateProvider:
         self._seen: dict[str, float] = {}  # template name -> when garbage_collect first listed it
         self.created = 0
         """How many templates this provider created (a reuse counter for tests and metrics)."""
+        #: Set by AWSCloudProvider.attach_metrics: karpenter_ec2nodeclasses_userdata_bytes.
+        self.metrics: Any = None
 
     def ensure(self, spec: LaunchTemplateSpec) -> LaunchTemplate:
         """The template for ``spec``: cached, else found by name, else created.
@@ -289,6 +291,8 @@ class LaunchTemplateProvider:
         return LaunchTemplate(name, found[0]["LaunchTemplateId"], image_id) if found else None
 
     def _create(self, name: str, spec: LaunchTemplateSpec) -> LaunchTemplate:
+        if self.metrics is not None:  # measured before the create, so an oversized one is still reported
+            self.metrics.userdata_bytes.labels(spec.nodeclass).set(len(spec.user_data.encode()))
         try:
             created = self._ec2.create_launch_template(
                 LaunchTemplateName=name, LaunchTemplateData=spec.data(),

@@ -68,7 +68,7 @@ from nodewright.cloud.provider import (
     RepairPolicy,
     parse_provider_id,
 )
-from nodewright.cloud.reservations import CapacityReservation, with_reservations
+from nodewright.cloud.reservations import CapacityReservation, ReservedCapacityGate, with_reservations
 from nodewright.cloud.unavailable import UnavailableOfferings
 
 log = logging.getLogger(__name__)
@@ -94,6 +94,10 @@ class AWSProviderSettings:
         vm_memory_overhead_percent: Karpenter's ``VM_MEMORY_OVERHEAD_PERCENT`` (fraction, default 0.075).
         reserved_enis: Karpenter's ``RESERVED_ENIS``: ENIs left out of the max-pods count (default 0).
         isolated_vpc: Karpenter's ``ISOLATED_VPC``: never call the Pricing API (no VPC endpoint).
+        node_class_cel: the AWS gate ``NodeClassCEL`` (kubelet expressions).
+        reserved_capacity: the core gate ``ReservedCapacity``: false = capacityReservationSelectorTerms are not
+            resolved (no reserved offerings, launches or status entries; one warning per class,
+            :class:`~nodewright.cloud.reservations.ReservedCapacityGate`).
     """
 
     cluster_name: str
@@ -108,6 +112,7 @@ class AWSProviderSettings:
     reserved_enis: int = 0
     isolated_vpc: bool = False
     node_class_cel: bool = False
+    reserved_capacity: bool = True
 
 
 class KubeletNotReadyError(NodeClassNotReadyError):
@@ -164,10 +169,11 @@ class AWSCloudProvider:
                                                     settings.instance_type_patterns,
                                                     zone_ids=lambda: self.subnets.zone_ids)
         self.capacity_reservations = CapacityReservationProvider(clients.ec2, clock)
+        self.reserved_capacity = ReservedCapacityGate(settings.reserved_capacity)
         self.launch_templates = LaunchTemplateProvider(clients.ec2, settings.cluster_name, clock)
         self.instance_profiles = InstanceProfileProvider(clients.iam, settings.cluster_name, settings.region, clock)
         self.instances = InstanceProvider(clients.ec2, settings.cluster_name, self.unavailable,
-                                          self.launch_templates.invalidate)
+                                          self.launch_templates.invalidate, zone_ids=lambda: self.subnets.zone_ids)
         #: Set by ``nodewright run`` under a PricingPolicy: the launch's marginal prices given the instance types
         #: (None: list prices). Fills each fleet candidate's ``effective_price`` (docs/pricing.md).
         self.launch_pricing: LaunchPricingHook | None = None
@@ -178,6 +184,13 @@ class AWSCloudProvider:
         #: evaluated over the catalog once.
         self._kubelet_verdicts: dict[tuple[Any, ...], tuple[str, str] | None] = {}
         self._auth_backoff = Backoff(initial=AUTH_BACKOFF_START_SECONDS, maximum=AUTH_BACKOFF_MAX_SECONDS)
+
+    def attach_metrics(self, metrics: Any) -> None:
+        """Write the AWS provider's own families into ``metrics`` (a :class:`nodewright.metrics.Metrics`):
+        ``karpenter_cloudprovider_instance_launch_failures_total``, ``..._termination_failures_total`` and
+        ``karpenter_ec2nodeclasses_userdata_bytes`` (Karpenter AWS main)."""
+        self.instances.metrics = metrics
+        self.launch_templates.metrics = metrics
 
     # --- EC2NodeClass ---------------------------------------------------------------------------------------
 
@@ -216,7 +229,10 @@ class AWSCloudProvider:
             raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name!r}: amiSelectorTerms matched no AMI "
                                          f"(Kubernetes {self.settings.kubernetes_version})")
         profile = self.instance_profiles.resolve(nodeclass.name, spec.role, spec.instance_profile, spec.tags)
-        reservations = self.capacity_reservations.resolve(spec.capacity_reservation_selector_terms or [])
+        terms = spec.capacity_reservation_selector_terms or []
+        # ReservedCapacity=false: no DescribeCapacityReservations, no reserved offerings, no status entries.
+        reservations = (self.capacity_reservations.resolve(terms)
+                        if self.reserved_capacity.allows(nodeclass.name, bool(terms)) else [])
         return ResolvedNodeClass(subnets, groups, amis, profile, self.subnets.zonal(spec.subnet_selector_terms),
                                  reservations)
 

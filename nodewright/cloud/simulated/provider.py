@@ -16,7 +16,8 @@ Behaves like the AWS provider as far as the controllers can tell:
   shows it; :func:`nodewright.cloud.reservations.from_status`) become ``reserved`` offerings while they have room
   (``availableInstanceCount`` per entry, EC2's field; 1 when absent, as Karpenter's status does not carry it),
   minus the live instances launched into them; ``create`` launches into a reservation first, then spot, then
-  on-demand (Karpenter's order);
+  on-demand (Karpenter's order); with the ``ReservedCapacity`` gate off (``reserved_capacity=False``) they are
+  ignored, with one warning per class (:class:`~nodewright.cloud.reservations.ReservedCapacityGate`);
 * drift: the EC2NodeClass spec hash stamped at launch (``karpenter.k8s.aws/ec2nodeclass-hash``) differs.
 """
 
@@ -58,6 +59,7 @@ from nodewright.cloud.provider import (
 )
 from nodewright.cloud.reservations import (
     CapacityReservation,
+    ReservedCapacityGate,
     from_status,
     reservation_labels,
     with_reservations,
@@ -85,14 +87,17 @@ class SimulatedCloudProvider:
         nodeclasses: EC2NodeClass name -> its manifest dict, or None when it does not exist.
         kubelet: an EC2NodeClass dict -> its kubelet settings (the cluster's cached conversion,
             :meth:`nodewright.state.models.ClusterModels.kubelet`; default: parse it each time).
+        reserved_capacity: Karpenter's ``ReservedCapacity`` feature gate (default on).
     """
 
     name = "simulated"
 
     def __init__(self, ec2: SimulatedEC2, region: str, zones: list[str],
                  nodeclasses: Callable[[str], Mapping[str, Any] | None],
-                 kubelet: Callable[[Mapping[str, Any]], KubeletSettings] | None = None) -> None:
+                 kubelet: Callable[[Mapping[str, Any]], KubeletSettings] | None = None,
+                 reserved_capacity: bool = True) -> None:
         self.ec2 = ec2
+        self.reserved_capacity = ReservedCapacityGate(reserved_capacity)
         self._kubelet = kubelet or (lambda doc: kubelet_settings(parse_ec2nodeclass(dict(doc))))
         self.region = region
         self.zones = list(zones)
@@ -166,6 +171,11 @@ class SimulatedCloudProvider:
     def _reservations(self, nodeclass: Mapping[str, Any]) -> builtins.list[CapacityReservation]:
         status = nodeclass.get("status")
         entries = status.get("capacityReservations") if isinstance(status, dict) else None
+        spec = nodeclass.get("spec")
+        terms = spec.get("capacityReservationSelectorTerms") if isinstance(spec, dict) else None
+        name = str((nodeclass.get("metadata") or {}).get("name", ""))
+        if not self.reserved_capacity.allows(name, bool(terms) or bool(entries)):
+            return []
         found = from_status(entries if isinstance(entries, list) else None, unknown_count=1)
         self._reservation_kinds.update({r.id: r.reservation_type for r in found})
         return found

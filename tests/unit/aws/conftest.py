@@ -180,12 +180,13 @@ _SESSION = boto3.session.Session()
 
 
 def make_provider(nodeclasses: dict[str, EC2NodeClass], pricing: Any, clock: Any = None,
-                  endpoint_url: str | None = None) -> AWSCloudProvider:
-    """An AWSCloudProvider over moto (or a moto server at ``endpoint_url``) with a stubbed Pricing API."""
+                  endpoint_url: str | None = None, **settings: Any) -> AWSCloudProvider:
+    """An AWSCloudProvider over moto (or a moto server at ``endpoint_url``) with a stubbed Pricing API;
+    ``settings``: further :class:`AWSProviderSettings` fields (``reserved_capacity=False``)."""
     clients = AWSClients(ClientSettings(REGION, endpoint_url=endpoint_url, max_attempts=2, read_timeout=10),
                          session=_SESSION, overrides={"pricing": pricing})
     settings = AWSProviderSettings(CLUSTER, ENDPOINT, REGION, K8S, ca_bundle=CA, cluster_cidr="10.100.0.0/16",
-                                   instance_type_patterns=TYPE_PATTERNS)
+                                   instance_type_patterns=TYPE_PATTERNS, **settings)
     kwargs = {"clock": clock} if clock is not None else {}
     return AWSCloudProvider(settings, clients, nodeclasses.get, **kwargs)
 

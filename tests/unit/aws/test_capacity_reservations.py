@@ -113,3 +113,26 @@ def _pool() -> Any:
     return NodePool.model_validate({"metadata": {"name": "default"}, "spec": {"template": {"spec": {
         "requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
                                              "name": "default"}}}}})
+
+
+def test_reserved_capacity_gate_off_ignores_the_terms_with_one_warning(cluster: Cluster, caplog: Any) -> None:
+    """ReservedCapacity=false (Karpenter's gate): no DescribeCapacityReservations (the stub has no response, so a
+    call would fail), no reserved offering, an on-demand launch with no reservation target, no status entry, and
+    one warning line however often the class is resolved."""
+    pricing, _ = stubbed_pricing()
+    provider = make_provider({"default": nodeclass(
+        capacityReservationSelectorTerms=[{"id": "cr-0123456789abcdef0"}])}, pricing, reserved_capacity=False)
+    ec2 = boto3.client("ec2", region_name=REGION)
+    stubber = Stubber(ec2)
+    stubber.activate()
+    provider.capacity_reservations._ec2 = ec2
+    types = {it.name: it for it in provider.get_instance_types(_pool())}
+    assert {o.capacity_type for o in types["m5.large"].offerings} == {"on-demand", "spot"}
+    launched = provider.create(nodeclaim("default-a", capacity_types=("reserved", "on-demand")))
+    assert launched.metadata.labels is not None
+    assert launched.metadata.labels[labels.CAPACITY_TYPE] == "on-demand"
+    assert labels.CAPACITY_RESERVATION_ID not in launched.metadata.labels
+    assert "capacityReservations" not in provider.nodeclass_status(provider._nodeclass("default"))
+    warnings = [r.getMessage() for r in caplog.records if "ReservedCapacity" in r.getMessage()]
+    assert warnings == ["EC2NodeClass default: capacityReservationSelectorTerms ignored, the ReservedCapacity "
+                        "feature gate is off (FEATURE_GATES ReservedCapacity=true to use reservations)"]

@@ -263,3 +263,29 @@ def test_effective_spot_cheaper_than_on_demand_keeps_spot() -> None:
     assert launch_capacity_type(candidates) == "spot"
     request = fleet_request([c for c in candidates if c.capacity_type == "spot"], "spot", {}, "tok")
     assert request["SpotOptions"] == {"AllocationStrategy": "price-capacity-optimized"}
+
+
+def test_each_failed_offering_is_counted_by_zone_zone_id_capacity_type_and_code(ec2: tuple[Any, Stubber]) -> None:
+    """karpenter_cloudprovider_instance_launch_failures_total (Karpenter AWS main): one per failed offering of a
+    fleet answer, the zone ID resolved from the subnets."""
+    from nodewright.metrics import Metrics
+
+    client, stubber = ec2
+    all_pairs = [("c5.large", "us-east-1a"), ("c5.large", "us-east-1b"), ("m5.large", "us-east-1a"),
+                 ("m5.large", "us-east-1b")]
+    stubber.add_response("create_fleet", {"FleetId": "fleet-1", "Errors": [
+        _fleet_error("c5.large", "us-east-1a", "InsufficientInstanceCapacity")], "Instances": []},
+        _expect_fleet("on-demand", all_pairs, 0))
+    stubber.add_response("create_fleet", {"FleetId": "fleet-2", "Errors": [], "Instances": [{
+        "InstanceIds": ["i-0abc"], "InstanceType": "c5.large", "Lifecycle": "on-demand"}]},
+        _expect_fleet("on-demand", all_pairs[1:], 1))
+    stubber.add_response("describe_instances", _instance("i-0abc", "c5.large", "us-east-1b"),
+                         {"InstanceIds": ["i-0abc"]})
+    stubber.activate()
+    provider = InstanceProvider(client, "demo", UnavailableOfferings(clock=lambda: 0.0),
+                                zone_ids=lambda: {"us-east-1a": "use1-az1"})
+    provider.metrics = Metrics()
+    provider.launch(LaunchRequest("default-x7k2p", "uid-1", _candidates()))
+    assert provider.metrics.value("karpenter_cloudprovider_instance_launch_failures_total", {
+        "zone": "us-east-1a", "zone_id": "use1-az1", "capacity_type": "on-demand",
+        "reason": "InsufficientInstanceCapacity"}) == 1.0

@@ -114,3 +114,16 @@ def test_garbage_collection_keeps_what_a_live_class_and_pool_use_and_deletes_the
     now[0] += restarted.ttl
     assert restarted.garbage_collect(needed) == [again.name]
     assert provider.delete_for_nodeclass("default") == []
+
+
+def test_created_templates_record_the_user_data_size_of_their_nodeclass(cluster: Cluster) -> None:
+    """karpenter_ec2nodeclasses_userdata_bytes (Karpenter AWS main): the rendered user data's bytes, before base64,
+    measured when a template is created (a reused one is not re-measured)."""
+    from nodewright.metrics import Metrics
+
+    provider = LaunchTemplateProvider(boto3.client("ec2", region_name=REGION), CLUSTER)
+    provider.metrics = Metrics()
+    spec = _spec(cluster, user_data="#!/bin/bash\necho héllo\n")
+    provider.ensure(spec)
+    assert provider.metrics.value("karpenter_ec2nodeclasses_userdata_bytes",
+                                  {"nodeclass": spec.nodeclass}) == len("#!/bin/bash\necho héllo\n".encode())

@@ -363,7 +363,8 @@ def test_manager_full_cycle(ctx, cluster, clock, cloud) -> None:
         mgr.step()
     assert cluster.list(r.NODECLAIMS) == [] and cluster.list(r.NODES) == [] and cloud.instances == {}
     assert ctx.metrics.value("karpenter_nodeclaims_disrupted_total",
-                             {"reason": "Empty", "nodepool": "general", "capacity_type": "on-demand"}) == 1.0
+                             {"reason": "empty", "nodepool": "general", "capacity_type": "on-demand",
+                              "consolidation_policy": "", "termination_mode": "eventual"}) == 1.0  # the pool's TGP
 
 
 def test_pods_drained_are_counted_with_the_nodeclaims_disruption_reason(ctx, cluster, clock) -> None:
@@ -397,3 +398,33 @@ def test_instance_termination_duration_is_from_the_first_terminate_call_until_go
     labels = {"nodepool": "general"}
     assert ctx.metrics.value("karpenter_nodeclaims_instance_termination_duration_seconds_count", labels) == 1
     assert ctx.metrics.value("karpenter_nodeclaims_instance_termination_duration_seconds_sum", labels) == 20.0
+
+
+def test_a_disruption_counts_the_nodeclaim_and_its_reschedulable_pods_with_policy_and_mode(ctx, cluster,
+                                                                                           clock) -> None:
+    """Karpenter main (#3015, #3179): karpenter_nodeclaims_disrupted_total once and
+    karpenter_pods_disruption_initiated_total by the node's reschedulable pods (web-0, web-1; a DaemonSet pod is
+    not counted), both with the snake_cased reason, the consolidation policy and the termination mode."""
+    claim = ready_node(ctx, cluster, clock)
+    daemon = {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "agent-x", "namespace": "default", "ownerReferences": [{"kind": "DaemonSet", "name": "agent",
+                                                                         "apiVersion": "apps/v1", "uid": "d1"}]},
+        "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "x"}]}, "status": {"phase": "Running"}}
+    cluster.create(r.PODS, daemon)
+    cluster.patch(r.NODECLAIMS, name_of(claim), {"spec": {"terminationGracePeriod": "0s"}})
+    term = TerminationController(ctx)
+    assert term.terminator.delete_nodeclaim(name_of(claim), "Underutilized", "Consolidating",
+                                            consolidation_policy="WhenEmptyOrUnderutilized")
+    labels = {"reason": "underutilized", "nodepool": "general", "capacity_type": "on-demand",
+              "consolidation_policy": "when_empty_or_underutilized", "termination_mode": "forceful"}
+    assert ctx.metrics.value("karpenter_nodeclaims_disrupted_total", labels) == 1.0
+    assert ctx.metrics.value("karpenter_pods_disruption_initiated_total", labels) == 2.0
+
+
+def test_termination_mode_follows_the_termination_grace_period() -> None:
+    from nodewright.controllers.common import snake_case, termination_mode
+
+    assert [termination_mode({"spec": spec}) for spec in ({}, {"terminationGracePeriod": "30m"},
+                                                          {"terminationGracePeriod": "0s"})] == [
+        "graceful", "eventual", "forceful"]
+    assert snake_case("WhenEmptyOrUnderutilized") == "when_empty_or_underutilized" and snake_case("") == ""

@@ -160,3 +160,21 @@ def test_static_nodeclaim_requests_the_daemonsets_of_its_chosen_type() -> None:
     large = static_plan(spec, [catalog["m5.4xlarge"]])
     assert large is not None
     assert large.requests == {"cpu": 2100, "memory": (4096 + 128) * 2**20, "pods": 2}
+
+
+def test_the_manager_runs_the_static_controller_only_under_the_static_capacity_gate(ctx, cluster, caplog) -> None:
+    """Karpenter registers its static controllers only under StaticCapacity (default off): the ControllerManager
+    with the default options creates no NodeClaim for the pool (one warning line over two passes), with the gate
+    on it keeps the replicas."""
+    from nodewright.controllers.manager import ControllerManager, ControllerOptions
+
+    cluster.create(r.NODEPOOLS, _static_pool(2))
+    off = ControllerManager(ctx, ControllerOptions())
+    off.static.reconcile()
+    off.static.reconcile()
+    assert _claims(cluster) == []
+    assert [rec.getMessage() for rec in caplog.records if "StaticCapacity" in rec.getMessage()] == [
+        "static nodepool fixed (spec.replicas 2) is not managed: the StaticCapacity feature gate is off "
+        "(FEATURE_GATES StaticCapacity=true to keep its replicas)"]
+    ControllerManager(ctx, ControllerOptions(static_capacity=True)).static.reconcile()
+    assert len(_claims(cluster)) == 2

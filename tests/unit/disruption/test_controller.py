@@ -290,3 +290,45 @@ def test_consolidation_cut_short_by_its_time_budget_counts_as_a_timeout(env: Any
     env[3].reconcile()
     assert metrics.value("karpenter_voluntary_disruption_consolidation_timeouts_total",
                          {"consolidation_type": "single"}) == 1
+
+
+def test_drift_of_a_static_pool_terminates_first_through_the_controller(env: Any) -> None:
+    """Terminate-first drift (capacity-constrained pools): the static pool's only node is drifted and its pods fit
+    nowhere else; the controller validates 15 s, then deletes the NodeClaim with no replacement launched (the static
+    controller launches the successor), counted as a drift delete."""
+    cluster, clock, cloud, controller, metrics = env
+    cluster.patch(r.NODEPOOLS, "default", {"spec": {"replicas": 1}})
+    add_node(cluster, "n0", "c.medium", [3900])
+    cloud.drift["n0-claim"] = "AMIDrift"
+    controller.drift_check_period = 0.0
+    clock.now += 1
+    controller.reconcile()
+    command = controller.command
+    assert command is not None and command.decision.terminate_first and command.decision.replacements == []
+    assert command.decision.detail == {"n0": "AMIDrift, terminate-first: static NodePool at its replicas, the "
+                                             "successor launches once the node is gone"}
+    clock.now += 15
+    controller.reconcile()
+    assert is_deleting(cluster.get(r.NODECLAIMS, "n0-claim"))
+    assert [name_of(c) for c in cluster.list(r.NODECLAIMS)] == ["n0-claim"]  # nothing launched by disruption
+    assert metrics.value("karpenter_voluntary_disruption_decisions_total",
+                         {"decision": "delete", "reason": "drifted", "consolidation_type": ""}) == 1
+    assert metrics.value("karpenter_nodeclaims_disrupted_total", {
+        "reason": "drifted", "nodepool": "default", "capacity_type": "on-demand", "consolidation_policy": "",
+        "termination_mode": "graceful"}) == 1
+
+
+def test_consolidation_labels_its_disruptions_with_the_pool_policy_and_counts_the_pods(env: Any) -> None:
+    cluster, clock, _, controller, metrics = env
+    for i in range(3):
+        add_node(cluster, f"n{i}", "c.medium", [500])
+    controller.reconcile()
+    clock.now += 15
+    controller.reconcile()
+    replacement = next(c for c in cluster.list(r.NODECLAIMS) if name_of(c).startswith("default-"))
+    set_ready(cluster, name_of(replacement))
+    assert controller.reconcile() is not None
+    labels = {"reason": "underutilized", "nodepool": "default", "capacity_type": "on-demand",
+              "consolidation_policy": "when_empty_or_underutilized", "termination_mode": "graceful"}
+    assert metrics.value("karpenter_nodeclaims_disrupted_total", labels) == 3
+    assert metrics.value("karpenter_pods_disruption_initiated_total", labels) == 3  # one pod on each node

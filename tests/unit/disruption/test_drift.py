@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -11,11 +12,12 @@ from nodewright.api import labels as L
 from nodewright.api.hashing import nodepool_hash
 from nodewright.api.manifests import parse_nodepool
 from nodewright.disruption import decide, drift_reason
+from nodewright.disruption.decide import validate
 from nodewright.disruption.drift import nodeclass_drift
 from nodewright.disruption.model import NodeClassInfo
 from nodewright.scheduling import Requirement, Requirements
 
-from .helpers import NOW, cluster, node, pod, pool
+from .helpers import MEDIUM, NOW, cluster, node, pod, pool
 
 NODEPOOL: dict[str, Any] = {
     "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
@@ -132,3 +134,61 @@ def test_drift_replaces_a_busy_node_with_a_ready_replacement_and_deletes_empty_o
     assert d is not None and d.method == "drift" and d.decision == "delete"
     assert sorted(c.name for c in d.candidates) == ["e0", "e1", "e2"]
     assert d.message() == "Deleting 3 nodes (NodePoolDrifted)"
+
+
+# --- terminate-first drift (capacity-constrained NodePools, Karpenter v1.15 RFC terminate-first-disruption) ---
+
+def _reserved(name: str, pods: list) -> Any:
+    n = node(name, hash="old", capacity_type="reserved", price=0.0, pods=pods)
+    n.view.labels[L.CAPACITY_RESERVATION_ID] = "cr-0123456789abcdef0"
+    return n
+
+
+def test_drift_terminates_first_when_the_pods_fit_only_in_the_reservation_slot_it_frees() -> None:
+    """A reserved-only pool whose reservation is full (no reserved offering left): n0's 3 cpu of pods fit nowhere,
+    so replace-first would wait forever; with n0's slot credited back they fit there, so drift deletes n0 first."""
+    busy = _reserved("n0", [pod("a-0", 1500), pod("a-1", 1500)])
+    other = node("n1", pods=[pod("b-0", 3500)], hash="new", capacity_type="reserved", price=0.0)
+    view = cluster([busy, other], [pool(hash="new", capacity_types=("reserved",))])
+    d = decide(view, NOW)
+    assert d is not None and d.method == "drift" and d.terminate_first
+    assert [c.name for c in d.candidates] == ["n0"] and d.decision == "delete" and d.replacements == []
+    assert d.detail == {"n0": "NodePoolDrifted, terminate-first: its pods fit only in the slot it frees in "
+                              "capacity reservation cr-0123456789abcdef0"}
+    fresh = validate(d, view, NOW)
+    assert fresh is not None and fresh.terminate_first and [c.name for c in fresh.candidates] == ["n0"]
+
+
+def test_drift_still_replaces_first_when_other_capacity_takes_the_pods() -> None:
+    busy = _reserved("n0", [pod("a-0", 1500), pod("a-1", 1500)])
+    other = node("n1", pods=[pod("b-0", 3500)], hash="new")
+    d = decide(cluster([busy, other], [pool(hash="new", capacity_types=("reserved", "on-demand"))]), NOW)
+    assert d is not None and not d.terminate_first and d.decision == "replace"
+    assert [(p.instance_type.name, p.capacity_type) for p in d.replacements] == [("c.medium", "on-demand")]
+
+
+def test_drift_waits_when_not_even_the_freed_slot_takes_the_pods() -> None:
+    busy = _reserved("n0", [pod("a-0", 4500)])  # more than the reserved type (c.medium, 4 cpu) has
+    other = node("n1", pods=[pod("b-0", 3500)], hash="new", capacity_type="reserved", price=0.0)
+    pools = [dataclasses.replace(pool(hash="new", capacity_types=("reserved",)), instance_types=[MEDIUM])]
+    assert decide(cluster([busy, other], pools), NOW) is None
+
+
+def test_drift_of_a_static_pool_terminates_first() -> None:
+    """A static pool (spec.replicas) never grows for a replacement: its drifted node, whose pods fit nowhere
+    else, is deleted first and the static controller launches the successor."""
+    busy = node("n0", hash="old", pods=[pod("a-0", 1500), pod("a-1", 1500)])
+    other = node("n1", pods=[pod("b-0", 3500)], hash="new")
+    static = dataclasses.replace(pool(hash="new"), static=True)
+    d = decide(cluster([busy, other], [static]), NOW)
+    assert d is not None and d.terminate_first and d.decision == "delete"
+    assert d.detail["n0"].endswith("terminate-first: static NodePool at its replicas, the successor launches once "
+                                   "the node is gone")
+
+
+def test_static_drift_waits_when_the_static_capacity_gate_is_off() -> None:
+    """StaticCapacity off: the static controller does not run, so nothing would replace the node: drift waits."""
+    busy = node("n0", hash="old", pods=[pod("a-0", 1500), pod("a-1", 1500)])
+    other = node("n1", pods=[pod("b-0", 3500)], hash="new")
+    static = dataclasses.replace(pool(hash="new"), static=True)
+    assert decide(cluster([busy, other], [static], static_capacity=False), NOW) is None

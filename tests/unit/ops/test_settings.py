@@ -10,9 +10,9 @@ import pytest
 from nodewright.errors import NodewrightValidationError
 from nodewright.settings import (
     FeatureGates,
+    feature_gates,
     load_settings,
     min_values_policy,
-    node_overlay_gate,
     parse_feature_gates,
     preference_policy,
 )
@@ -46,7 +46,7 @@ def test_feature_gates_parse_like_karpenter() -> None:
     assert (aws.reboot_for_repair, aws.node_class_cel) == (True, False)
     assert load_settings({**BASE, "FEATURE_GATES": "CapacityBuffer=true"}).feature_gates.capacity_buffer is True
     assert parse_feature_gates("NodeOverlay=true").node_overlay is True  # nodewright.cloud.overlay
-    assert node_overlay_gate({"FEATURE_GATES": "NodeOverlay=true"}) and not node_overlay_gate({})
+    assert feature_gates({"FEATURE_GATES": "NodeOverlay=true"}).node_overlay and not feature_gates({}).node_overlay
 
 
 @pytest.mark.parametrize(("text", "reason"), [

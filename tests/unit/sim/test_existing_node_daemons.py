@@ -9,6 +9,7 @@ import copy
 from typing import Any
 
 from nodewright.api import labels as L
+from nodewright.controllers.manager import ControllerOptions
 
 from .test_one_path import (
     CAPPED_POOL,
@@ -66,13 +67,14 @@ def _agent(name: str, cpu: str, memory: str, **spec: Any) -> dict[str, Any]:
                                       "requests": {"cpu": cpu, "memory": memory}}}], **spec}}}}
 
 
-def test_a_static_nodeclaim_requests_the_daemonsets_of_its_type_in_replay_and_controller() -> None:
+def test_a_static_nodeclaim_requests_the_daemonsets_of_its_type_in_replay_and_controller(monkeypatch) -> None:
     # big-agent runs only on types with more than 8 vCPU: the cheapest type, m5.large (2 vCPU), carries only the
     # 100m/128Mi agent, so that is the NodeClaim's request, not the pool-wide 2100m.
     big_only = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": L.INSTANCE_CPU, "operator": "Gt", "values": ["8"]}]}]}}}}
     docs = [NODECLASS, STATIC_POOL, _agent("agent", "100m", "128Mi"), _agent("big-agent", "2", "4Gi", **big_only)]
-    from_controller = _controller(docs)
+    monkeypatch.setenv("FEATURE_GATES", "StaticCapacity=true")  # replay reads it; the controller takes the option
+    from_controller = _controller(docs, options=ControllerOptions(static_capacity=True))
     assert from_controller == _scenario_first_batch(docs)
     (claim,) = from_controller
     assert claim["spec"]["resources"]["requests"] == {"cpu": "100m", "memory": "128Mi", "pods": "1"}

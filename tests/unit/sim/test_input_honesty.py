@@ -58,7 +58,7 @@ def run(tmp_path: Path, text: str, *args: str, name: str = "in.yaml") -> tuple[R
 def test_version_names_the_karpenter_release() -> None:
     out = CliRunner().invoke(cli, ["--version"])
     assert out.exit_code == 0
-    assert f"(Karpenter {KARPENTER_VERSION} API" in out.output and KARPENTER_VERSION == "v1.14"
+    assert f"(Karpenter {KARPENTER_VERSION} API" in out.output and KARPENTER_VERSION == "v1.15.1"
 
 
 def test_helm_template_output_is_simulated_with_one_skip_line(tmp_path: Path) -> None:

@@ -69,3 +69,39 @@ def test_example_simulates(name: str, tmp_path: Path) -> None:
                 assert claim["labels"][req["key"]] in req["values"], (req, claim["labels"])
             if req["key"] == "karpenter.sh/capacity-type":
                 assert claim["capacity_type"] in req["values"]
+
+
+WORKLOADS = Path(__file__).resolve().parents[2] / "fixtures" / "karpenter-examples-workloads"
+WORKLOAD_FILES = sorted(p.name for p in WORKLOADS.glob("*.yaml"))
+#: Workloads whose pods need accelerators the general-purpose pool (instance-category c, m, r) does not offer.
+NEEDS_ACCELERATORS = {"gpu-amd.yaml", "gpu-nvidia.yaml", "neuron.yaml"}
+#: The examples/v1 NodePool each workload is scheduled beside (default: general-purpose.yaml).
+POOL_FOR = {"arm64.yaml": "multiple-arch.yaml", "spot.yaml": "spot.yaml"}
+
+
+def test_all_11_workload_examples_are_here() -> None:
+    assert len(WORKLOAD_FILES) == 11 and "spread-hostname-zone.yaml" in WORKLOAD_FILES
+
+
+@pytest.mark.parametrize("name", WORKLOAD_FILES)
+def test_workload_example_simulates_beside_an_example_pool(name: str, tmp_path: Path) -> None:
+    """Each of Karpenter's workload examples (replicas 0 raised to 3, else unchanged) beside an examples/v1 NodePool
+    (:data:`POOL_FOR`): accepted with no warning; every pod gets a node unless it needs an accelerator the pool
+    lacks."""
+    docs = [d for d in yaml.safe_load_all((WORKLOADS / name).read_text()) if d]
+    for doc in docs:
+        if doc["kind"] == "Deployment" and not doc["spec"].get("replicas"):
+            doc["spec"]["replicas"] = 3
+    path = tmp_path / name
+    pool = EXAMPLES / POOL_FOR.get(name, "general-purpose.yaml")
+    path.write_text(pool.read_text() + "\n---\n" + yaml.safe_dump_all(docs))
+    out = CliRunner().invoke(cli, ["simulate", "-f", str(path), "-o", "json"])
+    assert out.exit_code == 0, out.stderr
+    assert [line for line in out.stderr.splitlines() if line.startswith(("warning:", "error:"))] == []
+    decision = json.loads(out.stdout)
+    pods = sum(d["spec"]["replicas"] for d in docs if d["kind"] == "Deployment")
+    placed = sum(len(c["pods"]) for c in decision["nodeclaims"])
+    if name in NEEDS_ACCELERATORS:
+        assert placed == 0 and len(decision["unschedulable"]) == pods
+    else:
+        assert placed == pods and decision["unschedulable"] == []

@@ -63,3 +63,24 @@ def test_launches_fill_the_reservation_then_fall_back_to_on_demand() -> None:
     assert labels[0]["karpenter.k8s.aws/capacity-reservation-id"] == "cr-0123456789abcdef0"
     assert labels[0]["karpenter.k8s.aws/capacity-reservation-type"] == "default"
     assert "karpenter.k8s.aws/capacity-reservation-id" not in labels[2]
+
+
+def test_reserved_capacity_gate_off_plans_on_demand_with_one_warning(monkeypatch: Any, caplog: Any) -> None:
+    """FEATURE_GATES ReservedCapacity=false, read by `simulate` as by the controller: the reservation in the status
+    is not offered, the same pods go on-demand, and the class gets one warning line."""
+    monkeypatch.setenv("FEATURE_GATES", "ReservedCapacity=false")
+    out = decide([CLASS, POOL, WEB])
+    assert [(c["capacity_type"], c["instance_type"], len(c["pods"])) for c in out["nodeclaims"]] == [
+        ("on-demand", "m7i.4xlarge", 12)]
+    assert [r.getMessage() for r in caplog.records if "ReservedCapacity" in r.getMessage()] == [
+        "EC2NodeClass default: capacityReservationSelectorTerms ignored, the ReservedCapacity feature gate is off "
+        "(FEATURE_GATES ReservedCapacity=true to use reservations)"]
+    assert out["nodeclaims"] == decide([{**CLASS, "status": {}}, POOL, WEB])["nodeclaims"]  # as if none existed
+
+
+def test_reserved_capacity_gate_off_never_launches_into_the_reservation() -> None:
+    ec2 = SimulatedEC2(lambda: 0.0, random.Random(0), LatencyDistribution(30.0, 30.0))
+    cloud = SimulatedCloudProvider(ec2, "us-east-1", ["us-east-1a", "us-east-1b"], lambda name: CLASS,
+                                   reserved_capacity=False)
+    launched = [cloud.create(_claim(f"c{i}")) for i in range(2)]
+    assert [(c.metadata.labels or {})["karpenter.sh/capacity-type"] for c in launched] == ["on-demand", "on-demand"]

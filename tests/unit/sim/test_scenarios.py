@@ -237,9 +237,11 @@ def test_same_seed_gives_byte_identical_json(tmp_path: Path) -> None:
     assert "simulated 4 min in" in first.stderr  # the real time taken goes to stderr
 
 
-def test_static_nodepool_keeps_its_replicas_and_hosts_pending_pods() -> None:
-    """A static NodePool (spec.replicas: 2, Karpenter v1.14) is launched at the start, takes the 4 pods when they
-    appear, launches nothing more for them, and is not consolidated when they go (WhenEmpty, 30 s)."""
+def test_static_nodepool_keeps_its_replicas_and_hosts_pending_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A static NodePool (spec.replicas: 2, Karpenter v1.14; FEATURE_GATES StaticCapacity=true) is launched at the
+    start, takes the 4 pods when they appear, launches nothing more for them, and is not consolidated when they go
+    (WhenEmpty, 30 s)."""
+    monkeypatch.setenv("FEATURE_GATES", "StaticCapacity=true")
     static = json.loads(json.dumps(POOL))
     static["metadata"]["name"] = "fixed"
     static["spec"]["replicas"] = 2

@@ -1,10 +1,19 @@
-"""``simulate -f`` with a static NodePool: its replicas exist before the batch and pending pods land on them."""
+"""``simulate -f`` with a static NodePool (``FEATURE_GATES`` ``StaticCapacity=true``): its replicas exist before the
+batch and pending pods land on them; with the gate off the pool is not managed."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from nodewright.sim.decision import decide
+
+
+@pytest.fixture(autouse=True)
+def _static_capacity_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Static NodePools are managed only under Karpenter's StaticCapacity gate (off by default)."""
+    monkeypatch.setenv("FEATURE_GATES", "StaticCapacity=true")
 
 CLASS = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
          "spec": {"role": "nodes", "amiSelectorTerms": [{"alias": "al2023@latest"}],
@@ -42,3 +51,17 @@ def test_a_static_pool_alone_never_launches_for_pods() -> None:
     assert out["nodeclaims"] == []
     assert [len(e["pods"]) for e in out["existing"]] == [3]
     assert len(out["unschedulable"]) == 2
+
+
+def test_static_capacity_gate_off_leaves_the_static_pool_unmanaged(monkeypatch, caplog) -> None:
+    """StaticCapacity=false (Karpenter's default): the static controller does not run, so the pool gets no replicas,
+    and the provisioner still never launches for it (Karpenter filters static pools whatever the gate): the pods
+    go to the dynamic pool, and the static pool gets one warning line."""
+    monkeypatch.setenv("FEATURE_GATES", "StaticCapacity=false")
+    out = decide([CLASS, _pool("fixed", replicas=2), _pool("dynamic"), _web(8)])
+    assert out["existing"] == []
+    assert {c["nodepool"] for c in out["nodeclaims"]} == {"dynamic"}
+    assert sum(len(c["pods"]) for c in out["nodeclaims"]) == 8
+    assert [r.getMessage() for r in caplog.records if "StaticCapacity" in r.getMessage()] == [
+        "static nodepool fixed (spec.replicas 2) is not managed: the StaticCapacity feature gate is off "
+        "(FEATURE_GATES StaticCapacity=true to keep its replicas)"]

@@ -36,7 +36,7 @@ def test_round_trip_keeps_every_object_and_the_header(tmp_path: Path, suffix: st
     path = tmp_path / f"s{suffix}"
     assert write_snapshot(path, cluster(), time=NOW) == 23
     snap = read_snapshot(path)
-    assert (snap.time, snap.karpenter_version, snap.version, snap.redacted) == (NOW, "v1.14", "1", False)
+    assert (snap.time, snap.karpenter_version, snap.version, snap.redacted) == (NOW, "v1.15.1", "1", False)
     assert [o["kind"] for o in snap.objects][:4] == ["NodePool", "EC2NodeClass", "NodeClaim", "NodeClaim"]
     assert len(snap.of_kind("Pod")) == 9 and len(snap.of_kind("Node")) == 4
     by_name = {(o["kind"], o["metadata"]["name"]): o for o in cluster()}
@@ -106,7 +106,7 @@ def _bad(tmp_path: Path, text: str, name: str = "bad.yaml") -> tuple[int, str]:
 def _snapshot_text(objects: list[dict[str, Any]], **header: str) -> str:
     doc = {"apiVersion": "v1", "kind": "List", "metadata": {"annotations": {
         "nodewright.io/snapshot-version": "1", "nodewright.io/snapshot-time": "2026-07-20T12:00:00Z",
-        "nodewright.io/karpenter-version": "v1.14", ANN_OBJECTS: str(len(objects)), **header}}, "items": objects}
+        "nodewright.io/karpenter-version": "v1.15.1", ANN_OBJECTS: str(len(objects)), **header}}, "items": objects}
     return yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -116,12 +116,12 @@ def test_another_karpenter_version_is_one_line_exit_2(tmp_path: Path) -> None:
     assert code == 2
     assert out.splitlines() == [
         f"error: {tmp_path}/bad.yaml#items[0]: NodePool 'general' is karpenter.sh/v1beta1: an object of Karpenter "
-        "before v1.0; this nodewright reads Karpenter's v1 API (Karpenter >= 1.0, v1.14); upgrade Karpenter, or "
+        "before v1.0; this nodewright reads Karpenter's v1 API (Karpenter >= 1.0, v1.15.1); upgrade Karpenter, or "
         "`nodewright convert` the manifests"]
     code, out = _bad(tmp_path, _snapshot_text([nodepool()], **{"nodewright.io/karpenter-version": "v0.37.0"}))
     assert (code, out.splitlines()) == (2, [
         f"error: {tmp_path}/bad.yaml: taken from Karpenter v0.37.0; this nodewright reads Karpenter's v1 API "
-        "(>= v1.0, v1.14): upgrade Karpenter and snapshot again"])
+        "(>= v1.0, v1.15.1): upgrade Karpenter and snapshot again"])
     code, out = _bad(tmp_path, _snapshot_text([nodepool()], **{"nodewright.io/snapshot-version": "2"}))
     assert (code, out.splitlines()) == (2, [f"error: {tmp_path}/bad.yaml: snapshot version '2'; this nodewright "
                                             "reads version '1'"])
