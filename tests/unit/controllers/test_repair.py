@@ -145,7 +145,7 @@ def test_an_unhealthy_node_past_its_toleration_is_deleted_forcefully_with_metric
     assert claim["metadata"]["annotations"][L.NODECLAIM_TERMINATION_TIMESTAMP] == format_time(clock())
     assert not deleting(cluster, "claim-2")
     m = ctx.metrics
-    assert m.nodeclaims_disrupted.labels("unhealthy", "general", "on-demand")._value.get() == 1
+    assert m.nodeclaims_disrupted.labels("unhealthy", "general", "on-demand", "", "graceful")._value.get() == 1
     assert m.nodeclaims_unhealthy_disrupted.labels("ready", "general", "on-demand", "ami-0123")._value.get() == 1
 
 
