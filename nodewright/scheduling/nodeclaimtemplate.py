@@ -18,7 +18,7 @@ well-known instance label the type lacks (``instance-gpu-name`` on a non-GPU typ
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from operator import le
+from operator import itemgetter, le
 from typing import TYPE_CHECKING, Protocol
 
 from nodewright.api import labels as wk
@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 
 #: Capacity-type preference when several are allowed (Karpenter launches reserved, then spot, then on-demand).
 CAPACITY_TYPE_PRIORITY = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
+#: Sort key of (price, name, ...) rows.
+_FIRST_TWO = itemgetter(0, 1)
 #: Karpenter truncates the fleet request's instance types to 60 (``MaxInstanceTypes``).
 MAX_INSTANCE_TYPES = 60
 
@@ -144,12 +146,43 @@ class NodeClaimTemplate:
         ident = reqs.identity()
         found = self._compat.get(ident)
         if found is None:
-            # compatible() looked the cheapest allowed offering up already: rank by that cached one. Under the
-            # pool's own requirements every type is compatible (pool_type kept only those): no second check.
-            own = ident == self.reqs.identity()
-            found = _by_price(self.types if own else (t for t in self.types if t.compatible(reqs)),
-                              lambda t: t.offering(reqs))
+            if self.pricing is None:
+                return self._list_rankings(reqs, ident)
+            # compatible() looked the cheapest allowed offering up already: rank by that cached one.
+            found = _by_price((t for t in self.types if t.compatible(reqs)), lambda t: t.offering(reqs))
             self._compat[ident] = found
+        return found
+
+    def _list_rankings(self, reqs: Requirements, ident: tuple[object, ...]) -> list[TypeInfo]:
+        """At list prices, :meth:`types_for`, every capacity type's :meth:`ranked` list and (without limits)
+        :meth:`priced` for ``reqs`` in one pass over the pool's types (issue 30: a cold batch used to make five
+        passes, an offering lookup each, and sort three times). The same lists: by (price, name), each capacity
+        type's cut from the types_for order; the launch's capacity type is the first of reserved/spot/on-demand
+        some type offers. Under the pool's own requirements every type is compatible (pool_type kept only
+        those): no label check."""
+        flt = offering_filter(reqs)
+        own = ident == self.reqs.identity()
+        rows = []
+        for t in self.types:
+            if not own and not t.labels_allow(reqs):
+                continue
+            cheapest = t.cheapest_under(flt)
+            best = cheapest.get(None)
+            if best is not None:
+                rows.append((best.price, t.name, t, cheapest))
+        rows.sort(key=_FIRST_TWO)
+        found = self._compat[ident] = [r[2] for r in rows]
+        by_ct: dict[str, list[tuple[float, str, TypeInfo]]] = {ct: [] for ct in CAPACITY_TYPE_PRIORITY}
+        for _, name, t, cheapest in rows:
+            for ct, o in cheapest.items():
+                if ct is not None:
+                    by_ct.setdefault(ct, []).append((o.price, name, t))
+        for ct, entries in by_ct.items():
+            entries.sort(key=_FIRST_TWO)  # stable: ties keep the types_for order
+            self._ranked[(ident, ct)] = [e[2] for e in entries]
+        if self.remaining is None:
+            launch = next((ct for ct in CAPACITY_TYPE_PRIORITY if by_ct[ct]), None)
+            self._priced[ident] = [(e[2], e[0]) for e in by_ct[launch]] if launch is not None else []
         return found
 
     def ranked(self, reqs: Requirements, capacity_type: str | None) -> list[TypeInfo]:

@@ -10,7 +10,7 @@ cached on the type. :mod:`~.nodeclaimtemplate` re-exports these names; it builds
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from operator import le
+from operator import attrgetter, le
 from typing import TYPE_CHECKING, Any
 
 from nodewright.api import labels as wk
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from nodewright.scheduling.nodeclaimtemplate import Pricing
 
 Vector = tuple[int, ...]
+_PRICE_ZONE = attrgetter("price", "zone")
 OfferingFilter = tuple[Requirement | None, Requirement | None, Requirement | None]
 
 
@@ -139,10 +140,7 @@ class TypeInfo:
             # List prices: one scan per offering filter (requirement sets differing elsewhere share it) finds
             # the cheapest offering of every capacity type, without ranking the offerings (issue 30: a cold
             # batch looks every type up under two or three requirement sets).
-            found = self._filters.get(flt)
-            if found is None:
-                found = self._filters[flt] = self._cheapest(flt)
-            best = found.get(capacity_type)
+            best = self.cheapest_under(flt).get(capacity_type)
         else:
             best = self.first_offering(flt, capacity_type)
         cache[key] = best
@@ -152,20 +150,18 @@ class TypeInfo:
         """Capacity type (None: any) -> the available offering ``flt`` allows of least (list price, zone), the
         first such in catalog order: what :meth:`first_offering` returns without a :class:`Pricing`."""
         zone, ct, zid = flt
-        best: dict[str | None, Offering] = {}
-        for o in self.it.offerings:
-            if not o.available:
-                continue
-            if zone is not None and not zone.has(o.zone):
-                continue
-            if ct is not None and not ct.has(o.capacity_type):
-                continue
-            if zid is not None and o.zone_id and not zid.has(o.zone_id):
-                continue
-            for k in (o.capacity_type, None):
-                b = best.get(k)
-                if b is None or o.price < b.price or (o.price == b.price and o.zone < b.zone):
-                    best[k] = o
+        if zone is None and ct is None and zid is None:
+            allowed = [o for o in self.it.offerings if o.available]
+        else:
+            allowed = [o for o in self.it.offerings if o.available
+                       and (zone is None or zone.has(o.zone))
+                       and (ct is None or ct.has(o.capacity_type))
+                       and (zid is None or not o.zone_id or zid.has(o.zone_id))]
+        if not allowed:
+            return {}
+        allowed.sort(key=_PRICE_ZONE)  # stable: ties keep the catalog order, as the ranking does
+        best: dict[str | None, Offering] = {o.capacity_type: o for o in reversed(allowed)}  # each type's first
+        best[None] = allowed[0]
         return best
 
     def first_offering(self, flt: OfferingFilter, capacity_type: str | None) -> Offering | None:
@@ -184,6 +180,19 @@ class TypeInfo:
 
     def compatible(self, reqs: Requirements) -> bool:
         """Labels allowed by ``reqs`` and at least one allowed available offering."""
+        return self.labels_allow(reqs) and self.offering(reqs) is not None
+
+    def cheapest_under(self, flt: OfferingFilter) -> dict[str | None, Offering]:
+        """Capacity type (None: any) -> the cheapest available offering ``flt`` allows, at list prices (the
+        offering :meth:`offering` returns without a Pricing), computed once per filter."""
+        found = self._filters.get(flt)
+        if found is None:
+            found = self._filters[flt] = self._cheapest(flt)
+        return found
+
+    def labels_allow(self, reqs: Requirements) -> bool:
+        """Every label ``reqs`` constrains is allowed (a well-known instance label the type lacks counts as
+        absent); offering keys are :meth:`offering`'s."""
         labels = self.labels
         for key, req in reqs.items():
             if key in OFFERING_KEYS:
@@ -194,7 +203,7 @@ class TypeInfo:
                     return False
             elif key in INSTANCE_TYPE_KEYS and not req.allows_absence():
                 return False
-        return self.offering(reqs) is not None
+        return True
 
     def fits(self, need: Sequence[int]) -> bool:
         """True when ``need`` is within the budget in every dimension (vectors of the run's dims)."""
@@ -228,7 +237,7 @@ def pool_type(
     budget is net of the type's own); None: every type carries ``overhead``."""
     if daemons is None:
         group = DaemonGroup(requests=dict(overhead)) if overhead else NO_DAEMONS
-        if not any(int(overhead.get(d, 0)) > 0 for d in dims):
+        if not overhead or not any(int(overhead.get(d, 0)) > 0 for d in dims):
             # Allocatable is never negative: nor is the budget, which is then compiled when first read.
             info = TypeInfo(it, None, pricing, group, lazy_budget=(spec, dims, overhead))
             return info if info.compatible(spec.requirements) else None
