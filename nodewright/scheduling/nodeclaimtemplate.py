@@ -166,7 +166,7 @@ class NodeClaimTemplate:
         for t in self.types:
             if not own and not t.labels_allow(reqs):
                 continue
-            cheapest = t.cheapest_under(flt)
+            cheapest = t._filters.get(flt) or t.cheapest_under(flt)  # compiled under the pool's filter: cached
             best = cheapest.get(None)
             if best is not None:
                 rows.append((best.price, t.name, t, cheapest))
@@ -213,6 +213,8 @@ class NodeClaimTemplate:
         found = self._priced.get(key) if self.remaining is None else None
         if found is None:
             types = self.types_for(reqs)
+            if self.remaining is None and key in self._priced:
+                return self._priced[key]  # types_for made it (list prices, the first time)
             if self.remaining is not None:
                 types = self.limited(types)
             ct = capacity_type_for(types, reqs, self.pricing is not None)

@@ -240,7 +240,11 @@ def pool_type(
         if not overhead or not any(int(overhead.get(d, 0)) > 0 for d in dims):
             # Allocatable is never negative: nor is the budget, which is then compiled when first read.
             info = TypeInfo(it, None, pricing, group, lazy_budget=(spec, dims, overhead))
-            return info if info.compatible(spec.requirements) else None
+            reqs = spec.requirements
+            if pricing is None:  # compatible() without the per-requirement-set offering cache entry
+                ok = info.labels_allow(reqs) and info.cheapest_under(offering_filter(reqs)).get(None) is not None
+                return info if ok else None
+            return info if info.compatible(reqs) else None
         budget = pool_budget(spec, it, dims, overhead)
         if min(budget) < 0:
             return None
