@@ -35,7 +35,7 @@ from operator import le, mul
 
 from nodewright.scheduling.fills import Item, _dot_fill, _dot_fill3, _dot_fill_any, _ffd
 from nodewright.scheduling.fronts import MAX_FILLED_TYPES, linear_prices, pareto
-from nodewright.scheduling.nodeclaimtemplate import TypeInfo
+from nodewright.scheduling.nodeclaimtemplate import TypeInfo, Vector
 
 __all__ = ["Item", "_dot_fill", "_dot_fill3", "_dot_fill_any", "_ffd", "pack", "pareto"]  # re-exported
 
@@ -138,10 +138,7 @@ class _Shared:
         are filled with the whole remainder at every beam state): that fill is returned without a scan."""
         caps = self.caps[j]
         if caps is None:
-            caps = self.caps[j] = [
-                min((b // v for b, v in zip(self.types[j].budget, it.vec, strict=True) if v > 0), default=1 << 62)
-                for it in self.items
-            ]
+            caps = self.caps[j] = _caps(self.types[j].budget, self.items)
             self.floor[j] = min(caps, default=0)
         if top is not None and top <= self.floor[j]:
             if need is not None and all(map(le, need, self.types[j].budget)):
@@ -158,6 +155,19 @@ class _Shared:
                 self.fills.clear()  # bounds memory on batches of many shapes, where reuse is rare anyway
             self.fills[key] = found
         return found
+
+
+def _caps(budget: Vector, items: Sequence[Item]) -> list[int]:
+    """How many pods of each item fit ``budget`` alone (1 << 62 for an item requesting nothing)."""
+    big = 1 << 62
+    if len(budget) == 3:  # unrolled (the usual cpu, memory, pods): the same minimum
+        b0, b1, b2 = budget
+        out = []
+        for it in items:
+            v0, v1, v2 = it.vec
+            out.append(min(b0 // v0 if v0 > 0 else big, b1 // v1 if v1 > 0 else big, b2 // v2 if v2 > 0 else big))
+        return out
+    return [min((b // v for b, v in zip(budget, it.vec, strict=True) if v > 0), default=big) for it in items]
 
 
 def _move_key(s: tuple[float, str, int, int, TypeInfo, Fill]) -> tuple[float, str, int, int]:
@@ -193,7 +203,8 @@ class _Problem:
             (shared.prices[j] / (sum(map(mul, w, t.budget)) * (1 + 1e-9) + slack), j) for j, t in enumerate(self.types)
         )
         if shared.linear is None:  # then all score bounds tie: fill at most MAX_FILLED_TYPES per move search
-            shared.linear = linear_prices(self.types, shared.prices, _fit_weights(self.types, prices, self.dims, "fit"))
+            fit = w if mode == "fit" else _fit_weights(self.types, prices, self.dims, "fit")
+            shared.linear = linear_prices(self.types, shared.prices, fit)
         self.max_filled = MAX_FILLED_TYPES if shared.linear else len(self.types)
 
     def _need(self, counts: Sequence[int]) -> tuple[list[int], int]:
