@@ -8,7 +8,8 @@ Resources are handled as fixed-order integer vectors (``dims``: cpu millicores, 
 other requested resource) so fit checks are tuple comparisons. A type's *budget* on a pool is its allocatable
 (cpu and memory scaled by the pool's target utilization) minus the requests of the DaemonSets that type runs
 (:mod:`nodewright.scheduling.daemonsets`; Karpenter's daemon overhead groups): pods fit when their summed requests
-are within the budget. A pod whose host port one of those DaemonSets holds cannot use that type.
+are within the budget. A pod whose host port one of those DaemonSets holds cannot use that type. The per-type part
+(:class:`~.typeinfo.TypeInfo`, compiled on demand) is in :mod:`~.typeinfo`.
 
 Instance-type compatibility with requirements follows Karpenter: a key the type labels must be allowed; a
 well-known instance label the type lacks (``instance-gpu-name`` on a non-GPU type) behaves as

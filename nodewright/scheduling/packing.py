@@ -24,7 +24,13 @@ scan): a move search visits types by a lower bound of their score (price over th
 type could hold) and stops once the bound exceeds the best scores found, instead of filling all ~150 pareto
 types of a real catalog; fills are cached under the counts capped at what fits the type alone, so beam states,
 search steps and the three weightings share them; ``cheapest_fitting`` scans the pareto types only (the
-cheapest type holding a node's pods is never dominated).
+cheapest type holding a node's pods is never dominated). The beam search is bounded by the greedy plan's price
+(a state whose cost plus estimate exceeds it is dropped: the estimate is a lower bound), and a type holding every
+remaining pod fills with all of them without a scan.
+
+Under ties (prices linear in the resources, issue 30: every score bound ties, so nothing prunes) a move search
+fills at most :data:`~.fronts.MAX_FILLED_TYPES` types and groups of more than :data:`TIE_ONE_WEIGHTING_PODS` pods
+try only the fitted weighting: bounded work where options are equivalent.
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ BEAM_WIDTH = 8
 SMALL_PROBLEM_PODS = 64
 TAIL_BINS = 6
 MAX_CACHED_FILLS = 50_000
+#: Under linear prices (:func:`~.fronts.linear_prices`) a group of more than this many pods tries only the fitted
+#: weighting: there the fit is the price model, and the cpu-only / memory-only searches (each a full beam or
+#: greedy pass) were never cheaper on the benchmark's 40- and 100-pod batches (issue 30; docs/benchmarks.md).
 TIE_ONE_WEIGHTING_PODS = 16
 
 
