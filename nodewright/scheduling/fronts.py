@@ -48,12 +48,15 @@ class Front:
 
     __slots__ = ("ranked", "types", "prices", "_ordered", "_next", "_kept", "_budgets")
 
-    def __init__(self, ranked: list[tuple[TypeInfo, float]]) -> None:
+    def __init__(self, ranked: list[tuple[TypeInfo, float]], ordered: bool = False) -> None:
+        """``ordered``: ``ranked`` is by (price, name) (distinct names), so it is its own price order."""
         self.ranked = ranked
         self.types = [t for t, _ in ranked]
         self.prices = {t.name: price for t, price in ranked}
         prices = self.prices
-        self._ordered = sorted(self.types, key=lambda t: (prices[t.name], t.name))
+        # A list-price ranking is by (price, name) already (NodeClaimTemplate._list_rankings): then no sort.
+        self._ordered = (self.types if ordered and len(prices) == len(self.types)
+                         else sorted(self.types, key=lambda t: (prices[t.name], t.name)))
         self._next = 0
         self._kept: list[TypeInfo] = []
         self._budgets: list[Vector] = []
@@ -99,7 +102,7 @@ def pool_front(template: NodeClaimTemplate, reqs: Requirements) -> Front | None:
     key = reqs.identity()
     found = template.shared.fronts.get(key)
     if found is None or found.ranked is not ranked:
-        found = template.shared.fronts[key] = Front(ranked)
+        found = template.shared.fronts[key] = Front(ranked, ordered=template.pricing is None)
     return found
 
 

@@ -8,7 +8,8 @@ Resources are handled as fixed-order integer vectors (``dims``: cpu millicores, 
 other requested resource) so fit checks are tuple comparisons. A type's *budget* on a pool is its allocatable
 (cpu and memory scaled by the pool's target utilization) minus the requests of the DaemonSets that type runs
 (:mod:`nodewright.scheduling.daemonsets`; Karpenter's daemon overhead groups): pods fit when their summed requests
-are within the budget. A pod whose host port one of those DaemonSets holds cannot use that type.
+are within the budget. A pod whose host port one of those DaemonSets holds cannot use that type. The per-type part
+(:class:`~.typeinfo.TypeInfo`, compiled on demand) is in :mod:`~.typeinfo`.
 
 Instance-type compatibility with requirements follows Karpenter: a key the type labels must be allowed; a
 well-known instance label the type lacks (``instance-gpu-name`` on a non-GPU type) behaves as
@@ -18,7 +19,7 @@ well-known instance label the type lacks (``instance-gpu-name`` on a non-GPU typ
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from operator import le
+from operator import itemgetter, le
 from typing import TYPE_CHECKING, Protocol
 
 from nodewright.api import labels as wk
@@ -29,26 +30,34 @@ from nodewright.cloud.instancetype import (
     InstanceType,
     Offering,
 )
-from nodewright.quantities import CPU, MEMORY, format_resources
-from nodewright.scheduling.daemonsets import NO_DAEMONS, DaemonGroup, PoolDaemons, overhead_text, port_taken
+from nodewright.quantities import format_resources
+from nodewright.scheduling.daemonsets import DaemonGroup, PoolDaemons, overhead_text, port_taken
 from nodewright.scheduling.minvalues import Flexibility, unmet_reason
 from nodewright.scheduling.nodepools import NodePoolSpec
 from nodewright.scheduling.pods import HostPort
-from nodewright.scheduling.requirements import INSTANCE_TYPE_KEYS, OFFERING_KEYS, Requirement, Requirements
+from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.taints import untolerated
 from nodewright.scheduling.templatetypes import TemplateTypes
+from nodewright.scheduling.typeinfo import (
+    OfferingFilter,
+    TypeInfo,
+    Vector,
+    offering_filter,
+    pool_budget,
+    pool_type,
+)
+
+__all__ = ["OfferingFilter", "TypeInfo", "Vector", "offering_filter", "pool_budget", "pool_type"]  # re-exported
 
 if TYPE_CHECKING:
     from nodewright.scheduling.preferences import PodClass
 
-Vector = tuple[int, ...]
 #: Capacity-type preference when several are allowed (Karpenter launches reserved, then spot, then on-demand).
 CAPACITY_TYPE_PRIORITY = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
+#: Sort key of (price, name, ...) rows.
+_FIRST_TWO = itemgetter(0, 1)
 #: Karpenter truncates the fleet request's instance types to 60 (``MaxInstanceTypes``).
 MAX_INSTANCE_TYPES = 60
-
-
-OfferingFilter = tuple[Requirement | None, Requirement | None, Requirement | None]
 
 
 class Pricing(Protocol):
@@ -75,153 +84,6 @@ class Pricing(Protocol):
 
 #: Makes the :class:`Pricing` of one scheduling run (a fresh fleet per run).
 PricingFactory = Callable[[], Pricing]
-
-
-def offering_filter(reqs: Requirements) -> OfferingFilter:
-    """The requirements that restrict offerings: (zone, capacity type, zone id)."""
-    return reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE), reqs.get(wk.ZONE_ID)
-
-
-class TypeInfo:
-    """One instance type as seen by one pool: budget vector, capacity, the DaemonSets it runs (``daemons``), and a
-    per-requirements price cache."""
-
-    __slots__ = ("it", "name", "labels", "budget", "daemons", "capacity", "pricing", "_price_cache", "_by_price",
-                 "_version")
-
-    def __init__(
-        self, it: InstanceType, budget: Vector, pricing: Pricing | None = None, daemons: DaemonGroup = NO_DAEMONS
-    ) -> None:
-        self.it = it
-        self.name = it.name
-        self.labels = it.labels
-        self.budget = budget
-        self.daemons = daemons
-        self.capacity = dict(it.capacity)
-        self.pricing = pricing
-        self._price_cache: dict[tuple[object, ...], Offering | None] = {}
-        self._version = -1 if pricing is None else pricing.version
-        self._by_price = self._rank_offerings()
-
-    @property
-    def cached_lookups(self) -> int:
-        """How many (requirement set, capacity type) offering lookups it has cached (memory accounting)."""
-        return len(self._price_cache)
-
-    def price_of(self, offering: Offering) -> float:
-        """USD/hour of one of its offerings this run: the list price, or the :class:`Pricing`'s."""
-        return offering.price if self.pricing is None else self.pricing.price(self.name, offering)
-
-    def _rank_offerings(self) -> dict[str | None, list[Offering]]:
-        """Available offerings by (price, list price, zone), per capacity type (None: all); the sort is stable, so
-        ties keep the catalog's order."""
-        available = [o for o in self.it.offerings if o.available]
-        # Without pricing, (list price, list price, zone) orders as (list price, zone): the cold path.
-        ordered = sorted(available, key=(lambda o: (o.price, o.zone)) if self.pricing is None
-                         else (lambda o: (self.price_of(o), o.price, o.zone)))
-        by_price: dict[str | None, list[Offering]] = {None: ordered}
-        for o in ordered:
-            by_price.setdefault(o.capacity_type, []).append(o)
-        return by_price
-
-    def _sync(self) -> None:
-        """Re-rank the offerings when the run's prices changed (only with a :class:`Pricing`)."""
-        if self.pricing is not None and self.pricing.version != self._version:
-            self._version = self.pricing.version
-            self._price_cache.clear()
-            self._by_price = self._rank_offerings()
-
-    @property
-    def capacity_types(self) -> list[str]:
-        """Capacity types with an available offering (any zone)."""
-        return [ct for ct in self._by_price if ct is not None]
-
-    def offering(self, reqs: Requirements, capacity_type: str | None = None) -> Offering | None:
-        """Cheapest available offering allowed by ``reqs`` (zone, capacity type, zone id), optionally of one
-        capacity type; ties broken by zone name (then catalog order); cached per requirement set."""
-        self._sync()
-        key = (reqs.identity(), capacity_type)
-        cache = self._price_cache
-        if key in cache:
-            return cache[key]
-        best = self.first_offering(offering_filter(reqs), capacity_type)
-        cache[key] = best
-        return best
-
-    def first_offering(self, flt: OfferingFilter, capacity_type: str | None) -> Offering | None:
-        """Uncached :meth:`offering` for a precomputed :func:`offering_filter`."""
-        self._sync()
-        zone, ct, zid = flt
-        for o in self._by_price.get(capacity_type, ()):
-            if zone is not None and not zone.has(o.zone):
-                continue
-            if ct is not None and not ct.has(o.capacity_type):
-                continue
-            if zid is not None and o.zone_id and not zid.has(o.zone_id):
-                continue
-            return o  # offerings are sorted: the first allowed one is the cheapest
-        return None
-
-    def compatible(self, reqs: Requirements) -> bool:
-        """Labels allowed by ``reqs`` and at least one allowed available offering."""
-        labels = self.labels
-        for key, req in reqs.items():
-            if key in OFFERING_KEYS:
-                continue
-            value = labels.get(key)
-            if value is not None:
-                if not req.has(value):
-                    return False
-            elif key in INSTANCE_TYPE_KEYS and not req.allows_absence():
-                return False
-        return self.offering(reqs) is not None
-
-    def fits(self, need: Sequence[int]) -> bool:
-        """True when ``need`` is within the budget in every dimension (vectors of the run's dims)."""
-        return all(map(le, need, self.budget))
-
-
-def pool_budget(spec: NodePoolSpec, it: InstanceType, dims: Sequence[str], overhead: Mapping[str, int]) -> Vector:
-    """``it``'s budget on ``spec``'s nodes: allocatable (cpu and memory scaled by the target utilization) minus
-    the daemonset ``overhead``, in ``dims`` order (a negative entry: the daemonsets alone do not fit)."""
-    alloc = it.allocatable()
-    util = spec.target_utilization
-    budget = []
-    for d in dims:
-        value = alloc.get(d, 0)
-        if util is not None and d in (CPU, MEMORY):
-            value = int(value * util)
-        budget.append(value - int(overhead.get(d, 0)))
-    return tuple(budget)
-
-
-def pool_type(
-    spec: NodePoolSpec,
-    it: InstanceType,
-    dims: Sequence[str],
-    overhead: Mapping[str, int],
-    pricing: Pricing | None,
-    daemons: PoolDaemons | None = None,
-) -> TypeInfo | None:
-    """``it`` as ``spec``'s nodes see it, or None when its daemonsets alone do not fit or the pool's requirements
-    rule it out (labels, or no allowed available offering). ``daemons``: which DaemonSets each type runs (the
-    budget is net of the type's own); None: every type carries ``overhead``."""
-    if daemons is None:
-        budget = pool_budget(spec, it, dims, overhead)
-        if min(budget) < 0:
-            return None
-        info = TypeInfo(it, budget, pricing, DaemonGroup(requests=dict(overhead)) if overhead else NO_DAEMONS)
-        return info if info.compatible(spec.requirements) else None
-    info = TypeInfo(it, (), pricing)
-    if not info.compatible(spec.requirements):
-        return None
-    group = daemons.group_for(info.labels, info.compatible)
-    budget = pool_budget(spec, it, dims, group.requests)
-    if min(budget) < 0:
-        return None  # its daemonsets alone do not fit
-    info.budget = budget
-    info.daemons = group
-    return info
 
 
 class NodeClaimTemplate:
@@ -285,9 +147,43 @@ class NodeClaimTemplate:
         ident = reqs.identity()
         found = self._compat.get(ident)
         if found is None:
+            if self.pricing is None:
+                return self._list_rankings(reqs, ident)
             # compatible() looked the cheapest allowed offering up already: rank by that cached one.
             found = _by_price((t for t in self.types if t.compatible(reqs)), lambda t: t.offering(reqs))
             self._compat[ident] = found
+        return found
+
+    def _list_rankings(self, reqs: Requirements, ident: tuple[object, ...]) -> list[TypeInfo]:
+        """At list prices, :meth:`types_for`, every capacity type's :meth:`ranked` list and (without limits)
+        :meth:`priced` for ``reqs`` in one pass over the pool's types (issue 30: a cold batch used to make five
+        passes, an offering lookup each, and sort three times). The same lists: by (price, name), each capacity
+        type's cut from the types_for order; the launch's capacity type is the first of reserved/spot/on-demand
+        some type offers. Under the pool's own requirements every type is compatible (pool_type kept only
+        those): no label check."""
+        flt = offering_filter(reqs)
+        own = ident == self.reqs.identity()
+        rows = []
+        for t in self.types:
+            if not own and not t.labels_allow(reqs):
+                continue
+            cheapest = t._filters.get(flt) or t.cheapest_under(flt)  # compiled under the pool's filter: cached
+            best = cheapest.get(None)
+            if best is not None:
+                rows.append((best.price, t.name, t, cheapest))
+        rows.sort(key=_FIRST_TWO)
+        found = self._compat[ident] = [r[2] for r in rows]
+        by_ct: dict[str, list[tuple[float, str, TypeInfo]]] = {ct: [] for ct in CAPACITY_TYPE_PRIORITY}
+        for _, name, t, cheapest in rows:
+            for ct, o in cheapest.items():
+                if ct is not None:
+                    by_ct.setdefault(ct, []).append((o.price, name, t))
+        for ct, entries in by_ct.items():
+            entries.sort(key=_FIRST_TWO)  # stable: ties keep the types_for order
+            self._ranked[(ident, ct)] = [e[2] for e in entries]
+        if self.remaining is None:
+            launch = next((ct for ct in CAPACITY_TYPE_PRIORITY if by_ct[ct]), None)
+            self._priced[ident] = [(e[2], e[0]) for e in by_ct[launch]] if launch is not None else []
         return found
 
     def ranked(self, reqs: Requirements, capacity_type: str | None) -> list[TypeInfo]:
@@ -304,8 +200,8 @@ class NodeClaimTemplate:
         key = (reqs.identity(), capacity_type)
         found = self._ranked.get(key)
         if found is None:
-            flt = offering_filter(reqs)
-            found = _by_price(types, lambda t: t.first_offering(flt, capacity_type))
+            # Through each type's offering cache: priced() looks the same offerings up next.
+            found = _by_price(types, lambda t: t.offering(reqs, capacity_type))
             self._ranked[key] = found
         return found
 
@@ -318,6 +214,8 @@ class NodeClaimTemplate:
         found = self._priced.get(key) if self.remaining is None else None
         if found is None:
             types = self.types_for(reqs)
+            if self.remaining is None and key in self._priced:
+                return self._priced[key]  # types_for made it (list prices, the first time)
             if self.remaining is not None:
                 types = self.limited(types)
             ct = capacity_type_for(types, reqs, self.pricing is not None)

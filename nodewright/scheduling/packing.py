@@ -24,7 +24,13 @@ scan): a move search visits types by a lower bound of their score (price over th
 type could hold) and stops once the bound exceeds the best scores found, instead of filling all ~150 pareto
 types of a real catalog; fills are cached under the counts capped at what fits the type alone, so beam states,
 search steps and the three weightings share them; ``cheapest_fitting`` scans the pareto types only (the
-cheapest type holding a node's pods is never dominated).
+cheapest type holding a node's pods is never dominated). The beam search is bounded by the greedy plan's price
+(a state whose cost plus estimate exceeds it is dropped: the estimate is a lower bound), and a type holding every
+remaining pod fills with all of them without a scan.
+
+Under ties (prices linear in the resources, issue 30: every score bound ties, so nothing prunes) a move search
+fills at most :data:`~.fronts.MAX_FILLED_TYPES` types and groups of more than :data:`TIE_ONE_WEIGHTING_PODS` pods
+try only the fitted weighting: bounded work where options are equivalent.
 """
 
 from __future__ import annotations
@@ -32,23 +38,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import le, mul
-from typing import Any
 
+from nodewright.scheduling.fills import Item, _dot_fill, _dot_fill3, _dot_fill_any, _ffd
 from nodewright.scheduling.fronts import MAX_FILLED_TYPES, linear_prices, pareto
 from nodewright.scheduling.nodeclaimtemplate import TypeInfo, Vector
+
+__all__ = ["Item", "_dot_fill", "_dot_fill3", "_dot_fill_any", "_ffd", "pack", "pareto"]  # re-exported
 
 BEAM_WIDTH = 8
 SMALL_PROBLEM_PODS = 64
 TAIL_BINS = 6
 MAX_CACHED_FILLS = 50_000
-
-
-@dataclass(frozen=True, slots=True)
-class Item:
-    """A class of identical pods: requests vector and how many."""
-
-    vec: Vector
-    count: int
+#: Under linear prices (:func:`~.fronts.linear_prices`) a group of more than this many pods tries only the fitted
+#: weighting: there the fit is the price model, and the cpu-only / memory-only searches (each a full beam or
+#: greedy pass) were never cheaper on the benchmark's 40- and 100-pod batches (issue 30; docs/benchmarks.md).
+TIE_ONE_WEIGHTING_PODS = 16
 
 
 @dataclass(slots=True)
@@ -109,100 +113,6 @@ def _fit_weights(types: Sequence[TypeInfo], prices: dict[str, float], dims: int,
     return weights
 
 
-def _ffd(budget: Vector, order: Sequence[int], items: Sequence[Item], counts: Sequence[int]) -> list[tuple[int, int]]:
-    """First-fit-decreasing fill of one node of ``budget``: how many of each item, in ``order``."""
-    rem = list(budget)
-    fill: list[tuple[int, int]] = []
-    dims = len(rem)
-    for idx in order:
-        left = counts[idx]
-        if left <= 0:
-            continue
-        vec = items[idx].vec
-        k = left
-        for d in range(dims):
-            v = vec[d]
-            if v > 0:
-                q = rem[d] // v
-                if q < k:
-                    k = q
-                    if k <= 0:
-                        break
-        if k > 0:
-            for d in range(dims):
-                rem[d] -= vec[d] * k
-            fill.append((idx, k))
-    return fill
-
-
-def _dot_fill(budget: Vector, items: Sequence[Item], counts: Sequence[int]) -> list[tuple[int, int]]:
-    """Fill one node pod by pod, each time taking the pod best aligned with the room left (normalised dot
-    product), so complementary pods (cpu-heavy with memory-heavy) share a node."""
-    if len(budget) == 3:
-        return _dot_fill3(budget, items, counts)
-    return _dot_fill_any(budget, items, counts)
-
-
-def _dot_fill_any(budget: Vector, items: Sequence[Item], counts: Sequence[int]) -> list[tuple[int, int]]:
-    """:func:`_dot_fill` in any number of dimensions."""
-    rem = list(budget)
-    scale = [max(b, 1) for b in budget]
-    # Items that no longer fit never fit again (the room only shrinks): keep a shrinking active list.
-    active = [i for i, item in enumerate(items) if counts[i] > 0 and all(map(le, item.vec, rem))]
-    normed = {i: [v / sc for v, sc in zip(items[i].vec, scale, strict=True)] for i in active}
-    left = {i: counts[i] for i in active}
-    taken: dict[int, int] = {}
-    while active:
-        room = [r / sc for r, sc in zip(rem, scale, strict=True)]
-        best, best_score = -1, -1.0
-        for i in active:
-            score = sum(map(mul, normed[i], room))
-            if score > best_score:
-                best, best_score = i, score
-        vec = items[best].vec
-        for d in range(len(rem)):
-            rem[d] -= vec[d]
-        left[best] -= 1
-        taken[best] = taken.get(best, 0) + 1
-        active = [i for i in active if left[i] > 0 and all(map(le, items[i].vec, rem))]
-    return sorted(taken.items())
-
-
-def _dot_fill3(budget: Vector, items: Sequence[Item], counts: Sequence[int]) -> list[tuple[int, int]]:
-    """:func:`_dot_fill` for three dimensions (cpu, memory, pods: the usual run), unrolled: the same float
-    operations in the same order (``sum`` adds left to right from 0), so the same choices, at a third of the
-    interpreter's work."""
-    r0, r1, r2 = budget
-    s0, s1, s2 = max(r0, 1), max(r1, 1), max(r2, 1)
-    # (index, normed vector, vector, pods left) per item; each step keeps (in order) those still left and
-    # fitting, and scores them in the same pass.
-    active = []
-    for i, item in enumerate(items):
-        v0, v1, v2 = item.vec
-        active.append([i, v0 / s0, v1 / s1, v2 / s2, v0, v1, v2, counts[i]])
-    taken: dict[int, int] = {}
-    while True:
-        q0, q1, q2 = r0 / s0, r1 / s1, r2 / s2
-        best: list[Any] | None = None
-        best_score = -1.0
-        kept = []
-        for a in active:
-            if a[7] > 0 and a[4] <= r0 and a[5] <= r1 and a[6] <= r2:
-                kept.append(a)
-                score = 0 + a[1] * q0 + a[2] * q1 + a[3] * q2
-                if score > best_score:
-                    best, best_score = a, score
-        if best is None:
-            break
-        active = kept
-        r0 -= best[4]
-        r1 -= best[5]
-        r2 -= best[6]
-        best[7] -= 1
-        taken[best[0]] = taken.get(best[0], 0) + 1
-    return sorted(taken.items())
-
-
 Fill = list[tuple[int, int]]
 
 
@@ -219,25 +129,32 @@ class _Shared:
         self.items = items
         self.types = types
         self.prices = [prices[t.name] for t in types]
-        self.caps: list[list[int]] = []
-        for t in types:
-            caps = []
-            for it in items:
-                cap = min((b // v for b, v in zip(t.budget, it.vec, strict=True) if v > 0), default=1 << 62)
-                caps.append(cap)
-            self.caps.append(caps)
-        #: Per type, the smallest of its caps: counts all at most that are their own capped counts.
-        self.floor = [min(caps, default=0) for caps in self.caps]
+        #: Per type (computed when the type is first filled: a search under ties visits few of the front's
+        #: ~300 types), how many pods of each item fit it alone, and the smallest of those: counts all at most
+        #: that are their own capped counts.
+        self.caps: list[list[int] | None] = [None] * len(types)
+        self.floor: list[int] = [-1] * len(types)
         self.fills: dict[tuple[object, ...], Fill] = {}
         self.linear: bool | None = None  # prices linear in the resources (fronts.linear_prices): 1st problem
 
-    def fill(self, j: int, order: tuple[int, ...] | None, counts: Sequence[int], top: int | None = None) -> Fill:
+    def fill(
+        self, j: int, order: tuple[int, ...] | None, counts: Sequence[int], top: int | None = None,
+        need: Sequence[int] | None = None,
+    ) -> Fill:
         """FFD fill of type ``j`` in ``order`` (None: the dot-product fill), cached. ``top``: ``max(counts)``
-        (the caller's, computed once for all types), or None."""
+        (the caller's, computed once for all types), or None; ``need``: the summed requests of ``counts``,
+        or None. When the type holds them all, any fill takes every pod (issue 30: under ties large types
+        are filled with the whole remainder at every beam state): that fill is returned without a scan."""
+        caps = self.caps[j]
+        if caps is None:
+            caps = self.caps[j] = _caps(self.types[j].budget, self.items)
+            self.floor[j] = min(caps, default=0)
         if top is not None and top <= self.floor[j]:
+            if need is not None and all(map(le, need, self.types[j].budget)):
+                return [(i, counts[i]) for i in (range(len(counts)) if order is None else order) if counts[i] > 0]
             capped = counts if type(counts) is tuple else tuple(counts)  # no cap lowers them
         else:
-            capped = tuple([c if c < m else m for c, m in zip(counts, self.caps[j], strict=True)])
+            capped = tuple([c if c < m else m for c, m in zip(counts, caps, strict=True)])
         key = (j, order, capped)
         found = self.fills.get(key)
         if found is None:
@@ -247,6 +164,19 @@ class _Shared:
                 self.fills.clear()  # bounds memory on batches of many shapes, where reuse is rare anyway
             self.fills[key] = found
         return found
+
+
+def _caps(budget: Vector, items: Sequence[Item]) -> list[int]:
+    """How many pods of each item fit ``budget`` alone (1 << 62 for an item requesting nothing)."""
+    big = 1 << 62
+    if len(budget) == 3:  # unrolled (the usual cpu, memory, pods): the same minimum
+        b0, b1, b2 = budget
+        out = []
+        for it in items:
+            v0, v1, v2 = it.vec
+            out.append(min(b0 // v0 if v0 > 0 else big, b1 // v1 if v1 > 0 else big, b2 // v2 if v2 > 0 else big))
+        return out
+    return [min((b // v for b, v in zip(budget, it.vec, strict=True) if v > 0), default=big) for it in items]
 
 
 def _move_key(s: tuple[float, str, int, int, TypeInfo, Fill]) -> tuple[float, str, int, int]:
@@ -282,7 +212,8 @@ class _Problem:
             (shared.prices[j] / (sum(map(mul, w, t.budget)) * (1 + 1e-9) + slack), j) for j, t in enumerate(self.types)
         )
         if shared.linear is None:  # then all score bounds tie: fill at most MAX_FILLED_TYPES per move search
-            shared.linear = linear_prices(self.types, shared.prices, _fit_weights(self.types, prices, self.dims, "fit"))
+            fit = w if mode == "fit" else _fit_weights(self.types, prices, self.dims, "fit")
+            shared.linear = linear_prices(self.types, shared.prices, fit)
         self.max_filled = MAX_FILLED_TYPES if shared.linear else len(self.types)
 
     def _need(self, counts: Sequence[int]) -> tuple[list[int], int]:
@@ -299,7 +230,7 @@ class _Problem:
                     need[d] += vec[d] * c
         return need, pods
 
-    def _candidates(self, counts: Sequence[int]) -> Iterator[tuple[float, float, int]]:
+    def _candidates(self, need: Sequence[int], pods: int) -> Iterator[tuple[float, float, int]]:
         """Yield (static bound, bound, j) for the types in static-bound order; see :meth:`moves`.
 
         A fill's value is at most the weighted sum, per dimension, of the smaller of the type's budget and the
@@ -308,7 +239,6 @@ class _Problem:
         in static-bound order and stopping once it exceeds the best scores found gives exactly the moves a
         full scan would, without filling every type.
         """
-        need, pods = self._need(counts)
         w = self.weights
         slack = 1e-12 * (pods + 1)
         prices = self.shared.prices
@@ -331,8 +261,9 @@ class _Problem:
         best_key: tuple[float, float, int] | None = None
         shared = self.shared
         top = max(counts, default=0)
+        need, pods = self._need(counts)
         filled = 0
-        for static, bound, j in self._candidates(counts):
+        for static, bound, j in self._candidates(need, pods):
             if best_key is not None:
                 if static > best_key[0]:
                     break
@@ -340,7 +271,7 @@ class _Problem:
                     continue
             if filled >= self.max_filled and best is not None:
                 break
-            fill = shared.fill(j, self.order, counts, top)
+            fill = shared.fill(j, self.order, counts, top, need)
             if not fill:
                 continue
             filled += 1
@@ -359,8 +290,9 @@ class _Problem:
         shared = self.shared
         orders: tuple[tuple[int, ...] | None, ...] = (self.order, None) if self.small else (self.order,)
         top = max(counts, default=0)
+        need, pods = self._need(counts)
         filled = 0
-        for static, bound, j in self._candidates(counts):
+        for static, bound, j in self._candidates(need, pods):
             if static > kth:
                 break
             if bound > kth:
@@ -370,7 +302,7 @@ class _Problem:
             t = self.types[j]
             filled += 1
             for n, order in enumerate(orders):
-                fill = shared.fill(j, order, counts, top)
+                fill = shared.fill(j, order, counts, top, need)
                 if fill:
                     value = sum(self.values[i] * k for i, k in fill)
                     scored.append((shared.prices[j] / value, t.name, j, n, t, fill))
@@ -397,7 +329,18 @@ class _Problem:
             bins.extend(Bin(t, self.prices[t.name], tuple(fill)) for _ in range(reps))
         return bins
 
-    def beam(self, counts: list[int]) -> list[Bin]:
+    def beam(self, counts: list[int], incumbent: float | None = None) -> list[Bin]:
+        """Beam search (:data:`BEAM_WIDTH` states, ranked by cost so far plus :meth:`remaining_estimate`) for
+        ``counts``; the cheapest finished plan (ties: fewer nodes), [] when none.
+
+        ``incumbent``: the USD/hour of a plan the caller already has (only every pod placeable by some type).
+        A state whose cost plus estimate -- a lower bound of any completion: each node costs at least
+        ``best_rate`` times the value it holds -- exceeds it cannot finish at or under it, nor can its
+        children (the bound only grows along a path), so it is dropped. The states kept are the prefix of the
+        ranking under the incumbent, as without it: every plan at most the incumbent is found as before, and
+        when none is, [] is returned (issue 30: under linear prices most states fall out after a node or two).
+        """
+        limit = None if incumbent is None else incumbent * (1 + 1e-9) + 1e-9
         states: list[tuple[float, tuple[int, ...], list[Bin]]] = [(0.0, tuple(counts), [])]
         finished: list[tuple[float, list[Bin]]] = []
         while states:
@@ -416,7 +359,9 @@ class _Problem:
                     if not any(nxt):
                         finished.append((new_cost, new_bins))
                     else:
-                        children.append((new_cost + self.remaining_estimate(nxt), new_cost, tuple(nxt), new_bins))
+                        bound = new_cost + self.remaining_estimate(nxt)
+                        if limit is None or bound <= limit:
+                            children.append((bound, new_cost, tuple(nxt), new_bins))
             children.sort(key=lambda c: c[0])
             seen: set[tuple[int, ...]] = set()
             states = []
@@ -536,14 +481,22 @@ def pack(
     else:
         front = [t for t in front if any(_fits(it.vec, t.budget) for it in items)]
     shared = _Shared(items, front, prices)
+    # Every item fits some type: then every pod is placed and the beam's estimate is a lower bound.
+    placeable = all(any(_fits(it.vec, t.budget) for t in front) for it in items)
     for mode in ("fit", "cpu", "memory"):
+        if mode != "fit" and shared.linear and total_pods > TIE_ONE_WEIGHTING_PODS:
+            break
         problem = _Problem(items, shared, prices, mode)
         counts = [it.count for it in items]
         if total_pods <= SMALL_PROBLEM_PODS and thorough:
-            bins = problem.beam(list(counts))
+            greedy_bins = problem.greedy(list(counts))
+            # The greedy plan bounds the beam when it places every pod (then the beam, bounded or not, is kept
+            # only when it is at most that price: the same choice).
+            bins = problem.beam(list(counts), _cost(greedy_bins) if placeable else None)
+            if not bins:
+                bins = greedy_bins
             placed = _placed(bins, len(items))
             left = [c - p for c, p in zip(counts, placed, strict=True)]
-            greedy_bins = problem.greedy(list(counts))
             if _placed(greedy_bins, len(items)) == placed and (round(_cost(greedy_bins), 9), len(greedy_bins)) < (
                 round(_cost(bins), 9),
                 len(bins),
@@ -553,7 +506,7 @@ def pack(
             bins = problem.greedy(counts)
             left = counts
             if thorough:
-                bins = _improve_tail(problem, bins)
+                bins = _improve_tail(problem, bins, placeable)
         problem.downsize(bins)
         if total_pods <= SMALL_PROBLEM_PODS and thorough:
             # Pairwise re-solving costs a beam search per pair: only for small catalogs (tests, narrow pools).
@@ -581,8 +534,9 @@ def _placed(bins: Sequence[Bin], n: int) -> list[int]:
     return placed
 
 
-def _improve_tail(problem: _Problem, bins: list[Bin]) -> list[Bin]:
-    """Re-solve the pods of the last few nodes with beam search; keep it when cheaper."""
+def _improve_tail(problem: _Problem, bins: list[Bin], placeable: bool = False) -> list[Bin]:
+    """Re-solve the pods of the last few nodes with beam search; keep it when cheaper (``placeable``: every
+    item fits some type, so the tail's price bounds the search, :meth:`_Problem.beam`)."""
     if len(bins) < 2:
         return bins
     start = max(0, len(bins) - TAIL_BINS)
@@ -590,7 +544,7 @@ def _improve_tail(problem: _Problem, bins: list[Bin]) -> list[Bin]:
     counts = _placed(tail, len(problem.items))
     if sum(counts) > 4 * SMALL_PROBLEM_PODS:
         return bins
-    alt = problem.beam(list(counts))
+    alt = problem.beam(list(counts), _cost(tail) if placeable else None)
     if _placed(alt, len(problem.items)) == counts and _cost(alt) < _cost(tail):
         return bins[:start] + alt
     return bins

@@ -17,7 +17,7 @@ Semantics follow Karpenter's ``pkg/scheduling/requirement(s).go`` (read for beha
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, Mapping
 from typing import Any
 
 from nodewright.api import labels as L
@@ -297,6 +297,11 @@ class Requirements(Mapping[str, Requirement]):
     def get(self, key: str, default: Any = None) -> Any:
         """The requirement on ``key`` or ``default`` (a direct dict lookup: this sits on hot paths)."""
         return self._reqs.get(key, default)
+
+    def items(self) -> ItemsView[str, Requirement]:
+        """(key, requirement) pairs: the dict's own view (Mapping's would call ``__getitem__`` per key; a pool's
+        compatibility check runs it for each of ~1,300 instance types)."""
+        return self._reqs.items()
 
     def __contains__(self, key: object) -> bool:
         return key in self._reqs

@@ -231,6 +231,30 @@ def test_timing_settings_render_only_when_set(rendered, render):
         "NODEWRIGHT_DISRUPTION_POLL_PERIOD": "5s", "NODEWRIGHT_DISRUPTION_VALIDATION_DELAY": "20s"}
 
 
+CONSOLIDATION_ENV = ("NODEWRIGHT_MULTI_NODE_CONSOLIDATION", "NODEWRIGHT_SINGLE_NODE_CONSOLIDATION",
+                     "NODEWRIGHT_CONSOLIDATION")
+
+
+def test_consolidation_bounds_render_only_when_set_and_the_controller_reads_them(rendered, render):
+    """Issue 30: the consolidation search bounds (time budgets, candidates, replacement pod share) become
+    NODEWRIGHT_* env vars when set; unset, nothing is rendered and the controller's defaults hold."""
+    from nodewright.settings import load_settings
+
+    assert not any(k.startswith(CONSOLIDATION_ENV) for k in _env(rendered["minimal"]))
+    env = _env(render("settings.multiNodeConsolidationTimeout=2m", "settings.singleNodeConsolidationTimeout=90s",
+                      "settings.multiNodeConsolidationCandidates=150",
+                      "settings.consolidationReplacementPodShare=0.25"))
+    bounds = {k: v for k, v in env.items() if k.startswith(CONSOLIDATION_ENV)}
+    assert bounds == {
+        "NODEWRIGHT_MULTI_NODE_CONSOLIDATION_TIMEOUT": "2m", "NODEWRIGHT_SINGLE_NODE_CONSOLIDATION_TIMEOUT": "90s",
+        "NODEWRIGHT_MULTI_NODE_CONSOLIDATION_CANDIDATES": "150",
+        "NODEWRIGHT_CONSOLIDATION_REPLACEMENT_POD_SHARE": "0.25"}
+    settings = load_settings({"CLUSTER_NAME": "demo", "AWS_REGION": "us-east-1", **bounds})
+    assert (settings.multi_node_consolidation_timeout, settings.single_node_consolidation_timeout,
+            settings.multi_node_consolidation_candidates, settings.consolidation_replacement_pod_share) == (
+        120.0, 90.0, 150, 0.25)
+
+
 def test_aws_feature_gates_become_karpenters_env_var(render):
     assert _env(render("settings.awsFeatureGates.nodeClassCEL=true"))["AWS_FEATURE_GATES"] == \
         "NodeClassCEL=true,RebootForRepair=false"

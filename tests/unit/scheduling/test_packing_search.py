@@ -136,3 +136,64 @@ def test_one_pod_takes_the_same_type_from_all_types_by_price_as_from_the_front()
         lone = [Item(vec, 1)]
         assert packing.pack(lone, types, prices, front=front.by_price()) == packing.pack(
             lone, types, prices, front=front.below(None))
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_beam_bounded_by_an_incumbent_finds_the_same_plan_when_that_plan_is_at_most_the_incumbent(seed: int) -> None:
+    items, types, prices = random_problem(seed)
+    useful = [t for t in types if any(packing._fits(it.vec, t.budget) for it in items)]
+    front = pareto(useful, prices)
+    if not all(any(packing._fits(it.vec, t.budget) for t in front) for it in items):
+        pytest.skip("an item fits no type: the estimate is no lower bound, pack() passes no incumbent")
+    shared = _Shared(items, front, prices)
+    for mode in ("fit", "cpu", "memory"):
+        problem = _Problem(items, shared, prices, mode)
+        counts = [it.count for it in items]
+        free = problem.beam(list(counts))
+        greedy = packing._cost(problem.greedy(list(counts)))
+        free_cost = packing._cost(free)
+        for incumbent in (greedy, free_cost, free_cost * 1.01, free_cost * 0.99):
+            bounded = problem.beam(list(counts), incumbent)
+            if free_cost <= incumbent:
+                assert [(b.info.name, b.fill) for b in bounded] == [(b.info.name, b.fill) for b in free]
+            else:  # nothing at most the incumbent exists in the search: whatever it returns costs more
+                assert bounded == [] or packing._cost(bounded) > incumbent
+
+
+def test_linear_prices_weigh_pods_one_way_above_sixteen_pods() -> None:
+    """Under linear prices the fitted weights are the prices: the cpu-only and memory-only weightings are not
+    tried for groups of more than TIE_ONE_WEIGHTING_PODS pods (each is a full search); smaller groups try all three."""
+    items, types, prices = _linear_problem()
+    modes: list[str] = []
+    real = packing._Problem
+
+    class Recording(real):  # type: ignore[misc, valid-type]
+        def __init__(self, items, shared, prices, mode):  # type: ignore[no-untyped-def]
+            modes.append(mode)
+            super().__init__(items, shared, prices, mode)
+
+    packing._Problem = Recording
+    try:
+        bins, left = packing.pack(items, types, prices)
+        assert modes == ["fit"] and left == [0] * len(items)
+        modes.clear()
+        few = [Item(it.vec, 1) for it in items[:8]]
+        packing.pack(few, types, prices)
+        assert modes == ["fit", "cpu", "memory"]
+    finally:
+        packing._Problem = real
+
+
+def test_a_type_holding_every_pod_fills_with_all_of_them_as_the_scans_would() -> None:
+    items, types, prices = _linear_problem()
+    front = pareto(types, prices)
+    shared = _Shared(items, front, prices)
+    counts = (1, 2, 0, 1, 1, 0, 3, 1, 0, 2)
+    need = [sum(it.vec[d] * c for it, c in zip(items, counts, strict=True)) for d in range(3)]
+    order = tuple(range(len(items) - 1, -1, -1))
+    holding = [j for j, t in enumerate(front) if all(map(lambda n, b: n <= b, need, t.budget))]
+    assert holding
+    for j in holding:
+        top = max(counts)
+        assert shared.fill(j, order, counts, top, need) == _ffd(front[j].budget, order, items, counts)
+        assert shared.fill(j, None, counts, top, need) == _dot_fill(front[j].budget, items, counts)
