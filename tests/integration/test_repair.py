@@ -91,7 +91,8 @@ def test_reboot_for_repair_reboots_then_replaces_forcefully_past_the_pdb(kube, a
     assert kube.emulator.evictions == []  # deleted, never evicted: repair does not wait for the PDB
     assert state_of(account, claim) in ("shutting-down", "terminated")
     labels = {"nodepool": "general", "capacity_type": "on-demand"}
-    assert replica.metric("karpenter_nodeclaims_disrupted_total", {"reason": "unhealthy", **labels}) == 1
+    assert replica.metric("karpenter_nodeclaims_disrupted_total", {
+        "reason": "unhealthy", "consolidation_policy": "", "termination_mode": "graceful", **labels}) == 1
     assert replica.metric("karpenter_nodeclaims_unhealthy_disrupted_total",
                           {"condition": "ready", "image_id": claim["status"]["imageID"], **labels}) == 1
     assert replica.metric("nodewright_nodeclaims_repair_reboots_total",
