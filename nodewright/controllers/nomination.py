@@ -53,8 +53,10 @@ from nodewright.state.pods import is_terminal, node_name, nominated_node_name
 MIN_MINOR = 34
 #: Seconds nomination pauses after a 403 before it is tried again (without a second log line).
 FORBIDDEN_RETRY = 300.0
-#: Times a pod's nomination is set again after kube-scheduler cleared it, before we leave the pod to the scheduler.
-MAX_RENOMINATIONS = 20
+#: Times a pod's nomination is set again after kube-scheduler cleared it, before we leave the pod to the scheduler (a
+#: safety bound: the scheduler clears only on the attempts cluster events trigger, and the nomination itself ends
+#: ``nomination_grace`` after its NodeClaim is Initialized).
+MAX_RENOMINATIONS = 100
 #: The ClusterRole rule nomination needs (named in the 403 error and Event).
 REQUIRED_RULE = 'apiGroups: [""], resources: ["pods/status"], verbs: ["patch"]'
 
