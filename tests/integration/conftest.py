@@ -16,7 +16,7 @@ from nodewright.kube.rest import RestClient
 
 from .awsmoto import Account, MotoServer, fresh_account
 from .emulator import EmulatorThread, NodewrightKubeEmulator
-from .harness import TIMINGS
+from .harness import TIMINGS, Replica
 
 INTEGRATION_DIR = Path(__file__).parent
 
@@ -64,6 +64,17 @@ def core(api_client: k8s.ApiClient) -> k8s.CoreV1Api:
 @pytest.fixture
 def custom(api_client: k8s.ApiClient) -> k8s.CustomObjectsApi:
     return k8s.CustomObjectsApi(api_client)
+
+
+@pytest.fixture
+def replicas(kube: EmulatorThread, account: Account) -> Iterator[list[Replica]]:
+    """The controller replicas a test starts (append each); stopped after the test, before the emulator and the
+    AWS account go."""
+    started: list[Replica] = []
+    yield started
+    for replica in started:
+        if replica.thread.is_alive():
+            replica.stop()
 
 
 @pytest.fixture

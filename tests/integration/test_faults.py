@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,15 +23,6 @@ from .harness import Replica, apply_pool, pending_pod, wait_for
 RUNS = int(os.environ.get("NODEWRIGHT_FAULT_RUNS", "3"))
 FIRST_SEED = int(os.environ.get("NODEWRIGHT_FAULT_FIRST_SEED", "1"))
 REPORT = os.environ.get("NODEWRIGHT_FAULT_REPORT", "")
-
-
-@pytest.fixture
-def replicas() -> Iterator[list[Replica]]:
-    started: list[Replica] = []
-    yield started
-    for replica in started:
-        if replica.thread.is_alive():
-            replica.stop()
 
 
 @pytest.fixture

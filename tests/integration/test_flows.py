@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,15 +35,6 @@ from .harness import (
     run_pod,
     wait_for,
 )
-
-
-@pytest.fixture
-def replicas(kube: EmulatorThread, account: Account) -> Iterator[list[Replica]]:
-    started: list[Replica] = []
-    yield started
-    for replica in started:
-        if replica.thread.is_alive():
-            replica.stop()
 
 
 def start(replicas: list[Replica], kube: EmulatorThread, account: Account, identity: str = "a",

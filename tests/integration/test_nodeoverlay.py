@@ -5,26 +5,12 @@ overlap. The RBAC replay records the ``nodeoverlays`` list/watch and ``nodeoverl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from nodewright.api import labels as L
 from nodewright.settings import FeatureGates
 
-from .awsmoto import Account
-from .emulator import EmulatorThread
 from .harness import Replica, apply_pool, condition, pending_pod, wait_for
-
-
-@pytest.fixture
-def replicas(kube: EmulatorThread, account: Account) -> Iterator[list[Replica]]:
-    started: list[Replica] = []
-    yield started
-    for replica in started:
-        if replica.thread.is_alive():
-            replica.stop()
 
 
 def _overlay(name: str, price: str, *types: str, weight: int = 10) -> dict[str, Any]:

@@ -9,10 +9,8 @@ replay.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 
 from nodewright.api import labels as L
@@ -21,15 +19,6 @@ from nodewright.settings import AwsFeatureGates, FeatureGates
 from .awsmoto import Account
 from .emulator import EmulatorThread
 from .harness import Replica, apply_pool, condition, pending_pod, register_node, run_pod, wait_for
-
-
-@pytest.fixture
-def replicas(kube: EmulatorThread, account: Account) -> Iterator[list[Replica]]:
-    started: list[Replica] = []
-    yield started
-    for replica in started:
-        if replica.thread.is_alive():
-            replica.stop()
 
 
 def ago(minutes: float) -> str:
