@@ -11,8 +11,10 @@ of spreading pods by its own LeastAllocated scoring (issue 25: 48/60 plans kept 
 kube-scheduler itself clears a nomination when an attempt fails and preemption finds no victim
 (``preemption.Evaluator.Preempt``: "Specify nominatedNodeName to clear the pod's nominatedNodeName status"), which
 happens while the planned node still boots (every Node event re-queues the pending pods, and the booting node's
-taints reject them). Such a pod is nominated again on the next pass, so the nomination is in place when the node's
-last boot taint comes off -- the event whose attempt matters. This is bounded: the scheduler retries only on
+taints reject them). Such a pod is nominated again at once: the adapter's pod watch reports the clear and
+:meth:`NominationController._on_pod` sets the nomination again within milliseconds (the next pass does it where
+there is no watch), so the nomination is in place when the node's last boot taint comes off -- the event whose
+attempt matters. This is bounded: the scheduler retries only on
 cluster events (a status patch re-queues nothing), and after :data:`MAX_RENOMINATIONS` clears of one pod the
 controller leaves it to the scheduler. (Measured on kube-scheduler v1.36: waiting for the node to turn Ready
 before nominating again left 0 of 9 nominations in place at Ready; the scheduler then spread the pods itself.)
@@ -39,6 +41,7 @@ is the other way to make the plan stick.
 from __future__ import annotations
 
 import re
+import threading
 
 from nodewright.backoff import Backoff
 from nodewright.controllers.common import Context, log
@@ -47,7 +50,7 @@ from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
 from nodewright.kube.objects import Obj, is_deleting, meta, name_of
 from nodewright.state.cluster import ClusterState, snapshot
-from nodewright.state.pods import is_terminal, node_name, nominated_node_name
+from nodewright.state.pods import is_terminal, node_name, nominated_node_name, pod_key
 
 #: First minor version of Kubernetes 1.x whose kube-scheduler keeps nominations set by other components.
 MIN_MINOR = 34
@@ -57,6 +60,9 @@ FORBIDDEN_RETRY = 300.0
 #: safety bound: the scheduler clears only on the attempts cluster events trigger, and the nomination itself ends
 #: ``nomination_grace`` after its NodeClaim is Initialized).
 MAX_RENOMINATIONS = 100
+#: Seconds after the last pass during which the pod watch may set a cleared nomination again (a replica that stopped
+#: leading stops passing, and its watch then stops writing).
+WATCH_ACTIVE = 5.0
 #: The ClusterRole rule nomination needs (named in the 403 error and Event).
 REQUIRED_RULE = 'apiGroups: [""], resources: ["pods/status"], verbs: ["patch"]'
 
@@ -90,6 +96,11 @@ class NominationController:
         self.ours: dict[str, str] = {}
         self.backoff = Backoff(initial=1.0, maximum=30.0)
         self.cleared: dict[str, int] = {}  # pod key -> times kube-scheduler cleared our nomination
+        self._wanted: dict[str, str] = {}  # the last pass's wanted nominations (read by the pod watch)
+        self._clearing: set[str] = set()  # pods whose nomination this controller is clearing right now
+        self._last_pass = float("-inf")
+        self._lock = threading.RLock()  # reconcile (run loop) and the pod watch (informer thread)
+        self._watching = False
         self._supported: bool | None = None
         self._forbidden_until = float("-inf")
         self._forbidden_reported = False
@@ -100,11 +111,17 @@ class NominationController:
         """Set the nominations the plan wants, clear our stale ones (one patch per pod at most)."""
         if not self.enabled or not self._server_supports():
             return
+        self._watch()
+        with self._lock:
+            self._reconcile(state)
+
+    def _reconcile(self, state: ClusterState | None) -> None:
         now = self.ctx.clock()
         if now < self._forbidden_until:
             return
         state = state or snapshot(self.ctx.cluster)
         wanted = self.wanted(state)
+        self._wanted, self._last_pass = wanted, now
         for key in sorted(set(self.ours) | set(wanted)):
             pod = state.pods.get(key)
             if pod is None:  # deleted: nothing to clear
@@ -141,6 +158,35 @@ class NominationController:
         for key in [k for k in self.cleared if k not in wanted]:
             del self.cleared[key]
 
+    def _watch(self) -> None:
+        """Once: have the adapter's pod informer (``KubernetesCluster.informers``; none in memory) report every pod
+        change, so a nomination kube-scheduler clears is set again within milliseconds instead of at the next pass
+        (:meth:`_on_pod`)."""
+        if self._watching:
+            return
+        self._watching = True
+        informer = (getattr(self.ctx.cluster, "informers", None) or {}).get(r.PODS)
+        if informer is not None:
+            informer.add_handler(self._on_pod)
+
+    def _on_pod(self, event: str, pod: Obj) -> None:
+        """A pod changed (informer thread): when kube-scheduler cleared a nomination of ours that the last pass
+        still wanted, set it again now (the same bound, :data:`MAX_RENOMINATIONS`, and backoff as a pass)."""
+        if event != "MODIFIED" or nominated_node_name(pod) or node_name(pod) or is_deleting(pod):
+            return
+        key = pod_key(pod)
+        with self._lock:
+            mine = self.ours.get(key)
+            now = self.ctx.clock()
+            if not mine or key in self._clearing or self._wanted.get(key) != mine \
+                    or now - self._last_pass > WATCH_ACTIVE or now < self._forbidden_until:
+                return
+            cleared = self.cleared.get(key, 0) + 1
+            if cleared > MAX_RENOMINATIONS or not self.backoff.ready(key, now):
+                return
+            self.cleared[key] = cleared
+            self._patch(pod, key, mine, now)
+
     def wanted(self, state: ClusterState) -> dict[str, str]:
         """Pod key -> Node name for every unbound, live pod whose provisioner nomination is valid and whose target
         has a Node (a NodeClaim's registered Node, or the existing Node itself)."""
@@ -165,6 +211,15 @@ class NominationController:
 
     def _patch(self, pod: Obj, key: str, target: str | None, now: float) -> bool:
         """Set (``target``) or clear (None) the pod's nomination; False when forbidden (stop the pass)."""
+        if target:
+            return self._write(pod, key, target, now)
+        self._clearing.add(key)  # the pod watch sees this clear (even before it returns): not kube-scheduler's
+        try:
+            return self._write(pod, key, None, now)
+        finally:
+            self._clearing.discard(key)
+
+    def _write(self, pod: Obj, key: str, target: str | None, now: float) -> bool:
         namespace, name = key.split("/", 1)
         rv = meta(pod).get("resourceVersion")
         try:

@@ -266,3 +266,35 @@ def test_a_nomination_kube_scheduler_cleared_is_set_again_at_once_and_only_so_of
     clock.advance(1.0)
     manager.step()
     assert _nominated(cluster, "web-0") is None  # the bound: left to kube-scheduler
+
+
+class _PodInformer:
+    """The one part of an informer the nomination controller uses: ``add_handler``."""
+
+    def __init__(self) -> None:
+        self.handlers: list = []
+
+    def add_handler(self, handler) -> None:
+        self.handlers.append(handler)
+
+
+def test_the_pod_watch_sets_a_cleared_nomination_again_without_waiting_for_a_pass(ctx, cluster, clock,
+                                                                                   monkeypatch) -> None:
+    """kube-scheduler clears a nomination at a failed attempt and may retry the pod at the next Node event,
+    milliseconds later: the pod watch (the adapter's informer) sets it again at once, not at the next pass."""
+    from nodewright.controllers.nomination import WATCH_ACTIVE
+
+    informer = _PodInformer()
+    monkeypatch.setattr(cluster, "informers", {r.PODS: informer}, raising=False)
+    manager = _manager(ctx)
+    _planned_and_registered(manager, cluster, clock, pods=1)
+    assert _nominated(cluster, "web-0") == NODE and len(informer.handlers) == 1
+    (on_pod,) = informer.handlers
+    cleared = cluster.patch_status(r.PODS, "web-0", {"nominatedNodeName": None}, "default")  # the scheduler
+    on_pod("MODIFIED", cleared)
+    assert _nominated(cluster, "web-0") == NODE  # no pass in between
+    on_pod("MODIFIED", cluster.get(r.PODS, "web-0", "default"))  # its own write: nothing to do
+    assert manager.nomination.cleared["default/web-0"] == 1
+    clock.advance(WATCH_ACTIVE + 1)  # no pass for a while (this replica stopped leading): the watch stays quiet
+    on_pod("MODIFIED", cluster.patch_status(r.PODS, "web-0", {"nominatedNodeName": None}, "default"))
+    assert _nominated(cluster, "web-0") is None
