@@ -28,6 +28,11 @@ What a pool's entry is keyed by, and how each input reaches the key:
   batch; only which types the pool can use and their budgets are reused. A changed policy thus takes effect on
   the next batch with no key of its own.
 
+Below this cache, the parts that depend on the instance types alone (each type's cheapest offering per capacity
+type, which types a pool's requirements admit, the price order of a list of types) are indexed once per catalog
+snapshot by :mod:`~.catalogindex` and shared by every pool and cache: a new cache or a new NodePool over a known
+catalog builds only its TypeInfo objects (issue 30 cold start).
+
 What is never cached: everything a batch mutates. A template's remaining limits (``reserve`` / ``release``),
 its order among the pools, NodeClaims, topology and pod classes are built fresh for each run; the cached part
 is only read and extended with pure, per-requirement-set results.

@@ -28,6 +28,7 @@ orders here are read. Entries hold their types (ids stay theirs); memory is boun
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -52,10 +53,11 @@ Cheapest = dict[str | None, Offering]
 CAPACITY_TYPE_PRIORITY = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
 #: Instance types whose offering lookups are memoised (about six catalogs of the bundled size); past it all drop.
 MAX_TYPES = 8192
-#: Offering filters memoised per type, and rankings / requirement sets kept per view; past it that memo drops.
-MAX_FILTERS = 256
-#: Lists of instance types with a :class:`CatalogView`; past it the oldest view is dropped.
-MAX_VIEWS = 32
+#: Offering filters memoised per type, and filters / requirement sets kept per view; past it that memo drops.
+MAX_FILTERS = 64
+#: Lists of instance types with a :class:`CatalogView` to share; past it the oldest is dropped (a cache entry
+#: that holds it keeps using it).
+MAX_VIEWS = 8
 
 _FIRST_TWO = itemgetter(0, 1)
 
@@ -275,6 +277,7 @@ class CatalogView:
 #: (length, id of the first type, id of the last) -> the views of lists with those ends, oldest first.
 _VIEWS: dict[tuple[int, int, int], list[CatalogView]] = {}
 _VIEW_COUNT = [0]
+_VIEWS_LOCK = threading.Lock()
 
 
 def catalog_view(types: Sequence[InstanceType]) -> CatalogView | None:
@@ -283,23 +286,22 @@ def catalog_view(types: Sequence[InstanceType]) -> CatalogView | None:
     if not types:
         return None
     key = (len(types), id(types[0]), id(types[-1]))
-    views = _VIEWS.get(key)
     listed = types if isinstance(types, list) else list(types)
-    if views is not None:
-        for view in views:
+    with _VIEWS_LOCK:  # controllers may schedule from several threads
+        for view in _VIEWS.get(key, ()):
             if view.types == listed:  # identity first: ~3 us for 1,345 types
                 return view
-    if _VIEW_COUNT[0] >= MAX_VIEWS:
-        oldest = next(iter(_VIEWS))
-        _VIEW_COUNT[0] -= len(_VIEWS.pop(oldest))
-    view = CatalogView(listed)
-    _VIEWS.setdefault(key, []).append(view)
-    _VIEW_COUNT[0] += 1
-    return view
+        if _VIEW_COUNT[0] >= MAX_VIEWS:
+            _VIEW_COUNT[0] -= len(_VIEWS.pop(next(iter(_VIEWS))))
+        view = CatalogView(listed)
+        _VIEWS.setdefault(key, []).append(view)
+        _VIEW_COUNT[0] += 1
+        return view
 
 
 def clear() -> None:
     """Forget every memo and view (the benchmark's "nothing indexed yet" first batch; tests)."""
     _TYPES.clear()
-    _VIEWS.clear()
-    _VIEW_COUNT[0] = 0
+    with _VIEWS_LOCK:
+        _VIEWS.clear()
+        _VIEW_COUNT[0] = 0

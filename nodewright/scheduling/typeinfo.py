@@ -4,7 +4,9 @@ A type's *budget* on a pool is its allocatable (cpu and memory scaled by the poo
 requests of the DaemonSets that type runs, as a vector in the run's ``dims`` order (:func:`pool_budget`);
 :func:`pool_type` decides whether the pool can use the type at all (labels, an allowed available offering, room
 for its DaemonSets). Offering lookups (the cheapest allowed offering per requirement set and capacity type) are
-cached on the type. :mod:`~.nodeclaimtemplate` re-exports these names; it builds its rankings from them.
+cached on the type; at list prices they go through the catalog-wide memo of :mod:`~.catalogindex` (per instance
+type object, shared by every pool and cache). :mod:`~.nodeclaimtemplate` re-exports these names; it builds its
+rankings from them.
 """
 
 from __future__ import annotations
