@@ -236,9 +236,14 @@ class CatalogView:
         """Per position, :func:`cheapest_under` of ``flt`` (empty: no allowed available offering)."""
         found = self._cheapest.get(flt)
         if found is None:
-            # Computed here, not through the types' memos (filling 1,345 of them costs as much again): a pool
-            # looks up only a few of its types' offerings itself.
-            found = [compute_cheapest(it, flt) for it in self.types]
+            # Read from the types' memos where a pool filled them already (DaemonSet pools check every type), but
+            # not filled here (filling 1,345 memos costs as much again): a pool looks up only a few types itself.
+            memos = _TYPES
+            found = []
+            for it in self.types:
+                entry = memos.get(id(it))
+                known = entry[1].get(flt) if entry is not None and entry[0] is it else None
+                found.append(compute_cheapest(it, flt) if known is None else known)
             if len(self._cheapest) >= MAX_FILTERS:
                 self._cheapest.clear()
             self._cheapest[flt] = found
