@@ -122,6 +122,16 @@ def compute_cheapest(it: InstanceType, flt: OfferingFilter) -> Cheapest:
     return best
 
 
+def has_offering(it: InstanceType, flt: OfferingFilter) -> bool:
+    """Whether ``it`` has an available offering ``flt`` allows (``bool(compute_cheapest(it, flt))``, cheaper)."""
+    zone, ct, zid = flt
+    for o in it.offerings:
+        if o.available and ((zone is None or zone.has(o.zone)) and (ct is None or ct.has(o.capacity_type))
+                            and (zid is None or not o.zone_id or zid.has(o.zone_id))):
+            return True
+    return False
+
+
 #: id(InstanceType) -> (that type, {offering filter: its :func:`compute_cheapest`}).
 _TYPES: dict[int, tuple[InstanceType, dict[OfferingFilter, Cheapest]]] = {}
 
@@ -270,9 +280,15 @@ class CatalogView:
         ident = reqs.identity()
         found = self._kept.get(ident)
         if found is None:
+            flt = offering_filter(reqs)
             types = self.types
-            found = [i for i, c in enumerate(self.cheapest(offering_filter(reqs)))
-                     if c and labels_allow(types[i].labels, reqs)]
+            labelled = [i for i, it in enumerate(types) if labels_allow(it.labels, reqs)]
+            if flt in self._cheapest or 4 * len(labelled) >= len(types):
+                # A wide pool: its ranking will read every type's cheapest offerings (computed once, here).
+                known = self.cheapest(flt)
+                found = [i for i in labelled if known[i]]
+            else:  # a pool of a few families reads the offerings of those types only
+                found = [i for i in labelled if has_offering(types[i], flt)]
             if len(self._kept) >= MAX_FILTERS:
                 self._kept.clear()
             self._kept[ident] = found

@@ -160,8 +160,10 @@ class NodeClaimTemplate:
         flt = offering_filter(reqs)
         own = ident == self.reqs.identity()
         view, by_position = self.shared.view, self.shared.by_position
-        if view is not None and by_position is not None and (own or view.has_ranking(flt)):
-            # The catalog's ranking of the pool's list, shared by every pool and cache: a filter, not a sort.
+        if view is not None and by_position is not None and (
+                view.has_ranking(flt) or (own and 4 * len(self.types) >= len(by_position))):
+            # The catalog's ranking of the pool's list, shared by every pool and cache: a filter, not a sort (made
+            # for a pool that keeps at least a quarter of its list; a narrower one sorts its own few types).
             found, ranked, priced = view.ranking(flt).restrict(by_position, None if own else reqs)
         else:
             kept = self.types if own else [t for t in self.types if t.labels_allow(reqs)]
