@@ -5,8 +5,11 @@ topology spread, hostname topology spread, zone pod affinity and hostname pod an
 ``i mod 5``, so 1 pod is one plain pod), with cpu and memory drawn from fixed sets (seeded). Times
 :func:`nodewright.scheduling.schedule` only (pods are built beforehand), one process, one core.
 
-Per size two rows: **cold** (a first batch: an empty :class:`~nodewright.scheduling.cache.SchedulingCache`, so
-every NodePool's instance types are compiled, as far as the batch reads them) and **warm** (the next batch with unchanged NodePools, instance
+Per size three rows: **cold** (a first batch: an empty :class:`~nodewright.scheduling.cache.SchedulingCache` and
+nothing of the catalog indexed yet (:func:`nodewright.scheduling.catalogindex.clear`: as after a process start or a
+catalog or price refresh), so every NodePool's instance types are compiled, as far as the batch reads them),
+**index** (an empty cache over a catalog the process has indexed already: a new or edited NodePool, a simulator's
+own cache) and **warm** (the next batch with unchanged NodePools, instance
 types and DaemonSets, as the provisioner sees it: the cache kept from the cold run, and new pods of the same mix
 and size, drawn with another seed each run, so nothing keyed by the pods themselves is reused). Each is the best
 of ``--repeat`` runs; nodes, $/h and unschedulable are each row's batch. Columns: seconds, CPU seconds (the
@@ -57,6 +60,7 @@ from nodewright.scheduling import (
     PodAffinityTerm,
     Requirements,
     TopologySpreadConstraint,
+    catalogindex,
     schedule,
 )
 from nodewright.scheduling.cache import SchedulingCache
@@ -137,15 +141,18 @@ def bench(sizes: list[int], repeat: int, daemonsets: bool = False) -> None:
     for n in sizes:
         cache = SchedulingCache()
         cold: tuple[float, float, tuple[int, float, int]] = (float("inf"), float("inf"), (0, 0.0, 0))
+        indexed = cold
         for _ in range(repeat):
+            catalogindex.clear()
             cache = SchedulingCache()
             cold = min(cold, _timed(make_pods(n), pool, types, cache, ds))
+            indexed = min(indexed, _timed(make_pods(n), pool, types, SchedulingCache(), ds))
         warm: tuple[float, float, tuple[int, float, int]] = (float("inf"), float("inf"), (0, 0.0, 0))
         for r in range(repeat):
             # The next batch: other pods of the same mix and size (a new seed each time), unchanged NodePools.
             warm = min(warm, _timed(make_pods(n, seed=43 + r), pool, types, cache, ds))
         karpenter = KARPENTER_SECONDS.get(n)
-        for label, (seconds, cpu, (nodes, price, unsched)) in (("cold", cold), ("warm", warm)):
+        for label, (seconds, cpu, (nodes, price, unsched)) in (("cold", cold), ("index", indexed), ("warm", warm)):
             ratio = f"{karpenter / seconds:>5.2f}x" if karpenter else f"{'-':>6}"
             print(
                 f"{n:>7} {label:>5} {_fmt_seconds(seconds):>10} {_fmt_seconds(cpu):>10} "

@@ -28,6 +28,11 @@ What a pool's entry is keyed by, and how each input reaches the key:
   batch; only which types the pool can use and their budgets are reused. A changed policy thus takes effect on
   the next batch with no key of its own.
 
+Below this cache, the parts that depend on the instance types alone (each type's cheapest offering per capacity
+type, which types a pool's requirements admit, the price order of a list of types) are indexed once per catalog
+snapshot by :mod:`~.catalogindex` and shared by every pool and cache: a new cache or a new NodePool over a known
+catalog builds only its TypeInfo objects (issue 30 cold start).
+
 What is never cached: everything a batch mutates. A template's remaining limits (``reserve`` / ``release``),
 its order among the pools, NodeClaims, topology and pod classes are built fresh for each run; the cached part
 is only read and extended with pure, per-requirement-set results.
@@ -44,10 +49,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.cloud.instancetype import InstanceType
-from nodewright.scheduling.daemonsets import PoolDaemons
+from nodewright.scheduling.catalogindex import catalog_view
+from nodewright.scheduling.daemonsets import NO_DAEMONS, DaemonGroup, PoolDaemons
 from nodewright.scheduling.nodeclaimtemplate import NodeClaimTemplate, Pricing, TypeInfo, pool_type
 from nodewright.scheduling.nodepools import NodePoolSpec
 from nodewright.scheduling.templatetypes import TemplateTypes
+from nodewright.scheduling.typeinfo import never_negative
 
 #: Requirement sets one pool's entry may accumulate across batches before it is rebuilt (bounds memory).
 MAX_REQUIREMENT_SETS = 512
@@ -139,19 +146,33 @@ class SchedulingCache:
             return TemplateTypes([TypeInfo(t.it, t.budget, pricing, t.daemons) for t in entry.shared.types])
         self.stats.misses += 1
         old = entry.verdicts if entry is not None and entry.key == key else {}
-        verdicts: dict[int, TypeInfo | None] = {}
-        infos: list[TypeInfo] = []
-        for it in instance_types:
-            ident = id(it)
-            if ident in old:
-                info = old[ident]
-            else:
-                info = pool_type(spec, it, dims, overhead, None, daemons)
-                self.stats.types_built += 1
-            verdicts[ident] = info
-            if info is not None:
-                infos.append(info)
-        self.entries[spec.name] = _Entry(key, list(instance_types), verdicts, TemplateTypes(infos))
+        view = catalog_view(instance_types)
+        if not old and daemons is None and view is not None and never_negative(dims, overhead):
+            # The common first build: which types the pool admits is the catalog index's answer for its
+            # requirements (labels and an allowed offering: what pool_type checks here), computed once per list.
+            by_position: list[TypeInfo | None] = [None] * len(view.types)
+            group = DaemonGroup(requests=dict(overhead)) if overhead else NO_DAEMONS
+            lazy = (spec, dims, overhead)
+            listed = view.types
+            for i in view.kept(spec.requirements):
+                by_position[i] = TypeInfo(listed[i], None, None, group, lazy_budget=lazy)
+            self.stats.types_built += len(listed)
+            verdicts = dict(zip(map(id, listed), by_position, strict=True))
+        else:
+            verdicts = {}
+            by_position = []
+            for it in instance_types:
+                ident = id(it)
+                if ident in old:
+                    info = old[ident]
+                else:
+                    info = pool_type(spec, it, dims, overhead, None, daemons)
+                    self.stats.types_built += 1
+                verdicts[ident] = info
+                by_position.append(info)
+        infos = [info for info in by_position if info is not None]
+        self.entries[spec.name] = _Entry(key, list(instance_types), verdicts,
+                                         TemplateTypes(infos, view=view, by_position=by_position))
         if pricing is not None:
             return TemplateTypes([TypeInfo(t.it, t.budget, pricing, t.daemons) for t in infos])
         return self.entries[spec.name].shared

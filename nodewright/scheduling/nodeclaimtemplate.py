@@ -19,18 +19,17 @@ well-known instance label the type lacks (``instance-gpu-name`` on a non-GPU typ
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from operator import itemgetter, le
+from operator import le
 from typing import TYPE_CHECKING, Protocol
 
 from nodewright.api import labels as wk
 from nodewright.cloud.instancetype import (
-    CAPACITY_TYPE_ON_DEMAND,
-    CAPACITY_TYPE_RESERVED,
     CAPACITY_TYPE_SPOT,
     InstanceType,
     Offering,
 )
 from nodewright.quantities import format_resources
+from nodewright.scheduling.catalogindex import CAPACITY_TYPE_PRIORITY, build_ranking, catalog_view
 from nodewright.scheduling.daemonsets import DaemonGroup, PoolDaemons, overhead_text, port_taken
 from nodewright.scheduling.minvalues import Flexibility, unmet_reason
 from nodewright.scheduling.nodepools import NodePoolSpec
@@ -52,10 +51,6 @@ __all__ = ["OfferingFilter", "TypeInfo", "Vector", "offering_filter", "pool_budg
 if TYPE_CHECKING:
     from nodewright.scheduling.preferences import PodClass
 
-#: Capacity-type preference when several are allowed (Karpenter launches reserved, then spot, then on-demand).
-CAPACITY_TYPE_PRIORITY = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
-#: Sort key of (price, name, ...) rows.
-_FIRST_TWO = itemgetter(0, 1)
 #: Karpenter truncates the fleet request's instance types to 60 (``MaxInstanceTypes``).
 MAX_INSTANCE_TYPES = 60
 
@@ -118,8 +113,9 @@ class NodeClaimTemplate:
         #: whether some DaemonSet holds a host port (else no type ever blocks a pod's ports)
         self.daemon_ports = daemons is not None and daemons.has_ports
         if shared is None:
-            infos = (pool_type(spec, it, dims, overhead, pricing, daemons) for it in instance_types)
-            shared = TemplateTypes([info for info in infos if info is not None])
+            by_position = [pool_type(spec, it, dims, overhead, pricing, daemons) for it in instance_types]
+            shared = TemplateTypes([info for info in by_position if info is not None], view=catalog_view(instance_types),
+                                   by_position=by_position)
         self.shared = shared
         self.types = shared.types
         self.remaining = spec.remaining()  # per run: NodeClaims reserve from it
@@ -163,27 +159,21 @@ class NodeClaimTemplate:
         those): no label check."""
         flt = offering_filter(reqs)
         own = ident == self.reqs.identity()
-        rows = []
-        for t in self.types:
-            if not own and not t.labels_allow(reqs):
-                continue
-            cheapest = t._filters.get(flt) or t.cheapest_under(flt)  # compiled under the pool's filter: cached
-            best = cheapest.get(None)
-            if best is not None:
-                rows.append((best.price, t.name, t, cheapest))
-        rows.sort(key=_FIRST_TWO)
-        found = self._compat[ident] = [r[2] for r in rows]
-        by_ct: dict[str, list[tuple[float, str, TypeInfo]]] = {ct: [] for ct in CAPACITY_TYPE_PRIORITY}
-        for _, name, t, cheapest in rows:
-            for ct, o in cheapest.items():
-                if ct is not None:
-                    by_ct.setdefault(ct, []).append((o.price, name, t))
-        for ct, entries in by_ct.items():
-            entries.sort(key=_FIRST_TWO)  # stable: ties keep the types_for order
-            self._ranked[(ident, ct)] = [e[2] for e in entries]
+        view, by_position = self.shared.view, self.shared.by_position
+        if view is not None and by_position is not None and (
+                view.has_ranking(flt) or (own and 4 * len(self.types) >= len(by_position))):
+            # The catalog's ranking of the pool's list, shared by every pool and cache: a filter, not a sort (made
+            # for a pool that keeps at least a quarter of its list; a narrower one sorts its own few types).
+            found, ranked, priced = view.ranking(flt).restrict(by_position, None if own else reqs)
+        else:
+            kept = self.types if own else [t for t in self.types if t.labels_allow(reqs)]
+            ranking = build_ranking([t.name for t in kept], [t.cheapest_under(flt) for t in kept])
+            found, ranked, priced = ranking.restrict(kept)
+        self._compat[ident] = found
+        for ct, cut in ranked.items():
+            self._ranked[(ident, ct)] = cut
         if self.remaining is None:
-            launch = next((ct for ct in CAPACITY_TYPE_PRIORITY if by_ct[ct]), None)
-            self._priced[ident] = [(e[2], e[0]) for e in by_ct[launch]] if launch is not None else []
+            self._priced[ident] = priced
         return found
 
     def ranked(self, reqs: Requirements, capacity_type: str | None) -> list[TypeInfo]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from nodewright.scheduling.catalogindex import CatalogView
     from nodewright.scheduling.fronts import Front
     from nodewright.scheduling.nodeclaimtemplate import TypeInfo
     from nodewright.scheduling.requirements import Requirements
@@ -26,6 +27,11 @@ class TemplateTypes:
     """
 
     types: list[TypeInfo]
+    #: The list of instance types ``types`` were compiled from, as its :class:`~.catalogindex.CatalogView`, and
+    #: per position of that list the pool's type (None: unusable), or None when unknown (then rankings sort the
+    #: pool's types themselves). Only read at list prices.
+    view: CatalogView | None = None
+    by_position: list[TypeInfo | None] | None = None
     compat: dict[tuple[object, ...], list[TypeInfo]] = field(default_factory=dict)
     domains: dict[tuple[str, tuple[object, ...]], frozenset[str]] = field(default_factory=dict)
     ranked: dict[tuple[object, ...], list[TypeInfo]] = field(default_factory=dict)

@@ -4,44 +4,36 @@ A type's *budget* on a pool is its allocatable (cpu and memory scaled by the poo
 requests of the DaemonSets that type runs, as a vector in the run's ``dims`` order (:func:`pool_budget`);
 :func:`pool_type` decides whether the pool can use the type at all (labels, an allowed available offering, room
 for its DaemonSets). Offering lookups (the cheapest allowed offering per requirement set and capacity type) are
-cached on the type. :mod:`~.nodeclaimtemplate` re-exports these names; it builds its rankings from them.
+cached on the type; at list prices they go through the catalog-wide memo of :mod:`~.catalogindex` (per instance
+type object, shared by every pool and cache). :mod:`~.nodeclaimtemplate` re-exports these names; it builds its
+rankings from them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from operator import attrgetter, le
+from operator import le
 from typing import TYPE_CHECKING, Any
 
-from nodewright.api import labels as wk
 from nodewright.cloud.instancetype import InstanceType, Offering
 from nodewright.quantities import CPU, MEMORY
+from nodewright.scheduling.catalogindex import (
+    Cheapest,
+    OfferingFilter,
+    cheapest_in,
+    compute_cheapest,
+    labels_allow,
+    offering_filter,
+    type_filters,
+)
 from nodewright.scheduling.daemonsets import NO_DAEMONS, DaemonGroup, PoolDaemons
 from nodewright.scheduling.nodepools import NodePoolSpec
-from nodewright.scheduling.requirements import INSTANCE_TYPE_KEYS, OFFERING_KEYS, Requirement, Requirements
+from nodewright.scheduling.requirements import Requirements
 
 if TYPE_CHECKING:
     from nodewright.scheduling.nodeclaimtemplate import Pricing
 
 Vector = tuple[int, ...]
-_PRICE_ZONE = attrgetter("price", "zone")
-OfferingFilter = tuple[Requirement | None, Requirement | None, Requirement | None]
-
-
-#: The last (requirements, offering filter) computed: a run asks for every type's offerings under one requirement
-#: set in a row. Rebound whole (atomic), and it holds its requirements, so ``is`` cannot match another object.
-_LAST_FILTER: tuple[Requirements | None, OfferingFilter] = (None, (None, None, None))
-
-
-def offering_filter(reqs: Requirements) -> OfferingFilter:
-    """The requirements that restrict offerings: (zone, capacity type, zone id)."""
-    global _LAST_FILTER
-    last = _LAST_FILTER
-    if last[0] is reqs:
-        return last[1]
-    flt = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE), reqs.get(wk.ZONE_ID)
-    _LAST_FILTER = (reqs, flt)
-    return flt
 
 
 class TypeInfo:
@@ -61,6 +53,7 @@ class TypeInfo:
     capacity: dict[str, int]
     capacity_types: list[str]
     _by_price: dict[str | None, list[Offering]]
+    _filters: dict[OfferingFilter, Cheapest]
 
     def __init__(
         self, it: InstanceType, budget: Vector | None, pricing: Pricing | None = None,
@@ -76,7 +69,6 @@ class TypeInfo:
         self.daemons = daemons
         self.pricing = pricing
         self._price_cache: dict[tuple[object, ...], Offering | None] = {}
-        self._filters: dict[OfferingFilter, dict[str | None, Offering]] = {}
         self._version = -1 if pricing is None else pricing.version
 
     if not TYPE_CHECKING:  # hidden from the type checker, which would otherwise accept any attribute name
@@ -87,6 +79,9 @@ class TypeInfo:
                 spec, dims, overhead = self._lazy_budget
                 self.budget = pool_budget(spec, self.it, dims, overhead)
                 return self.budget
+            if name == "_filters":  # list-price lookups depend on the offerings alone: one memo per type object
+                self._filters = type_filters(self.it)
+                return self._filters
             if name == "capacity":
                 self.capacity = dict(self.it.capacity)
                 return self.capacity
@@ -146,23 +141,10 @@ class TypeInfo:
         cache[key] = best
         return best
 
-    def _cheapest(self, flt: OfferingFilter) -> dict[str | None, Offering]:
+    def _cheapest(self, flt: OfferingFilter) -> Cheapest:
         """Capacity type (None: any) -> the available offering ``flt`` allows of least (list price, zone), the
         first such in catalog order: what :meth:`first_offering` returns without a :class:`Pricing`."""
-        zone, ct, zid = flt
-        if zone is None and ct is None and zid is None:
-            allowed = [o for o in self.it.offerings if o.available]
-        else:
-            allowed = [o for o in self.it.offerings if o.available
-                       and (zone is None or zone.has(o.zone))
-                       and (ct is None or ct.has(o.capacity_type))
-                       and (zid is None or not o.zone_id or zid.has(o.zone_id))]
-        if not allowed:
-            return {}
-        allowed.sort(key=_PRICE_ZONE)  # stable: ties keep the catalog order, as the ranking does
-        best: dict[str | None, Offering] = {o.capacity_type: o for o in reversed(allowed)}  # each type's first
-        best[None] = allowed[0]
-        return best
+        return compute_cheapest(self.it, flt)
 
     def first_offering(self, flt: OfferingFilter, capacity_type: str | None) -> Offering | None:
         """Uncached :meth:`offering` for a precomputed :func:`offering_filter`."""
@@ -185,25 +167,12 @@ class TypeInfo:
     def cheapest_under(self, flt: OfferingFilter) -> dict[str | None, Offering]:
         """Capacity type (None: any) -> the cheapest available offering ``flt`` allows, at list prices (the
         offering :meth:`offering` returns without a Pricing), computed once per filter."""
-        found = self._filters.get(flt)
-        if found is None:
-            found = self._filters[flt] = self._cheapest(flt)
-        return found
+        return cheapest_in(self._filters, self.it, flt)
 
     def labels_allow(self, reqs: Requirements) -> bool:
         """Every label ``reqs`` constrains is allowed (a well-known instance label the type lacks counts as
-        absent); offering keys are :meth:`offering`'s."""
-        labels = self.labels
-        for key, req in reqs.items():
-            if key in OFFERING_KEYS:
-                continue
-            value = labels.get(key)
-            if value is not None:
-                if not req.has(value):
-                    return False
-            elif key in INSTANCE_TYPE_KEYS and not req.allows_absence():
-                return False
-        return True
+        absent); offering keys are :meth:`offering`'s (:func:`~.catalogindex.labels_allow`)."""
+        return labels_allow(self.labels, reqs)
 
     def fits(self, need: Sequence[int]) -> bool:
         """True when ``need`` is within the budget in every dimension (vectors of the run's dims)."""
@@ -224,6 +193,12 @@ def pool_budget(spec: NodePoolSpec, it: InstanceType, dims: Sequence[str], overh
     return tuple(budget)
 
 
+def never_negative(dims: Sequence[str], overhead: Mapping[str, int]) -> bool:
+    """Whether a DaemonSet ``overhead`` carried by every type can never make a budget negative (none of it is
+    positive): :func:`pool_type` then admits a type on labels and offerings alone and compiles its budget lazily."""
+    return not overhead or not any(int(overhead.get(d, 0)) > 0 for d in dims)
+
+
 def pool_type(
     spec: NodePoolSpec,
     it: InstanceType,
@@ -237,7 +212,7 @@ def pool_type(
     budget is net of the type's own); None: every type carries ``overhead``."""
     if daemons is None:
         group = DaemonGroup(requests=dict(overhead)) if overhead else NO_DAEMONS
-        if not overhead or not any(int(overhead.get(d, 0)) > 0 for d in dims):
+        if never_negative(dims, overhead):
             # Allocatable is never negative: nor is the budget, which is then compiled when first read.
             info = TypeInfo(it, None, pricing, group, lazy_budget=(spec, dims, overhead))
             reqs = spec.requirements
