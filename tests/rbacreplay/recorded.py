@@ -17,7 +17,9 @@ _INFORMED = [("", "nodes"), ("", "pods"), ("", "persistentvolumeclaims"), ("", "
              # CapacityBuffer gate on (tests/integration/test_buffers.py): the buffers and what they reference.
              ("autoscaling.x-k8s.io", "capacitybuffers"), ("", "podtemplates"), ("apps", "deployments"),
              ("apps", "replicasets"), ("apps", "statefulsets"),
-             ("karpenter.sh", "nodeoverlays")]
+             ("karpenter.sh", "nodeoverlays"),
+             # SCHEDULER_CONFIG default spread (tests/integration/test_default_spread.py): selectors of the pods.
+             ("", "services"), ("", "replicationcontrollers")]
 
 #: (verb, apiGroup, resource, object name or "") the controller sends.
 RECORDED: list[tuple[str, str, str, str]] = [
