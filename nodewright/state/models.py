@@ -163,6 +163,9 @@ class ClusterModels:
         self._spread_selectors = SpreadSelectors()
         self._spread_versions: tuple[Hashable, ...] = ()
         self._spread_key = ""
+        #: Bumped whenever every cached conversion is dropped (a Namespace, RuntimeClass, SCHEDULER_CONFIG or
+        #: spread selector change), so caches of converted models outside this class know to rebuild.
+        self.epoch = 0
 
     @property
     def spread_defaults(self) -> bool:
@@ -193,9 +196,11 @@ class ClusterModels:
             self._drop()
 
     def _drop(self) -> None:
+        """Forget every cached conversion; :attr:`epoch` tells views that cache models of their own."""
         self._cache = _Cache()
         self._same.clear()
         self._daemonsets = None
+        self.epoch += 1
 
     def use_volumes(self, pvcs: Sequence[Obj], pvs: Sequence[Obj], storageclasses: Sequence[Obj]) -> None:
         """The cluster's PersistentVolumeClaims, PersistentVolumes and StorageClasses, whose zones restrict the
@@ -225,9 +230,7 @@ class ClusterModels:
             name = str((ns.get("metadata") or {}).get("name") or "")
             labels = dict((ns.get("metadata") or {}).get("labels") or {})
             self._namespaces[name] = {**labels, NAMESPACE_NAME_LABEL: name}
-        self._cache = _Cache()
-        self._same.clear()
-        self._daemonsets = None
+        self._drop()
 
     def use_runtimeclasses(self, runtimeclasses: Sequence[Obj]) -> None:
         """The cluster's ``node.k8s.io/v1`` RuntimeClass objects: a pod (or DaemonSet template) naming one is
@@ -238,9 +241,7 @@ class ClusterModels:
             return
         self._runtimeclasses_key = key
         self._runtimeclasses = runtime_classes(runtimeclasses)
-        self._cache = _Cache()
-        self._same.clear()
-        self._daemonsets = None
+        self._drop()
 
     def _convert(self, kind: str, obj: Mapping[str, Any], variant: Hashable, build: Any) -> Any:
         same = (kind, id(obj), variant)

@@ -225,3 +225,18 @@ def test_cluster_models_default_pods_and_follow_selector_changes() -> None:
     assert tsc.label_selector == LabelSelector(match_expressions=(("app", "In", ("web",)),))
     cluster.delete(r.REPLICASETS, "web", "default")  # the owner goes: no selector, no defaults
     assert sync_models(cluster).pod(obj).topology_spread == ()
+
+
+def test_only_a_selector_change_drops_the_conversions() -> None:
+    cluster = InMemoryCluster(lambda: 0.0, seed=0)
+    cluster.create(r.REPLICASETS, _controller("ReplicaSet", "web", {"matchLabels": {"app": "web"}}))
+    models = models_for(cluster)
+    models.use_scheduler_config(LIST)
+    sync_models(cluster)
+    epoch = models.epoch
+    cluster.patch_status(r.REPLICASETS, "web", {"replicas": 3}, "default")  # a status write: same selector
+    sync_models(cluster)
+    assert models.epoch == epoch
+    cluster.create(r.SERVICES, _service({"app": "web"}))
+    sync_models(cluster)
+    assert models.epoch == epoch + 1  # views caching converted pods (incremental_view) rebuild
