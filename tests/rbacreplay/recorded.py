@@ -1,4 +1,4 @@
-"""What the RBAC replay recorded across the integration suite (``tests/integration``, 49 tests, this branch): the
+"""What the RBAC replay recorded across the integration suite (``tests/integration``, 64 tests, this branch): the
 controller's distinct authorizations as ``(verb, group, resource, name)`` (``name`` only where a rule restricts it).
 
 The list the chart is cut to (``tests/chart/test_rbac.py``) and the one ``tests/e2e/test_rbac_authorizer.py`` asks
