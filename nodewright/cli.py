@@ -291,6 +291,7 @@ def _log_to_stderr(level: int) -> Iterator[None]:
 @click.option("--aws-endpoint-url", default=None, help="Override the AWS endpoint (testing against a local EC2 emulator).")
 @click.option("--feature-gates", default=None, help="Gate=bool,... [env FEATURE_GATES]: SpotToSpotConsolidation, ReservedCapacity, ...")
 @click.option("--aws-feature-gates", default=None, help="Gate=bool,... [env AWS_FEATURE_GATES]: NodeClassCEL (kubelet expressions).")
+@click.option("--scheduler-config", default=None, help="YAML/JSON: podTopologySpread.defaultConstraints for pods without their own [env SCHEDULER_CONFIG].")
 @click.option("--leader-election-name", default=None, help="Lease name [env LEADER_ELECTION_NAME, nodewright-leader-election].")
 @click.option("--leader-election-namespace", default=None, help="Lease namespace [env LEADER_ELECTION_NAMESPACE, else the pod's].")
 @click.version_option(package_name="nodewright", message="nodewright %(version)s")

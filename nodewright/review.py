@@ -38,7 +38,7 @@ USED_KINDS = frozenset({
     "NodePool", "EC2NodeClass", "NodeClaim", "NodeOverlay", "Provisioner", "AWSNodeTemplate",
     "Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet", "Node",
     "PodDisruptionBudget", "Namespace", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "RuntimeClass",
-    "CSINode",
+    "CSINode", "ReplicationController", "Service",
 })
 #: Kinds applied to the others before a decision (:mod:`nodewright.admission`), not passed on themselves.
 ADMISSION_KINDS = frozenset({"LimitRange"})
@@ -48,7 +48,6 @@ SIZING_KINDS = frozenset({"HorizontalPodAutoscaler", "ScaledObject"})
 #: Kinds that change where or whether pods schedule, which ``simulate -f`` does not model: a warning each.
 NOT_MODELLED_KINDS: Mapping[str, str] = {
     "ResourceQuota": "quotas are not enforced",
-    "ReplicationController": "its pods are not read: use a Deployment or ReplicaSet",
 }
 
 # Fields conversion reads from older Karpenter kinds; anything else is dropped on conversion.

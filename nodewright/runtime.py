@@ -37,6 +37,7 @@ from nodewright.kube.leaderelection import LeaderElector, LeaseConfig
 from nodewright.metrics import HttpEndpoint, Metrics, health_endpoint, metrics_endpoint
 from nodewright.pricing.policy import PolicyFile
 from nodewright.settings import Settings
+from nodewright.state.models import models_for
 
 log = logging.getLogger("nodewright.runtime")
 
@@ -112,6 +113,11 @@ class Runtime:
                                     reboot_for_repair=s.aws_feature_gates.reboot_for_repair)
         if s.aws_feature_gates.reboot_for_repair and not s.feature_gates.node_repair:
             log.warning("AWS_FEATURE_GATES RebootForRepair=true has no effect without FEATURE_GATES NodeRepair=true")
+        if s.scheduler_config is not None and s.scheduler_config.constraints:
+            log.info("SCHEDULER_CONFIG is set: pods without their own topologySpreadConstraints get these default "
+                     "constraints in scheduling", extra={"default_topology_spread_constraints":
+                                                         list(s.scheduler_config.constraints)})
+        models_for(self.cluster).use_scheduler_config(s.scheduler_config)
         self.manager = ControllerManager(self.ctx, options, self.interruption)
         self.elector = LeaderElector(
             self.cluster, self.identity,
@@ -256,6 +262,9 @@ def build_runtime(
     rest = RestClient(api_client)
     # CapacityBuffers and what they reference are watched only with the gate on (the CRD may not be installed).
     kinds = (*r.WATCHED, *r.BUFFER_WATCHED) if settings.feature_gates.capacity_buffer else r.WATCHED
+    if settings.scheduler_config is not None and settings.scheduler_config.constraints:
+        # Services and pod controllers deduce the selector of the default spread constraints.
+        kinds = (*kinds, *(k for k in r.SPREAD_WATCHED if k not in kinds))
     cluster = KubernetesCluster(rest, time.time, kinds=kinds)
 
     def nodeclass(name: str) -> Any:

@@ -26,6 +26,11 @@ How each Karpenter setting is honoured:
 * ``MIN_VALUES_POLICY`` (``Strict``, or ``BestEffort``: relax a ``minValues`` the candidate instance types miss
   instead of launching nothing; :mod:`nodewright.scheduling.minvalues`). Carried to the provisioner
   (``ControllerOptions.min_values_policy``); ``simulate`` reads the same variable (:func:`min_values_policy`).
+* ``SCHEDULER_CONFIG`` (Karpenter main's ``--scheduler-config``; empty: none): a YAML/JSON document whose
+  ``podTopologySpread.defaultConstraints`` (or ``defaultingType: System``) pods without their own
+  ``topologySpreadConstraints`` get in scheduling, as kube-scheduler gives them
+  (:mod:`nodewright.state.defaultspread`). Carried to the cluster models (``Runtime``); ``simulate`` reads the
+  same variable (:func:`scheduler_config`).
 * ``LOG_OUTPUT_PATHS`` (``stdout``): comma-separated ``stdout``, ``stderr`` or file paths.
 * ``FEATURE_GATES``: see :class:`FeatureGates`.
 * ``AWS_FEATURE_GATES``: see :class:`AwsFeatureGates`.
@@ -37,9 +42,12 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodewright.errors import NodewrightValidationError
+
+if TYPE_CHECKING:
+    from nodewright.state.defaultspread import SchedulerConfig
 
 _GO_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(ms|s|m|h))+$")
 _GO_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -244,6 +252,18 @@ def preference_policy(env: Mapping[str, str]) -> str:
     return _policy(env, "PREFERENCE_POLICY", PREFERENCE_POLICIES)
 
 
+def scheduler_config(env: Mapping[str, str]) -> SchedulerConfig | None:
+    """Karpenter's ``SCHEDULER_CONFIG`` in ``env`` (None when unset or empty): how ``simulate -f`` and scenario
+    replay read the controller's default topology spread.
+
+    Raises:
+        NodewrightValidationError: see :func:`nodewright.state.defaultspread.parse_scheduler_config`.
+    """
+    from nodewright.state.defaultspread import parse_scheduler_config
+
+    return parse_scheduler_config(env.get("SCHEDULER_CONFIG", ""))
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything ``nodewright run`` needs (durations in seconds).
@@ -294,6 +314,8 @@ class Settings:
         consolidation_replacement_pod_share: the largest share of its NodePool's pods one consolidation
             replacement may take (at least 110 pods); ``NODEWRIGHT_CONSOLIDATION_REPLACEMENT_POD_SHARE``, 0.1.
         min_values_policy: ``Strict`` or ``BestEffort`` (Karpenter's ``MinValuesPolicy``).
+        scheduler_config: Karpenter's ``SCHEDULER_CONFIG`` / ``--scheduler-config`` (None: no default topology
+            spread; :class:`~nodewright.state.defaultspread.SchedulerConfig`).
         log_output_paths: where logs go: ``stdout``, ``stderr`` or file paths.
         gc_grace_period: seconds an instance with no NodeClaim may exist before garbage collection terminates it
             (``NODEWRIGHT_GC_GRACE_PERIOD``, 30s; Karpenter hard-codes its 30 s grace, no setting).
@@ -338,6 +360,7 @@ class Settings:
     eks_control_plane: bool = False
     preference_policy: str = "Respect"
     min_values_policy: str = "Strict"
+    scheduler_config: SchedulerConfig | None = None
     log_output_paths: tuple[str, ...] = ("stdout",)
     multi_node_consolidation_timeout: float = 60.0
     single_node_consolidation_timeout: float = 180.0
@@ -384,6 +407,7 @@ ENV_NAMES: dict[str, tuple[str, str]] = {
     "eks_control_plane": ("EKS_CONTROL_PLANE", "bool"),
     "preference_policy": ("PREFERENCE_POLICY", "str"),
     "min_values_policy": ("MIN_VALUES_POLICY", "str"),
+    "scheduler_config": ("SCHEDULER_CONFIG", "scheduler_config"),
     "log_output_paths": ("LOG_OUTPUT_PATHS", "list"),
     "multi_node_consolidation_timeout": ("NODEWRIGHT_MULTI_NODE_CONSOLIDATION_TIMEOUT", "duration"),
     "single_node_consolidation_timeout": ("NODEWRIGHT_SINGLE_NODE_CONSOLIDATION_TIMEOUT", "duration"),
@@ -417,6 +441,10 @@ def _convert(field: str, env: str, kind: str, value: Any) -> Any:
         return parse_feature_gates(value, env)
     if kind == "aws_gates":
         return parse_aws_feature_gates(value, env)
+    if kind == "scheduler_config":
+        from nodewright.state.defaultspread import parse_scheduler_config
+
+        return parse_scheduler_config(value, env)
     if kind == "list":
         return tuple(part.strip() for part in value.split(",") if part.strip())
     return value

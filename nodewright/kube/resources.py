@@ -74,6 +74,8 @@ PODTEMPLATES = ResourceKind("", "v1", "podtemplates", "PodTemplate", True)
 DEPLOYMENTS = ResourceKind("apps", "v1", "deployments", "Deployment", True)
 STATEFULSETS = ResourceKind("apps", "v1", "statefulsets", "StatefulSet", True)
 REPLICASETS = ResourceKind("apps", "v1", "replicasets", "ReplicaSet", True)
+SERVICES = ResourceKind("", "v1", "services", "Service", True)
+REPLICATIONCONTROLLERS = ResourceKind("", "v1", "replicationcontrollers", "ReplicationController", True)
 #: Karpenter's NodeOverlay (v1alpha1, feature gate NodeOverlay; nodewright.cloud.overlay).
 NODEOVERLAYS = ResourceKind("karpenter.sh", "v1alpha1", "nodeoverlays", "NodeOverlay", False)
 
@@ -100,8 +102,13 @@ WATCHED: tuple[ResourceKind, ...] = (
 #: controller lists CapacityBuffers once, only to warn that they are ignored.
 BUFFER_WATCHED: tuple[ResourceKind, ...] = (CAPACITYBUFFERS, PODTEMPLATES, DEPLOYMENTS, STATEFULSETS, REPLICASETS)
 
+#: Watched too when ``SCHEDULER_CONFIG`` gives default spread constraints (:mod:`nodewright.state.defaultspread`):
+#: the selectors that deduce each pod's default spread selector, as kube-scheduler's ``DefaultSelector``.
+#: Deployments stand for their ReplicaSets in ``simulate -f`` (pods there name the Deployment as controller).
+SPREAD_WATCHED: tuple[ResourceKind, ...] = (SERVICES, REPLICATIONCONTROLLERS, REPLICASETS, STATEFULSETS, DEPLOYMENTS)
+
 #: Watched resources a cluster may not serve (their CRD is not installed): a 404 on their LIST means "none".
 OPTIONAL_WATCHED = frozenset({NODEOVERLAYS})
 
-ALL: tuple[ResourceKind, ...] = (*WATCHED, *BUFFER_WATCHED, EVENTS, LEASES)
+ALL: tuple[ResourceKind, ...] = (*WATCHED, *BUFFER_WATCHED, SERVICES, REPLICATIONCONTROLLERS, EVENTS, LEASES)
 

@@ -6,7 +6,8 @@ Identical replicas share one :attr:`Pod.shape_key`, which the scheduler uses to 
 equivalence class. Do not mutate a pod after construction (preference relaxation is tracked by the
 scheduler, not written into the pod).
 
-Workloads (:func:`pods_from_workload`): Deployment, ReplicaSet and StatefulSet give ``spec.replicas``
+Workloads (:func:`pods_from_workload`): Deployment, ReplicaSet, StatefulSet and ReplicationController give
+``spec.replicas``
 pods (default 1), Job gives ``min(parallelism, completions)`` (defaults 1), CronJob one run of its job
 template, Pod itself. Replicas are named ``<name>-<index>`` from 0.
 """
@@ -523,7 +524,7 @@ def _replicas(value: Any, path: str, default: int = 1) -> int:
     return value
 
 
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "Pod")
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController", "Job", "CronJob", "Pod")
 
 
 def pods_from_workload(doc: Mapping[str, Any]) -> list[Pod]:

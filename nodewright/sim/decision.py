@@ -67,7 +67,7 @@ from nodewright.scheduling import (
     pods_from_workload,
 )
 from nodewright.scheduling.pods import WORKLOAD_KINDS
-from nodewright.settings import feature_gates, min_values_policy, preference_policy
+from nodewright.settings import feature_gates, min_values_policy, preference_policy, scheduler_config
 from nodewright.sim.render import targets_text
 from nodewright.sim.volumes import bind_static_claims
 from nodewright.sim.workloads import pod_manifest
@@ -85,11 +85,13 @@ DEFAULT_REGION = "us-east-1"
 #: Pods named in one "unschedulable" line of the table; the rest are counted.
 SHOWN_PODS = 5
 #: Kinds read but not needed for a provisioning decision (accepted silently).
-IGNORED_KINDS = frozenset({"Service", "ConfigMap", "Secret"})
+IGNORED_KINDS = frozenset({"ConfigMap", "Secret"})
 #: CapacityBuffers and their PodTemplates (a CapacityBuffer in the input turns its gate on: docs/capacity-buffers.md).
 BUFFER_KINDS = {"CapacityBuffer": r.CAPACITYBUFFERS, "PodTemplate": r.PODTEMPLATES}
-#: Workloads also stored as objects, for a CapacityBuffer's scalableRef.
-BUFFER_TARGETS = {"Deployment": r.DEPLOYMENTS, "StatefulSet": r.STATEFULSETS, "ReplicaSet": r.REPLICASETS}
+#: Workloads also stored as objects, for a CapacityBuffer's scalableRef and for the selector of the default
+#: topology spread (``SCHEDULER_CONFIG``; with Services: :mod:`nodewright.state.defaultspread`).
+BUFFER_TARGETS = {"Deployment": r.DEPLOYMENTS, "StatefulSet": r.STATEFULSETS, "ReplicaSet": r.REPLICASETS,
+                  "ReplicationController": r.REPLICATIONCONTROLLERS}
 #: The simulated moment of the decision (epoch seconds; only creation and deletion timestamps depend on it).
 DECISION_TIME = 1_784_548_800.0  # 2026-07-20T12:00:00Z
 #: What a NodePool's missing EC2NodeClass stands for: the defaults (AL2023, no kubelet overrides).
@@ -166,6 +168,9 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster, warn: bool
                     cluster.create(BUFFER_TARGETS[str(kind)], doc)
             elif kind in BUFFER_KINDS:
                 cluster.create(BUFFER_KINDS[str(kind)], doc)
+            elif kind == "Service":  # its selector deduces the default spread selector (SCHEDULER_CONFIG)
+                cluster.create(r.SERVICES, {**doc, "metadata": {**(doc.get("metadata") or {}),
+                                                                "namespace": _namespace(doc)}})
             elif kind == "LimitRange":
                 cluster.create(r.LIMITRANGES, doc)
             elif kind == "Namespace":
@@ -246,6 +251,11 @@ def _create_held(cluster: InMemoryCluster, kind: r.ResourceKind, doc: Obj,
     cluster.create(kind, {**doc, "metadata": meta})
 
 
+def _namespace(doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata")
+    return str((meta.get("namespace") if isinstance(meta, dict) else None) or "default")
+
+
 def _name(doc: Mapping[str, Any], default: object) -> object:
     meta = doc.get("metadata")
     return meta.get("name", default) if isinstance(meta, dict) else default
@@ -286,12 +296,15 @@ def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any,
     pods land on them as in-flight capacity and the batch never launches for those pools (only under the
     ``StaticCapacity`` gate; off, Karpenter's default, they get none). With ``policy``, the
     provisioner decides on effective marginal prices (docs/pricing.md). Karpenter's ``MIN_VALUES_POLICY``,
-    ``PREFERENCE_POLICY`` and ``FEATURE_GATES`` are read from the environment, as the controller reads them.
+    ``PREFERENCE_POLICY``, ``FEATURE_GATES`` and ``SCHEDULER_CONFIG`` are read from the environment, as the
+    controller reads them.
 
     Raises:
         NodewrightValidationError: ``MIN_VALUES_POLICY`` is neither Strict nor BestEffort,
-            ``PREFERENCE_POLICY`` neither Respect nor Ignore, or ``FEATURE_GATES`` is invalid."""
+            ``PREFERENCE_POLICY`` neither Respect nor Ignore, or ``FEATURE_GATES`` or ``SCHEDULER_CONFIG`` is
+            invalid."""
     gates = feature_gates(os.environ)
+    models_for(cluster).use_scheduler_config(scheduler_config(os.environ))  # default topology spread
     ctx = Context(cluster, cloud, clock, Metrics(), "simulate", overlays=OverlayStore(gates.node_overlay))
     current = None if policy is None else lambda: policy
     # Static NodePools' replicas exist first (under the StaticCapacity gate, as the controller runs it).

@@ -33,7 +33,13 @@ from nodewright.kube.objects import Obj, condition_true, is_deleting, name_of, p
 from nodewright.kube.resources import ResourceKind
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingPolicy
-from nodewright.settings import feature_gates, min_values_policy, parse_aws_feature_gates, preference_policy
+from nodewright.settings import (
+    feature_gates,
+    min_values_policy,
+    parse_aws_feature_gates,
+    preference_policy,
+    scheduler_config,
+)
 from nodewright.settings import nominate_pods as load_nominate_pods
 from nodewright.sim.plans import PlanTracker
 from nodewright.sim.scenario import has_capacity_buffers
@@ -136,6 +142,7 @@ class NodewrightDriver:
         self.world = world
         self.queue = SimulatedInterruptionQueue()
         gates = feature_gates(os.environ)  # FEATURE_GATES as `nodewright run` reads it
+        models_for(world.cluster).use_scheduler_config(scheduler_config(os.environ))  # default topology spread
         self.cloud = SimulatedCloudProvider(world.ec2, world.scenario.region, world.scenario.zones,
                                             lambda name: world.cluster.get(r.EC2NODECLASSES, name),
                                             models_for(world.cluster).kubelet,

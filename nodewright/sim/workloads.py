@@ -57,7 +57,8 @@ def pod_manifest(template: Mapping[str, Any], namespace: str, name: str, owner_k
     metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(meta.get("labels") or {}),
                                 "annotations": dict(meta.get("annotations") or {})}
     if owner_kind:
-        metadata["ownerReferences"] = [{"apiVersion": "apps/v1" if owner_kind != "Job" else "batch/v1",
+        api = {"Job": "batch/v1", "ReplicationController": "v1"}.get(owner_kind, "apps/v1")
+        metadata["ownerReferences"] = [{"apiVersion": api,
                                         "kind": owner_kind, "name": owner_name, "uid": f"sim-{owner_name}",
                                         "controller": True}]
     status: dict[str, Any] = {"phase": "Pending"}

@@ -50,13 +50,15 @@ from nodewright.sim.workloads import (
 )
 from nodewright.state.pods import is_daemonset_pod
 
-IGNORED_KINDS = frozenset({"Service", "ServiceAccount", "ConfigMap", "Secret", "PriorityClass"})
+IGNORED_KINDS = frozenset({"ServiceAccount", "ConfigMap", "Secret", "PriorityClass"})
 #: Kinds stored in the cluster as given, for the controllers to read (Namespace labels for pod affinity
 #: ``namespaceSelector``; volumes, claims and StorageClasses for volume topology).
 STORED_KINDS = {"Namespace": r.NAMESPACES, "PersistentVolume": r.PVS, "PersistentVolumeClaim": r.PVCS,
                 "StorageClass": r.STORAGECLASSES, "RuntimeClass": r.RUNTIMECLASSES, "CSINode": r.CSINODES,
                 # CapacityBuffers and the PodTemplates they reference (nodewright.controllers.buffer).
-                "PodTemplate": r.PODTEMPLATES, "CapacityBuffer": r.CAPACITYBUFFERS}
+                "PodTemplate": r.PODTEMPLATES, "CapacityBuffer": r.CAPACITYBUFFERS,
+                # Services: their selectors deduce the default topology spread selector (SCHEDULER_CONFIG).
+                "Service": r.SERVICES}
 #: Workload kinds also stored as objects (a CapacityBuffer's scalableRef reads their template and replicas).
 WORKLOAD_KINDS = {"Deployment": r.DEPLOYMENTS, "ReplicaSet": r.REPLICASETS, "StatefulSet": r.STATEFULSETS}
 #: Kinds :meth:`World.apply` plays; ``simulate --scenario`` skips the others with one summary line.

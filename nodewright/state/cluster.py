@@ -128,12 +128,16 @@ class ClusterState:
 def sync_models(cluster: Cluster, pvcs: list[Obj] | None = None, storageclasses: list[Obj] | None = None) -> ClusterModels:
     """The cluster's conversion cache, given the cluster-wide objects pod conversion depends on (Namespaces for
     affinity ``namespaceSelector``; RuntimeClasses for pod overhead; claims, volumes and StorageClasses for volume topology; CSINodes for
-    volume attach limits). Every reader that
+    volume attach limits; with ``SCHEDULER_CONFIG`` defaults, Services and pod controllers for their selectors). Every reader that
     converts pods without a :func:`snapshot` (the simulated kube-scheduler) calls this first."""
     models = models_for(cluster)
     models.use_namespaces(cluster.list(r.NAMESPACES))
     models.use_runtimeclasses(cluster.list(r.RUNTIMECLASSES))
     models.use_csinodes(cluster.list(r.CSINODES))
+    if models.spread_defaults:
+        models.use_spread_defaults(cluster.list(r.SERVICES), [
+            *cluster.list(r.REPLICATIONCONTROLLERS), *cluster.list(r.REPLICASETS), *cluster.list(r.STATEFULSETS),
+            *cluster.list(r.DEPLOYMENTS)])
     models.use_volumes(cluster.list(r.PVCS) if pvcs is None else pvcs, cluster.list(r.PVS),
                        cluster.list(r.STORAGECLASSES) if storageclasses is None else storageclasses)
     return models

@@ -113,6 +113,7 @@ class ViewCache:
     _unmanaged: dict[str, tuple[tuple[Hashable, ...], tuple[Obj, ...], ExistingNode | None]] = field(
         default_factory=dict)
     _nodeclasses: dict[str, tuple[Hashable, Obj, NodeClassInfo]] = field(default_factory=dict)
+    _models_epoch: int = -1
 
     def build(
         self,
@@ -124,6 +125,10 @@ class ViewCache:
     ) -> ClusterView:
         """The same view as :func:`~nodewright.state.disruption_view.view_from_state` with these arguments."""
         self.stats = CacheStats()
+        if state.models.epoch != self._models_epoch:  # conversions changed (namespaces, SCHEDULER_CONFIG selectors)
+            self._models_epoch = state.models.epoch
+            self._nodes.clear()
+            self._unmanaged.clear()
         last_pod_events = last_pod_events or {}
         cloud_drift = cloud_drift or {}
         daemonsets, ds_key = self._daemonset_pods(state)

@@ -23,6 +23,9 @@ PVC, PV, SC        the zones (node requirements) of the pods that mount them (:c
                    :func:`~nodewright.state.volumeusage.pod_attachments`)
 CSINode            a node's volume attach limits per CSI driver (:attr:`ExistingNode.volume_limits
                    <nodewright.scheduling.ExistingNode>`, :meth:`ClusterModels.use_csinodes`)
+Service, RS, SS,   the selector of the cluster-default topology spread constraints (``SCHEDULER_CONFIG``) given
+RC (Deployment)    to pods without their own (:meth:`ClusterModels.use_spread_defaults`,
+                   :mod:`nodewright.state.defaultspread`)
 Namespace          its labels, which resolve pod affinity ``namespaceSelector`` into the term's namespaces
                    (:meth:`ClusterModels.use_namespaces`, :func:`resolve_namespace_selectors`)
 PDB                a :class:`~nodewright.disruption.model.PDB` with the disruptions it allows now (:func:`pdbs`)
@@ -77,6 +80,7 @@ from nodewright.scheduling import (
 )
 from nodewright.selectors import selects
 from nodewright.state.blocked import DRA_REASON, DRAError, PodBlocked, has_dra_requirements
+from nodewright.state.defaultspread import SchedulerConfig, SpreadSelectors, default_spread
 from nodewright.state.volumeusage import claim_name, csinode_limits, pod_attachments
 
 log = logging.getLogger("nodewright.state")
@@ -154,6 +158,49 @@ class ClusterModels:
         #: Node name -> {CSI driver: volumes it can attach}, from CSINode objects (:meth:`use_csinodes`).
         self._volume_limits: dict[str, dict[str, int]] = {}
         self._volume_limits_key: tuple[Hashable, ...] = ()
+        #: ``SCHEDULER_CONFIG`` and the selectors that deduce each pod's default spread selector.
+        self.scheduler_config: SchedulerConfig | None = None
+        self._spread_selectors = SpreadSelectors()
+        self._spread_versions: tuple[Hashable, ...] = ()
+        self._spread_key = ""
+        #: Bumped whenever every cached conversion is dropped (a Namespace, RuntimeClass, SCHEDULER_CONFIG or
+        #: spread selector change), so caches of converted models outside this class know to rebuild.
+        self.epoch = 0
+
+    @property
+    def spread_defaults(self) -> bool:
+        """Whether pods without their own spread constraints get cluster defaults (``SCHEDULER_CONFIG``)."""
+        return self.scheduler_config is not None and bool(self.scheduler_config.constraints)
+
+    def use_scheduler_config(self, config: SchedulerConfig | None) -> None:
+        """The controller's ``SCHEDULER_CONFIG`` (:mod:`nodewright.state.defaultspread`); a change drops every
+        cached conversion."""
+        if config == self.scheduler_config:
+            return
+        self.scheduler_config = config
+        self._drop()
+
+    def use_spread_defaults(self, services: Sequence[Obj], controllers: Sequence[Obj]) -> None:
+        """The cluster's Services and ReplicationControllers, ReplicaSets, StatefulSets (and, in ``simulate``,
+        Deployments), whose selectors deduce the selector of a pod's default spread constraints. Only a change of
+        a selector (not of a status) drops the cached conversions."""
+        version = versions([*services, *controllers])
+        if version == self._spread_versions:
+            return
+        self._spread_versions = version
+        selectors = SpreadSelectors.build(services, controllers)
+        key = selectors.key()
+        self._spread_selectors = selectors
+        if key != self._spread_key:
+            self._spread_key = key
+            self._drop()
+
+    def _drop(self) -> None:
+        """Forget every cached conversion; :attr:`epoch` tells views that cache models of their own."""
+        self._cache = _Cache()
+        self._same.clear()
+        self._daemonsets = None
+        self.epoch += 1
 
     def use_volumes(self, pvcs: Sequence[Obj], pvs: Sequence[Obj], storageclasses: Sequence[Obj]) -> None:
         """The cluster's PersistentVolumeClaims, PersistentVolumes and StorageClasses, whose zones restrict the
@@ -183,9 +230,7 @@ class ClusterModels:
             name = str((ns.get("metadata") or {}).get("name") or "")
             labels = dict((ns.get("metadata") or {}).get("labels") or {})
             self._namespaces[name] = {**labels, NAMESPACE_NAME_LABEL: name}
-        self._cache = _Cache()
-        self._same.clear()
-        self._daemonsets = None
+        self._drop()
 
     def use_runtimeclasses(self, runtimeclasses: Sequence[Obj]) -> None:
         """The cluster's ``node.k8s.io/v1`` RuntimeClass objects: a pod (or DaemonSet template) naming one is
@@ -196,9 +241,7 @@ class ClusterModels:
             return
         self._runtimeclasses_key = key
         self._runtimeclasses = runtime_classes(runtimeclasses)
-        self._cache = _Cache()
-        self._same.clear()
-        self._daemonsets = None
+        self._drop()
 
     def _convert(self, kind: str, obj: Mapping[str, Any], variant: Hashable, build: Any) -> Any:
         same = (kind, id(obj), variant)
@@ -253,6 +296,7 @@ class ClusterModels:
         if pending and spec.get("nodeName"):
             spec = {k: v for k, v in spec.items() if k != "nodeName"}
         spec = apply_runtime_class(spec, self._runtimeclasses)
+        spec = default_spread(obj, spec, self.scheduler_config, self._spread_selectors)
         spec = resolve_namespace_selectors(spec, self._namespaces)
         volume_terms = self._volumes.requirements(obj, spec)
         pod = pod_from_manifest({**obj, "kind": "Pod", "spec": spec})

@@ -58,7 +58,7 @@ from nodewright.kube.objects import format_time
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingEngine, PricingPolicy, Usage
 from nodewright.scheduling import SchedulingResult
-from nodewright.settings import feature_gates, min_values_policy, preference_policy
+from nodewright.settings import feature_gates, min_values_policy, preference_policy, scheduler_config
 from nodewright.sim.decision import DEFAULT_REGION, first_batch, infer_region, to_json
 from nodewright.state.cluster import snapshot as read_state
 from nodewright.state.models import models_for
@@ -239,6 +239,7 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
         "pools": {name: {reason: allowed}}}``.
     """
     ctx, now = loaded.ctx, loaded.now
+    models_for(loaded.cluster).use_scheduler_config(scheduler_config(os.environ))  # default topology spread
     controller = DisruptionController(ctx, Terminator(ctx), nominated=lambda _state: set(nominated),
                                       min_values_policy=min_values_policy(os.environ),
                                       preference_policy=preference_policy(os.environ),

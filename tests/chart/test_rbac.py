@@ -45,6 +45,9 @@ CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("apps", "deployments"): {*READ},
     ("apps", "replicasets"): {*READ},
     ("apps", "statefulsets"): {*READ},
+    # The default topology spread's selectors (SCHEDULER_CONFIG; with the ReplicaSets and StatefulSets above).
+    ("", "services"): {*READ},
+    ("", "replicationcontrollers"): {*READ},
     # Nomination (issue 25, controller.nominatePods: true by default): status.nominatedNodeName only.
     ("", "pods/status"): {"patch"},
 }

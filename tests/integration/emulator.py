@@ -124,6 +124,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("apps", "v1", "replicasets", "ReplicaSet", True),
     Kind("apps", "v1", "statefulsets", "StatefulSet", True),
     Kind("karpenter.sh", "v1alpha1", "nodeoverlays", "NodeOverlay", False, custom=True),
+    # The selectors of the default topology spread (SCHEDULER_CONFIG; ReplicaSets and StatefulSets above).
+    Kind("", "v1", "services", "Service", True),
+    Kind("", "v1", "replicationcontrollers", "ReplicationController", True),
 )
 _BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
 

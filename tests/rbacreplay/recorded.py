@@ -1,4 +1,4 @@
-"""What the RBAC replay recorded across the integration suite (``tests/integration``, 49 tests, this branch): the
+"""What the RBAC replay recorded across the integration suite (``tests/integration``, 64 tests, this branch): the
 controller's distinct authorizations as ``(verb, group, resource, name)`` (``name`` only where a rule restricts it).
 
 The list the chart is cut to (``tests/chart/test_rbac.py``) and the one ``tests/e2e/test_rbac_authorizer.py`` asks
@@ -17,7 +17,9 @@ _INFORMED = [("", "nodes"), ("", "pods"), ("", "persistentvolumeclaims"), ("", "
              # CapacityBuffer gate on (tests/integration/test_buffers.py): the buffers and what they reference.
              ("autoscaling.x-k8s.io", "capacitybuffers"), ("", "podtemplates"), ("apps", "deployments"),
              ("apps", "replicasets"), ("apps", "statefulsets"),
-             ("karpenter.sh", "nodeoverlays")]
+             ("karpenter.sh", "nodeoverlays"),
+             # SCHEDULER_CONFIG default spread (tests/integration/test_default_spread.py): selectors of the pods.
+             ("", "services"), ("", "replicationcontrollers")]
 
 #: (verb, apiGroup, resource, object name or "") the controller sends.
 RECORDED: list[tuple[str, str, str, str]] = [
