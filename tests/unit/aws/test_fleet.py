@@ -91,9 +91,9 @@ def test_idempotency_token_is_stable_and_bounded() -> None:
     assert len(idempotency_token("uid-1", 0)) <= 64
 
 
-def test_ice_marks_offering_and_retries_with_the_rest(ec2: tuple[Any, Stubber]) -> None:
-    client, stubber = ec2
-    now = [0.0]
+def _stub_ice_then_launch(stubber: Stubber) -> None:
+    """CreateFleet answers ICE for c5.large in us-east-1a, then launches i-0abc (c5.large, us-east-1b) from the
+    remaining three offerings; the stubber is activated."""
     all_pairs = [("c5.large", "us-east-1a"), ("c5.large", "us-east-1b"), ("m5.large", "us-east-1a"),
                  ("m5.large", "us-east-1b")]
     stubber.add_response("create_fleet", {"FleetId": "fleet-1", "Errors": [
@@ -105,6 +105,12 @@ def test_ice_marks_offering_and_retries_with_the_rest(ec2: tuple[Any, Stubber]) 
     stubber.add_response("describe_instances", _instance("i-0abc", "c5.large", "us-east-1b"),
                          {"InstanceIds": ["i-0abc"]})
     stubber.activate()
+
+
+def test_ice_marks_offering_and_retries_with_the_rest(ec2: tuple[Any, Stubber]) -> None:
+    client, stubber = ec2
+    now = [0.0]
+    _stub_ice_then_launch(stubber)
     provider, unavailable = _provider(client, now)
     instance = provider.launch(LaunchRequest("default-x7k2p", "uid-1", _candidates()))
     stubber.assert_no_pending_responses()
@@ -271,17 +277,7 @@ def test_each_failed_offering_is_counted_by_zone_zone_id_capacity_type_and_code(
     from nodewright.metrics import Metrics
 
     client, stubber = ec2
-    all_pairs = [("c5.large", "us-east-1a"), ("c5.large", "us-east-1b"), ("m5.large", "us-east-1a"),
-                 ("m5.large", "us-east-1b")]
-    stubber.add_response("create_fleet", {"FleetId": "fleet-1", "Errors": [
-        _fleet_error("c5.large", "us-east-1a", "InsufficientInstanceCapacity")], "Instances": []},
-        _expect_fleet("on-demand", all_pairs, 0))
-    stubber.add_response("create_fleet", {"FleetId": "fleet-2", "Errors": [], "Instances": [{
-        "InstanceIds": ["i-0abc"], "InstanceType": "c5.large", "Lifecycle": "on-demand"}]},
-        _expect_fleet("on-demand", all_pairs[1:], 1))
-    stubber.add_response("describe_instances", _instance("i-0abc", "c5.large", "us-east-1b"),
-                         {"InstanceIds": ["i-0abc"]})
-    stubber.activate()
+    _stub_ice_then_launch(stubber)
     provider = InstanceProvider(client, "demo", UnavailableOfferings(clock=lambda: 0.0),
                                 zone_ids=lambda: {"us-east-1a": "use1-az1"})
     provider.metrics = Metrics()
