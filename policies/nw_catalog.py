@@ -133,7 +133,7 @@ CHECKS: dict[str, CheckInfo] = {
             "No Role or ClusterRole has a wildcard verb, resource or apiGroup in any rule, and no ClusterRole "
             "reads Secrets cluster-wide",
             "List the exact verbs, resources and API groups in every rule (the chart's RBAC table in "
-            "docs/architecture.md); read a Secret through a Role in its namespace, with resourceNames.",
+            "docs/chart.md); read a Secret through a Role in its namespace, with resourceNames.",
             K8S,
         ),
         CheckInfo(

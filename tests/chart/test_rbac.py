@@ -9,7 +9,7 @@ pytestmark = pytest.mark.chart
 
 READ = ("list", "watch")  # informers: list + watch, reads served from their caches (no get)
 
-# (apiGroup, resource) -> verbs; the contract documented in docs/architecture.md ("Helm chart"), cut to what the
+# (apiGroup, resource) -> verbs; the contract documented in docs/chart.md ("RBAC"), cut to what the
 # RBAC replay (tests/rbacreplay) recorded the controller sending across the integration suite.
 CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("karpenter.sh", "nodepools"): {*READ},
