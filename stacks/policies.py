@@ -164,7 +164,9 @@ def controller_policy(ctx: ControllerPolicyContext) -> Document:
                [ctx.ec2_arn("instance"), ctx.ec2_arn("launch-template")],
                {"StringEquals": resource_owned, "StringLike": nodepool_resource}),
         # Node repair with the AWS gate RebootForRepair reboots an unhealthy instance before replacing it: the same
-        # scope as terminating it (instances this cluster's controller launched, by their ownership tags).
+        # scope as terminating it (instances this cluster's controller launched, by their ownership tags). Service
+        # Authorization Reference, RebootInstances: resource type instance* (the only one), and aws:ResourceTag is
+        # among its condition keys (the same set as TerminateInstances).
         _allow("AllowScopedInstanceReboot", "ec2:RebootInstances", ctx.ec2_arn("instance"),
                {"StringEquals": resource_owned, "StringLike": nodepool_resource}),
         # No ec2:DescribeAvailabilityZones (Karpenter's policy has it): zone ids come with DescribeSubnets.
@@ -240,7 +242,7 @@ def pod_identity_trust_policy(cluster_arn: str, namespace: str, service_account:
     example). Ours: ``aws:RequestTag/eks-cluster-arn`` (a tag from the documented list, so a role is not
     usable from another cluster's association). Not used: ``aws:SourceArn`` / ``aws:SourceAccount``, which the
     guide does not document for this principal (if EKS sent other values, Pod Identity would get no
-    credentials). See docs/iam.md.
+    credentials). See docs/iam-rbac-replay.md ("Pod Identity trust").
     """
     return {"Version": VERSION, "Statement": [{
         "Sid": "AllowEksPodIdentity",

@@ -1,10 +1,10 @@
 """Nothing the controller creates in AWS outlives what needs it (issue #27 item 3), end to end in moto.
 
-Classes and pools are created, changed and deleted through the API while the controller launches; afterwards
-moto holds 0 launch templates and 0 instance profiles of the cluster. The EC2NodeClass termination finalizer
-(``karpenter.k8s.aws/termination``) waits for the class's NodeClaims, then deletes its instance profile and launch
-templates; the launch-template garbage collection deletes the templates of a deleted NodePool and those a
-changed class stopped using.
+Classes and pools are created, changed (a class's tags, a pool's labels) and deleted through the API while the
+controller launches; afterwards moto holds 0 launch templates and 0 instance profiles of the cluster. The
+EC2NodeClass termination finalizer (``karpenter.k8s.aws/termination``) waits for the class's NodeClaims, then
+deletes its instance profile and launch templates; the launch-template garbage collection deletes the templates of
+a deleted NodePool and those a changed class or pool stopped using.
 """
 
 from __future__ import annotations
@@ -92,6 +92,17 @@ def test_classes_and_pools_created_changed_and_deleted_leave_no_launch_template_
     assert {(t["ec2nodeclass"], t["nodepool"]) for t in second} == {("default", "general")}
     assert not {t["name"] for t in second} & {t["name"] for t in first}
 
+    # A change of the pool (its template labels, which the userData carries) likewise: new template, old collected.
+    custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodepools", "general",
+                                       {"spec": {"template": {"metadata": {"labels": {"team": "shop"}}}}})
+    later[0] += cloud.launch_templates.ttl + 1
+    wait_for(lambda: templates(account) == [], 10, "the changed pool's old launch template to be collected")
+    pending_pod(core, "web-2", cpu="1500m")
+    launched(kube, "general", 3)
+    third = templates(account)
+    assert {(t["ec2nodeclass"], t["nodepool"]) for t in third} == {("default", "general")}
+    assert not {t["name"] for t in third} & {t["name"] for t in first + second}
+
     # A deleted NodePool's templates are needed by no one: collected at once.
     core.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "job-0"}, "spec": {
         "tolerations": [{"key": "jobs", "operator": "Exists"}], "nodeSelector": {L.NODEPOOL: "jobs"},
@@ -105,7 +116,7 @@ def test_classes_and_pools_created_changed_and_deleted_leave_no_launch_template_
              "the deleted NodePool's launch template to be collected")
 
     # Deleting the classes waits for their NodeClaims, then deletes their profiles and templates.
-    for pod in ("web-0", "web-1", "job-0"):
+    for pod in ("web-0", "web-1", "web-2", "job-0"):
         core.delete_namespaced_pod(pod, "default", grace_period_seconds=0)
     custom.delete_cluster_custom_object(*group, "default")
     custom.delete_cluster_custom_object(*group, "batch")
