@@ -168,13 +168,12 @@ def classify(err: BaseException) -> StartupError:
 def kubeconfig_error(err: BaseException, kubeconfig: str) -> StartupError:
     """The ``kubeconfig`` class for a configuration that does not load (a named file that does not exist says
     so, rather than the client's "Invalid kube-config file. No configuration found.")."""
-    import os
+    from nodewright.kube.rest import missing_kubeconfig
 
     where = f"kubeconfig {kubeconfig!r}" if kubeconfig else "in-cluster config or ~/.kube/config"
-    paths = [p for p in kubeconfig.split(os.pathsep) if p] if kubeconfig else []
-    missing = [p for p in paths if not os.path.exists(os.path.expanduser(p))]
-    if paths and missing == paths:
-        return StartupError("kubeconfig", f"kubeconfig file {missing[0]!r} not found",
+    absent = missing_kubeconfig(kubeconfig)
+    if absent is not None:
+        return StartupError("kubeconfig", f"kubeconfig file {absent!r} not found",
                             "pass --kubeconfig (or KUBECONFIG) the path of an existing kubeconfig file, or run in "
                             "a pod with a ServiceAccount token")
     return StartupError("kubeconfig", f"cannot load the Kubernetes configuration from {where}: {err}",

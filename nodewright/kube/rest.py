@@ -9,6 +9,7 @@ build 5,000 model objects.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -21,11 +22,21 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
 
 
+def missing_kubeconfig(kubeconfig: str | None) -> str | None:
+    """The first path of ``kubeconfig`` (one path, or several joined by ``os.pathsep`` as in ``KUBECONFIG``) when
+    none of them exists, else None: the client reads only the paths that exist and then says "Invalid kube-config
+    file. No configuration found.", which hides that the file is absent."""
+    paths = [p for p in (kubeconfig or "").split(os.pathsep) if p]
+    return paths[0] if paths and not any(os.path.exists(os.path.expanduser(p)) for p in paths) else None
+
+
 def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> k8s_client.ApiClient:
-    """An ``ApiClient`` from ``kubeconfig`` (a path), else in-cluster config, else ``~/.kube/config``.
+    """An ``ApiClient`` from ``kubeconfig`` (a path), else in-cluster config, else ``$KUBECONFIG`` or
+    ``~/.kube/config``.
 
     Raises:
-        KubeError: when no configuration can be loaded.
+        KubeError: when no configuration can be loaded (``kubeconfig file '...' not found`` when the file that
+            would be read does not exist).
     """
     configuration = k8s_client.Configuration()
     try:
@@ -37,6 +48,9 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
             except k8s_config.ConfigException:
                 k8s_config.load_kube_config(context=context, client_configuration=configuration)
     except (k8s_config.ConfigException, OSError) as err:
+        absent = missing_kubeconfig(kubeconfig or os.environ.get("KUBECONFIG"))
+        if absent is not None:
+            raise KubeError(f"kubeconfig file {absent!r} not found") from err
         raise KubeError(f"cannot load Kubernetes configuration: {err}") from err
     return k8s_client.ApiClient(configuration)
 

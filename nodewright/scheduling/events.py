@@ -10,7 +10,7 @@ since it previously failed to schedule, removing: ...").
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from nodewright.quantities import format_resources
 from nodewright.scheduling.nodepools import NodePoolSpec, launched_capacity
@@ -40,16 +40,18 @@ def limits_excluded(excluded: int, total: int, nodepool: str) -> SchedulingEvent
     )
 
 
-def limits_changed(spec: NodePoolSpec, result: SchedulingResult, narrowed: int) -> SchedulingEvent | None:
+def limits_changed(spec: NodePoolSpec, result: SchedulingResult, narrowed: int,
+                   moved: Mapping[str, int] | None = None) -> SchedulingEvent | None:
     """One line when ``spec``'s limits changed the plan (nodewright's addition): pods left pending because of
-    them, or ``narrowed`` NodeClaims whose instance types were narrowed to leave room for the rest of the batch.
-    It quotes the limits, what the pool owns and the most the batch's NodeClaims may launch (each at its largest
-    candidate type). None when the limits changed nothing."""
+    them, ``narrowed`` NodeClaims whose instance types were narrowed to leave room for the rest of the batch, or
+    pods the limits turned away that other NodePools launch for (``moved``: NodePool -> pods). It quotes the
+    limits, what the pool owns and the most the batch's NodeClaims may launch (each at its largest candidate
+    type). None when the limits changed nothing."""
     if spec.limits is None:
         return None
     marker = f'exceed limits for nodepool: "{spec.name}"'
     waiting = sum(marker in reason for reason in result.unschedulable.values())
-    if not waiting and not narrowed:
+    if not waiting and not narrowed and not moved:
         return None
     launched = launched_capacity(spec, result.new_nodeclaims)
     owned = {k: spec.usage.get(k, 0) for k in spec.limits}
@@ -57,6 +59,9 @@ def limits_changed(spec: NodePoolSpec, result: SchedulingResult, narrowed: int) 
              f"this batch launches at most {format_resources(launched)}"]
     if narrowed:
         parts.append(f"{narrowed} NodeClaim(s) narrowed to smaller instance types to leave room for the rest of the batch")
+    if moved:
+        pools = ", ".join(f"{name} ({count})" for name, count in sorted(moved.items()))
+        parts.append(f"{sum(moved.values())} pod(s) launched in other NodePools instead: {pools}")
     if waiting:
         parts.append(f"{waiting} pod(s) left pending")
     return SchedulingEvent(f"limits of nodepool {spec.name} changed the plan: " + "; ".join(parts),

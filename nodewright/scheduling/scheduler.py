@@ -130,6 +130,8 @@ class Scheduler:
         self.limit_logged: set[str] = set()
         #: NodePool -> NodeClaims whose options were narrowed to leave room under its limits.
         self.narrowed: dict[str, int] = {}
+        #: NodePool -> indexes of the pod classes its limits turned away (every compatible type excluded).
+        self.limit_refused: dict[str, set[int]] = {}
         #: class index -> NodeClaims open when narrowing them last failed to make room for it.
         self.tighten_failed: dict[int, int] = {}
         #: Set by the re-pack stage when it replaced a NodeClaim of the loop.
@@ -191,8 +193,15 @@ class Scheduler:
     def hosting(
         self, cls: PodClass, reasons: list[str]
     ) -> Iterator[tuple[NodeClaimTemplate, Requirements, list[TypeInfo]]]:
-        """The templates that can host a pod of ``cls``, in order (see :func:`~.nodeclaimtemplate.hosting`)."""
-        return hosting(self.templates, cls, reasons, self.within_limits, self.relax_min_values)
+        """The templates that can host a pod of ``cls``, in order (see :func:`~.nodeclaimtemplate.hosting`); a
+        template whose limits exclude every compatible type remembers ``cls`` (:attr:`limit_refused`)."""
+        def within(template: NodeClaimTemplate, types: list[TypeInfo]) -> list[TypeInfo]:
+            kept = self.within_limits(template, types)
+            if types and not kept:
+                self.limit_refused.setdefault(template.name, set()).add(cls.index)
+            return kept
+
+        return hosting(self.templates, cls, reasons, within, self.relax_min_values)
 
     def relax(self, cls: PodClass, pod: str) -> bool:
         """Relax one preference of ``cls`` (Karpenter's order), after a pod of it (``pod``, its key) found no
@@ -345,7 +354,14 @@ class Scheduler:
         if self.strict_reservations:
             hold_reservations(self.result)
         for template in self.templates:
-            line = events.limits_changed(template.spec, self.result, self.narrowed.get(template.name, 0))
+            refused = self.limit_refused.get(template.name, set())
+            moved: dict[str, int] = {}  # pods its limits turned away that other NodePools' new NodeClaims took
+            for plan in self.result.new_nodeclaims if refused else ():
+                if plan.nodepool != template.name:
+                    count = sum(1 for p in plan.pods if (c := self.class_of.get(id(p))) and c.index in refused)
+                    if count:
+                        moved[plan.nodepool] = moved.get(plan.nodepool, 0) + count
+            line = events.limits_changed(template.spec, self.result, self.narrowed.get(template.name, 0), moved)
             if line is not None:
                 self.result.events.append(line)
         placed = self.result.existing

@@ -37,6 +37,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 
 from nodewright.errors import NodewrightValidationError
+from nodewright.scheduling.pods import _replicas as count_of
 from nodewright.sim.workloads import ReplicaWorkload, replicas_for
 
 HPA_SYNC_SECONDS = 15.0
@@ -84,10 +85,12 @@ def _tolerant(raw: int, current: int) -> int:
     return raw
 
 
-def _behavior(doc: Mapping[str, Any] | None) -> Stabilizer:
+def _behavior(doc: Mapping[str, Any] | None, path: str) -> Stabilizer:
     behavior = doc or {}
-    up = (behavior.get("scaleUp") or {}).get("stabilizationWindowSeconds", 0)
-    down = (behavior.get("scaleDown") or {}).get("stabilizationWindowSeconds", DEFAULT_SCALE_DOWN_WINDOW)
+    up = count_of((behavior.get("scaleUp") or {}).get("stabilizationWindowSeconds"),
+                  f"{path}.scaleUp.stabilizationWindowSeconds", 0)
+    down = count_of((behavior.get("scaleDown") or {}).get("stabilizationWindowSeconds"),
+                    f"{path}.scaleDown.stabilizationWindowSeconds", int(DEFAULT_SCALE_DOWN_WINDOW))
     return Stabilizer(float(up), float(down))
 
 
@@ -132,7 +135,7 @@ class HorizontalPodAutoscaler:
         """Build from a HorizontalPodAutoscaler manifest.
 
         Raises:
-            NodewrightValidationError: no target, or bounds that are not counts.
+            NodewrightValidationError: no target, or bounds (or stabilization windows) that are not counts.
         """
         meta = doc.get("metadata") or {}
         spec = doc.get("spec") or {}
@@ -142,8 +145,9 @@ class HorizontalPodAutoscaler:
             raise NodewrightValidationError(f"{name}.spec.scaleTargetRef.name", "required field is missing")
         metrics = list(spec.get("metrics") or [{"type": "Resource", "resource": {
             "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}])
-        return cls(name, target, int(spec.get("minReplicas", 1)), int(spec.get("maxReplicas", 10)), metrics,
-                   _behavior(spec.get("behavior")))
+        return cls(name, target, count_of(spec.get("minReplicas"), f"{name}.spec.minReplicas", 1),
+                   count_of(spec.get("maxReplicas"), f"{name}.spec.maxReplicas", 10), metrics,
+                   _behavior(spec.get("behavior"), f"{name}.spec.behavior"))
 
     def reconcile(self, now: float, workload: ReplicaWorkload, load: Load) -> bool:
         """Resize ``workload`` when a sync is due; True when it ran."""
@@ -208,7 +212,11 @@ def _trigger(doc: Mapping[str, Any], path: str) -> CronTrigger | MetricTrigger:
         for key in ("start", "end"):
             if not croniter.is_valid(str(meta[key])):
                 raise NodewrightValidationError(f"{path}.metadata.{key}", f"invalid cron expression {meta[key]!r}")
-        return CronTrigger(str(meta["start"]), str(meta["end"]), timezone, int(str(meta["desiredReplicas"])))
+        desired = str(meta["desiredReplicas"])  # KEDA trigger metadata is text: "10"
+        if not desired.isdigit():
+            raise NodewrightValidationError(f"{path}.metadata.desiredReplicas",
+                                            f"must be a non-negative integer, got {meta['desiredReplicas']!r}")
+        return CronTrigger(str(meta["start"]), str(meta["end"]), timezone, int(desired))
     if kind in ("cpu", "memory"):
         value = _quantity(meta.get("value", 80), f"{path}.metadata.value")
         return MetricTrigger(kind, None, value / 100.0)
@@ -239,7 +247,8 @@ class ScaledObject:
         """Build from a ``keda.sh/v1alpha1`` ScaledObject.
 
         Raises:
-            NodewrightValidationError: no target or triggers, or an invalid trigger.
+            NodewrightValidationError: no target or triggers, an invalid trigger, or a count (replica counts,
+                ``pollingInterval``, ``cooldownPeriod``) that is not a non-negative integer.
         """
         meta = doc.get("metadata") or {}
         spec = doc.get("spec") or {}
@@ -252,11 +261,16 @@ class ScaledObject:
             raise NodewrightValidationError(f"{name}.spec.triggers", "a ScaledObject needs at least one trigger")
         behavior = (((spec.get("advanced") or {}).get("horizontalPodAutoscalerConfig") or {}).get("behavior"))
         idle = spec.get("idleReplicaCount")
-        return cls(name, target, int(spec.get("minReplicaCount", 0)), int(spec.get("maxReplicaCount", 100)),
-                   int(idle) if idle is not None else None,
+
+        def count(key: str, default: int) -> int:
+            return count_of(spec.get(key), f"{name}.spec.{key}", default)
+
+        return cls(name, target, count("minReplicaCount", 0), count("maxReplicaCount", 100),
+                   count("idleReplicaCount", 0) if idle is not None else None,
                    [_trigger(t, f"{name}.spec.triggers[{i}]") for i, t in enumerate(triggers)],
-                   _behavior(behavior), float(spec.get("pollingInterval", KEDA_POLLING_SECONDS)),
-                   float(spec.get("cooldownPeriod", KEDA_COOLDOWN_SECONDS)))
+                   _behavior(behavior, f"{name}.spec.advanced.horizontalPodAutoscalerConfig.behavior"),
+                   float(count("pollingInterval", int(KEDA_POLLING_SECONDS))),
+                   float(count("cooldownPeriod", int(KEDA_COOLDOWN_SECONDS))))
 
     def reconcile(self, now: float, workload: ReplicaWorkload, load: Load) -> bool:
         """Poll the triggers when due and resize ``workload``; True when it polled."""

@@ -68,6 +68,29 @@ def test_replicas_max_is_refused_for_a_scenario() -> None:
                            "events\n")
 
 
+def test_an_autoscaler_count_that_is_not_an_integer_is_one_line_naming_its_field(tmp_path: Path) -> None:
+    # An HPA's minReplicas "three": simulate -f warns on the field (it used to print Python's "invalid literal for
+    # int()" on ".spec"); the target keeps the replicas it was given.
+    app = tmp_path / "app.yaml"
+    app.write_text((FIX / "app.yaml").read_text().replace("minReplicas: 3", "minReplicas: three"))
+    done = _simulate(*_f("pools.yaml"), "-f", str(app))
+    assert done.exit_code == 0, done.output
+    assert done.stderr.splitlines()[0] == (
+        f"warning: {app}#documents[1].spec.minReplicas: must be a non-negative integer, got 'three': cannot size "
+        "its target, whose replicas are used as given (in HorizontalPodAutoscaler 'web')")
+
+
+def test_a_scenario_scaledobject_count_that_is_not_an_integer_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    scenarios = Path(__file__).resolve().parents[3] / "examples" / "scenarios"
+    (tmp_path / "manifests").symlink_to(scenarios / "manifests")
+    path = tmp_path / "s.yaml"
+    path.write_text((scenarios / "load-test.yaml").read_text().replace("minReplicaCount: 2", "minReplicaCount: two"))
+    done = _simulate("--scenario", str(path))
+    assert done.exit_code == 2
+    assert done.stderr == (f"error: {path}#spec.manifests: ScaledObject qna-api: qna-api.spec.minReplicaCount: must "
+                           "be a non-negative integer, got 'two'\n")
+
+
 # --- item 6: every problem of every document, in one run ---------------------------------------------------
 
 

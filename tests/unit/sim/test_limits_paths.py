@@ -162,3 +162,20 @@ def test_simulate_loop_narrows_an_open_nodeclaim_for_an_anti_affine_pod(tmp_path
     assert [c["instance_type"] for c in claims] == ["g6.2xlarge", "g6.2xlarge"]
     assert launched_at_most(claims)["nvidia.com/gpu"] <= 8
     assert "limits of nodepool gpu changed the plan" in stderr and "1 NodeClaim(s) narrowed" in stderr
+
+
+def test_simulate_says_when_limits_send_pods_to_another_nodepool(tmp_path: Path) -> None:
+    """A capped pool (weight 50, 16 vCPU) and an uncapped overflow pool: the limits change the plan even though
+    every pod runs (13 of the 20 launch in 'overflow'), and the line says so."""
+    reserved = nodepool("reserved", {"cpu": "16"}, M_ON_DEMAND)
+    reserved["spec"]["weight"] = 50
+    decision, stderr = simulate(tmp_path, [reserved, nodepool("overflow", {}, M_ON_DEMAND), NODECLASS,
+                                           deployment(20, {"cpu": "2", "memory": "4Gi"})])
+    assert not decision["unschedulable"]
+    pods = {pool: sum(len(c["pods"]) for c in decision["nodeclaims"] if c["nodepool"] == pool)
+            for pool in ("reserved", "overflow")}
+    assert pods == {"reserved": 7, "overflow": 13}
+    assert launched_at_most([c for c in decision["nodeclaims"] if c["nodepool"] == "reserved"])["cpu"] <= 16000
+    assert ("limits of nodepool reserved changed the plan: limits {cpu: 16}, owned {cpu: 0}, this batch launches "
+            "at most {cpu: 16}; 13 pod(s) launched in other NodePools instead: overflow (13)") in stderr
+    assert "limits of nodepool overflow" not in stderr

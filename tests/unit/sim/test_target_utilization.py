@@ -4,6 +4,7 @@ output, and the measured comparison of 1.0 vs 0.75 on the field reports' scenari
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,22 @@ def _headline(doc: dict) -> dict[str, tuple]:
     return {run["target_utilization"]: tuple(run["summary"][k] for k in keys) for run in doc["runs"]}
 
 
+def _readme_rows(scenario: str) -> dict[str, tuple]:
+    """README's target-utilization table for ``scenario``: target -> (replacements, evicted, p95, cost, launched,
+    node-hours) as printed."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(rf"^\| {re.escape(scenario)} \([^)]*\) \| ([\d.]+) \| (.*) \|$", readme, re.M)
+    return {target: tuple(cell.strip() for cell in cells.split("|")) for target, cells in rows}
+
+
+def _as_printed(doc: dict) -> dict[str, tuple]:
+    """The measured headline as README's table prints it (issue #26 item 10: the table went stale)."""
+    out = {}
+    for target, (repl, evicted, p95, cost, launched, _max, hours, _reasons) in _headline(doc).items():
+        out[target] = (str(repl), str(evicted), f"{p95:.1f} s", f"${cost:.2f}", str(launched), f"{hours:.2f}")
+    return out
+
+
 def test_load_test_scenario_1_0_vs_0_75() -> None:
     out = CliRunner().invoke(cli, ["simulate", "--scenario", str(SCENARIOS / "load-test.yaml"),
                                    "--compare-target-utilization", "1.0,0.75", "-o", "json"])
@@ -113,6 +130,7 @@ def test_load_test_scenario_1_0_vs_0_75() -> None:
         "pod wait p95 (s)                                       57.0   57.0",
         "cost (USD)                                            $0.76  $0.75",
     ]
+    assert _readme_rows("load-test") == _as_printed(doc)
 
 
 def test_priority_pools_scenario_1_0_vs_0_75() -> None:
@@ -121,6 +139,7 @@ def test_priority_pools_scenario_1_0_vs_0_75() -> None:
         "1.0": (9, 7, 22.6, 3.6188, 18, 13, 31.8647, {"Empty": 5, "Interrupted": 1, "Underutilized": 4}),
         "0.75": (6, 3, 21.4, 4.1048, 16, 16, 38.6581, {"Empty": 6, "Interrupted": 1}),
     }
+    assert _readme_rows("priority-pools") == _as_printed(doc)
 
 
 def test_make_demo_runs_the_comparison_on_both_scenarios() -> None:
