@@ -56,6 +56,7 @@ from .harness import (
     Replica,
     apply_pool,
     condition,
+    nodepool,
     pending_pod,
     record_timing,
     register_node,
@@ -319,6 +320,17 @@ def panels_with_data(prometheus: Prometheus) -> dict[str, bool]:
     return with_data
 
 
+def variable_queries() -> set[tuple[str, str, str]]:
+    """``(query, metric, label)`` of every dashboard variable ``label_values(metric, label)``."""
+    out = set()
+    for path in DASHBOARDS:
+        for _, query, template in dashboard_queries(json.loads(path.read_text())):
+            match = re.fullmatch(r"label_values\((\w+), (\w+)\)", query.strip()) if template else None
+            if match:
+                out.add((query, match.group(1), match.group(2)))
+    return out
+
+
 def alert_and_dashboard_selectors() -> set[str]:
     """Every selector with a literal label value in the alert rules and the dashboards' panel queries."""
     exprs = [rule["expr"] for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]]
@@ -375,6 +387,10 @@ def test_prometheus_scrapes_disruption_repair_and_aws_failure_families(
     try:
         wait_for(prometheus.ready, 60, "Prometheus to be ready", interval=0.2)
         apply_pool(custom, types=("m5.large", "m5.xlarge"))
+        # A NodePool without limits (tainted: no pod here uses it); the dashboards' $nodepool list must name it.
+        reserved = nodepool("reserved", taints=[{"key": "example.com/reserved", "effect": "NoSchedule"}])
+        del reserved["spec"]["limits"]
+        custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", reserved)
         # A pod only m5.xlarge may take: no capacity in any zone, the NodeClaim is deleted, the pod stays pending.
         pending_pod(core, "xl-0")
         core.patch_namespaced_pod("xl-0", "default", {"spec": {"nodeSelector": {L.INSTANCE_TYPE: "m5.xlarge"}}})
@@ -462,6 +478,13 @@ def test_prometheus_scrapes_disruption_repair_and_aws_failure_families(
         documented = set(re.findall(r"`([a-z.]+)`", (ROOT / "docs" / "dashboards.md").read_text().split(
             "The controller\nnames are nodewright's passes:", 1)[1].split("\n\n", 1)[0]))
         assert documented == passes | {"interruption"}, (sorted(passes - documented), sorted(documented - passes))
+        # The dashboards' variables, as Grafana's label_values() asks Prometheus for them.
+        variables = {query: prometheus.api(f"/api/v1/label/{label}/values", **{"match[]": metric})["data"]
+                     for query, metric, label in variable_queries()}
+        assert variables, "no label_values() variable"
+        for query, found in variables.items():
+            expected = {"general", "reserved"} if query.endswith(", nodepool)") else passes
+            assert set(found) == expected, (query, found)
         # Panels the first run leaves empty have data now.
         covered = sorted(panel for panel, data in panels_with_data(prometheus).items() if data and panel in EXPECTED_EMPTY)
         record_timing(f"prometheus: panels without data in the churn run that have data here: {covered}", 0.0)
