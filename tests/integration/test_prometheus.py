@@ -352,7 +352,7 @@ def family_labels(prometheus: Prometheus, selector: str, label: str) -> set[str]
 @pytest.mark.timeout(300)
 def test_prometheus_scrapes_disruption_repair_and_aws_failure_families(
         prometheus_binary: str, kube: EmulatorThread, account: Account, replicas: list[Replica], core: k8s.CoreV1Api,
-        custom: k8s.CustomObjectsApi, tmp_path: Path) -> None:
+        custom: k8s.CustomObjectsApi, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """CreateFleet answers insufficient capacity once, a node goes NotReady past node repair's toleration, the
     first TerminateInstances calls fail, an empty node is consolidated; Prometheus then holds each family with
     the label values Karpenter main writes, and every literal label value of the alerts and dashboards selects
@@ -380,6 +380,10 @@ def test_prometheus_scrapes_disruption_repair_and_aws_failure_families(
     events.register_first("before-parameter-build.ec2.CreateFleet", plan_fleet, unique_id="prom-fleet-plan")
     events.register_first("before-call.ec2.CreateFleet", no_capacity_for_xlarge, unique_id="prom-fleet")
     events.register_first("before-call.ec2.TerminateInstances", fail_terminates, unique_id="prom-terminate")
+    for event, unique_id in (("before-parameter-build.ec2.CreateFleet", "prom-fleet-plan"),
+                             ("before-call.ec2.CreateFleet", "prom-fleet"),
+                             ("before-call.ec2.TerminateInstances", "prom-terminate")):
+        request.addfinalizer(lambda e=event, u=unique_id: events.unregister(e, unique_id=u))
     replica = Replica(kube, account, "families", bind_pods=True, feature_gates=FeatureGates(node_repair=True),
                       pricing_policy=str(POLICY), disruption_poll_period=0.2, disruption_validation_delay=0.4)
     replicas.append(replica.start())
@@ -494,6 +498,3 @@ def test_prometheus_scrapes_disruption_repair_and_aws_failure_families(
                 for r in g["rules"] if r["health"] != "ok"} == {}
     finally:
         prometheus.stop()
-        events.unregister("before-parameter-build.ec2.CreateFleet", unique_id="prom-fleet-plan")
-        events.unregister("before-call.ec2.CreateFleet", unique_id="prom-fleet")
-        events.unregister("before-call.ec2.TerminateInstances", unique_id="prom-terminate")
