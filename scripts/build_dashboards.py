@@ -172,7 +172,7 @@ def allocation() -> dict[str, Any]:
     b = Board("nodewright-allocation", "nodewright allocation",
               "Scheduling and binding: simulation durations, queue depth, unschedulable pods, decision and bind "
               "latencies, requests vs allocatable (Karpenter's Controllers / Allocation dashboard).",
-              [variable("nodepool", "NodePool", "label_values(karpenter_nodepools_limit, nodepool)")])
+              [variable("nodepool", "NodePool", "label_values(karpenter_nodepools_usage, nodepool)")])
     b.stat("Pods in the last batch", "Pods handed to the last scheduling simulation.",
            "sum(karpenter_scheduler_queue_depth)")
     b.stat("Unschedulable pods", "Pods the last simulation could not place.",
@@ -220,7 +220,7 @@ def cost() -> dict[str, Any]:
     b = Board("nodewright-cost", "nodewright cost",
               "What the nodes cost per hour at list prices and, under a PricingPolicy (Savings Plans, RIs, "
               "discounts), effective prices; by NodePool and capacity type, per vCPU, and the idle share.",
-              [variable("nodepool", "NodePool", "label_values(karpenter_nodepools_limit, nodepool)")])
+              [variable("nodepool", "NodePool", "label_values(karpenter_nodepools_usage, nodepool)")])
     b.stat("List $/h", "The NodePools' NodeClaims at on-demand/spot list prices.", f"sum({list_})", "currencyUSD")
     b.stat("Effective $/h", "Their share of the fleet's bill under the PricingPolicy (absent without one).",
            f"sum({effective})", "currencyUSD")

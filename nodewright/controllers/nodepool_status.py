@@ -80,6 +80,9 @@ class NodePoolStatusController:
         self._pod_series: set[tuple[str, ...]] = set()
         # Pod key -> (manifest, its own label values) of the manifest seen last pass (objects are immutable).
         self._pod_rows: dict[str, tuple[Obj, tuple[str, ...]]] = {}
+        # (family, nodepool, resource_type) of the usage/limit series exported last pass: a withdrawn limit or a
+        # deleted pool loses its series (a stale limit would keep the near-limit alert judging against it).
+        self._pool_series: set[tuple[str, str, str]] = set()
         # NodePool name -> annotation problems last reported by an Event (one Event per change, not per pass).
         self._annotation_events: dict[str, str] = {}
 
@@ -96,6 +99,7 @@ class NodePoolStatusController:
             if not is_deleting(claim):
                 by_pool.setdefault(nodepool_of(claim), []).append(claim)
         priced: dict[str, tuple[list[InstanceType], list[tuple[Usage, float]]]] = {}
+        pool_series: set[tuple[str, str, str]] = set()
         for name, pool in sorted(state.nodepools.items()):
             if is_deleting(pool):
                 continue
@@ -104,7 +108,7 @@ class NodePoolStatusController:
             self.ctx.metrics.nodepool_cost.labels(name, "list").set(costs[name])
             self.ctx.metrics.nodepools_cost_total.labels(name).set(costs[name])
             usage = self._usage(claims)
-            self._metrics(name, pool, usage)
+            pool_series |= self._metrics(name, pool, usage)
             try:
                 self._write_status(pool, usage, state, now)
             except KubeError as err:
@@ -119,6 +123,11 @@ class NodePoolStatusController:
             self._annotation_events.pop(gone, None)
         for gone in set(self.effective_costs) - set(effective):  # pool deleted, or the policy withdrawn
             self.ctx.metrics.nodepool_cost.remove(gone, "effective")
+        families = {"usage": self.ctx.metrics.nodepools_usage, "limit": self.ctx.metrics.nodepools_limit}
+        for family, name, resource in self._pool_series - pool_series:
+            with contextlib.suppress(KeyError):
+                families[family].remove(name, resource)
+        self._pool_series = pool_series
         self.costs = costs
         self.effective_costs = effective
         self._pod_metrics(state)
@@ -170,13 +179,15 @@ class NodePoolStatusController:
                  if u is not None]
         return group_costs(PricingEngine(policy, table), fleet, {name: m for name, (_, m) in priced.items()})
 
-    def _metrics(self, name: str, pool: Obj, usage: dict[str, int]) -> None:
+    def _metrics(self, name: str, pool: Obj, usage: dict[str, int]) -> set[tuple[str, str, str]]:
+        """Set the pool's usage and limit gauges; returns the ``(family, nodepool, resource_type)`` written."""
         for resource in _REPORTED:
             value = float(usage.get(resource, 0))
             self.ctx.metrics.nodepools_usage.labels(name, resource).set(value / 1000 if resource == "cpu" else value)
         limits = parse_resource_list((pool.get("spec") or {}).get("limits"))
         for resource, qty in limits.items():
             self.ctx.metrics.nodepools_limit.labels(name, resource).set(qty / 1000 if resource == "cpu" else qty)
+        return {("usage", name, resource) for resource in _REPORTED} | {("limit", name, resource) for resource in limits}
 
     def _write_status(self, pool: Obj, usage: dict[str, int], state: ClusterState, now: float) -> None:
         status = pool.get("status") or {}

@@ -112,6 +112,28 @@ def metric_refs(expr: str) -> list[MetricRef]:
     return stack[0][0]
 
 
+def value_selectors(expr: str) -> list[str]:
+    """The selectors of ``expr`` that pin a label to literal values, reduced to those matchers:
+    ``metric{reason="empty",nodepool=~"$nodepool"}`` -> ``metric{reason="empty"}``. Negative matchers (``!=``,
+    ``!~``) and values holding a Grafana variable are left out (they filter nothing out of a scrape that has
+    the value). A dashboard or alert that filters on a value the controller never writes (a label value renamed,
+    ``Empty`` -> ``empty``) silently returns nothing; querying these selectors against a real scrape finds it."""
+    tokens = tokenize(expr)
+    out = []
+    for i, (kind, text) in enumerate(tokens[:-1]):
+        if kind != "ident" or tokens[i + 1][1] != "{" or (i > 0 and tokens[i - 1][1] in ("by", "without")):
+            continue
+        matchers, j = [], i + 2
+        while j + 2 < len(tokens) and tokens[j][1] != "}":
+            label, op, value = tokens[j][1], tokens[j + 1][1], tokens[j + 2][1]
+            if tokens[j][0] == "ident" and op in ("=", "=~") and tokens[j + 2][0] == "str" and "$" not in value:
+                matchers.append(f"{label}{op}{value}")
+            j += 3 if tokens[j][0] == "ident" else 1
+        if matchers:
+            out.append(f"{text}{{{','.join(matchers)}}}")
+    return out
+
+
 def template_refs(query: str) -> list[MetricRef]:
     """Grafana's ``label_values(metric, label)`` template query, else the query as PromQL."""
     match = re.fullmatch(r"\s*label_values\(\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{[^}]*\})?\s*,\s*(\w+)\s*\)\s*", query)

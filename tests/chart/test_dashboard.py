@@ -95,7 +95,7 @@ def test_key_queries(dashboard):
 def test_template_variables(dashboard):
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
     assert variables["datasource"]["query"] == "prometheus"
-    assert variables["nodepool"]["definition"] == "label_values(karpenter_nodepools_limit, nodepool)"
+    assert variables["nodepool"]["definition"] == "label_values(karpenter_nodepools_usage, nodepool)"
     assert variables["nodepool"]["includeAll"] is True
 
 

@@ -25,6 +25,7 @@ from promql_refs import (
     problems,
     registered_series,
     template_refs,
+    value_selectors,
 )
 
 # --- the parser itself --------------------------------------------------------------------------------------
@@ -45,6 +46,20 @@ def test_parser_reads_selectors_groupings_and_functions() -> None:
         "karpenter_nodes_terminated_total"]
     assert [(r.name, r.labels) for r in template_refs("label_values(karpenter_nodepools_limit, nodepool)")] == [
         ("karpenter_nodepools_limit", {"nodepool"})]
+
+
+def test_value_selectors_keep_the_literal_values_a_query_filters_on() -> None:
+    """What tests/integration/test_prometheus.py asks a real Prometheus for: a renamed label value (``Empty`` ->
+    ``empty``) in a dashboard or alert selects nothing there."""
+    assert value_selectors('sum by (reason) (increase(karpenter_nodeclaims_disrupted_total{reason="Empty",'
+                           'nodepool=~"$nodepool", capacity_type!="spot"}[$__rate_interval]))'
+                           ' / on (nodepool) group_left karpenter_nodepools_limit{resource_type=~"cpu|memory"}') == [
+        'karpenter_nodeclaims_disrupted_total{reason="Empty"}', 'karpenter_nodepools_limit{resource_type=~"cpu|memory"}']
+    assert value_selectors('histogram_quantile(0.9, sum by (le) (rate(operator_nodeclaim_status_condition_transition'
+                           '_seconds_bucket{type="Ready",status="Unknown"}[5m])))') == [
+        'operator_nodeclaim_status_condition_transition_seconds_bucket{type="Ready",status="Unknown"}']
+    assert value_selectors('sum(nodewright_leader) < 1') == []
+    assert value_selectors('x{error!="InsufficientCapacityError",nodepool=~"${nodepool}"}') == []
 
 
 def test_checker_reports_unknown_metrics_and_labels() -> None:

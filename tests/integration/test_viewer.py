@@ -142,7 +142,7 @@ def row(screen: str, start: str) -> list[str]:
 
 @pytest.mark.timeout(90)
 def test_the_viewer_draws_nodes_pools_and_pending_pods_and_follows_watches(
-        terminal: Callable[..., Terminal], core: k8s.CoreV1Api) -> None:
+        terminal: Callable[..., Terminal], core: k8s.CoreV1Api, kube: EmulatorThread) -> None:
     term = terminal()
     screen = term.wait(lambda s: "ip-10-0-1-11.ec2.internal" in s and "big-1" in s, "the first view")
     assert "1 nodes  1 NodePools  1 pending pods  $0.0960/h list" in screen
@@ -165,6 +165,11 @@ def test_the_viewer_draws_nodes_pools_and_pending_pods_and_follows_watches(
     core.delete_namespaced_pod("big-1", "default")
     screen = term.wait(lambda s: "big-1" not in s and "0 pending pods" in s, "the pending pod gone")
     assert "Pending pods" not in screen
+    # Refreshed from watches, not polled: one LIST of each kind the viewer shows (and of nothing else), then WATCHes.
+    term.pump(2)  # two more once-a-second redraws (ages)
+    lists = {plural: n for (verb, plural), n in kube.emulator.calls.items() if verb == "list"}
+    assert lists == {"pods": 1, "nodes": 1, "nodeclaims": 1, "nodepools": 1}
+    assert {plural for (verb, plural) in kube.emulator.calls if verb == "watch"} == set(lists)
 
     term.send(b"q")
     term.pump(5)

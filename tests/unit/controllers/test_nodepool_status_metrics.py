@@ -65,3 +65,31 @@ def test_usage_sums_only_the_pools_own_live_nodeclaims(ctx, cluster, clock) -> N
     assert cluster.get(r.NODEPOOLS, "batch")["status"]["resources"] == {
         "cpu": "8", "memory": "1Gi", "pods": "10", "nodes": "1"}
     assert ctx.metrics.value("karpenter_nodepools_usage", {"nodepool": "general", "resource_type": "cpu"}) == 6.0
+
+
+def _pool_series(ctx: Any, family: str) -> dict[tuple[str, str], float]:
+    return {(s.labels["nodepool"], s.labels["resource_type"]): s.value for f in ctx.metrics.registry.collect()
+            if f.name == family for s in f.samples}
+
+
+def test_a_withdrawn_limit_and_a_deleted_pool_leave_no_series(ctx, cluster, clock) -> None:
+    """A limit series outliving its ``spec.limits`` entry would keep NodewrightNodePoolNearLimit judging usage
+    against it; a deleted pool would stay in the dashboards' NodePool list."""
+    cluster.create(r.NODEPOOLS, {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "batch"},
+                                 "spec": {"limits": {"cpu": "10", "memory": "8Gi"}, "template": {"spec": {
+                                     "requirements": [], "nodeClassRef": {
+                                         "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}}}})
+    status = NodePoolStatusController(ctx)
+    status.reconcile(force=True)
+    assert {k: v for k, v in _pool_series(ctx, "karpenter_nodepools_limit").items() if k[0] == "batch"} == {
+        ("batch", "cpu"): 10.0, ("batch", "memory"): 8 * 1024 ** 3}
+    assert {k for k in _pool_series(ctx, "karpenter_nodepools_usage") if k[0] == "batch"} == {
+        ("batch", "cpu"), ("batch", "memory"), ("batch", "pods"), ("batch", "ephemeral-storage")}
+    cluster.patch(r.NODEPOOLS, "batch", {"spec": {"limits": {"cpu": "20", "memory": None}}})
+    status.reconcile(force=True)
+    assert {k: v for k, v in _pool_series(ctx, "karpenter_nodepools_limit").items() if k[0] == "batch"} == {
+        ("batch", "cpu"): 20.0}
+    cluster.delete(r.NODEPOOLS, "batch")
+    status.reconcile(force=True)
+    assert not [k for k in _pool_series(ctx, "karpenter_nodepools_limit") if k[0] == "batch"]
+    assert not [k for k in _pool_series(ctx, "karpenter_nodepools_usage") if k[0] == "batch"]
