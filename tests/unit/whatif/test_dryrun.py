@@ -145,3 +145,23 @@ def test_expired_nodes_are_disrupted_by_expiration() -> None:
     assert doc["disruption"]["expiration"]["message"] == "Expiring 1 node"
     node = next(n for n in doc["disruption"]["nodes"] if n["node"] == "ip-10-0-1-3")
     assert (node["disrupted_by"], node["reason"]) == ("expiration", "disrupted by expiration")
+
+
+def test_unschedulable_pods_are_not_repeated_on_stderr(tmp_path: Path) -> None:
+    """The provisioner logs each unschedulable pod ("Could not schedule pod ...") as an error record; the dry run's
+    output already names them, so the what-if commands print none of those records (a scenario or a large snapshot
+    printed hundreds of lines). A child process: pytest's log capture would hide Python's last-resort handler."""
+    import subprocess
+    import sys
+
+    from nodewright.whatif.snapshot import write_snapshot
+    from tests.unit.whatif.cluster import pod
+
+    path = tmp_path / "snap.yaml"
+    write_snapshot(path, cluster() + [pod("huge", None, "1000", "1Gi", {"app": "huge"}, owner=None)], time=NOW)
+    for args in (["simulate", "--snapshot", str(path)], ["explain", "pod", "huge", "--snapshot", str(path)]):
+        done = subprocess.run([sys.executable, "-m", "nodewright.cli", *args], capture_output=True, text=True,
+                              cwd=REPO)
+        assert done.returncode == 0, done.stderr
+        assert "default/huge" in done.stdout
+        assert done.stderr == ""
