@@ -20,11 +20,26 @@ from nodewright.errors import NodewrightValidationError
 def _warnings_only() -> Iterator[None]:
     """nodewright's warnings on stderr, without the provisioner's per-pod "Could not schedule pod" errors: the
     dry run reports those pods once (provisioning's unschedulable list, ``explain pod``, the diff's pending pods),
-    and a scenario or a large snapshot would otherwise repeat hundreds of them (the ``simulate -f`` handler)."""
+    and a scenario or a large snapshot would otherwise repeat hundreds of them (the ``simulate -f`` handler).
+    The what-if's own warnings are given once (``explain`` and ``diff`` restore the snapshot more than once)."""
     from nodewright.cli import _log_to_stderr
 
-    with _log_to_stderr(logging.WARNING):
-        yield
+    seen: set[str] = set()
+
+    def once(record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message in seen:
+            return False
+        seen.add(message)
+        return True
+
+    whatif = logging.getLogger("nodewright.whatif")
+    whatif.addFilter(once)
+    try:
+        with _log_to_stderr(logging.WARNING):
+            yield
+    finally:
+        whatif.removeFilter(once)
 
 
 def load_pricing(path: str | None) -> tuple[Any, str] | None:

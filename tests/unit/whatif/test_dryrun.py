@@ -165,3 +165,42 @@ def test_unschedulable_pods_are_not_repeated_on_stderr(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert "default/huge" in done.stdout
         assert done.stderr == ""
+
+
+BUFFER_TEMPLATE = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "web", "namespace": "default"},
+                   "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+                       {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}
+
+
+def _buffer(replicas: int) -> dict[str, Any]:
+    return {"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+            "metadata": {"name": "headroom", "namespace": "default"},
+            "spec": {"podTemplateRef": {"name": "web"}, "replicas": replicas}}
+
+
+def test_capacity_buffers_hold_room_under_the_gate(monkeypatch: Any, caplog: Any) -> None:
+    """Gate on: the buffer's virtual pods join the batch (free room on existing nodes first) and join the nodes'
+    pods in the disruption view, so the empty node holding two of them is no longer empty; nodes given only
+    virtual pods are not nominated (the controller never nominates them). Gate off: ignored with one warning."""
+    snap = Snapshot(cluster() + [BUFFER_TEMPLATE, _buffer(5)], NOW)
+    monkeypatch.setenv("FEATURE_GATES", "CapacityBuffer=true")
+    doc = dry_run(snap)
+    assert doc["provisioning"]["existing"] == [
+        {"node": "ip-10-0-1-1", "pods": [f"default/capacity-buffer-headroom-{i}" for i in (1, 2, 3)]},
+        {"node": "ip-10-0-1-2", "pods": ["default/capacity-buffer-headroom-4", "default/capacity-buffer-headroom-5"]}]
+    methods = {m["method"]: m["decision"] for m in doc["disruption"]["methods"]}
+    assert methods["emptiness"] is None  # ip-10-0-1-2 holds buffered room
+    nodes = {n["node"]: (n["pods"], n.get("buffer_pods"), n["disrupted_by"]) for n in doc["disruption"]["nodes"]}
+    assert nodes["ip-10-0-1-1"] == (2, 3, "multi-node-consolidation")  # not nominated for its virtual pods
+    assert nodes["ip-10-0-1-2"] == (0, 2, "multi-node-consolidation")
+    move = methods["multi-node-consolidation"]
+    # Virtual pods are re-placed, never evicted.
+    assert (move["evicted_pods"], move["buffer_pods"]) == (["default/web-5d8f-a", "default/web-5d8f-b"], 5)
+    monkeypatch.delenv("FEATURE_GATES")
+    with caplog.at_level("WARNING", logger="nodewright"):
+        off = dry_run(snap)
+    assert off["provisioning"]["existing"] == []
+    assert off["disruption"]["acts"] == "emptiness"
+    assert [r.getMessage() for r in caplog.records] == [
+        "1 CapacityBuffer(s) ignored (default/headroom): the CapacityBuffer feature gate is off; set "
+        "FEATURE_GATES=CapacityBuffer=true to decide as a controller with the gate on"]
