@@ -204,3 +204,25 @@ def test_capacity_buffers_hold_room_under_the_gate(monkeypatch: Any, caplog: Any
     assert [r.getMessage() for r in caplog.records] == [
         "1 CapacityBuffer(s) ignored (default/headroom): the CapacityBuffer feature gate is off; set "
         "FEATURE_GATES=CapacityBuffer=true to decide as a controller with the gate on"]
+
+
+def test_no_cheaper_replacement_and_a_node_annotation_are_the_reasons() -> None:
+    """The web pods need an m5.xlarge in us-west-2a (their node's type and zone); the other m5.xlarge carries
+    karpenter.sh/do-not-disrupt and is in us-west-2b: the only move is a replacement at the same price."""
+    objects = cluster()
+    for obj in objects:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("web-"):
+            obj["spec"]["nodeSelector"] = {"node.kubernetes.io/instance-type": "m5.xlarge",
+                                           "topology.kubernetes.io/zone": "us-west-2a"}
+            obj["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1500m"
+        if obj["kind"] == "Node" and obj["metadata"]["name"] == "ip-10-0-1-2":
+            obj["metadata"].setdefault("annotations", {})["karpenter.sh/do-not-disrupt"] = "true"
+    doc = dry_run(Snapshot(objects, NOW))
+    assert doc["disruption"]["acts"] is None
+    assert {n["node"]: n["reason"] for n in doc["disruption"]["nodes"]} == {
+        "ip-10-0-1-1": "Can't replace with a cheaper node: cheapest replacement m5.xlarge $0.1920/h, the node costs "
+                       "$0.1920/h",
+        "ip-10-0-1-2": "node has karpenter.sh/do-not-disrupt",
+        "ip-10-0-1-3": "pdb default/db prevents pod evictions",
+        "ip-10-0-1-4": "pod default/batch-0 has karpenter.sh/do-not-disrupt",
+    }
