@@ -159,7 +159,7 @@ def collect(rest: Any, kinds: Sequence[ResourceKind] = SNAPSHOT_KINDS, page_size
                 if status == 403:
                     why = f"list {kind} is forbidden: bind the ClusterRole of docs/whatif.md ({err})"
                 elif status == 0:
-                    why = f"cannot reach the API server: {err}"
+                    why = _unreachable(rest, err)
                 else:
                     why = f"list {kind} failed: {err}"
                 raise NodewrightValidationError("--kubeconfig", why) from None
@@ -171,6 +171,17 @@ def collect(rest: Any, kinds: Sequence[ResourceKind] = SNAPSHOT_KINDS, page_size
             if not token:
                 break
     return out
+
+
+def _unreachable(rest: Any, err: KubeError) -> str:
+    """``cannot reach the API server URL: cause``: the server from the kubeconfig and the transport's own reason
+    (``[Errno 111] Connection refused``, a timeout, a name that does not resolve) rather than urllib3's retry chain."""
+    host = str(getattr(getattr(getattr(rest, "api_client", None), "configuration", None), "host", "") or "")
+    cause = err.__cause__
+    reason = str(getattr(cause, "reason", None) or cause or err)
+    if "): " in reason:  # "HTTPSConnection(host='h', port=1): Failed to establish a new connection: ..."
+        reason = reason.split("): ", 1)[1]
+    return f"cannot reach the API server{' ' + host if host else ''}: {reason}"
 
 
 def buffer_targets(objects: Iterable[Obj]) -> set[tuple[str, str, str]]:
@@ -566,6 +577,8 @@ def take_snapshot(kubeconfig: str | None, context: str | None = None, timeout: f
     """
     from nodewright.kube.rest import RestClient, load_api_client
 
+    if kubeconfig and not Path(kubeconfig).is_file():
+        raise NodewrightValidationError("--kubeconfig", f"{kubeconfig}: no such file")
     try:
         api = load_api_client(kubeconfig, context)
     except KubeError as err:

@@ -172,8 +172,12 @@ def test_unreachable_cluster_is_one_line_exit_2_and_nothing_written(tmp_path: Pa
     result = run("snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out), "--timeout", "2")
     assert result.exit_code == 2
     lines = result.output.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: --kubeconfig: cannot reach the API server: GET /apis/")
-    assert not out.exists()
+    assert lines == ["error: --kubeconfig: cannot reach the API server http://127.0.0.1:9: Failed to establish a "
+                     "new connection: [Errno 111] Connection refused"]
+    assert not out.exists() and list(tmp_path.iterdir()) == [kubeconfig]  # no temporary file left either
+    missing = tmp_path / "nope"
+    result = run("snapshot", "--kubeconfig", str(missing), "-o", str(out))
+    assert (result.exit_code, result.output.splitlines()) == (2, [f"error: --kubeconfig: {missing}: no such file"])
 
 
 class FakeRest:
