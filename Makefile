@@ -81,13 +81,17 @@ bench: $(VENV)/.stamp
 	$(PY) scripts/bench_catalog.py
 	$(PY) scripts/bench_synth.py
 
-# The GitOps pull-request step (docs/whatif.md): nodewright diff of MANIFESTS between BASE and HEAD_REF on SNAPSHOT.
+# The GitOps pull-request step (docs/whatif.md): nodewright diff of MANIFESTS between BASE and HEAD_REF of the git
+# repository GITOPS_REPO on SNAPSHOT; the Markdown is printed and written to PIPELINE_OUT.
 BASE      ?= HEAD~1
 HEAD_REF  ?= HEAD
 MANIFESTS ?= examples/whatif/nodepools
 SNAPSHOT  ?= examples/whatif/snapshot.yaml
+GITOPS_REPO  ?= .
+PIPELINE_OUT ?= out/pipeline/diff.md
 pipeline: $(VENV)/.stamp
 	$(PY) scripts/pipeline.py --base $(BASE) --head $(HEAD_REF) --manifests $(MANIFESTS) --snapshot $(SNAPSHOT) \
+		--repo $(GITOPS_REPO) --out $(PIPELINE_OUT) \
 		$(if $(MAX_COST_INCREASE),--max-cost-increase $(MAX_COST_INCREASE)) $(if $(MAX_EVICTIONS),--max-evictions $(MAX_EVICTIONS))
 
 clean:

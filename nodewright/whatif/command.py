@@ -4,13 +4,42 @@ one line per problem, exit 2)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
 from nodewright.errors import NodewrightValidationError
+
+
+@contextlib.contextmanager
+def _warnings_only() -> Iterator[None]:
+    """nodewright's warnings on stderr, without the provisioner's per-pod "Could not schedule pod" errors: the
+    dry run reports those pods once (provisioning's unschedulable list, ``explain pod``, the diff's pending pods),
+    and a scenario or a large snapshot would otherwise repeat hundreds of them (the ``simulate -f`` handler).
+    The what-if's own warnings are given once (``explain`` and ``diff`` restore the snapshot more than once)."""
+    from nodewright.cli import _log_to_stderr
+
+    seen: set[str] = set()
+
+    def once(record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message in seen:
+            return False
+        seen.add(message)
+        return True
+
+    whatif = logging.getLogger("nodewright.whatif")
+    whatif.addFilter(once)
+    try:
+        with _log_to_stderr(logging.WARNING):
+            yield
+    finally:
+        whatif.removeFilter(once)
 
 
 def load_pricing(path: str | None) -> tuple[Any, str] | None:
@@ -72,7 +101,8 @@ def simulate_snapshot(path: str, region: str | None, output: str, pricing_file: 
     from nodewright.whatif.snapshot import read_snapshot
 
     snap = read_snapshot(path)
-    result = dry_run(snap, region, load_pricing(pricing_file))
+    with _warnings_only():
+        result = dry_run(snap, region, load_pricing(pricing_file))
     click.echo(json.dumps(result, indent=2) if output == "json" else render_dry_run(result))
     return result
 
@@ -90,7 +120,9 @@ def explain_command(what: str, name: str, snapshot: str | None, kubeconfig: str 
     else:
         objects, taken = take_snapshot(kubeconfig)
         snap = Snapshot(objects, taken, source=f"live cluster ({kubeconfig})")
-    click.echo(explain(snap, what, name, region, load_pricing(pricing_file)))
+    with _warnings_only():
+        text = explain(snap, what, name, region, load_pricing(pricing_file))
+    click.echo(text)
 
 
 def diff_command(base: str, head: str, snapshot: str | None, scenario: str | None, region: str | None,
@@ -100,8 +132,9 @@ def diff_command(base: str, head: str, snapshot: str | None, scenario: str | Non
     from nodewright.whatif.diff import check_gates, diff, parse_percent, render_diff
 
     limit = parse_percent(max_cost_increase) if max_cost_increase is not None else None
-    result = diff(base, head, snapshot=snapshot, scenario=scenario, region=region,
-                  pricing=load_pricing(pricing_file))
+    with _warnings_only():
+        result = diff(base, head, snapshot=snapshot, scenario=scenario, region=region,
+                      pricing=load_pricing(pricing_file))
     click.echo(render_diff(result, output))
     failures = check_gates(result, limit, max_evictions)
     for line in failures:

@@ -28,6 +28,7 @@ with ``--pricing-policy``) and each move shows its effective saving beside the l
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import random
 from collections.abc import Mapping, Sequence
@@ -37,6 +38,7 @@ from typing import Any, cast
 from nodewright.cloud.catalog import catalog_price_source, price_table, region_zones
 from nodewright.cloud.overlay import OverlayStore
 from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
+from nodewright.controllers.buffer import CapacityBufferController
 from nodewright.controllers.common import Context
 from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.termination import Terminator
@@ -57,12 +59,15 @@ from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import format_time
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingEngine, PricingPolicy, Usage
-from nodewright.scheduling import SchedulingResult
+from nodewright.scheduling import Pod, SchedulingResult
 from nodewright.settings import feature_gates, min_values_policy, preference_policy, scheduler_config
 from nodewright.sim.decision import DEFAULT_REGION, first_batch, infer_region, to_json
+from nodewright.state.buffers import is_virtual
 from nodewright.state.cluster import snapshot as read_state
 from nodewright.state.models import models_for
-from nodewright.whatif.snapshot import KIND_OF, Snapshot, now_utc
+from nodewright.whatif.snapshot import CAPACITYBUFFERS, KIND_OF, Snapshot, now_utc
+
+log = logging.getLogger("nodewright.whatif")
 
 #: Candidate nodes left undisrupted that get a single-node simulation of their own to say why (bounded: each is
 #: a scheduling run over the whole cluster).
@@ -97,15 +102,25 @@ def restore(objects: Sequence[Mapping[str, Any]], now: float, region: str | None
     """
     clock = FixedClock(now)
     cluster = InMemoryCluster(clock, seed=0)
+    buffers_on = feature_gates(os.environ).capacity_buffer
+    ignored = []
     for obj in objects:
         kind = KIND_OF.get(str(obj.get("kind")))
         if kind is None:
+            continue
+        if kind == CAPACITYBUFFERS and not buffers_on:
+            ignored.append(f"{(obj.get('metadata') or {}).get('namespace') or 'default'}/"
+                           f"{(obj.get('metadata') or {}).get('name')}")
             continue
         try:
             cluster.restore(kind, dict(obj))
         except Exception as err:  # AlreadyExistsError, ValueError
             raise NodewrightValidationError(f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')!r}",
                                             str(err)) from None
+    if ignored:  # as the controller: buffers are read only under the gate (docs/capacity-buffers.md)
+        log.warning("%d CapacityBuffer(s) ignored (%s): the CapacityBuffer feature gate is off; set "
+                    "FEATURE_GATES=CapacityBuffer=true to decide as a controller with the gate on", len(ignored),
+                    ", ".join(ignored))
     return simulated(cluster, now, region)
 
 
@@ -137,12 +152,19 @@ def simulated(cluster: Cluster, now: float, region: str | None = None) -> Loaded
                                    overlays=OverlayStore(feature_gates(os.environ).node_overlay)), chosen, now)
 
 
+def _real(pods: Sequence[Pod]) -> int:
+    """How many of ``pods`` are real (not CapacityBuffer virtual pods)."""
+    return sum(1 for p in pods if not is_virtual(p))
+
+
 def _usage(node: Node) -> Usage | None:
     return Usage.from_labels(node.labels)
 
 
 def _decision_json(decision: Decision, engine: PricingEngine | None, fleet: Sequence[Usage]) -> dict[str, Any]:
-    evicted = sorted(p.key for c in decision.candidates for p in c.pods)
+    # CapacityBuffer virtual pods are re-placed, never evicted (they are not objects).
+    evicted = sorted(p.key for c in decision.candidates for p in c.pods if not is_virtual(p))
+    buffered = sum(1 for c in decision.candidates for p in c.pods if is_virtual(p))
     list_saving = round(decision.current_price - decision.replacement_price, 6)
     out: dict[str, Any] = {
         "method": decision.method,
@@ -151,7 +173,7 @@ def _decision_json(decision: Decision, engine: PricingEngine | None, fleet: Sequ
         "message": decision.message(),
         "candidates": [{"node": c.name, "nodeclaim": c.nodeclaim, "nodepool": c.nodepool,
                         "instance_type": c.instance_type, "capacity_type": c.capacity_type, "zone": c.zone,
-                        "price_per_hour": round(c.price, 6), "pods": len(c.pods),
+                        "price_per_hour": round(c.price, 6), "pods": _real(c.pods),
                         **({"drift": decision.detail[c.name]} if c.name in decision.detail else {})}
                        for c in decision.candidates],
         "replacements": [{"nodepool": p.nodepool, "instance_type": p.instance_type.name,
@@ -159,6 +181,7 @@ def _decision_json(decision: Decision, engine: PricingEngine | None, fleet: Sequ
                          for p in decision.replacements],
         "savings_per_hour": list_saving,
         "evicted_pods": evicted,
+        **({"buffer_pods": buffered} if buffered else {}),
     }
     if engine is not None:
         removed = [u for u in (_usage(c) for c in decision.candidates) if u is not None]
@@ -227,10 +250,13 @@ def node_reason(node: Node, view: ClusterView, now: float, budgets: Mapping[str,
 
 def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
                        explain_simulations: int = EXPLAIN_SIMULATIONS,
-                       nominated: frozenset[str] = frozenset(), explain: frozenset[str] = frozenset()) -> dict[str, Any]:
+                       nominated: frozenset[str] = frozenset(), explain: frozenset[str] = frozenset(),
+                       held: Mapping[str, list[Pod]] | None = None) -> dict[str, Any]:
     """Every graceful method's decision on the snapshot (see module docstring), JSON-ready. ``nominated``:
     Nodes/NodeClaims the provisioner's batch nominated pending pods to (never disrupted, as the controller holds
-    them); ``explain``: nodes that get their single-node simulation whatever ``explain_simulations`` says.
+    them); ``explain``: nodes that get their single-node simulation whatever ``explain_simulations`` says;
+    ``held``: Node -> the CapacityBuffer virtual pods the batch placed there (they join its pods: buffered room is
+    never consolidated away, as in the controller).
 
     Returns:
         ``{"now", "acts" (the method that acts this pass, or None), "methods": [{"method", "eligible",
@@ -243,7 +269,8 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
     controller = DisruptionController(ctx, Terminator(ctx), nominated=lambda _state: set(nominated),
                                       min_values_policy=min_values_policy(os.environ),
                                       preference_policy=preference_policy(os.environ),
-                                      pricing_policy=None if policy is None else (lambda: policy))
+                                      pricing_policy=None if policy is None else (lambda: policy),
+                                      buffers=None if not held else (lambda: held))
     state = read_state(loaded.cluster)
     view = controller.view(state, now)
     options = controller.decision_options()
@@ -291,8 +318,10 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
                 explained += 1
         nodes.append({"node": node.name, "nodepool": node.nodepool, "instance_type": node.instance_type,
                       "capacity_type": node.capacity_type, "zone": node.zone,
-                      "price_per_hour": round(node.price, 6), "pods": len(node.pods), "disrupted_by": by,
-                      "reason": why})
+                      "price_per_hour": round(node.price, 6), "pods": _real(node.pods), "disrupted_by": by,
+                      "reason": why,
+                      **({"buffer_pods": len(node.pods) - _real(node.pods)} if len(node.pods) > _real(node.pods)
+                         else {})})
     return {
         "now": format_time(now),
         "acts": acting.method if acting is not None else None,
@@ -349,9 +378,23 @@ def one_pass(loaded: Loaded, policy: PricingPolicy | None = None, label: str = "
     existing_claims = {str(c["metadata"]["name"]) for c in loaded.cluster.list(KIND_OF["NodeClaim"])}
     provisioning, result = provisioning_decision(loaded, policy, label)
     created = {str(c["metadata"]["name"]) for c in loaded.cluster.list(KIND_OF["NodeClaim"])} - existing_claims
-    disruption = disruption_dry_run(loaded, policy, nominated=frozenset(set(result.existing) | created),
-                                    explain=explain)
+    # Virtual pods (CapacityBuffers) are never nominated: only nodes given a real pod are held for it.
+    nominated = {target for target, pods in result.existing.items() if not all(is_virtual(p) for p in pods)}
+    disruption = disruption_dry_run(loaded, policy, nominated=frozenset(nominated | created),
+                                    explain=explain, held=buffer_room(loaded, result))
     return provisioning, disruption, created
+
+
+def buffer_room(loaded: Loaded, result: SchedulingResult) -> Mapping[str, list[Pod]]:
+    """Node -> the CapacityBuffer virtual pods ``result`` (the batch, which included them) placed there: the buffer
+    controller resolves the restored buffers again (the same virtual pods) and observes the batch, as the
+    controller does after each provisioning run. Empty without buffers (restored only under the gate)."""
+    if not loaded.cluster.list(CAPACITYBUFFERS):
+        return {}
+    buffers = CapacityBufferController(loaded.ctx, enabled=True)
+    buffers.reconcile(read_state(loaded.cluster))
+    buffers.observe(result, read_state(loaded.cluster), loaded.now)
+    return buffers.held()
 
 
 def provisioning_decision(loaded: Loaded, policy: PricingPolicy | None,

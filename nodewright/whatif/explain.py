@@ -97,7 +97,9 @@ def _node(obj: dict[str, Any], result: Mapping[str, Any]) -> str:
         return (f"Node {name}: not managed by a NodePool (no NodeClaim): a destination for moved pods, never a "
                 "disruption candidate")
     lines = [f"Node {name}: nodepool {node['nodepool']}, {node['instance_type']} {node['capacity_type']} in "
-             f"{node['zone']}, ${node['price_per_hour']:.4f}/h, {node['pods']} pod(s) that would move"]
+             f"{node['zone']}, ${node['price_per_hour']:.4f}/h, {node['pods']} pod(s) that would move"
+             + (f", room held for {node['buffer_pods']} CapacityBuffer virtual pod(s)" if node.get("buffer_pods")
+                else "")]
     if node["disrupted_by"]:
         for m in result["disruption"]["methods"]:
             d = m["decision"]

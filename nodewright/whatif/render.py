@@ -46,7 +46,9 @@ def render_dry_run(result: Mapping[str, Any]) -> str:
         d = m["decision"]
         if d is not None:
             lines.append(f"{m['method']}: {d['message']}"
-                         + (f"; evicts {', '.join(d['evicted_pods'])}" if d["evicted_pods"] else ""))
+                         + (f"; evicts {', '.join(d['evicted_pods'])}" if d["evicted_pods"] else "")
+                         + (f"; re-places {d['buffer_pods']} CapacityBuffer virtual pod(s)" if d.get("buffer_pods")
+                            else ""))
         for sentence in m["skipped"]:
             lines.append(f"{m['method']}: skipped {sentence}")
     if disruption["expiration"] is not None:
@@ -54,7 +56,8 @@ def render_dry_run(result: Mapping[str, Any]) -> str:
     lines.append("")
     node_rows = [("NODE", "NODEPOOL", "INSTANCE TYPE", "PODS", "$/H", "DISRUPTED BY / WHY NOT")]
     for n in disruption["nodes"]:
-        node_rows.append((n["node"], n["nodepool"], n["instance_type"], str(n["pods"]), _money(n["price_per_hour"]),
+        pods = str(n["pods"]) + (f" +{n['buffer_pods']} buffer" if n.get("buffer_pods") else "")
+        node_rows.append((n["node"], n["nodepool"], n["instance_type"], pods, _money(n["price_per_hour"]),
                           n["disrupted_by"] or n["reason"]))
     lines += table(node_rows)
     return "\n".join(lines)

@@ -54,13 +54,19 @@ ANN_REDACTED = "nodewright.io/snapshot-redacted"
 
 #: Karpenter's NodeOverlay (v1alpha1, Karpenter v1.6+, feature-gated): read when the cluster serves it.
 NODEOVERLAYS = r.NODEOVERLAYS
+#: CapacityBuffers (``autoscaling.x-k8s.io/v1beta1``, feature-gated; docs/capacity-buffers.md): read when served.
+CAPACITYBUFFERS = r.CAPACITYBUFFERS
+#: What a CapacityBuffer's ``podTemplateRef`` / ``scalableRef`` names: listed only when the cluster has a buffer,
+#: and only the objects some buffer names are kept (a cluster's ReplicaSets are many; no decision reads the rest).
+BUFFER_TARGET_KINDS: tuple[ResourceKind, ...] = (r.PODTEMPLATES, r.DEPLOYMENTS, r.STATEFULSETS, r.REPLICASETS)
 #: Every resource a snapshot reads, in file order. Never Secrets or ConfigMaps.
 SNAPSHOT_KINDS: tuple[ResourceKind, ...] = (
     r.NODEPOOLS, r.EC2NODECLASSES, r.NODECLAIMS, r.NODES, r.PODS, r.DAEMONSETS, r.PDBS, r.PVCS, r.PVS,
     r.STORAGECLASSES, r.CSINODES, r.LIMITRANGES, r.NAMESPACES, r.RUNTIMECLASSES, NODEOVERLAYS,
+    CAPACITYBUFFERS, *BUFFER_TARGET_KINDS,
 )
 #: Resources a cluster may not serve: a 404 on their LIST means "none" (Karpenter's are required).
-OPTIONAL_KINDS = frozenset({NODEOVERLAYS})
+OPTIONAL_KINDS = frozenset({NODEOVERLAYS, CAPACITYBUFFERS})
 KIND_OF = {k.kind: k for k in SNAPSHOT_KINDS}
 _ORDER = {k.kind: i for i, k in enumerate(SNAPSHOT_KINDS)}
 #: Kinds never read nor accepted (they may hold credentials).
@@ -70,6 +76,7 @@ _TOP_FIELDS: dict[str, frozenset[str]] = {
     "StorageClass": frozenset({"provisioner", "parameters", "reclaimPolicy", "volumeBindingMode", "allowedTopologies",
                                "mountOptions", "allowVolumeExpansion"}),
     "RuntimeClass": frozenset({"handler", "overhead", "scheduling"}),
+    "PodTemplate": frozenset({"template"}),
 }
 _DEFAULT_TOP = frozenset({"spec", "status"})
 _KARPENTER_GROUPS = (L.GROUP, L.AWS_GROUP)
@@ -130,7 +137,13 @@ def collect(rest: Any, kinds: Sequence[ResourceKind] = SNAPSHOT_KINDS, page_size
             not serve a required resource (404: Karpenter's v1 CRDs are not installed).
     """
     out: list[Obj] = []
+    named: set[tuple[str, str, str]] | None = None
     for kind in kinds:
+        if kind in BUFFER_TARGET_KINDS:
+            if named is None:
+                named = buffer_targets(out)
+            if not any(k == kind.kind for k, _, _ in named):
+                continue  # no buffer names one: not listed at all
         token: str | None = None
         while True:
             try:
@@ -146,14 +159,48 @@ def collect(rest: Any, kinds: Sequence[ResourceKind] = SNAPSHOT_KINDS, page_size
                 if status == 403:
                     why = f"list {kind} is forbidden: bind the ClusterRole of docs/whatif.md ({err})"
                 elif status == 0:
-                    why = f"cannot reach the API server: {err}"
+                    why = _unreachable(rest, err)
                 else:
                     why = f"list {kind} failed: {err}"
                 raise NodewrightValidationError("--kubeconfig", why) from None
-            out.extend(_clean(item, kind) for item in page.get("items") or [] if isinstance(item, dict))
+            items = [_clean(item, kind) for item in page.get("items") or [] if isinstance(item, dict)]
+            if named is not None:
+                items = [o for o in items if identity(o) in named]
+            out.extend(items)
             token = (page.get("metadata") or {}).get("continue") or None
             if not token:
                 break
+    return out
+
+
+def _unreachable(rest: Any, err: KubeError) -> str:
+    """``cannot reach the API server URL: cause``: the server from the kubeconfig and the transport's own reason
+    (``[Errno 111] Connection refused``, a timeout, a name that does not resolve) rather than urllib3's retry chain."""
+    host = str(getattr(getattr(getattr(rest, "api_client", None), "configuration", None), "host", "") or "")
+    cause = err.__cause__
+    reason = str(getattr(cause, "reason", None) or cause or err)
+    if "): " in reason:  # "HTTPSConnection(host='h', port=1): Failed to establish a new connection: ..."
+        reason = reason.split("): ", 1)[1]
+    return f"cannot reach the API server{' ' + host if host else ''}: {reason}"
+
+
+def buffer_targets(objects: Iterable[Obj]) -> set[tuple[str, str, str]]:
+    """(kind, namespace, name) of every object the CapacityBuffers among ``objects`` reference: a
+    ``podTemplateRef`` names a PodTemplate, an ``apps`` ``scalableRef`` a Deployment, StatefulSet or ReplicaSet, in
+    the buffer's namespace (docs/capacity-buffers.md; another group or kind resolves to nothing)."""
+    out: set[tuple[str, str, str]] = set()
+    for obj in objects:
+        if obj.get("kind") != CAPACITYBUFFERS.kind:
+            continue
+        ns = str(meta(obj).get("namespace") or "default")
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            continue
+        template, scalable = spec.get("podTemplateRef"), spec.get("scalableRef")
+        if isinstance(template, dict) and template.get("name"):
+            out.add((r.PODTEMPLATES.kind, ns, str(template["name"])))
+        if isinstance(scalable, dict) and scalable.get("name") and scalable.get("apiGroup") == "apps":
+            out.add((str(scalable.get("kind")), ns, str(scalable["name"])))
     return out
 
 
@@ -530,6 +577,8 @@ def take_snapshot(kubeconfig: str | None, context: str | None = None, timeout: f
     """
     from nodewright.kube.rest import RestClient, load_api_client
 
+    if kubeconfig and not Path(kubeconfig).is_file():
+        raise NodewrightValidationError("--kubeconfig", f"{kubeconfig}: no such file")
     try:
         api = load_api_client(kubeconfig, context)
     except KubeError as err:

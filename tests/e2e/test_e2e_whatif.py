@@ -168,3 +168,51 @@ def test_snapshot_round_trips_to_the_controllers_decisions(admin: RestClient, re
     assert reasons["ip-10-0-1-3"] == "pdb default/db prevents pod evictions"
     assert reasons["ip-10-0-1-4"] == "pod default/batch-0 has karpenter.sh/do-not-disrupt"
     assert [c["instance_type"] for c in provisioning_on["nodeclaims"] if "default/big" in c["pods"]] == ["c6a.2xlarge"]
+
+
+def test_capacitybuffer_round_trips_under_the_gate(admin: RestClient, request: pytest.FixtureRequest,
+                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CapacityBuffer and its PodTemplate on the real server: the snapshot carries both (as nodewright-reader),
+    and with ``FEATURE_GATES=CapacityBuffer=true`` the dry run on the file equals the one on the live cluster
+    (informers on the buffer kinds too, as the controller under the gate); the virtual pods are in the batch."""
+    template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "e2e-headroom", "namespace": "default"},
+                "template": {"metadata": {"labels": {"app": "headroom"}}, "spec": {"containers": [
+                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}
+    buffer = {"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+              "metadata": {"name": "e2e-headroom", "namespace": "default"},
+              "spec": {"podTemplateRef": {"name": "e2e-headroom"}, "replicas": 3}}
+    extra = [template, buffer]
+    try:
+        for obj in extra:
+            admin.request("POST", KIND_OF[obj["kind"]].collection_path("default"), body=obj, creating=True)
+        reader = _reader_kubeconfig(request, admin)
+        out = tmp_path / "snap.json"
+        deadline = time.monotonic() + 30
+        while True:
+            result = CliRunner().invoke(cli, ["snapshot", "--kubeconfig", reader, "-o", str(out)])
+            if result.exit_code == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert result.exit_code == 0, result.output
+        snap = read_snapshot(out)
+        assert [o["metadata"]["name"] for o in snap.of_kind("CapacityBuffer")] == ["e2e-headroom"]
+        assert [o["metadata"]["name"] for o in snap.of_kind("PodTemplate")] == ["e2e-headroom"]
+        assert snap.time is not None
+        monkeypatch.setenv("FEATURE_GATES", "CapacityBuffer=true")
+        offline = one_pass(restore(snap.objects, snap.time))
+        stop = threading.Event()
+        live = KubernetesCluster(admin, time.time, kinds=(*r.WATCHED, *r.BUFFER_WATCHED))
+        live.start(stop)
+        try:
+            assert live.wait_for_sync(60)
+            online = one_pass(simulated(live, snap.time))
+        finally:
+            stop.set()
+        assert online[0] == offline[0] and online[1] == offline[1]
+        placed = [p for e in offline[0]["existing"] for p in e["pods"]] + [
+            p for c in offline[0]["nodeclaims"] for p in c["pods"]]
+        assert sorted(p for p in placed if "capacity-buffer" in p) == [
+            f"default/capacity-buffer-e2e-headroom-{i}" for i in (1, 2, 3)]
+    finally:
+        for obj in reversed(extra):
+            _delete(admin, obj)

@@ -92,3 +92,26 @@ def test_explain_live_through_a_kubeconfig(kube: EmulatorThread, rest: RestClien
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[1] == "  not disrupted now: pdb default/db prevents pod evictions"
     assert kube.emulator.forbidden == []
+
+
+def test_capacitybuffers_and_what_they_name_with_the_clusterrole(kube: EmulatorThread, rest: RestClient,
+                                                                 tmp_path: Path) -> None:
+    """The ClusterRole covers CapacityBuffers and their targets; only the PodTemplate a buffer names is kept."""
+    template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "web", "namespace": "default"},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+                    {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]}}}
+    other = copy.deepcopy(template)
+    other["metadata"]["name"] = "unused"
+    buffer = {"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+              "metadata": {"name": "headroom", "namespace": "default"},
+              "spec": {"podTemplateRef": {"name": "web"}, "replicas": 2}}
+    load(rest, [*cluster(), template, other, buffer])
+    kube.emulator.rbac_rules = cluster_role()["rules"]
+    out = tmp_path / "snap.json"
+    result = CliRunner().invoke(cli, ["snapshot", "--kubeconfig", str(kubeconfig(tmp_path / "k", kube.url)),
+                                      "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert kube.emulator.forbidden == []
+    snap = read_snapshot(out)
+    assert [o["metadata"]["name"] for o in snap.of_kind("CapacityBuffer")] == ["headroom"]
+    assert [o["metadata"]["name"] for o in snap.of_kind("PodTemplate")] == ["web"]

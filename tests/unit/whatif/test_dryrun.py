@@ -145,3 +145,84 @@ def test_expired_nodes_are_disrupted_by_expiration() -> None:
     assert doc["disruption"]["expiration"]["message"] == "Expiring 1 node"
     node = next(n for n in doc["disruption"]["nodes"] if n["node"] == "ip-10-0-1-3")
     assert (node["disrupted_by"], node["reason"]) == ("expiration", "disrupted by expiration")
+
+
+def test_unschedulable_pods_are_not_repeated_on_stderr(tmp_path: Path) -> None:
+    """The provisioner logs each unschedulable pod ("Could not schedule pod ...") as an error record; the dry run's
+    output already names them, so the what-if commands print none of those records (a scenario or a large snapshot
+    printed hundreds of lines). A child process: pytest's log capture would hide Python's last-resort handler."""
+    import subprocess
+    import sys
+
+    from nodewright.whatif.snapshot import write_snapshot
+    from tests.unit.whatif.cluster import pod
+
+    path = tmp_path / "snap.yaml"
+    write_snapshot(path, cluster() + [pod("huge", None, "1000", "1Gi", {"app": "huge"}, owner=None)], time=NOW)
+    for args in (["simulate", "--snapshot", str(path)], ["explain", "pod", "huge", "--snapshot", str(path)]):
+        done = subprocess.run([sys.executable, "-m", "nodewright.cli", *args], capture_output=True, text=True,
+                              cwd=REPO)
+        assert done.returncode == 0, done.stderr
+        assert "default/huge" in done.stdout
+        assert done.stderr == ""
+
+
+BUFFER_TEMPLATE = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "web", "namespace": "default"},
+                   "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+                       {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}
+
+
+def _buffer(replicas: int) -> dict[str, Any]:
+    return {"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+            "metadata": {"name": "headroom", "namespace": "default"},
+            "spec": {"podTemplateRef": {"name": "web"}, "replicas": replicas}}
+
+
+def test_capacity_buffers_hold_room_under_the_gate(monkeypatch: Any, caplog: Any) -> None:
+    """Gate on: the buffer's virtual pods join the batch (free room on existing nodes first) and join the nodes'
+    pods in the disruption view, so the empty node holding two of them is no longer empty; nodes given only
+    virtual pods are not nominated (the controller never nominates them). Gate off: ignored with one warning."""
+    snap = Snapshot(cluster() + [BUFFER_TEMPLATE, _buffer(5)], NOW)
+    monkeypatch.setenv("FEATURE_GATES", "CapacityBuffer=true")
+    doc = dry_run(snap)
+    assert doc["provisioning"]["existing"] == [
+        {"node": "ip-10-0-1-1", "pods": [f"default/capacity-buffer-headroom-{i}" for i in (1, 2, 3)]},
+        {"node": "ip-10-0-1-2", "pods": ["default/capacity-buffer-headroom-4", "default/capacity-buffer-headroom-5"]}]
+    methods = {m["method"]: m["decision"] for m in doc["disruption"]["methods"]}
+    assert methods["emptiness"] is None  # ip-10-0-1-2 holds buffered room
+    nodes = {n["node"]: (n["pods"], n.get("buffer_pods"), n["disrupted_by"]) for n in doc["disruption"]["nodes"]}
+    assert nodes["ip-10-0-1-1"] == (2, 3, "multi-node-consolidation")  # not nominated for its virtual pods
+    assert nodes["ip-10-0-1-2"] == (0, 2, "multi-node-consolidation")
+    move = methods["multi-node-consolidation"]
+    # Virtual pods are re-placed, never evicted.
+    assert (move["evicted_pods"], move["buffer_pods"]) == (["default/web-5d8f-a", "default/web-5d8f-b"], 5)
+    monkeypatch.delenv("FEATURE_GATES")
+    with caplog.at_level("WARNING", logger="nodewright"):
+        off = dry_run(snap)
+    assert off["provisioning"]["existing"] == []
+    assert off["disruption"]["acts"] == "emptiness"
+    assert [r.getMessage() for r in caplog.records] == [
+        "1 CapacityBuffer(s) ignored (default/headroom): the CapacityBuffer feature gate is off; set "
+        "FEATURE_GATES=CapacityBuffer=true to decide as a controller with the gate on"]
+
+
+def test_no_cheaper_replacement_and_a_node_annotation_are_the_reasons() -> None:
+    """The web pods need an m5.xlarge in us-west-2a (their node's type and zone); the other m5.xlarge carries
+    karpenter.sh/do-not-disrupt and is in us-west-2b: the only move is a replacement at the same price."""
+    objects = cluster()
+    for obj in objects:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("web-"):
+            obj["spec"]["nodeSelector"] = {"node.kubernetes.io/instance-type": "m5.xlarge",
+                                           "topology.kubernetes.io/zone": "us-west-2a"}
+            obj["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1500m"
+        if obj["kind"] == "Node" and obj["metadata"]["name"] == "ip-10-0-1-2":
+            obj["metadata"].setdefault("annotations", {})["karpenter.sh/do-not-disrupt"] = "true"
+    doc = dry_run(Snapshot(objects, NOW))
+    assert doc["disruption"]["acts"] is None
+    assert {n["node"]: n["reason"] for n in doc["disruption"]["nodes"]} == {
+        "ip-10-0-1-1": "Can't replace with a cheaper node: cheapest replacement m5.xlarge $0.1920/h, the node costs "
+                       "$0.1920/h",
+        "ip-10-0-1-2": "node has karpenter.sh/do-not-disrupt",
+        "ip-10-0-1-3": "pdb default/db prevents pod evictions",
+        "ip-10-0-1-4": "pod default/batch-0 has karpenter.sh/do-not-disrupt",
+    }

@@ -137,9 +137,10 @@ def test_unknown_kinds_and_fields_one_line_each(tmp_path: Path) -> None:
     assert code == 2
     lines = out.splitlines()
     assert lines[:3] == [
-        f"error: {tmp_path}/bad.yaml#items[0]: unknown kind 'Service' (v1); a snapshot holds CSINode, DaemonSet, "
-        "EC2NodeClass, LimitRange, Namespace, Node, NodeClaim, NodeOverlay, NodePool, PersistentVolume, "
-        "PersistentVolumeClaim, Pod, PodDisruptionBudget, RuntimeClass, StorageClass",
+        f"error: {tmp_path}/bad.yaml#items[0]: unknown kind 'Service' (v1); a snapshot holds CSINode, CapacityBuffer, "
+        "DaemonSet, Deployment, EC2NodeClass, LimitRange, Namespace, Node, NodeClaim, NodeOverlay, NodePool, "
+        "PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, PodTemplate, ReplicaSet, RuntimeClass, "
+        "StatefulSet, StorageClass",
         f"error: {tmp_path}/bad.yaml#items[1]: Secret 'token': snapshots never hold Secrets or ConfigMaps; remove it",
         f"error: {tmp_path}/bad.yaml#items[2].extra: unknown field of Node 'n'",
     ]
@@ -171,8 +172,12 @@ def test_unreachable_cluster_is_one_line_exit_2_and_nothing_written(tmp_path: Pa
     result = run("snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out), "--timeout", "2")
     assert result.exit_code == 2
     lines = result.output.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: --kubeconfig: cannot reach the API server: GET /apis/")
-    assert not out.exists()
+    assert lines == ["error: --kubeconfig: cannot reach the API server http://127.0.0.1:9: Failed to establish a "
+                     "new connection: [Errno 111] Connection refused"]
+    assert not out.exists() and list(tmp_path.iterdir()) == [kubeconfig]  # no temporary file left either
+    missing = tmp_path / "nope"
+    result = run("snapshot", "--kubeconfig", str(missing), "-o", str(out))
+    assert (result.exit_code, result.output.splitlines()) == (2, [f"error: --kubeconfig: {missing}: no such file"])
 
 
 class FakeRest:
@@ -205,6 +210,40 @@ def test_collect_pages_with_list_only_and_sets_kind() -> None:
     assert [c for c in rest.calls if c[1] == "/api/v1/pods"] == [
         ("GET", "/api/v1/pods", None), ("GET", "/api/v1/pods", "2"), ("GET", "/api/v1/pods", "4")]
     assert not any("secrets" in p or "configmaps" in p for _, p, _ in rest.calls)
+
+
+def test_collect_reads_capacitybuffers_and_only_the_objects_they_name() -> None:
+    """A buffer's PodTemplate / apps scalableRef are kept, no other (a cluster's ReplicaSets are many); without a
+    buffer none of those kinds is listed; the file round-trips and redaction keeps the references matching."""
+    buffer = {"metadata": {"name": "headroom", "namespace": "team"},
+              "spec": {"podTemplateRef": {"name": "web"}, "replicas": 2}}
+    scaled = {"metadata": {"name": "api-headroom", "namespace": "team"},
+              "spec": {"scalableRef": {"apiGroup": "apps", "kind": "Deployment", "name": "api"}, "percentage": 10}}
+    template = {"template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+        {"name": "c", "image": "registry/web:1", "resources": {"requests": {"cpu": "1"}}}]}}}
+    deployment = {"spec": {"replicas": 10, "selector": {"matchLabels": {"app": "api"}}, "template": {
+        "metadata": {"labels": {"app": "api"}}, "spec": {"containers": [{"name": "c", "image": "registry/api:2"}]}}}}
+    rest = FakeRest({
+        "capacitybuffers": [buffer, scaled],
+        "podtemplates": [{"metadata": {"name": n, "namespace": ns}, **template}
+                         for ns, n in (("team", "web"), ("team", "other"), ("default", "web"))],
+        "deployments": [{"metadata": {"name": n, "namespace": "team"}, **deployment} for n in ("api", "web", "x")],
+        "replicasets": [{"metadata": {"name": "api-5d8f", "namespace": "team"}}]})
+    objects = collect(rest)
+    assert [(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects] == [
+        ("CapacityBuffer", "team", "headroom"), ("CapacityBuffer", "team", "api-headroom"),
+        ("PodTemplate", "team", "web"), ("Deployment", "team", "api")]
+    listed = {p.rsplit("/", 1)[1] for _, p, _ in rest.calls}
+    assert {"capacitybuffers", "podtemplates", "deployments"} <= listed
+    assert not listed & {"statefulsets", "replicasets"}  # no buffer names one
+    quiet = FakeRest({"podtemplates": rest.objects["podtemplates"]})
+    assert [o["kind"] for o in collect(quiet)] == []
+    assert not {p.rsplit("/", 1)[1] for _, p, _ in quiet.calls} & {"podtemplates", "deployments", "statefulsets",
+                                                                   "replicasets"}
+    shared = redact(objects)
+    assert shared[0]["spec"]["podTemplateRef"]["name"] == shared[2]["metadata"]["name"] == stable_hash("web")
+    assert shared[1]["spec"]["scalableRef"] == {"apiGroup": "apps", "kind": "Deployment", "name": stable_hash("api")}
+    assert "image" not in shared[3]["spec"]["template"]["spec"]["containers"][0]
 
 
 def test_collect_refused_list_names_the_clusterrole() -> None:
