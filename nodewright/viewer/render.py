@@ -137,7 +137,8 @@ def _node_cells(node: NodeRow, view: ClusterView, style: Style, effective: bool)
 
 
 def _pool_cells(pool: PoolRow, style: Style, effective: bool) -> list[RenderableType]:
-    title = Text(f"{pool.name} ({len(pool.nodes)} nodes)", style=style.style("bold cyan"))
+    count = len(pool.nodes)
+    title = Text(f"{pool.name} ({count} node{'' if count == 1 else 's'})", style=style.style("bold cyan"))
     cells: list[RenderableType] = [
         title, "", "", "", "", style.bar(pool.cpu_requested, pool.cpu_allocatable),
         style.bar(pool.memory_requested, pool.memory_allocatable), str(pool.pods), f"{pool.list_price:.4f}"]

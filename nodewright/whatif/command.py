@@ -90,7 +90,7 @@ def snapshot_command(output: str | None, kubeconfig: str | None, context: str | 
     else:
         objects, taken = take_snapshot(kubeconfig, context, timeout)
     count = write_snapshot(output, objects, time=taken, redact_names=redact)
-    click.echo(f"wrote {output}: {count} objects ({summary_line(objects) or 'none'})"
+    click.echo(f"wrote {output}: {count} object{'' if count == 1 else 's'} ({summary_line(objects) or 'none'})"
                + ("; names and labels redacted" if redact else ""), err=True)
 
 

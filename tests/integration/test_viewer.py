@@ -152,7 +152,7 @@ def test_the_viewer_draws_nodes_pools_and_pending_pods_and_follows_watches(
     assert cells[1:4] == ["m5.large", "on-demand", "us-east-1a"]
     assert cells[-4:] == ["25%", "1/29", "0.0960", "Ready"]  # memory: 2Gi of 8Gi
     assert "75%" in cells  # cpu: 1.5 of 2 cores
-    pool = row(screen, "general (1 nodes)")
+    pool = row(screen, "general (1 node)")
     assert pool[-3:] == ["limits", "cpu", "2/100"]  # no status.resources yet: the nodes' capacity counts
     header = row(screen, "NODE")
     assert header == ["NODE", "TYPE", "CAPACITY", "ZONE", "AGE", "CPU", "MEMORY", "PODS", "LIST", "$/h", "STATUS"]
