@@ -38,6 +38,8 @@ class FaultyCluster:
     def __init__(self, inner: InMemoryCluster) -> None:
         self.inner = inner
         self.rule: Callable[[str, str, str], BaseException | None] = lambda verb, plural, name: None
+        #: Like ``rule``, raised after the write went through (its reply was lost: a timeout, a 5xx after commit).
+        self.lost: Callable[[str, str, str], BaseException | None] = lambda verb, plural, name: None
         self.writes: list[tuple[str, str, str]] = []
 
     def __getattr__(self, attr: str) -> Any:
@@ -51,7 +53,11 @@ class FaultyCluster:
 
     def create(self, kind: r.ResourceKind, obj: Any) -> Any:
         self._check("create", kind, (obj.get("metadata") or {}).get("name") or "")
-        return self.inner.create(kind, obj)
+        created = self.inner.create(kind, obj)
+        err = self.lost("create", kind.plural, name_of(created))
+        if err is not None:
+            raise err
+        return created
 
     def patch(self, kind: r.ResourceKind, name: str, patch: Any, namespace: str | None = None) -> Any:
         self._check("patch", kind, name)
@@ -340,3 +346,17 @@ def test_restart_of_an_emptiness_command_at_each_step(verb: str, plural: str, nt
         assert tainted(cluster) == [] and recorded(cluster) == [] and deleting(cluster) == []
     else:
         assert deleting(cluster) == ["e0-claim", "e1-claim"] and tainted(cluster) == ["e0", "e1"]
+
+
+def test_a_replacement_created_though_its_reply_was_lost_is_deleted_by_the_roll_back(world: Any) -> None:
+    """The API server wrote the replacement, then its answer was an error (a 500 after the commit, a timeout):
+    the roll-back deletes it by the name the record planned, so no extra node launches for a command undone."""
+    cluster, clock, controller = world
+    ctl = controller()
+    decide_and_validate(ctl, clock)
+    cluster.lost = lambda verb, plural, name: KubeError("etcdserver: request timed out", 500) if (
+        verb, plural) == ("create", "nodeclaims") else None
+    assert ctl.reconcile() is None
+    cluster.lost = lambda *_: None
+    assert tainted(cluster) == [] and recorded(cluster) == []
+    assert len(replacements(cluster)) == 1 and all(is_deleting(c) for c in replacements(cluster))
