@@ -51,3 +51,8 @@ def test_an_unhandled_api_error_is_one_line_per_interval_without_a_traceback(
         "controller garbagecollection: KubeError: HTTP 503 ServiceUnavailable: etcdserver: leader changed "
         "(retrying next pass)"]
     assert lines[0].levelno == logging.WARNING and not any(rec.exc_info for rec in caplog.records)
+    # Still a failed pass for controller-runtime's metrics (Karpenter's controllers dashboard reads them).
+    metrics = manager.ctx.metrics
+    assert metrics.value("controller_runtime_reconcile_total",
+                         {"controller": "garbagecollection", "result": "error"}) == 10
+    assert metrics.value("controller_runtime_reconcile_errors_total", {"controller": "garbagecollection"}) == 10
