@@ -67,6 +67,7 @@ class Plan:
     seed: int
     rng: random.Random = field(init=False)
     write_fault_rate: float = 0.0
+    lost_reply_rate: float = 0.0  # of the controller's API writes made, then answered 500
     crash_point: str = ""
     burst: int = 0
     shrink_to: int = 0
@@ -96,6 +97,8 @@ class Plan:
         # For the kills during a replacement and its drain, the NodePool's template changes instead: every node
         # drifts and is replaced (a replacement NodeClaim first, then the drain).
         self.drift = self.crash_point in ("replacement-create", "eviction")
+        # Drawn last, so the plans drawn above stay what they were for every seed.
+        self.lost_reply_rate = rng.choice((0.02, 0.05))
 
 
 @dataclass
@@ -131,6 +134,7 @@ class FaultInjector:
 
         self.ec2 = _controller_clients(account.url).ec2
         kube.emulator.fault = self._kube_fault
+        kube.emulator.lost_reply = self._kube_lost_reply
         events = self.ec2.meta.events
         events.register_first("before-parameter-build.ec2.CreateFleet", self._plan_fleet,
                               unique_id="campaign-fleet-plan")
@@ -142,6 +146,7 @@ class FaultInjector:
     def stop(self) -> None:
         self.active = False
         self.kube.emulator.fault = None
+        self.kube.emulator.lost_reply = None
         events = self.ec2.meta.events
         events.unregister("before-parameter-build.ec2.CreateFleet", unique_id="campaign-fleet-plan")
         events.unregister("before-call.ec2.CreateFleet", unique_id="campaign-fleet-before")
@@ -163,6 +168,16 @@ class FaultInjector:
                 status = self.plan.rng.choice((409, 429, 500, 503))
                 self.result.injected[f"api write {status}"] += 1
                 return status
+        return None
+
+    def _kube_lost_reply(self, verb: str, resource: str, name: str | None) -> int | None:
+        """A write the API server made, answered with a 500 (the reply lost after the commit)."""
+        with self._lock:
+            if not self.active or verb not in WRITE_VERBS or resource == "events":
+                return None
+            if self.plan.rng.random() < self.plan.lost_reply_rate:
+                self.result.injected["api write lost reply"] += 1
+                return 500
         return None
 
     # --- EC2 ----------------------------------------------------------------------------------------------
