@@ -9,7 +9,8 @@ the short version (3 seeds); this script runs ``--runs`` seeds from ``--first-se
     .venv/bin/python scripts/fault_campaign.py --runs 24
 
 Prints one line per run and the totals (runs, faults injected by kind, kills, invariants held, recovery time after
-the faults stopped); exits 1 when any invariant broke.
+the faults stopped, and what the invariants count: leaked instances, duplicate launches, pods pending, nodes stuck
+terminating, stale disrupted taints, tracebacks, the NodePool's cpu peak); exits 1 when any invariant broke.
 """
 
 from __future__ import annotations
@@ -62,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
           f"max {max(recovery):.2f} s")
     for kind, count in sorted(totals.items()):
         print(f"  {count:>5}  {kind}")
+    found: Counter[str] = Counter()
+    for run in runs:
+        found.update(run.get("found", {}))
+    print("found after the runs (0 = the invariant held): " + ", ".join(
+        f"{kind} {found[kind]}" for kind in ("leaked instances", "duplicate launches", "pods pending",
+                                             "nodes stuck terminating", "stale disrupted taints", "tracebacks"))
+          + f"; NodePool cpu peak {max(r['max_cpu'] for r in runs)}m of the 12000m limit")
     return 0 if broken == 0 and proc.returncode == 0 else 1
 
 

@@ -489,8 +489,8 @@ class DisruptionController:
         assert decision is not None
         record = CommandRecord.new(decision.decision, decision.reason, decision.method, decision.message(),
                                    [(c.name, c.nodeclaim) for c in decision.candidates],
-                                   [c.nodepool for c in decision.candidates], len(decision.replacements),
-                                   command.decided_at)
+                                   [c.nodepool for c in decision.candidates],
+                                   [plan.nodepool for plan in decision.replacements], command.decided_at)
         command.record = record
         try:
             for node in decision.candidates:
@@ -501,8 +501,10 @@ class DisruptionController:
                 self.terminator.taint(node.name)
             if not decision.replacements:
                 return self._finish(command, state, now)
-            for plan in decision.replacements:
+            for plan, name in zip(decision.replacements, record.replacement_names, strict=True):
                 doc = nodeclaim_from_plan(plan, state.nodepools.get(plan.nodepool) or {})
+                doc["metadata"].pop("generateName", None)
+                doc["metadata"]["name"] = name
                 doc["metadata"].setdefault("annotations", {})[REPLACEMENT_ANNOTATION] = record.id
                 created = self.ctx.cluster.create(r.NODECLAIMS, doc)
                 command.replacements.append(name_of(created))
@@ -588,9 +590,11 @@ class DisruptionController:
         try:
             for node in record.nodes:
                 self.terminator.untaint(node)
-            for name in command.replacements:
+            # The recorded names too: a create whose reply was lost (a timeout, a 5xx after the commit) may have
+            # made a replacement this process never heard of (deleting one that does not exist is NotFound).
+            for name in dict.fromkeys([*command.replacements, *record.replacement_names]):
                 claim = state.nodeclaims.get(name)
-                if claim is not None and nodeclaim_ready(claim):
+                if claim is not None and (nodeclaim_ready(claim) or is_deleting(claim)):
                     continue  # a Ready node is useful capacity; consolidation will judge it later
                 try:
                     self.ctx.cluster.delete(r.NODECLAIMS, name)

@@ -179,6 +179,8 @@ class ControllerManager:
                 warn_limited(log, f"controller {name} {type(err).__name__} {status}",
                              "controller %s: %s: %s (retrying next pass)", name, type(err).__name__, err,
                              extra={"controller": name, "status": status})
+                result = "error"
+                self.ctx.metrics.reconcile_errors.labels(name).inc()
             except Exception:  # one broken controller must not stall the rest of the step
                 log.exception("controller %s failed", name)
                 result = "error"

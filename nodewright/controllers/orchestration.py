@@ -9,7 +9,8 @@ leader rebuilds the queue from the cluster and ends every command either complet
 
 The record (a :class:`CommandRecord`, JSON in the annotation :data:`COMMAND_ANNOTATION` on every candidate
 NodeClaim) is written before the first taint; each replacement NodeClaim carries the command id in
-:data:`REPLACEMENT_ANNOTATION`. The order of writes and what a restart after each step does
+:data:`REPLACEMENT_ANNOTATION` and the name the record planned for it (:func:`replacement_name`), so a roll-back
+also deletes a replacement whose create went through though its reply was lost. The order of writes and what a restart after each step does
 (:func:`resolve`):
 
 ========================  =============================================  =====================================
@@ -62,6 +63,8 @@ class CommandRecord:
         nodepools: the candidates' NodePools (metrics).
         replacements: how many replacement NodeClaims the command launches.
         decided_at: epoch seconds.
+        replacement_names: the names the replacements are created with (:func:`replacement_name`), so a
+            roll-back deletes a replacement whose create was written though its reply was lost.
     """
 
     id: str
@@ -73,14 +76,20 @@ class CommandRecord:
     nodepools: tuple[str, ...] = ()
     replacements: int = 0
     decided_at: float = 0.0
+    replacement_names: tuple[str, ...] = ()
 
     @staticmethod
     def new(decision: str, reason: str, method: str, message: str, candidates: Iterable[tuple[str, str]],
-            nodepools: Iterable[str], replacements: int, decided_at: float) -> CommandRecord:
+            nodepools: Iterable[str], replacements: int | Iterable[str], decided_at: float) -> CommandRecord:
+        """``replacements``: the replacements' NodePools, in order (their names follow from the command id), or
+        only how many there are."""
         pairs = tuple((str(n), str(c)) for n, c in candidates)
         digest = hashlib.sha256(json.dumps([pairs, decided_at]).encode()).hexdigest()[:12]
-        return CommandRecord(f"{int(decided_at)}-{digest}", decision, reason, method, message, pairs,
-                             tuple(sorted(set(nodepools))), replacements, decided_at)
+        command_id = f"{int(decided_at)}-{digest}"
+        pools = [] if isinstance(replacements, int) else [str(p) for p in replacements]
+        names = tuple(replacement_name(command_id, i, pool) for i, pool in enumerate(pools))
+        return CommandRecord(command_id, decision, reason, method, message, pairs, tuple(sorted(set(nodepools))),
+                             replacements if isinstance(replacements, int) else len(pools), decided_at, names)
 
     def annotation(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
@@ -93,7 +102,8 @@ class CommandRecord:
             return CommandRecord(str(raw["id"]), str(raw["decision"]), str(raw["reason"]), str(raw["method"]),
                                  str(raw["message"]), tuple((str(n), str(c)) for n, c in raw["candidates"]),
                                  tuple(str(p) for p in raw.get("nodepools", ())), int(raw.get("replacements", 0)),
-                                 float(raw.get("decided_at", 0.0)))
+                                 float(raw.get("decided_at", 0.0)),
+                                 tuple(str(n) for n in raw.get("replacement_names", ())))
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -104,6 +114,12 @@ class CommandRecord:
     @property
     def nodes(self) -> list[str]:
         return [node for node, _ in self.candidates]
+
+
+def replacement_name(command_id: str, index: int, nodepool: str) -> str:
+    """The name of a command's ``index``-th replacement NodeClaim: ``<nodepool>-<5 hex>``, the shape of a name
+    from ``generateName: <nodepool>-``, but known before the create is sent."""
+    return f"{nodepool}-{hashlib.sha256(f'{command_id}/{index}'.encode()).hexdigest()[:5]}"
 
 
 def record_of(claim: Obj) -> CommandRecord | None:

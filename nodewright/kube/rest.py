@@ -16,9 +16,15 @@ from typing import Any
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError, error_for_status
 
 MERGE_PATCH = "application/merge-patch+json"
+#: Connections the client keeps: one per watched kind (each informer's watch holds one) and room for the
+#: controllers' requests. The client's default (5 per CPU: 10 on 2 cores) is smaller than the informers: every
+#: cut or expired watch then handed back more connections than the pool keeps, and urllib3 said "Connection pool
+#: is full, discarding connection" for each one (7-8 warnings per cut, issue 32 item 6).
+CONNECTION_POOL_SIZE = len(r.ALL) + 16
 JSON = "application/json"
 
 
@@ -52,6 +58,7 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
         if absent is not None:
             raise KubeError(f"kubeconfig file {absent!r} not found") from err
         raise KubeError(f"cannot load Kubernetes configuration: {err}") from err
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE)
     return k8s_client.ApiClient(configuration)
 
 

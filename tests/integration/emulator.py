@@ -390,6 +390,10 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
     fault: Callable[[str, str, str | None], int | None] | None = None
     #: ``(verb, resource, status)`` of every request the fault hook refused.
     faulted: list[tuple[str, str, int]] = attrs.field(factory=list, init=False)
+    #: Lost replies: ``lost_reply(verb, resource, name)`` -> an HTTP status to answer with *after* the request was
+    #: served (the write went through; the client hears an error, as after a timeout or a 5xx past the commit),
+    #: or None. Called like :attr:`fault`.
+    lost_reply: Callable[[str, str, str | None], int | None] | None = None
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -418,6 +422,7 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
 
     async def _serve_api(self, request: rendering.Request) -> rendering.Response:
         answer = self._answer(request)
+        self._lose_reply(request)
         # Always a Response with an explicit status: kmock copies a returned Response's status onto the shared
         # reaction object, so a bare dict after a 201 would otherwise be served as 201 too (what made the
         # official client return None for lists and custom objects).
@@ -492,6 +497,24 @@ class NodewrightKubeEmulator(kmock.KubernetesEmulator):
         self.faulted.append((verb, resource, status))
         raise _status_error(status, self._FAULT_REASONS.get(status, "InternalError"),
                             f"injected fault: {verb} {resource} {name or ''}".strip())
+
+    def _lose_reply(self, request: rendering.Request) -> None:
+        hook = self.lost_reply
+        if hook is None or request.params.get("watch") in ("true", "1"):
+            return
+        if self.rbac_token is not None and request.headers.get("Authorization") != f"Bearer {self.rbac_token}":
+            return
+        res = request.resource
+        kind = _BY_PATH.get((res.group or "", res.version or "", res.plural or "")) if res is not None else None
+        if kind is None:
+            return
+        sub = request.subresource or ""
+        verb = self._verb(request.method.value.upper(), request.name, sub, False)
+        status = hook(verb, f"{kind.plural}/{sub}" if sub else kind.plural, request.name)
+        if status is not None:
+            self.faulted.append((verb, f"{kind.plural}/{sub}" if sub else kind.plural, status))
+            raise _status_error(status, self._FAULT_REASONS.get(status, "InternalError"),
+                                f"injected lost reply: {verb} {kind.plural} {request.name or ''}".strip())
 
     # --- authorization and admission -------------------------------------------------------------------------
 

@@ -67,6 +67,7 @@ class Plan:
     seed: int
     rng: random.Random = field(init=False)
     write_fault_rate: float = 0.0
+    lost_reply_rate: float = 0.0  # of the controller's API writes made, then answered 500
     crash_point: str = ""
     burst: int = 0
     shrink_to: int = 0
@@ -96,6 +97,8 @@ class Plan:
         # For the kills during a replacement and its drain, the NodePool's template changes instead: every node
         # drifts and is replaced (a replacement NodeClaim first, then the drain).
         self.drift = self.crash_point in ("replacement-create", "eviction")
+        # Drawn last, so the plans drawn above stay what they were for every seed.
+        self.lost_reply_rate = rng.choice((0.02, 0.05))
 
 
 @dataclass
@@ -110,6 +113,9 @@ class Result:
     recovery_seconds: float = 0.0
     launches: int = 0
     streams_cut: int = 0  # watch connections the cuts broke (one per informer)
+    #: What :func:`check_invariants` counted (each 0 when its invariant held): leaked instances, duplicate
+    #: launches, pods pending, nodes stuck terminating, stale disrupted taints, tracebacks.
+    found: Counter[str] = field(default_factory=Counter)
 
 
 class FaultInjector:
@@ -128,6 +134,7 @@ class FaultInjector:
 
         self.ec2 = _controller_clients(account.url).ec2
         kube.emulator.fault = self._kube_fault
+        kube.emulator.lost_reply = self._kube_lost_reply
         events = self.ec2.meta.events
         events.register_first("before-parameter-build.ec2.CreateFleet", self._plan_fleet,
                               unique_id="campaign-fleet-plan")
@@ -139,6 +146,7 @@ class FaultInjector:
     def stop(self) -> None:
         self.active = False
         self.kube.emulator.fault = None
+        self.kube.emulator.lost_reply = None
         events = self.ec2.meta.events
         events.unregister("before-parameter-build.ec2.CreateFleet", unique_id="campaign-fleet-plan")
         events.unregister("before-call.ec2.CreateFleet", unique_id="campaign-fleet-before")
@@ -160,6 +168,16 @@ class FaultInjector:
                 status = self.plan.rng.choice((409, 429, 500, 503))
                 self.result.injected[f"api write {status}"] += 1
                 return status
+        return None
+
+    def _kube_lost_reply(self, verb: str, resource: str, name: str | None) -> int | None:
+        """A write the API server made, answered with a 500 (the reply lost after the commit)."""
+        with self._lock:
+            if not self.active or verb not in WRITE_VERBS or resource == "events":
+                return None
+            if self.plan.rng.random() < self.plan.lost_reply_rate:
+                self.result.injected["api write lost reply"] += 1
+                return 500
         return None
 
     # --- EC2 ----------------------------------------------------------------------------------------------
@@ -409,25 +427,46 @@ def _condition(obj: dict[str, Any], type_: str) -> str | None:
                  if c.get("type") == type_), None)
 
 
+#: How long a leaked instance may outlive the quiet cluster: garbage collection terminates an instance without a
+#: NodeClaim once it is older than the run's grace (3 s), at its next pass (every 1 s). A bound, not a speed target:
+#: on a loaded machine the pass comes late, and the verdict must not depend on it.
+LEAK_BOUND = 30.0
+
+
+def leaked_instances(world: World, account: Account) -> list[str]:
+    """IDs of the live instances no NodeClaim records."""
+    known = {str((c.get("status") or {}).get("providerID", "")).rsplit("/", 1)[-1] for c in world.objects("nodeclaims")}
+    return sorted(i["InstanceId"] for i in account.instances()
+                  if i["State"]["Name"] in ("pending", "running") and i["InstanceId"] not in known)
+
+
 def check_invariants(world: World, account: Account, result: Result, records: list[logging.LogRecord]) -> None:
-    """Append every broken invariant to ``result.violations`` (one sentence each)."""
+    """Append every broken invariant to ``result.violations`` (one sentence each) and count what broke it in
+    ``result.found``. The controller still runs: an instance launched for a NodeClaim that is gone (a lost reply,
+    a rolled-back replacement) is garbage collection's to terminate, within :data:`LEAK_BOUND`."""
+    deadline = time.monotonic() + LEAK_BOUND
+    leaked = leaked_instances(world, account)
+    while leaked and time.monotonic() < deadline:
+        time.sleep(0.2)
+        leaked = leaked_instances(world, account)
     claims, nodes = world.objects("nodeclaims"), world.objects("nodes")
     instances = account.instances()
-    live = [i for i in instances if i["State"]["Name"] in ("pending", "running")]
-    known = {str((c.get("status") or {}).get("providerID", "")).rsplit("/", 1)[-1] for c in claims}
-    leaked = sorted(i["InstanceId"] for i in live if i["InstanceId"] not in known)
+    result.found["leaked instances"] = len(leaked)
     if leaked:
         result.violations.append(f"no leaked instance: {leaked} run without a NodeClaim")
     per_claim = Counter(next((t["Value"] for t in i.get("Tags", []) if t["Key"] == L.TAG_NODECLAIM), "?")
                         for i in instances)
     duplicates = sorted(name for name, n in per_claim.items() if n > 1)
+    result.found["duplicate launches"] = sum(per_claim[name] - 1 for name in duplicates)
     if duplicates:
         result.violations.append(f"no duplicate launch: {duplicates} launched more than once")
     pending = sorted(p["metadata"]["name"] for p in world.objects("pods", "default")
                      if not (p.get("spec") or {}).get("nodeName"))
+    result.found["pods pending"] = len(pending)
     if pending:
         result.violations.append(f"no pod pending: {pending}")
     stuck = sorted(o["metadata"]["name"] for o in claims + nodes if o["metadata"].get("deletionTimestamp"))
+    result.found["nodes stuck terminating"] = len(stuck)
     if stuck:
         result.violations.append(f"no node stuck terminating: {stuck}")
     if result.max_cpu > LIMIT_CPU:
@@ -437,9 +476,11 @@ def check_invariants(world: World, account: Account, result: Result, records: li
     stale = sorted(n["metadata"]["name"] for n in nodes
                    if any(t.get("key") == L.DISRUPTED_TAINT_KEY for t in n["spec"].get("taints") or [])
                    and by_pid.get(n["spec"].get("providerID")) not in recorded)
+    result.found["stale disrupted taints"] = len(stale)
     if stale:
         result.violations.append(f"no disrupted taint without a live command: {stale}")
     tracebacks = [rec.getMessage() for rec in records if rec.exc_info or "controller %s failed" in str(rec.msg)]
+    result.found["tracebacks"] = len(tracebacks)
     if tracebacks:
         result.violations.append(f"no traceback in the controller log: {tracebacks[:3]}")
 

@@ -23,11 +23,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from nodewright.cloud import catalog
 from nodewright.cloud.aws.cache import Clock
-from nodewright.cloud.aws.errors import error_code, is_authorization_error, translate
+from nodewright.cloud.aws.errors import TRANSPORT_ERRORS, error_code, is_authorization_error, translate
 from nodewright.cloud.instancetype import InstanceType
 from nodewright.cloud.overhead import KubeletSettings
 from nodewright.cloud.unavailable import UnavailableOfferings
@@ -97,7 +97,7 @@ class InstanceTypeProvider:
                 raise translate(err, operation=f"ec2:DescribeInstanceType{'s' if what == 'specs' else 'Offerings'}") \
                     from err
             self._fall_back(what, err)
-        except BotoCoreError as err:
+        except TRANSPORT_ERRORS as err:
             self._fall_back(what, err)
 
     def _fall_back(self, what: str, err: Exception) -> None:

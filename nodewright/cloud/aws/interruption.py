@@ -32,7 +32,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
+
+from nodewright.cloud.aws.errors import TRANSPORT_ERRORS
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +179,7 @@ class InterruptionQueue:
         try:
             received = self._sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=RECEIVE_BATCH,
                                                  WaitTimeSeconds=self.wait_seconds).get("Messages", [])
-        except (ClientError, BotoCoreError) as err:
+        except (ClientError, *TRANSPORT_ERRORS) as err:
             log.error("receiving from the interruption queue failed", extra={"queue": self.queue_url,
                                                                               "error": str(err)})
             self.receive_failed = True
@@ -224,7 +226,7 @@ class InterruptionQueue:
     def _delete(self, raw: Mapping[str, Any]) -> None:
         try:
             self._sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=raw["ReceiptHandle"])
-        except (ClientError, BotoCoreError, KeyError) as err:
+        except (ClientError, *TRANSPORT_ERRORS, KeyError) as err:
             log.error("deleting interruption message failed", extra={"error": str(err)})
 
     def run(self, stop: threading.Event, error_backoff_seconds: float = 5.0) -> None:

@@ -25,9 +25,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from nodewright.cloud.aws.cache import Clock
+from nodewright.cloud.aws.errors import TRANSPORT_ERRORS
 from nodewright.cloud.prices import PriceTable, modelled_spot_price, on_demand_prices
 
 log = logging.getLogger(__name__)
@@ -142,7 +143,7 @@ class PricingProvider:
             for page in paginator.paginate(ServiceCode="AmazonEC2", Filters=on_demand_filters(self.region)):
                 entries += page.get("PriceList", [])
             prices = parse_price_list(entries)
-        except (ClientError, BotoCoreError, ValueError) as err:
+        except (ClientError, *TRANSPORT_ERRORS, ValueError) as err:
             self._fall_back("on-demand", f"pricing:GetProducts failed: {err}")
             return
         if not prices:
@@ -162,7 +163,7 @@ class PricingProvider:
             for page in self._ec2.get_paginator("describe_spot_price_history").paginate(**kwargs):
                 history += page.get("SpotPriceHistory", [])
             prices = latest_spot_prices(history)
-        except (ClientError, BotoCoreError, ValueError, KeyError) as err:
+        except (ClientError, *TRANSPORT_ERRORS, ValueError, KeyError) as err:
             self._fall_back("spot", f"ec2:DescribeSpotPriceHistory failed: {err}")
             return
         if not prices:

@@ -292,6 +292,7 @@ class AWSCloudProvider:
 
     # --- cleanup (EC2NodeClass finalizer, launch-template garbage collection) -------------------------------
 
+    @botocore_errors("DeleteNodeClassResources")
     def delete_nodeclass_resources(self, nodeclass: str) -> None:
         """The managed instance profile of ``nodeclass`` (whether or not the class still names ``spec.role``: a
         class switched to ``spec.instanceProfile`` leaves the old one behind) and every launch template tagged
@@ -299,6 +300,7 @@ class AWSCloudProvider:
         self.instance_profiles.delete(nodeclass)
         self.launch_templates.delete_for_nodeclass(nodeclass)
 
+    @botocore_errors("GarbageCollectLaunchTemplates")
     def garbage_collect_launch_templates(self, needed: dict[str, set[str]]) -> builtins.list[str]:
         """See :meth:`nodewright.cloud.aws.launchtemplates.LaunchTemplateProvider.garbage_collect`."""
         return self.launch_templates.garbage_collect(needed)

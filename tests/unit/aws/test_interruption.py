@@ -128,3 +128,19 @@ def test_pull_style_receive_and_delete_by_queue_name(moto: None) -> None:
     assert messages[0].receipt_handle and queue.malformed == 1
     queue.delete(messages[0])
     assert sqs.receive_message(QueueUrl=queue.queue_url).get("Messages", []) == []
+
+
+def test_an_unparsable_sqs_answer_is_an_empty_failed_round(moto: None) -> None:
+    """Issue 32 item 4: botocore's ResponseParserError is no BotoCoreError; it escaped the receive (and the
+    interruption controller's pass, as a traceback) instead of an empty round the loop backs off from."""
+    from botocore.parsers import ResponseParserError
+
+    sqs = boto3.client("sqs", region_name=REGION)
+    sqs.create_queue(QueueName="nodewright-demo")
+    queue = InterruptionQueue.from_name(sqs, "nodewright-demo", wait_seconds=0)
+
+    def unparsable(**_: object) -> None:
+        raise ResponseParserError("Unable to parse response (not well-formed), invalid XML received")
+
+    sqs.meta.events.register_first("before-call.sqs.ReceiveMessage", unparsable)
+    assert queue.receive() == [] and queue.receive_failed

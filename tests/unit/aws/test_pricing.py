@@ -114,3 +114,21 @@ def test_refresh_respects_periods(aws_env: None) -> None:
     provider.refresh()  # nothing due: a stub with no pending response would raise if called
     pricing_stub.assert_no_pending_responses()
     assert provider.version == 2
+
+
+def test_an_unparsable_answer_falls_back_like_any_failure(aws_env: None) -> None:
+    """Issue 32 item 4: botocore's ResponseParserError (a 5xx body it cannot parse) is neither a ClientError nor a
+    BotoCoreError; it escaped the refresh, and so the launch that asked for prices, instead of falling back."""
+    from botocore.parsers import ResponseParserError
+
+    def unparsable(**_: object) -> None:
+        raise ResponseParserError("Unable to parse response (not well-formed), invalid XML received")
+
+    pricing = boto3.client("pricing", region_name="us-east-1")
+    ec2 = boto3.client("ec2", region_name=REGION)
+    pricing.meta.events.register_first("before-call.pricing.GetProducts", unparsable)
+    ec2.meta.events.register_first("before-call.ec2.DescribeSpotPriceHistory", unparsable)
+    provider = PricingProvider(pricing, ec2, REGION, now=lambda: NOW)
+    provider.refresh()
+    assert provider.on_demand_fallback and provider.spot_fallback
+    assert provider.on_demand_price("m5.large") == 0.096

@@ -253,3 +253,27 @@ def test_botocore_errors_other_than_client_error_are_retryable_and_the_retry_lau
         ec2.meta.events.unregister("before-call.ec2.CreateFleet", unique_id="fault")
     provider.create(nodeclaim())
     assert len(provider.instances.list_instances()) == 1
+
+
+@pytest.mark.parametrize("call", ["garbage_collect_launch_templates", "delete_nodeclass_resources"])
+def test_a_read_timeout_listing_launch_templates_is_a_retryable_cloud_error(provider: AWSCloudProvider,
+                                                                            call: str) -> None:
+    """Issue 32 item 4 at the two cleanup calls (launch-template GC, the EC2NodeClass finalizer): botocore's
+    ReadTimeoutError escaped them, so the manager printed "controller launchtemplate.garbagecollection failed"
+    with a traceback every pass instead of the controllers' CloudProviderError path."""
+    from botocore.exceptions import ReadTimeoutError
+
+    from nodewright.cloud.provider import TransientCloudError
+
+    ec2 = provider.launch_templates._ec2
+
+    def fail(**_: object) -> None:
+        raise ReadTimeoutError(endpoint_url="https://ec2.us-east-1.amazonaws.com/")
+
+    ec2.meta.events.register_first("before-call.ec2.DescribeLaunchTemplates", fail, unique_id="fault")
+    try:
+        with pytest.raises(TransientCloudError) as caught:
+            getattr(provider, call)({} if call == "garbage_collect_launch_templates" else "default")
+        assert caught.value.retryable and "ReadTimeoutError" in str(caught.value)
+    finally:
+        ec2.meta.events.unregister("before-call.ec2.DescribeLaunchTemplates", unique_id="fault")

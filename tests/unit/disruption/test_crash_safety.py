@@ -38,6 +38,8 @@ class FaultyCluster:
     def __init__(self, inner: InMemoryCluster) -> None:
         self.inner = inner
         self.rule: Callable[[str, str, str], BaseException | None] = lambda verb, plural, name: None
+        #: Like ``rule``, raised after the write went through (its reply was lost: a timeout, a 5xx after commit).
+        self.lost: Callable[[str, str, str], BaseException | None] = lambda verb, plural, name: None
         self.writes: list[tuple[str, str, str]] = []
 
     def __getattr__(self, attr: str) -> Any:
@@ -51,7 +53,11 @@ class FaultyCluster:
 
     def create(self, kind: r.ResourceKind, obj: Any) -> Any:
         self._check("create", kind, (obj.get("metadata") or {}).get("name") or "")
-        return self.inner.create(kind, obj)
+        created = self.inner.create(kind, obj)
+        err = self.lost("create", kind.plural, name_of(created))
+        if err is not None:
+            raise err
+        return created
 
     def patch(self, kind: r.ResourceKind, name: str, patch: Any, namespace: str | None = None) -> Any:
         self._check("patch", kind, name)
@@ -276,3 +282,81 @@ def test_refused_candidate_delete_completes_after_the_backoff(world: Any) -> Non
     clock.now += 2
     ctl.reconcile()
     assert deleting(cluster) == ["n0-claim", "n1-claim", "n2-claim"]
+
+
+def test_restart_while_recording_before_any_taint_rolls_back(world: Any) -> None:
+    """Killed between the record writes: one candidate recorded, nothing tainted yet."""
+    cluster, clock, controller = world
+    first = controller()
+    decide_and_validate(first, clock)
+    crash_on(cluster, "patch", "nodeclaims", nth=2)
+    with pytest.raises(Crash):
+        first.reconcile()
+    assert recorded(cluster) == ["n0-claim"] and tainted(cluster) == []
+    controller().reconcile()
+    assert recorded(cluster) == [] and tainted(cluster) == [] and replacements(cluster) == []
+    assert deleting(cluster) == []
+
+
+def test_restart_with_the_replacement_ready_before_any_delete_completes(world: Any) -> None:
+    """Killed when the replacement was Ready, at the first candidate's delete (before it was written)."""
+    cluster, clock, controller = world
+    first, replacement = launched(controller, clock)
+    set_ready(cluster.inner, name_of(replacement))
+    crash_on(cluster, "delete", "nodeclaims", nth=1)
+    with pytest.raises(Crash):
+        first.reconcile()
+    assert deleting(cluster) == [] and tainted(cluster) == ["n0", "n1", "n2"]
+    second = controller()
+    assert second.reconcile() is None
+    assert deleting(cluster) == ["n0-claim", "n1-claim", "n2-claim"] and second.command is None
+    assert not is_deleting(cluster.inner.get(r.NODECLAIMS, name_of(replacement)))
+
+
+@pytest.mark.parametrize(("verb", "plural", "nth", "ends"), [
+    ("patch", "nodes", 2, "rolled back"),        # tainting: n0 tainted, then killed
+    ("delete", "nodeclaims", 1, "rolled back"),  # every candidate tainted, none deleted yet
+    ("delete", "nodeclaims", 2, "completed"),    # deleting: e0 deleted, then killed
+])
+def test_restart_of_an_emptiness_command_at_each_step(verb: str, plural: str, nth: int, ends: str) -> None:
+    """A command without replacements (two empty nodes deleted): tainted -> deleting. Before any delete a new
+    leader rolls it back (the nodes stay, untainted, for a fresh decision); once deleting has begun it deletes
+    the rest."""
+    clock, cloud = Clock(), Cloud()
+    inner = InMemoryCluster(clock, seed=3)
+    inner.create(r.NODEPOOLS, NODEPOOL)
+    cluster = FaultyCluster(inner)
+    for i in range(2):
+        add_node(inner, f"e{i}", "c.medium", [])
+    LIMITER.reset()
+
+    def controller() -> DisruptionController:
+        ctx = Context(cluster, cloud, clock, Metrics(), "demo")  # type: ignore[arg-type]
+        return DisruptionController(ctx, Terminator(ctx))
+
+    first = controller()
+    decide_and_validate(first, clock)
+    assert first.command is not None and first.command.decision is not None
+    assert not first.command.decision.replacements
+    crash_on(cluster, verb, plural, nth=nth)
+    with pytest.raises(Crash):
+        first.reconcile()
+    controller().reconcile()
+    if ends == "rolled back":
+        assert tainted(cluster) == [] and recorded(cluster) == [] and deleting(cluster) == []
+    else:
+        assert deleting(cluster) == ["e0-claim", "e1-claim"] and tainted(cluster) == ["e0", "e1"]
+
+
+def test_a_replacement_created_though_its_reply_was_lost_is_deleted_by_the_roll_back(world: Any) -> None:
+    """The API server wrote the replacement, then its answer was an error (a 500 after the commit, a timeout):
+    the roll-back deletes it by the name the record planned, so no extra node launches for a command undone."""
+    cluster, clock, controller = world
+    ctl = controller()
+    decide_and_validate(ctl, clock)
+    cluster.lost = lambda verb, plural, name: KubeError("etcdserver: request timed out", 500) if (
+        verb, plural) == ("create", "nodeclaims") else None
+    assert ctl.reconcile() is None
+    cluster.lost = lambda *_: None
+    assert tainted(cluster) == [] and recorded(cluster) == []
+    assert len(replacements(cluster)) == 1 and all(is_deleting(c) for c in replacements(cluster))

@@ -51,3 +51,35 @@ def test_an_unhandled_api_error_is_one_line_per_interval_without_a_traceback(
         "controller garbagecollection: KubeError: HTTP 503 ServiceUnavailable: etcdserver: leader changed "
         "(retrying next pass)"]
     assert lines[0].levelno == logging.WARNING and not any(rec.exc_info for rec in caplog.records)
+    # Still a failed pass for controller-runtime's metrics (Karpenter's controllers dashboard reads them).
+    metrics = manager.ctx.metrics
+    assert metrics.value("controller_runtime_reconcile_total",
+                         {"controller": "garbagecollection", "result": "error"}) == 10
+    assert metrics.value("controller_runtime_reconcile_errors_total", {"controller": "garbagecollection"}) == 10
+
+
+def test_an_api_outage_is_one_lease_warning_per_interval(caplog: pytest.LogCaptureFixture,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 6: every retry of the Lease during an outage (10 per second at a 0.1 s retry period) used to print
+    one warning; now the first, then the count."""
+    from nodewright.kube.leaderelection import LeaderElector, LeaseConfig
+
+    class Down(InMemoryCluster):
+        def get(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
+            raise KubeError("HTTP 503 ServiceUnavailable: apiserver is shutting down", 503)
+
+    caplog.set_level(logging.INFO, logger="nodewright.kube")
+    LIMITER.reset()
+    now = [0.0]
+    monkeypatch.setattr(LIMITER, "clock", lambda: now[0])  # the limiter on the test's clock too
+    elector = LeaderElector(Down(lambda: now[0]), "a", LeaseConfig(retry_period=0.1), lambda: now[0])
+    for _ in range(50):  # 5 s of retries
+        assert elector.step() is False
+        now[0] += 0.1
+    lines = [rec.getMessage() for rec in caplog.records if rec.getMessage().startswith("leader election")]
+    assert lines == ["leader election: lease kube-system/nodewright-leader-election: "
+                     "HTTP 503 ServiceUnavailable: apiserver is shutting down"]
+    assert LIMITER.held_back("leader election 503") == 49
+    now[0] += 30.0
+    elector.step()
+    assert caplog.records[-1].getMessage().endswith("(49 similar in the last 30s)")
