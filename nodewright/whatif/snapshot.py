@@ -577,8 +577,6 @@ def take_snapshot(kubeconfig: str | None, context: str | None = None, timeout: f
     """
     from nodewright.kube.rest import RestClient, load_api_client
 
-    if kubeconfig and not Path(kubeconfig).is_file():
-        raise NodewrightValidationError("--kubeconfig", f"{kubeconfig}: no such file")
     try:
         api = load_api_client(kubeconfig, context)
     except KubeError as err:

@@ -177,7 +177,7 @@ def test_unreachable_cluster_is_one_line_exit_2_and_nothing_written(tmp_path: Pa
     assert not out.exists() and list(tmp_path.iterdir()) == [kubeconfig]  # no temporary file left either
     missing = tmp_path / "nope"
     result = run("snapshot", "--kubeconfig", str(missing), "-o", str(out))
-    assert (result.exit_code, result.output.splitlines()) == (2, [f"error: --kubeconfig: {missing}: no such file"])
+    assert (result.exit_code, result.output.splitlines()) == (2, [f"error: --kubeconfig: kubeconfig file {str(missing)!r} not found"])
 
 
 class FakeRest:
