@@ -25,7 +25,34 @@ from nodewright.api.nodepool import NodePool
 from nodewright.errors import NodewrightValidationError, combine, prefixed
 
 # libyaml's loader when PyYAML was built with it (about 10x faster), else the pure-Python one.
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _SafeLoader(_BASE_LOADER):  # type: ignore[misc,valid-type]
+    """The safe loader that refuses a mapping with the same key twice, as kubectl does ("mapping key ... already
+    defined"); YAML itself would keep the last one silently (two manifests pasted together without ``---``)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: the base constructor reports it
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"mapping key {key!r} already defined (the later value would silently win)", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+
+#: The one YAML loader for what users write (manifests, PricingPolicy, SCHEDULER_CONFIG): safe, fast, no duplicates.
+SAFE_LOADER: type[yaml.SafeLoader] = _SafeLoader
+_SAFE_LOADER = SAFE_LOADER
 
 _KINDS: dict[str, tuple[str, type[NodePool] | type[NodeClaim] | type[EC2NodeClass] | type[NodeOverlay]]] = {
     "NodePool": ("karpenter.sh/v1", NodePool),

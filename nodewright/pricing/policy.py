@@ -50,6 +50,7 @@ import yaml
 from pydantic import Field, model_validator
 
 from nodewright.api.base import KubeModel, LenientModel, invalid, parse_model
+from nodewright.api.manifests import SAFE_LOADER
 from nodewright.cloud.labels import instance_family
 from nodewright.errors import NodewrightValidationError
 
@@ -276,9 +277,12 @@ def load_pricing_policy(path: str | Path) -> PricingPolicy:
     except OSError as err:
         raise NodewrightValidationError(str(path), f"cannot read the pricing policy: {err.strerror}") from None
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d is not None]  # safe: api.manifests
     except yaml.YAMLError as err:
-        raise NodewrightValidationError(str(path), f"not valid YAML: {str(err).splitlines()[0]}") from None
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise NodewrightValidationError(str(path), f"not valid YAML{where}: {problem}") from None
     if len(docs) != 1:
         raise NodewrightValidationError(str(path), f"expected one PricingPolicy document, found {len(docs)}")
     return parse_pricing_policy(docs[0], where)

@@ -49,6 +49,7 @@ from typing import Any
 import yaml
 
 from nodewright.api import labels as wk
+from nodewright.api.manifests import SAFE_LOADER
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube.objects import Obj
 from nodewright.scheduling.pods import spread_from_dict
@@ -106,7 +107,7 @@ def parse_scheduler_config(text: str, name: str = "SCHEDULER_CONFIG") -> Schedul
         return NodewrightValidationError(f"{name} {path}".rstrip(), reason)
 
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=SAFE_LOADER)  # safe: api.manifests
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
