@@ -11,23 +11,31 @@ of spreading pods by its own LeastAllocated scoring (issue 25: 48/60 plans kept 
 kube-scheduler itself clears a nomination when an attempt fails and preemption finds no victim
 (``preemption.Evaluator.Preempt``: "Specify nominatedNodeName to clear the pod's nominatedNodeName status"), which
 happens while the planned node still boots (every Node event re-queues the pending pods, and the booting node's
-taints reject them). Such a pod is nominated again at once: the adapter's pod watch reports the clear and
-:meth:`NominationController._on_pod` sets the nomination again within milliseconds (the next pass does it where
-there is no watch), so the nomination is in place when the node's last boot taint comes off -- the event whose
-attempt matters. This is bounded: the scheduler retries only on
-cluster events (a status patch re-queues nothing), and after :data:`MAX_RENOMINATIONS` clears of one pod the
-controller leaves it to the scheduler. (Measured on kube-scheduler v1.36: waiting for the node to turn Ready
-before nominating again left 0 of 9 nominations in place at Ready; the scheduler then spread the pods itself.)
+taints reject them). And every clear re-queues every other pending pod of equal or lower priority
+(``updatePodInSchedulingQueue``: a nominated pod that leaves a node frees room, an ``AssignedPodDelete`` event),
+whose attempts fail and clear theirs in turn: one Node event starts a *wave* that clears the nominations of every
+pod that does not fit yet. Setting a nomination again does not re-queue anything, so the controller sets the
+cleared ones again once the wave is over: :data:`QUIET` seconds after the last clear it saw (the adapter's pod
+watch reports each clear and :meth:`NominationController._on_pod` arms a timer; the next pass does it where there
+is no watch). Set at once instead, each re-set is cleared by the wave still running, whose clears re-queue the
+others: measured on kube-scheduler v1.36, pods retried every ~60 ms for the whole boot, the scheduler's status
+writes made our conditional writes fail with 409 (and back off for 1-2 s, without a nomination, exactly when a
+node turned Ready), and the room a pod's nomination should have held was taken. Bounded: after
+:data:`MAX_RENOMINATIONS` clears of one pod the controller leaves it to the scheduler.
 
 Our nominations are cleared when they go stale: the Node or NodeClaim is gone, the pod was bound (to any node),
 the plan was replaced by a later batch (the provisioner's nomination now names another target; the pod is
 re-nominated there once that target has a Node), or the provisioner's nomination expired. A nomination someone
 else set (kube-scheduler's preemption) is never overwritten or cleared. A deleted pod needs nothing.
 
-Writes: a merge patch of the ``pods/status`` subresource with the pod's ``resourceVersion`` as precondition.
+Writes: a merge patch of the ``pods/status`` subresource. Clearing one of our nominations carries the pod's
+``resourceVersion`` as precondition (a nomination someone set meanwhile is not wiped). Setting one does not: the
+pod was seen unbound and without a nomination milliseconds before, and kube-scheduler's own status writes (a new
+``PodScheduled`` message at each failed attempt) would otherwise make the write fail while it matters most. A pod
+bound in that window keeps a stale nomination until the next pass clears it.
 
-* 409 (the pod changed since the snapshot): retried on a later pass under :class:`~nodewright.backoff.Backoff`
-  (1 s doubling to 30 s, per pod), never in a loop.
+* 409 on a clear (the pod changed since the snapshot): retried on a later pass under
+  :class:`~nodewright.backoff.Backoff` (1 s doubling to 30 s, per pod), never in a loop.
 * 403 (the ClusterRole lacks ``patch`` on ``pods/status``): one error line and one Warning Event
   ``FailedNomination`` naming the missing rule; nomination pauses for :data:`FORBIDDEN_RETRY` seconds
   (re-tried silently, so a fixed ClusterRole takes effect without a restart). Provisioning is unaffected.
@@ -60,6 +68,9 @@ FORBIDDEN_RETRY = 300.0
 #: safety bound: the scheduler clears only on the attempts cluster events trigger, and the nomination itself ends
 #: ``nomination_grace`` after its NodeClaim is Initialized).
 MAX_RENOMINATIONS = 100
+#: Seconds without a new clear after which the nominations kube-scheduler cleared are set again (its wave of attempts
+#: after one Node event is over: each attempt takes milliseconds, each clear re-queues the others).
+QUIET = 0.25
 #: Seconds after the last pass during which the pod watch may set a cleared nomination again (a replica that stopped
 #: leading stops passing, and its watch then stops writing).
 WATCH_ACTIVE = 5.0
@@ -98,6 +109,10 @@ class NominationController:
         self.cleared: dict[str, int] = {}  # pod key -> times kube-scheduler cleared our nomination
         self._wanted: dict[str, str] = {}  # the last pass's wanted nominations (read by the pod watch)
         self._clearing: set[str] = set()  # pods whose nomination this controller is clearing right now
+        self._renominate: set[str] = set()  # pods kube-scheduler cleared, to be set again once its wave is over
+        self._last_clear = float("-inf")  # when the last clear by kube-scheduler was seen
+        self._timer: threading.Timer | None = None
+        self.timer_factory = threading.Timer  # (seconds, callback) -> a started-later timer; tests replace it
         self._last_pass = float("-inf")
         self._lock = threading.RLock()  # reconcile (run loop) and the pod watch (informer thread)
         self._watching = False
@@ -142,10 +157,15 @@ class NominationController:
                 continue
             if not current and mine and mine == target:
                 # kube-scheduler cleared it after a failed attempt while the node still boots (its preemption step
-                # clears the nomination of a pod no node takes yet). Set it again at once: the attempt that turns
-                # the pod's way is the one the node's last boot taint coming off triggers, and the nomination must
-                # be in place by then. Bounded: the scheduler only retries on cluster events, and after
-                # MAX_RENOMINATIONS clears of one pod we leave it to the scheduler.
+                # clears the nomination of a pod no node takes yet). Set it again once the scheduler's wave of
+                # attempts is over (QUIET), so that it is in place when the node's last boot taint comes off.
+                # Bounded: after MAX_RENOMINATIONS clears of one pod we leave it to the scheduler.
+                if key not in self._renominate and not self._watching_pods:
+                    self._last_clear = max(self._last_clear, now)  # seen by this pass (no watch)
+                self._renominate.add(key)
+                if now - self._last_clear < QUIET:
+                    continue  # the wave may still run: the timer (or a later pass) sets it
+                self._renominate.discard(key)
                 cleared = self.cleared.get(key, 0) + 1
                 if cleared > MAX_RENOMINATIONS:
                     continue
@@ -157,6 +177,7 @@ class NominationController:
         self.backoff.prune(lambda key: key in state.pods)
         for key in [k for k in self.cleared if k not in wanted]:
             del self.cleared[key]
+        self._renominate &= set(wanted)
 
     def _watch(self) -> None:
         """Once: have the adapter's pod informer (``KubernetesCluster.informers``; none in memory) report every pod
@@ -168,10 +189,14 @@ class NominationController:
         informer = (getattr(self.ctx.cluster, "informers", None) or {}).get(r.PODS)
         if informer is not None:
             informer.add_handler(self._on_pod)
+            self._watching_pods = True
+
+    _watching_pods = False  # the adapter's pod informer reports every change to _on_pod
 
     def _on_pod(self, event: str, pod: Obj) -> None:
         """A pod changed (informer thread): when kube-scheduler cleared a nomination of ours that the last pass
-        still wanted, set it again now (the same bound, :data:`MAX_RENOMINATIONS`, and backoff as a pass)."""
+        still wanted, note it and (re)arm the timer that sets the cleared ones again :data:`QUIET` s after the last
+        clear (:meth:`flush`)."""
         if event != "MODIFIED" or nominated_node_name(pod) or node_name(pod) or is_deleting(pod):
             return
         key = pod_key(pod)
@@ -181,11 +206,43 @@ class NominationController:
             if not mine or key in self._clearing or self._wanted.get(key) != mine \
                     or now - self._last_pass > WATCH_ACTIVE or now < self._forbidden_until:
                 return
-            cleared = self.cleared.get(key, 0) + 1
-            if cleared > MAX_RENOMINATIONS or not self.backoff.ready(key, now):
+            self._renominate.add(key)
+            self._last_clear = now
+            if self._timer is None:
+                self._arm(QUIET)
+
+    def _arm(self, seconds: float) -> None:
+        self._timer = self.timer_factory(seconds, self.flush)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def flush(self) -> None:
+        """Set again the nominations kube-scheduler cleared, once :data:`QUIET` s have passed without a new clear
+        (else wait the rest); each pod as the cluster cache has it now, still unbound and wanted (the same bound,
+        :data:`MAX_RENOMINATIONS`, as a pass)."""
+        with self._lock:
+            self._timer = None
+            now = self.ctx.clock()
+            if now - self._last_clear < QUIET:
+                self._arm(QUIET - (now - self._last_clear))
                 return
-            self.cleared[key] = cleared
-            self._patch(pod, key, mine, now)
+            if now < self._forbidden_until:
+                self._renominate.clear()
+                return
+            for key in sorted(self._renominate):
+                mine = self.ours.get(key)
+                namespace, name = key.split("/", 1)
+                pod = self.ctx.cluster.get(r.PODS, name, namespace)
+                if not mine or pod is None or self._wanted.get(key) != mine or nominated_node_name(pod) \
+                        or node_name(pod) or is_deleting(pod):
+                    continue
+                cleared = self.cleared.get(key, 0) + 1
+                if cleared > MAX_RENOMINATIONS:
+                    continue
+                self.cleared[key] = cleared
+                if not self._patch(pod, key, mine, now):
+                    break  # forbidden
+            self._renominate.clear()
 
     def wanted(self, state: ClusterState) -> dict[str, str]:
         """Pod key -> Node name for every unbound, live pod whose provisioner nomination is valid and whose target
@@ -221,7 +278,7 @@ class NominationController:
 
     def _write(self, pod: Obj, key: str, target: str | None, now: float) -> bool:
         namespace, name = key.split("/", 1)
-        rv = meta(pod).get("resourceVersion")
+        rv = meta(pod).get("resourceVersion") if target is None else None  # a clear only (module docstring)
         try:
             self.ctx.cluster.patch_status(r.PODS, name, {"nominatedNodeName": target}, namespace,
                                           resource_version=str(rv) if rv else None)

@@ -18,7 +18,8 @@ envtest uses: ``etcd``, ``kube-apiserver``, ``kube-scheduler``, ``kube-controlle
   clients skip verification), ``--authorization-mode=RBAC``, static bearer tokens (``--token-auth-file``) for the
   users in :data:`USERS` so a suite can act as a non-admin identity the server's RBAC judges, and service-account
   signing keys made with ``openssl``;
-- optionally **kube-scheduler** (``--leader-elect=false``; an optional ``KubeSchedulerConfiguration`` document, e.g.
+- optionally **kube-scheduler** (``--leader-elect=false``; ``NODEWRIGHT_E2E_SCHEDULER_VERBOSITY=5`` adds ``-v=5``, which
+  logs each scheduling attempt and nomination; an optional ``KubeSchedulerConfiguration`` document, e.g.
   a ``MostAllocated`` profile) and **kube-controller-manager** (``--leader-elect=false``, every default controller,
   ``--node-monitor-grace-period=24h``: no kubelet heart-beats here, so with the default 50 s the node lifecycle
   controller would taint every test Node ``unreachable``; it is still the one that lifts the
@@ -217,6 +218,9 @@ class ControlPlane:
             args = ["--config", str(path), "--bind-address", "127.0.0.1", "--secure-port", str(port),
                     "--authorization-always-allow-paths", "/healthz,/readyz,/livez",
                     "--authentication-kubeconfig", self.kubeconfig, "--authorization-kubeconfig", self.kubeconfig]
+        verbosity = os.environ.get("NODEWRIGHT_E2E_SCHEDULER_VERBOSITY")  # e.g. 5: each attempt and nomination
+        if verbosity:
+            args.append(f"-v={int(verbosity)}")
         self._spawn("kube-scheduler", args)
         self._wait("kube-scheduler", f"https://127.0.0.1:{port}/healthz", timeout)
 

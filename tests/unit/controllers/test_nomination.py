@@ -170,25 +170,55 @@ def test_403_gives_one_error_and_one_event_and_provisioning_goes_on(ctx, cluster
 
 
 def test_409_is_retried_with_backoff_never_in_a_loop(ctx, cluster, clock) -> None:
+    """Clearing a stale nomination of ours is conditional on the pod's resourceVersion; a 409 is retried under the
+    shared backoff, one attempt per pass at most."""
     attempts: list[float] = []
     real = cluster.patch_status
 
     def conflicted(kind, name, status, namespace=None, resource_version=None):
-        if kind == r.PODS and name == "web-0" and len(attempts) < 3:
+        if kind == r.PODS and name == "web-0" and status == {"nominatedNodeName": None} and len(attempts) < 3:
+            assert resource_version is not None
             attempts.append(clock())
             raise ConflictError(f'Operation cannot be fulfilled on pods "{name}": the object has been modified')
         return real(kind, name, status, namespace, resource_version=resource_version)
 
-    cluster.patch_status = conflicted
     manager = _manager(ctx)
     _planned_and_registered(manager, cluster, clock, pods=1)
-    assert len(attempts) == 1 and _nominated(cluster, "web-0") is None
+    assert _nominated(cluster, "web-0") == NODE
+    cluster.patch_status = conflicted
+    cluster.patch(r.NODES, NODE, {"metadata": {"finalizers": None}})
+    cluster.delete(r.NODES, NODE)  # the node went: our nomination is stale
+    clock.advance(1.0)
+    manager.step()
+    assert len(attempts) == 1 and _nominated(cluster, "web-0") == NODE
     for _ in range(40):
         clock.advance(0.25)
         manager.step()
     gaps = [round(b - a, 2) for a, b in zip(attempts, attempts[1:], strict=False)]
     assert gaps == [1.0, 2.0]  # the shared Backoff: 1 s, then 2 s; one attempt per pass at most
-    assert _nominated(cluster, "web-0") == NODE
+    assert _nominated(cluster, "web-0") is None
+
+
+def test_setting_a_nomination_is_not_conditional_clearing_one_is(ctx, cluster, clock) -> None:
+    """kube-scheduler writes each pending pod's status at every failed attempt (a new PodScheduled message), so a
+    nomination written with the resourceVersion seen milliseconds before failed with 409 -- and waited 1-2 s
+    without a nomination -- exactly while the planned node turned Ready (measured on kube-scheduler v1.36)."""
+    writes: list[tuple[object, object]] = []
+    real = cluster.patch_status
+
+    def recorded(kind, name, status, namespace=None, resource_version=None):
+        if kind == r.PODS:
+            writes.append((status["nominatedNodeName"], resource_version))
+        return real(kind, name, status, namespace, resource_version=resource_version)
+
+    cluster.patch_status = recorded
+    manager = _manager(ctx)
+    _planned_and_registered(manager, cluster, clock, pods=1)
+    cluster.bind_pod("default", "web-0", "other-node")
+    clock.advance(1.0)
+    manager.step()
+    assert writes[0] == (NODE, None)
+    assert writes[1][0] is None and writes[1][1] is not None
 
 
 def test_stale_resource_version_is_a_409_in_the_in_memory_cluster(cluster) -> None:
@@ -244,27 +274,31 @@ def test_recovery_replans_at_once_when_the_planned_node_filled_up(ctx, cluster, 
     assert _nominated(cluster, "web-0") is None  # the new NodeClaim has no Node yet
 
 
-def test_a_nomination_kube_scheduler_cleared_is_set_again_at_once_and_only_so_often(ctx, cluster, clock) -> None:
-    """A failed attempt while the node boots clears the nomination (kube-scheduler's preemption step); it is set
-    again on the next pass, so it is in place when the last boot taint comes off -- and after MAX_RENOMINATIONS
-    clears the pod is left to the scheduler (no endless tug of war)."""
-    from nodewright.controllers.nomination import MAX_RENOMINATIONS
+def test_a_nomination_kube_scheduler_cleared_is_set_again_and_only_so_often(ctx, cluster, clock) -> None:
+    """A failed attempt while the node boots clears the nomination (kube-scheduler's preemption step); without a
+    pod watch the pass that sees the clear waits for the scheduler's wave to end (QUIET) and a later pass sets it
+    again, so it is in place when the last boot taint comes off -- and after MAX_RENOMINATIONS clears the pod is
+    left to the scheduler (no endless tug of war)."""
+    from nodewright.controllers.nomination import MAX_RENOMINATIONS, QUIET
 
     manager = _manager(ctx)
     _planned_and_registered(manager, cluster, clock, pods=1)
     assert _nominated(cluster, "web-0") == NODE
-    cluster.patch_status(r.PODS, "web-0", {"nominatedNodeName": None}, "default")
-    clock.advance(1.0)
-    manager.step()
-    assert _nominated(cluster, "web-0") == NODE  # set again while the node still boots
-    for _ in range(MAX_RENOMINATIONS - 1):
+
+    def cleared_then_two_passes() -> None:
         cluster.patch_status(r.PODS, "web-0", {"nominatedNodeName": None}, "default")
         clock.advance(1.0)
         manager.step()
+        assert _nominated(cluster, "web-0") is None  # the wave may still run
+        clock.advance(QUIET)
+        manager.step()
+
+    cleared_then_two_passes()
+    assert _nominated(cluster, "web-0") == NODE  # set again while the node still boots
+    for _ in range(MAX_RENOMINATIONS - 1):
+        cleared_then_two_passes()
         assert _nominated(cluster, "web-0") == NODE
-    cluster.patch_status(r.PODS, "web-0", {"nominatedNodeName": None}, "default")
-    clock.advance(1.0)
-    manager.step()
+    cleared_then_two_passes()
     assert _nominated(cluster, "web-0") is None  # the bound: left to kube-scheduler
 
 
@@ -278,23 +312,73 @@ class _PodInformer:
         self.handlers.append(handler)
 
 
-def test_the_pod_watch_sets_a_cleared_nomination_again_without_waiting_for_a_pass(ctx, cluster, clock,
-                                                                                   monkeypatch) -> None:
-    """kube-scheduler clears a nomination at a failed attempt and may retry the pod at the next Node event,
-    milliseconds later: the pod watch (the adapter's informer) sets it again at once, not at the next pass."""
-    from nodewright.controllers.nomination import WATCH_ACTIVE
+class _Timers:
+    """Stands in for threading.Timer: records (seconds, callback) and runs nothing by itself."""
+
+    def __init__(self) -> None:
+        self.armed: list[float] = []
+        self.callback = None
+
+    def __call__(self, seconds, callback):
+        self.armed.append(round(seconds, 3))
+        self.callback = callback
+        timers = self
+
+        class _Timer:
+            daemon = False
+
+            def start(self) -> None:
+                pass
+
+        del timers
+        return _Timer()
+
+
+def test_the_pod_watch_sets_cleared_nominations_again_once_the_schedulers_wave_is_over(ctx, cluster, clock,
+                                                                                        monkeypatch) -> None:
+    """kube-scheduler clears a nomination at a failed attempt, and each clear re-queues the other pending pods,
+    whose attempts clear theirs (a wave, milliseconds per attempt). The pod watch notes each clear; the timer sets
+    them all again QUIET s after the last one, not at the next pass and not in the middle of the wave (where each
+    re-set was cleared again at once: pods retried every ~60 ms on kube-scheduler v1.36)."""
+    from nodewright.controllers.nomination import MAX_RENOMINATIONS, QUIET, WATCH_ACTIVE
 
     informer = _PodInformer()
     monkeypatch.setattr(cluster, "informers", {r.PODS: informer}, raising=False)
     manager = _manager(ctx)
-    _planned_and_registered(manager, cluster, clock, pods=1)
-    assert _nominated(cluster, "web-0") == NODE and len(informer.handlers) == 1
+    timers = _Timers()
+    manager.nomination.timer_factory = timers
+    _planned_and_registered(manager, cluster, clock, pods=2)
+    assert [_nominated(cluster, f"web-{i}") for i in range(2)] == [NODE, NODE] and len(informer.handlers) == 1
     (on_pod,) = informer.handlers
-    cleared = cluster.patch_status(r.PODS, "web-0", {"nominatedNodeName": None}, "default")  # the scheduler
-    on_pod("MODIFIED", cleared)
-    assert _nominated(cluster, "web-0") == NODE  # no pass in between
-    on_pod("MODIFIED", cluster.get(r.PODS, "web-0", "default"))  # its own write: nothing to do
-    assert manager.nomination.cleared["default/web-0"] == 1
-    clock.advance(WATCH_ACTIVE + 1)  # no pass for a while (this replica stopped leading): the watch stays quiet
     on_pod("MODIFIED", cluster.patch_status(r.PODS, "web-0", {"nominatedNodeName": None}, "default"))
-    assert _nominated(cluster, "web-0") is None
+    clock.advance(0.1)
+    on_pod("MODIFIED", cluster.patch_status(r.PODS, "web-1", {"nominatedNodeName": None}, "default"))
+    assert timers.armed == [QUIET]  # one timer for the wave
+    assert [_nominated(cluster, f"web-{i}") for i in range(2)] == [None, None]  # nothing written mid-wave
+    clock.advance(QUIET - 0.1)
+    timers.callback()  # fired QUIET after the first clear: the second was 0.1 s later, so wait the rest
+    assert timers.armed == [QUIET, 0.1] and _nominated(cluster, "web-0") is None
+    clock.advance(0.1)
+    timers.callback()
+    assert [_nominated(cluster, f"web-{i}") for i in range(2)] == [NODE, NODE]
+    assert manager.nomination.cleared == {"default/web-0": 1, "default/web-1": 1}
+    on_pod("MODIFIED", cluster.get(r.PODS, "web-0", "default"))  # its own write: nothing to do
+    assert len(timers.armed) == 2
+    # A pod bound before the timer fires is not nominated again.
+    on_pod("MODIFIED", cluster.patch_status(r.PODS, "web-0", {"nominatedNodeName": None}, "default"))
+    cluster.bind_pod("default", "web-0", NODE)
+    clock.advance(QUIET)
+    timers.callback()
+    assert _nominated(cluster, "web-0") is None and manager.nomination.cleared["default/web-0"] == 1
+    # The bound holds on this path too.
+    manager.nomination.cleared["default/web-1"] = MAX_RENOMINATIONS
+    on_pod("MODIFIED", cluster.patch_status(r.PODS, "web-1", {"nominatedNodeName": None}, "default"))
+    clock.advance(QUIET)
+    timers.callback()
+    assert _nominated(cluster, "web-1") is None
+    # No pass for a while (this replica stopped leading): the watch stays quiet.
+    manager.nomination.cleared["default/web-1"] = 0
+    clock.advance(WATCH_ACTIVE + 1)
+    armed = len(timers.armed)
+    on_pod("MODIFIED", cluster.get(r.PODS, "web-1", "default"))
+    assert len(timers.armed) == armed
