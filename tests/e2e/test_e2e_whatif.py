@@ -30,7 +30,7 @@ from nodewright.kube.client import KubernetesCluster
 from nodewright.kube.errors import KubeError, NotFoundError
 from nodewright.kube.rest import MERGE_PATCH, RestClient, load_api_client
 from nodewright.whatif.dryrun import one_pass, restore, simulated
-from nodewright.whatif.snapshot import KIND_OF, cluster_role, read_snapshot
+from nodewright.whatif.snapshot import KIND_OF, Snapshot, cluster_role, read_snapshot
 from tests.unit.whatif.cluster import cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -130,18 +130,23 @@ def _reader_kubeconfig(request: pytest.FixtureRequest, rest: RestClient) -> str:
     return str(plane.kubeconfig_for("nodewright-reader"))
 
 
-def test_snapshot_round_trips_to_the_controllers_decisions(admin: RestClient, request: pytest.FixtureRequest,
-                                                           tmp_path: Path) -> None:
-    reader = _reader_kubeconfig(request, admin)
-    out = tmp_path / "snap.yaml"
+def _snapshot_as(kubeconfig: str, out: Path) -> Snapshot:
+    """``nodewright snapshot`` as the reader identity, retried for up to 30 s (RBAC bindings take effect within a
+    moment); the file it wrote, read back."""
     deadline = time.monotonic() + 30
-    while True:  # RBAC bindings take effect within a moment
-        result = CliRunner().invoke(cli, ["snapshot", "--kubeconfig", reader, "-o", str(out)])
+    while True:
+        result = CliRunner().invoke(cli, ["snapshot", "--kubeconfig", kubeconfig, "-o", str(out)])
         if result.exit_code == 0 or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     assert result.exit_code == 0, result.output
-    snap = read_snapshot(out)
+    return read_snapshot(out)
+
+
+def test_snapshot_round_trips_to_the_controllers_decisions(admin: RestClient, request: pytest.FixtureRequest,
+                                                           tmp_path: Path) -> None:
+    reader = _reader_kubeconfig(request, admin)
+    snap = _snapshot_as(reader, tmp_path / "snap.yaml")
     mine = {(o["kind"], o["metadata"]["name"]) for o in snap.objects}
     assert {("NodePool", "general"), ("EC2NodeClass", "default"), ("Node", "ip-10-0-1-3"), ("Pod", "big"),
             ("NodeClaim", "general-00001"), ("PodDisruptionBudget", "db")} <= mine
@@ -186,15 +191,7 @@ def test_capacitybuffer_round_trips_under_the_gate(admin: RestClient, request: p
         for obj in extra:
             admin.request("POST", KIND_OF[obj["kind"]].collection_path("default"), body=obj, creating=True)
         reader = _reader_kubeconfig(request, admin)
-        out = tmp_path / "snap.json"
-        deadline = time.monotonic() + 30
-        while True:
-            result = CliRunner().invoke(cli, ["snapshot", "--kubeconfig", reader, "-o", str(out)])
-            if result.exit_code == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
-        assert result.exit_code == 0, result.output
-        snap = read_snapshot(out)
+        snap = _snapshot_as(reader, tmp_path / "snap.json")
         assert [o["metadata"]["name"] for o in snap.of_kind("CapacityBuffer")] == ["e2e-headroom"]
         assert [o["metadata"]["name"] for o in snap.of_kind("PodTemplate")] == ["e2e-headroom"]
         assert snap.time is not None
