@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import select
 import struct
 import subprocess
@@ -183,7 +184,7 @@ def test_a_node_selector_and_a_sort_order_on_the_terminal(terminal: Callable[...
     term = terminal("-l", "node.kubernetes.io/instance-type in (m5.large,m5.xlarge)", "--sort", "name=desc")
     screen = term.wait(lambda s: "ip-10-0-3-33" in s and "ip-10-0-1-11" in s, "both m5 nodes")
     lines = [line.strip() for line in screen.splitlines()]
-    pools = [line.split(" (")[0] for line in lines if " nodes)" in line]
+    pools = [line.split(" (")[0] for line in lines if re.search(r" \(\d+ nodes?\)", line)]
     assert pools == ["general", "(no NodePool)"]  # unmanaged nodes are priced and shown last
     assert "2 nodes  1 NodePools  1 pending pods  $0.2880/h list  (sort name=desc" in screen
     assert row(screen, "ip-10-0-3-33.ec2.internal")[-2:] == ["0.1920", "Ready"]
