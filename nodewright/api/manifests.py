@@ -52,7 +52,6 @@ class _SafeLoader(_BASE_LOADER):  # type: ignore[misc,valid-type]
 
 #: The one YAML loader for what users write (manifests, PricingPolicy, SCHEDULER_CONFIG): safe, fast, no duplicates.
 SAFE_LOADER: type[yaml.SafeLoader] = _SafeLoader
-_SAFE_LOADER = SAFE_LOADER
 
 _KINDS: dict[str, tuple[str, type[NodePool] | type[NodeClaim] | type[EC2NodeClass] | type[NodeOverlay]]] = {
     "NodePool": ("karpenter.sh/v1", NodePool),
@@ -99,7 +98,7 @@ def load_manifests(text: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for index, chunk in enumerate(_split_documents(text)):
         try:
-            doc = yaml.load(chunk, Loader=_SAFE_LOADER)  # safe: SafeLoader or CSafeLoader
+            doc = yaml.load(chunk, Loader=SAFE_LOADER)  # safe: SafeLoader or CSafeLoader
         except RecursionError:
             raise NodewrightValidationError(f"documents[{index}]", "invalid YAML: nested too deeply") from None
         except yaml.YAMLError as err:

@@ -116,6 +116,7 @@ class NominationController:
         self._last_pass = float("-inf")
         self._lock = threading.RLock()  # reconcile (run loop) and the pod watch (informer thread)
         self._watching = False
+        self._watching_pods = False  # the adapter's pod informer reports every change to _on_pod
         self._supported: bool | None = None
         self._forbidden_until = float("-inf")
         self._forbidden_reported = False
@@ -166,10 +167,8 @@ class NominationController:
                 if now - self._last_clear < QUIET:
                     continue  # the wave may still run: the timer (or a later pass) sets it
                 self._renominate.discard(key)
-                cleared = self.cleared.get(key, 0) + 1
-                if cleared > MAX_RENOMINATIONS:
+                if not self._count_renomination(key):
                     continue
-                self.cleared[key] = cleared
             if not self.backoff.ready(key, now):
                 continue
             if not self._patch(pod, key, target or None, now):
@@ -191,8 +190,6 @@ class NominationController:
             informer.add_handler(self._on_pod)
             self._watching_pods = True
 
-    _watching_pods = False  # the adapter's pod informer reports every change to _on_pod
-
     def _on_pod(self, event: str, pod: Obj) -> None:
         """A pod changed (informer thread): when kube-scheduler cleared a nomination of ours that the last pass
         still wanted, note it and (re)arm the timer that sets the cleared ones again :data:`QUIET` s after the last
@@ -210,6 +207,15 @@ class NominationController:
             self._last_clear = now
             if self._timer is None:
                 self._arm(QUIET)
+
+    def _count_renomination(self, key: str) -> bool:
+        """Count one more clear of ``key``'s nomination by kube-scheduler; False past :data:`MAX_RENOMINATIONS`
+        (the pod is left to the scheduler)."""
+        cleared = self.cleared.get(key, 0) + 1
+        if cleared > MAX_RENOMINATIONS:
+            return False
+        self.cleared[key] = cleared
+        return True
 
     def _arm(self, seconds: float) -> None:
         self._timer = self.timer_factory(seconds, self.flush)
@@ -236,10 +242,8 @@ class NominationController:
                 if not mine or pod is None or self._wanted.get(key) != mine or nominated_node_name(pod) \
                         or node_name(pod) or is_deleting(pod):
                     continue
-                cleared = self.cleared.get(key, 0) + 1
-                if cleared > MAX_RENOMINATIONS:
+                if not self._count_renomination(key):
                     continue
-                self.cleared[key] = cleared
                 if not self._patch(pod, key, mine, now):
                     break  # forbidden
             self._renominate.clear()
