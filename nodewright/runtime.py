@@ -94,7 +94,7 @@ class Runtime:
             self.cloud.launch_pricing = launch_pricing_hook(policy.current, self.cluster)
         options = ControllerOptions(batch_idle_duration=s.batch_idle_duration,
                                     batch_max_duration=s.batch_max_duration, bind_pods=s.bind_pods,
-                                    nominate_pods=s.nominate_pods,
+                                    nominate_pods=s.nominate_pods, nomination_hold=s.nomination_hold,
                                     spot_to_spot_consolidation=s.feature_gates.spot_to_spot_consolidation,
                                     capacity_buffer=s.feature_gates.capacity_buffer,
                                     static_capacity=s.feature_gates.static_capacity,

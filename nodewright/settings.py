@@ -292,6 +292,9 @@ class Settings:
         bind_pods: bind the pods a decision placed on a new node as soon as it registers.
         nominate_pods: set ``status.nominatedNodeName`` of planned pods once their node registers (KEP-5278;
             ``NOMINATE_PODS``, default true; needs ``patch`` on ``pods/status``).
+        nomination_hold: the readiness hold: a planned Node registers with ``nodewright.io/nominating:NoSchedule``,
+            lifted once its pods carry their nominations again (``NOMINATION_HOLD``, default false;
+            :mod:`nodewright.controllers.nomination`).
         kubeconfig: path to a kubeconfig (empty: in-cluster, then ``~/.kube/config``).
         reconcile_period: seconds between controller passes in the run loop.
         cluster_ca_bundle: base64 (or PEM) cluster CA for node bootstrap; empty means ``eks:DescribeCluster``.
@@ -347,6 +350,7 @@ class Settings:
     retry_period: float = 2.0
     bind_pods: bool = False
     nominate_pods: bool = True
+    nomination_hold: bool = False
     kubeconfig: str = ""
     reconcile_period: float = 0.25
     cluster_ca_bundle: str = ""
@@ -394,6 +398,7 @@ ENV_NAMES: dict[str, tuple[str, str]] = {
     "retry_period": ("NODEWRIGHT_RETRY_PERIOD", "duration"),
     "bind_pods": ("BIND_PODS", "bool"),
     "nominate_pods": ("NOMINATE_PODS", "bool"),
+    "nomination_hold": ("NOMINATION_HOLD", "bool"),
     "kubeconfig": ("KUBECONFIG", "str"),
     "reconcile_period": ("NODEWRIGHT_RECONCILE_PERIOD", "duration"),
     "cluster_ca_bundle": ("CLUSTER_CA_BUNDLE", "str"),

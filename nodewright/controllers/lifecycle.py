@@ -67,6 +67,8 @@ class LifecycleController:
         launch_timeout: seconds from creation to a successful launch before the claim is deleted.
         registration_timeout: seconds from launch to Node registration before the claim is deleted.
         on_registered: called with ``(nodeclaim, node)`` once a Node registered (bind mode hooks here).
+        registration_taints: ``nodeclaim -> taints`` the Node gets at registration besides the NodeClaim's own
+            (the nomination controller's readiness hold, :meth:`NominationController.hold_taints`).
     """
 
     def __init__(
@@ -75,11 +77,13 @@ class LifecycleController:
         launch_timeout: float = 300.0,
         registration_timeout: float = 900.0,
         on_registered: Callable[[Obj, Obj], object] | None = None,
+        registration_taints: Callable[[Obj], list[Obj]] | None = None,
     ) -> None:
         self.ctx = ctx
         self.launch_timeout = launch_timeout
         self.registration_timeout = registration_timeout
         self.on_registered = on_registered
+        self.registration_taints = registration_taints
         self.backoff = Backoff(initial=2.0, maximum=60.0)
 
     def reconcile(self, state: ClusterState | None = None) -> None:
@@ -171,8 +175,10 @@ class LifecycleController:
         node_labels = {**labels_of(node), **labels_of(claim), L.REGISTERED: "true"}
         taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != L.UNREGISTERED_TAINT_KEY]
         present = {_taint_key(t) for t in taints}
-        # Startup taints are added once, at registration; whoever initializes the node removes them.
-        for taint in list(spec.get("taints") or []) + list(spec.get("startupTaints") or []):
+        # Startup taints are added once, at registration; whoever initializes the node removes them. So is the
+        # readiness hold's taint (NOMINATION_HOLD, controllers/nomination.py), which the nomination controller lifts.
+        extra = self.registration_taints(claim) if self.registration_taints is not None else []
+        for taint in list(spec.get("taints") or []) + list(spec.get("startupTaints") or []) + extra:
             if _taint_key(taint) not in present:
                 taints.append({k: v for k, v in taint.items() if k in ("key", "value", "effect")})
                 present.add(_taint_key(taint))

@@ -49,7 +49,8 @@ class ControllerOptions:
     ``preference_policy`` / ``min_values_policy`` carry Karpenter's ``PREFERENCE_POLICY`` / ``MIN_VALUES_POLICY``
     (``ControllerManager.options``); the provisioner's scheduler and the disruption simulations apply both
     (``Strict`` or ``BestEffort``; ``Respect`` or ``Ignore``).
-    ``nominate_pods`` (``NOMINATE_PODS``) publishes the plan as ``status.nominatedNodeName`` (controllers/nomination.py).
+    ``nominate_pods`` (``NOMINATE_PODS``) publishes the plan as ``status.nominatedNodeName`` (controllers/nomination.py);
+    ``nomination_hold`` (``NOMINATION_HOLD``, off) adds its readiness hold.
     ``pricing_policy`` returns the PricingPolicy in force (``--pricing-policy``: the file re-read when it changes),
     or None: the provisioner and consolidation then decide on effective marginal prices (docs/pricing.md).
     ``consolidation``: the consolidation searches' time budgets and bounds (its ``spot_to_spot`` is replaced by
@@ -65,6 +66,7 @@ class ControllerOptions:
     batch_max_duration: float = 10.0
     bind_pods: bool = False
     nominate_pods: bool = True
+    nomination_hold: bool = False
     launch_timeout: float = 300.0
     registration_timeout: float = 900.0
     gc_grace: float = 30.0
@@ -112,10 +114,12 @@ class ControllerManager:
             pricing_policy=opts.pricing_policy, min_values_policy=opts.min_values_policy,
             preference_policy=opts.preference_policy, buffers=self.buffers,
         )
+        self.nomination = NominationController(ctx, self.provisioner, enabled=opts.nominate_pods,
+                                               hold=opts.nomination_hold)
         self.lifecycle = LifecycleController(
-            ctx, opts.launch_timeout, opts.registration_timeout, on_registered=self.provisioner.on_registered
+            ctx, opts.launch_timeout, opts.registration_timeout, on_registered=self.provisioner.on_registered,
+            registration_taints=self.nomination.hold_taints,
         )
-        self.nomination = NominationController(ctx, self.provisioner, enabled=opts.nominate_pods)
         self.termination = TerminationController(ctx)
         self.terminator: Terminator = self.termination.terminator
         self.disruption = DisruptionController(ctx, self.terminator, DecisionOptions(

@@ -3,13 +3,16 @@
 When a NodeClaim the provisioner planned registers its Node (already while ``karpenter.sh/unregistered`` is on
 it), each pod planned for it gets ``status.nominatedNodeName: <node>``; a pod re-planned onto an existing or
 just-registered Node (a recovery plan) gets that Node. Since Kubernetes 1.34 (KEP-5278, "Nominated node name
-for an expected pod placement"; beta and on by default from 1.35) kube-scheduler tries a pod's nominated node
-first, counts pods nominated to a node against that node's room when it places *other* pods there, and no
-longer clears a nomination it did not make. So the scheduler follows the provisioner's cost-optimal plan instead
-of spreading pods by its own LeastAllocated scoring (issue 25: 48/60 plans kept without, 60/60 with).
+for an expected pod placement", feature gates ``NominatedNodeNameForExpectation`` and
+``ClearingNominatedNodeNameAfterBinding``, beta and on by default from 1.35) kube-scheduler tries a pod's nominated
+node first, counts pods nominated to a node (of the pod's priority or higher) against that node's room when it
+places *other* pods there, and clears the nomination once the pod is bound. So the scheduler follows the
+provisioner's cost-optimal plan instead of spreading pods by its own LeastAllocated scoring (issue 25; the
+measured agreement, with and without nomination and in bind mode, is in docs/benchmarks.md).
 
-kube-scheduler itself clears a nomination when an attempt fails and preemption finds no victim
-(``preemption.Evaluator.Preempt``: "Specify nominatedNodeName to clear the pod's nominatedNodeName status"), which
+What KEP-5278 does not change: kube-scheduler itself clears a nomination when an attempt fails and preemption
+finds no victim (``preemption.Evaluator.Preempt``: "Specify nominatedNodeName to clear the pod's nominatedNodeName
+status"; a pod with ``preemptionPolicy: Never`` is not eligible to preempt and keeps it), which
 happens while the planned node still boots (every Node event re-queues the pending pods, and the booting node's
 taints reject them). And every clear re-queues every other pending pod of equal or lower priority
 (``updatePodInSchedulingQueue``: a nominated pod that leaves a node frees room, an ``AssignedPodDelete`` event),
@@ -42,6 +45,24 @@ bound in that window keeps a stale nomination until the next pass clears it.
 * API server older than 1.34 (``server_version()`` of the cluster adapter, read once): one info line, and the
   controller stays off (kube-scheduler there clears foreign nominations).
 
+Readiness hold (``NOMINATION_HOLD=true``, chart ``controller.nominationHold``; off by default). A Node turning
+Ready is two updates: the kubelet's Ready condition, then, milliseconds later, the node lifecycle controller lifting
+``node.kubernetes.io/not-ready``. The wave of attempts the first one starts clears the nominations of the pods
+planned for the Node (it is still tainted), so when the Node becomes schedulable they have none and kube-scheduler
+places them by its own scoring. With the hold, the Node registers with the taint ``nodewright.io/nominating:
+NoSchedule`` (added by the lifecycle controller's registration, :meth:`NominationController.hold_taints`, when pods
+are planned for it) and this controller lifts it once the Node is Ready, every other boot taint is gone
+(not-ready, unreachable, uninitialized, unregistered, the NodeClaim's startup taints), no wave is running
+(:data:`QUIET`) and every pod still planned for it carries its nomination again -- so the update that makes the
+Node schedulable comes after the nominations. Bounded: lifted :data:`HOLD_MAX` s after the boot taints went
+whatever the pods, :data:`HOLD_UNREADY_MAX` s after registration if the Node never turns Ready (a DaemonSet the
+Node needs before Ready might not tolerate the taint), at once when nomination is forbidden or off, and after a
+restart (no plan in memory: nothing to wait for). Being a boot taint (``EPHEMERAL_TAINT_KEYS``), it delays the
+NodeClaim's ``Initialized`` until it is lifted and the provisioner plans onto the held Node as onto any booting
+one. DaemonSet pods that do not tolerate it start once it is lifted. A Node registered seconds before the
+controller is uninstalled keeps the taint (as it would keep ``karpenter.sh/unregistered``): remove it with
+``kubectl taint nodes <node> nodewright.io/nominating-``.
+
 Turned off by ``NOMINATE_PODS=false`` (chart ``controller.nominatePods: false``); bind mode (``--bind-pods``)
 is the other way to make the plan stick.
 """
@@ -51,13 +72,16 @@ from __future__ import annotations
 import re
 import threading
 
+from nodewright.api import labels as L
 from nodewright.backoff import Backoff
 from nodewright.controllers.common import Context, log
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
-from nodewright.kube.objects import Obj, is_deleting, meta, name_of
+from nodewright.kube.objects import Obj, condition_true, is_deleting, meta, name_of, parse_time
+from nodewright.scheduling.nodes import is_ephemeral_taint
 from nodewright.state.cluster import ClusterState, snapshot
+from nodewright.state.models import models_for
 from nodewright.state.pods import is_terminal, node_name, nominated_node_name, pod_key
 
 #: First minor version of Kubernetes 1.x whose kube-scheduler keeps nominations set by other components.
@@ -74,6 +98,12 @@ QUIET = 0.25
 #: Seconds after the last pass during which the pod watch may set a cleared nomination again (a replica that stopped
 #: leading stops passing, and its watch then stops writing).
 WATCH_ACTIVE = 5.0
+#: Seconds a Node is held (readiness hold) at most once its boot taints are gone.
+HOLD_MAX = 10.0
+#: Seconds after its registration a Node that never turned Ready is held at most.
+HOLD_UNREADY_MAX = 600.0
+#: The readiness hold's taint, as the Node carries it.
+HOLD_TAINT = {"key": L.NOMINATING_TAINT_KEY, "effect": L.NOMINATING_TAINT_EFFECT}
 #: The ClusterRole rule nomination needs (named in the 403 error and Event).
 REQUIRED_RULE = 'apiGroups: [""], resources: ["pods/status"], verbs: ["patch"]'
 
@@ -94,16 +124,20 @@ class NominationController:
         ctx: dependencies (the cluster adapter may offer ``server_version() -> str``).
         provisioner: whose nominations (pod key -> NodeClaim or Node) are published.
         enabled: False turns the controller off (``NOMINATE_PODS=false``).
+        hold: the readiness hold (``NOMINATION_HOLD``, module docstring).
 
     Attributes:
         ours: pod key -> node name this controller set and has not cleared yet.
         backoff: per-pod retry delays after a 409.
     """
 
-    def __init__(self, ctx: Context, provisioner: Provisioner, enabled: bool = True) -> None:
+    def __init__(self, ctx: Context, provisioner: Provisioner, enabled: bool = True, hold: bool = False) -> None:
         self.ctx = ctx
         self.provisioner = provisioner
         self.enabled = enabled
+        self.hold = hold
+        #: held Node name -> (startup taint keys of its NodeClaim, when its boot taints were first seen gone or None)
+        self._held: dict[str, tuple[frozenset[tuple[str, str]], float | None]] = {}
         self.ours: dict[str, str] = {}
         self.backoff = Backoff(initial=1.0, maximum=30.0)
         self.cleared: dict[str, int] = {}  # pod key -> times kube-scheduler cleared our nomination
@@ -126,6 +160,9 @@ class NominationController:
     def reconcile(self, state: ClusterState | None = None) -> None:
         """Set the nominations the plan wants, clear our stale ones (one patch per pod at most)."""
         if not self.enabled or not self._server_supports():
+            if self.hold:  # a hold left from before (NOMINATE_PODS turned off, an old API server): lift it
+                with self._lock:
+                    self._lift_holds(state or snapshot(self.ctx.cluster), self.ctx.clock())
             return
         self._watch()
         with self._lock:
@@ -133,9 +170,11 @@ class NominationController:
 
     def _reconcile(self, state: ClusterState | None) -> None:
         now = self.ctx.clock()
-        if now < self._forbidden_until:
-            return
         state = state or snapshot(self.ctx.cluster)
+        if now < self._forbidden_until:
+            if self.hold:
+                self._lift_holds(state, now)
+            return
         wanted = self.wanted(state)
         self._wanted, self._last_pass = wanted, now
         for key in sorted(set(self.ours) | set(wanted)):
@@ -177,6 +216,8 @@ class NominationController:
         for key in [k for k in self.cleared if k not in wanted]:
             del self.cleared[key]
         self._renominate &= set(wanted)
+        if self.hold:
+            self._lift_holds(state, now)
 
     def _watch(self) -> None:
         """Once: have the adapter's pod informer (``KubernetesCluster.informers``; none in memory) report every pod
@@ -247,6 +288,88 @@ class NominationController:
                 if not self._patch(pod, key, mine, now):
                     break  # forbidden
             self._renominate.clear()
+            if self.hold and self._held:  # the nominations are back: a held Node may be released now
+                self._release(now)
+
+    # --- readiness hold ------------------------------------------------------------------------
+
+    def hold_taints(self, claim: Obj) -> list[Obj]:
+        """The taints ``claim``'s Node registers with besides the NodeClaim's own: the hold's taint when the hold is
+        on, nomination works, and pods are planned for the NodeClaim (``LifecycleController`` registration)."""
+        if not (self.hold and self.enabled and self._supported is not False) \
+                or self.ctx.clock() < self._forbidden_until:
+            return []
+        name = name_of(claim)
+        if not any(nom.on_nodeclaim and nom.target == name for nom in self.provisioner.nominations.values()):
+            return []
+        return [dict(HOLD_TAINT)]
+
+    def _lift_holds(self, state: ClusterState, now: float) -> None:
+        """Note every held Node of ``state`` (with its NodeClaim's startup taints), then release what may go."""
+        held = {}
+        for node in state.nodes.values():
+            if any(t.get("key") == L.NOMINATING_TAINT_KEY for t in _taints(node)):
+                claim = state.nodeclaim_for(node)
+                startup = frozenset((str(t.get("key")), str(t.get("effect")))
+                                    for t in ((claim or {}).get("spec") or {}).get("startupTaints") or [])
+                held[name_of(node)] = (startup, self._held.get(name_of(node), (startup, None))[1])
+        self._held = held
+        self._release(now)
+
+    def _release(self, now: float) -> None:
+        """Lift the hold of each held Node that may go now (module docstring); the Node read from the cache."""
+        for name in sorted(self._held):
+            node = self.ctx.cluster.get(r.NODES, name)
+            if node is None or is_deleting(node):
+                self._held.pop(name, None)
+                continue
+            why = self._release_reason(node, now)
+            if why is None:
+                continue
+            taints = [t for t in _taints(node) if t.get("key") != L.NOMINATING_TAINT_KEY]
+            try:
+                self.ctx.cluster.patch(r.NODES, name, {"spec": {"taints": taints or None}})
+            except NotFoundError:
+                pass
+            except KubeError as err:  # retried on the next pass
+                log.warning("lifting the nominating hold of node %s failed: %s", name, err, extra={"node": name})
+                continue
+            self._held.pop(name, None)
+            log.debug("lifted the nominating hold of node %s: %s", name, why, extra={"node": name})
+
+    def _release_reason(self, node: Obj, now: float) -> str | None:
+        """Why the hold of ``node`` may be lifted now, or None to keep it."""
+        name = name_of(node)
+        startup, since = self._held[name]
+        if not self.enabled or self._supported is False or now < self._forbidden_until:
+            return "nomination is off"
+        model = models_for(self.ctx.cluster).node(node)
+        if model is None:
+            return "the Node is not valid"
+        booting = not condition_true(node, "Ready") or any(
+            (t.key, t.effect) in startup or (is_ephemeral_taint(t) and t.key != L.NOMINATING_TAINT_KEY)
+            for t in model.taints)
+        if booting:
+            registered = parse_time(meta(node).get("creationTimestamp"))
+            if registered is not None and now - registered >= HOLD_UNREADY_MAX:
+                return f"not Ready {HOLD_UNREADY_MAX:.0f}s after registration"
+            self._held[name] = (startup, None)
+            return None
+        if since is None:
+            since = now
+            self._held[name] = (startup, since)
+        if now - since >= HOLD_MAX:
+            return f"held {HOLD_MAX:.0f}s"
+        if now - self._last_clear < QUIET or self._renominate:
+            return None  # a wave of attempts may still be running: its clears would meet the Node schedulable
+        for key, target in self._wanted.items():
+            if target != name:
+                continue
+            namespace, pod_name = key.split("/", 1)
+            pod = self.ctx.cluster.get(r.PODS, pod_name, namespace)
+            if pod is not None and not node_name(pod) and not is_deleting(pod) and nominated_node_name(pod) != name:
+                return None
+        return "its pods carry their nominations"
 
     def wanted(self, state: ClusterState) -> dict[str, str]:
         """Pod key -> Node name for every unbound, live pod whose provisioner nomination is valid and whose target
@@ -343,3 +466,8 @@ class NominationController:
                      extra={"version": version})
         return self._supported
 
+
+
+def _taints(node: Obj) -> list[Obj]:
+    """The Node's ``spec.taints`` as written (the patch that lifts the hold writes the rest back unchanged)."""
+    return [t for t in (node.get("spec") or {}).get("taints") or [] if isinstance(t, dict)]

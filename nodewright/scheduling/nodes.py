@@ -24,9 +24,11 @@ from nodewright.scheduling.pods import Pod
 from nodewright.scheduling.taints import Taint, taint_from_dict
 
 #: Taints a node carries while booting: ignored for a node that is not initialized yet, and gone before the
-#: lifecycle controller marks a NodeClaim Initialized (Karpenter's ``KnownEphemeralTaints``).
+#: lifecycle controller marks a NodeClaim Initialized (Karpenter's ``KnownEphemeralTaints``, plus nodewright's
+#: readiness hold ``nodewright.io/nominating``, lifted seconds after Ready: controllers/nomination.py).
 EPHEMERAL_TAINT_KEYS = frozenset(
-    {L.NOT_READY_TAINT_KEY, L.UNREACHABLE_TAINT_KEY, L.UNREGISTERED_TAINT_KEY, L.UNINITIALIZED_TAINT_KEY}
+    {L.NOT_READY_TAINT_KEY, L.UNREACHABLE_TAINT_KEY, L.UNREGISTERED_TAINT_KEY, L.UNINITIALIZED_TAINT_KEY,
+     L.NOMINATING_TAINT_KEY}
 )
 #: Key prefixes of transient taint families (the Node Readiness Controller's ``readiness.k8s.io/<rule>``).
 EPHEMERAL_TAINT_PREFIXES = ("readiness.k8s.io/",)

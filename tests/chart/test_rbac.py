@@ -115,3 +115,15 @@ def test_pods_status_patch_only_with_nomination(render):
     assert ("", "pods/status") not in _grants(one(docs, "ClusterRole")["rules"])
     env = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "NOMINATE_PODS", "value": "false"} in env
+
+
+def test_nomination_hold_only_when_asked_and_with_nomination(render):
+    """controller.nominationHold=true sets NOMINATION_HOLD=true (issue 25); not by default, nor without nomination
+    (the hold waits for nominations), and it needs no rule beyond the Node patch the controller has anyway."""
+    def env(*sets: str) -> list[dict]:
+        return one(render(*sets), "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
+
+    assert {"name": "NOMINATION_HOLD", "value": "true"} in env("controller.nominationHold=true")
+    assert not any(e["name"] == "NOMINATION_HOLD" for e in env())
+    assert not any(e["name"] == "NOMINATION_HOLD"
+                   for e in env("controller.nominationHold=true", "controller.nominatePods=false"))
