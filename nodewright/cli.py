@@ -95,7 +95,9 @@ def report_findings(findings: list[Any], locate: Callable[[str], str], strict: b
 @click.option("--compare-target-utilization", "compare_targets", default=None, metavar="1.0,0.75",
               help="With --scenario: run once per nodewright.io/target-utilization (set on every NodePool), side by side.")
 @click.option("--pricing", "pricing_file", default=None, type=click.Path(dir_okay=False),
-              help="A PricingPolicy (Savings Plans, RIs, discounts): add effective $/h beside list $/h (docs/pricing.md).")
+              help="A PricingPolicy (Savings Plans, RIs, discounts): decide on effective marginal prices, as run "
+                   "--pricing-policy does (the plan can change), and show effective $/h beside list $/h "
+                   "(docs/pricing.md).")
 @click.option("--compare-pricing", "compare_pricing_runs", is_flag=True,
               help="With --scenario and --pricing: decide on list prices, then on effective prices; dollars side by side.")
 @click.option("--compare-nomination", "compare_nomination_runs", is_flag=True,
@@ -228,7 +230,8 @@ def _read_simulate_input(loaded: Any, strict: bool, peak: bool, unreadable: list
 
     problems: list[NodewrightValidationError] = []
     objects = parse_documents(loaded.docs, problems)
-    docs, sizings, unread = size_autoscaled_workloads(loaded.docs, peak=peak)
+    docs, sizings, unread, refused = size_autoscaled_workloads(loaded.docs, peak=peak)
+    problems.extend(refused)  # bounds the API server (or KEDA) refuses: errors, like a field of a Karpenter kind
     review = review_documents(loaded.docs, objects)
     skipped = review.skipped_line()
     if skipped:
@@ -439,7 +442,8 @@ def snapshot_cmd(output: str | None, kubeconfig: str | None, context: str | None
 @click.option("--kubeconfig", default=None, help="Read the live cluster instead (read-only).")
 @click.option("--region", default=None, help="AWS region; default from the nodes' zones.")
 @click.option("--pricing", "pricing_file", default=None, type=click.Path(dir_okay=False),
-              help="A PricingPolicy: effective $/h beside list $/h.")
+              help="A PricingPolicy: decide on effective marginal prices (the plan can change); effective $/h "
+                   "beside list $/h.")
 @exit_on_invalid_input
 def explain_cmd(what: str, name: str, snapshot: str | None, kubeconfig: str | None, region: str | None,
                 pricing_file: str | None) -> None:
@@ -457,7 +461,8 @@ def explain_cmd(what: str, name: str, snapshot: str | None, kubeconfig: str | No
 @click.option("--region", default=None, help="AWS region; default from the nodes' zones.")
 @click.option("--output", "-o", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
 @click.option("--pricing", "pricing_file", default=None, type=click.Path(dir_okay=False),
-              help="A PricingPolicy: effective $/h beside list $/h.")
+              help="A PricingPolicy: decide on effective marginal prices (the plan can change); effective $/h "
+                   "beside list $/h.")
 @click.option("--max-cost-increase", default=None, metavar="5%", help="Exit 1 when $/h grows by more than this.")
 @click.option("--max-evictions", default=None, type=int, help="Exit 1 when the change evicts more pods than this.")
 @exit_on_invalid_input

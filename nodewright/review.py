@@ -14,7 +14,11 @@ Findings (each names ``documents[i]``, the field and the object, so the CLI can 
 - requirement, nodeSelector and required node-affinity values of well-known labels that exist nowhere in the
   bundled catalog (``m5.larg``, ``spto``), with the closest real value;
 - fields of v1alpha5 ``Provisioner`` / v1alpha1 ``AWSNodeTemplate`` / v1beta1 ``EC2NodeClass`` that conversion
-  does not know (``ttlSecondsAfterEmty``) and would drop;
+  does not know (``ttlSecondsAfterEmty``) and would drop, and (for ``simulate``) fields of the pods and workloads
+  it reads that Kubernetes does not have (``replica``, ``nodeSelecter``, ``resources.request``: the decision
+  ignores them, ``kubectl apply`` refuses them), each with the closest known field (:func:`_unknown_fields`);
+- NodePool ``spec.limits`` keys that cap nothing (``memry``, ``nvidia.com/gpus``:
+  :func:`nodewright.api.nodepool.limit_key_problem`);
 - (LimitRange is applied to workloads by :mod:`nodewright.admission`, neither skipped nor warned.)
 - Karpenter fields that ``run`` will not use as given (kubelet fields the AMI family cannot apply, kubelet
   expressions that need the ``NodeClassCEL`` gate, Windows families in ``run``),
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,10 +69,67 @@ _V1BETA1_NODECLASS_FIELDS = frozenset({
     "instanceProfile", "userData", "tags", "blockDeviceMappings", "metadataOptions", "detailedMonitoring",
     "context", "instanceStorePolicy", "associatePublicIPAddress",
 })
-_OLD_SPECS: Mapping[tuple[str, str], frozenset[str]] = {
-    ("karpenter.sh/v1alpha5", "Provisioner"): _PROVISIONER_FIELDS,
-    ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate"): _NODE_TEMPLATE_FIELDS,
-    ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"): _V1BETA1_NODECLASS_FIELDS,
+#: A field schema: field -> the schema of its value (a mapping, or each mapping of a list, is checked against it),
+#: or None (not checked further: free-form maps such as labels, structures read whole, or fields not modelled).
+FieldSchema = Mapping[str, "FieldSchema | None"]
+
+
+def _fields(names: str, **nested: FieldSchema) -> FieldSchema:
+    """``names`` (space-separated) unchecked below them, plus the ``nested`` fields with a schema of their own."""
+    return {**dict.fromkeys(names.split()), **nested}
+
+
+# Kubernetes v1.36 (k8s.io/api core/v1, apps/v1, batch/v1 and apimachinery meta/v1 types.go, the JSON names of
+# each struct): the fields a strict decoder (kubectl apply's default --validate=strict) accepts, down to the
+# containers' resources. ``workloadRef`` is v1.35's alpha name of ``schedulingGroup``.
+_OBJECT_META = _fields("name generateName namespace selfLink uid resourceVersion generation creationTimestamp "
+                       "deletionTimestamp deletionGracePeriodSeconds labels annotations ownerReferences finalizers "
+                       "managedFields")
+_RESOURCES = _fields("limits requests claims")
+_CONTAINER = _fields("name image command args workingDir ports envFrom env resizePolicy restartPolicy "
+                     "restartPolicyRules volumeMounts volumeDevices livenessProbe readinessProbe startupProbe lifecycle "
+                     "terminationMessagePath terminationMessagePolicy imagePullPolicy securityContext stdin stdinOnce "
+                     "tty", resources=_RESOURCES)
+_POD_SPEC = _fields(
+    "volumes ephemeralContainers restartPolicy terminationGracePeriodSeconds activeDeadlineSeconds dnsPolicy "
+    "nodeSelector serviceAccountName serviceAccount automountServiceAccountToken nodeName hostNetwork hostPID hostIPC "
+    "shareProcessNamespace securityContext imagePullSecrets hostname subdomain affinity schedulerName tolerations "
+    "hostAliases priorityClassName priority dnsConfig readinessGates runtimeClassName enableServiceLinks "
+    "preemptionPolicy overhead topologySpreadConstraints setHostnameAsFQDN os hostUsers schedulingGates "
+    "resourceClaims hostnameOverride schedulingGroup workloadRef",
+    containers=_CONTAINER, initContainers=_CONTAINER, resources=_RESOURCES)
+_POD_TEMPLATE = _fields("", metadata=_OBJECT_META, spec=_POD_SPEC)
+_JOB_SPEC = _fields("parallelism completions activeDeadlineSeconds podFailurePolicy successPolicy backoffLimit "
+                    "backoffLimitPerIndex maxFailedIndexes selector manualSelector ttlSecondsAfterFinished "
+                    "completionMode suspend podReplacementPolicy managedBy", template=_POD_TEMPLATE)
+
+
+def _object(spec: FieldSchema) -> FieldSchema:
+    return _fields("apiVersion kind status", metadata=_OBJECT_META, spec=spec)
+
+
+#: Workload kinds ``simulate`` reads (as ``kind`` of these API versions) -> their fields.
+WORKLOAD_SCHEMAS: Mapping[tuple[str, str], FieldSchema] = {
+    ("v1", "Pod"): _object(_POD_SPEC),
+    ("apps/v1", "Deployment"): _object(_fields("replicas selector strategy minReadySeconds revisionHistoryLimit "
+                                               "paused progressDeadlineSeconds", template=_POD_TEMPLATE)),
+    ("apps/v1", "StatefulSet"): _object(_fields(
+        "replicas selector volumeClaimTemplates serviceName podManagementPolicy updateStrategy revisionHistoryLimit "
+        "minReadySeconds persistentVolumeClaimRetentionPolicy ordinals", template=_POD_TEMPLATE)),
+    ("apps/v1", "ReplicaSet"): _object(_fields("replicas minReadySeconds selector", template=_POD_TEMPLATE)),
+    ("apps/v1", "DaemonSet"): _object(_fields("selector updateStrategy minReadySeconds revisionHistoryLimit",
+                                              template=_POD_TEMPLATE)),
+    ("batch/v1", "Job"): _object(_JOB_SPEC),
+    ("batch/v1", "CronJob"): _object(_fields(
+        "schedule timeZone startingDeadlineSeconds concurrencyPolicy suspend successfulJobsHistoryLimit "
+        "failedJobsHistoryLimit", jobTemplate=_fields("", metadata=_OBJECT_META, spec=_JOB_SPEC))),
+}
+#: Older Karpenter kinds -> the ``spec`` fields conversion reads (anything else is dropped on conversion).
+_OLD_SPECS: Mapping[tuple[str, str], FieldSchema] = {
+    ("karpenter.sh/v1alpha5", "Provisioner"): _fields(" ".join(_PROVISIONER_FIELDS),
+                                                      provider=dict.fromkeys(_NODE_TEMPLATE_FIELDS)),
+    ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate"): dict.fromkeys(_NODE_TEMPLATE_FIELDS),
+    ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"): dict.fromkeys(_V1BETA1_NODECLASS_FIELDS),
 }
 _AS_V1 = {"Provisioner": "NodePool", "AWSNodeTemplate": "EC2NodeClass"}
 
@@ -127,7 +188,8 @@ def object_name(doc: Mapping[str, Any]) -> str:
     return str(name) if name is not None else "?"
 
 
-def _closest(value: str, known: frozenset[str]) -> str:
+def _closest(value: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` naming the closest of ``known`` (difflib, ratio >= 0.6), else ``""``."""
     match = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.6)
     return f"; did you mean {match[0]!r}?" if match else ""
 
@@ -145,7 +207,7 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
     latest: dict[tuple[str, str], int] = {}
     for index, doc in enumerate(docs):
         kind = str(doc.get("kind"))
-        review.findings.extend(_unknown_old_fields(index, doc))
+        review.findings.extend(_unknown_fields(index, doc, workloads=for_simulate))
         if kind in ("NodePool", "Provisioner", "EC2NodeClass", "AWSNodeTemplate"):
             key = (_AS_V1.get(kind, kind), object_name(doc))
             if key in latest:
@@ -163,6 +225,7 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
             review.skipped[kind] += 1
     unusable = _unusable_nodepools(docs, objects, review) if objects is not None else set()
     if objects is not None:
+        review.findings.extend(_limit_keys(docs, objects))
         review.findings.extend(_not_yet_honoured(docs, objects))
     if for_simulate:
         review.findings.extend(_unknown_values(docs))
@@ -181,22 +244,42 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
     return review
 
 
-def _unknown_old_fields(index: int, doc: Mapping[str, Any]) -> Iterator[Finding]:
-    known = _OLD_SPECS.get((str(doc.get("apiVersion")), str(doc.get("kind"))))
-    spec = doc.get("spec")
-    if known is None or not isinstance(spec, dict):
+def _unknown_fields(index: int, doc: Mapping[str, Any], workloads: bool) -> Iterator[Finding]:
+    """One finding per field of ``doc`` its kind's schema lacks, with the closest known field (difflib): the
+    ``spec`` of an older Karpenter kind (:data:`_OLD_SPECS`: conversion drops the field) and, with ``workloads``,
+    the pods and workloads ``simulate`` reads (:data:`WORKLOAD_SCHEMAS`: the decision ignores the field, which a
+    strict decoder -- ``kubectl apply``, ``--validate=strict`` by default -- refuses: ``replica``,
+    ``nodeSelecter``, ``resources.request``). v1 Karpenter kinds need none: their models refuse unknown fields
+    (:class:`nodewright.api.base.KubeModel`)."""
+    key = (str(doc.get("apiVersion")), str(doc.get("kind")))
+    if key in _OLD_SPECS:
+        spec = doc.get("spec")
+        found = _walk(spec, _OLD_SPECS[key], "spec") if isinstance(spec, dict) else iter(())
+        why = f"unknown {key[0]} {key[1]} field: conversion drops it"
+    elif workloads and key in WORKLOAD_SCHEMAS:
+        found = _walk(doc, WORKLOAD_SCHEMAS[key], "")
+        why = "unknown field: simulate ignores it (kubectl apply would refuse it: strict field validation)"
+    else:
         return
-    blocks: list[tuple[str, Mapping[str, Any], frozenset[str]]] = [("spec", spec, known)]
-    if doc.get("kind") == "Provisioner" and isinstance(spec.get("provider"), dict):
-        blocks.append(("spec.provider", spec["provider"], _NODE_TEMPLATE_FIELDS))
-    for path, block, fields in blocks:
-        for key in block:
-            if key not in fields:
-                yield Finding(
-                    f"documents[{index}].{path}.{key}",
-                    f"unknown {doc.get('apiVersion')} {doc.get('kind')} field: conversion drops it"
-                    f"{_closest(str(key), fields)} (in {doc.get('kind')} {object_name(doc)!r})",
-                )
+    for path, name, known in found:
+        yield Finding(f"documents[{index}].{path}",
+                      f"{why}{_closest(name, known)} (in {key[1]} {object_name(doc)!r})")
+
+
+def _walk(value: Any, schema: FieldSchema, path: str) -> Iterator[tuple[str, str, Collection[str]]]:
+    """``(path, field, the fields known there)`` of every field of ``value`` (a mapping, or each mapping of a
+    list) that ``schema`` lacks, depth first in document order."""
+    items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+    for i, item in items:
+        if not isinstance(item, dict):
+            continue  # a value of the wrong type: the decision reports it ("malformed Kind")
+        here = path if i is None else f"{path}[{i}]"
+        for key, sub in item.items():
+            where = f"{here}.{key}" if here else str(key)
+            if key not in schema:
+                yield where, str(key), schema.keys()
+            elif schema[key] is not None:
+                yield from _walk(sub, schema[key] or {}, where)
 
 
 def _index_of(docs: Sequence[Mapping[str, Any]], kind: str, name: str) -> int | None:
@@ -234,6 +317,19 @@ def _unusable_nodepools(docs: Sequence[Mapping[str, Any]], objects: KarpenterObj
         review.not_ready[pool.name] = why
         review.findings.append(Finding(path, reason))
     return set(review.not_ready)
+
+
+def _limit_keys(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects) -> Iterator[Finding]:
+    """``spec.limits`` keys of the NodePools that cap nothing (:func:`nodewright.api.nodepool.limit_key_problem`:
+    ``memry``, ``nvidia.com/gpus``), of the NodePool that wins each name (as :func:`_unusable_nodepools`)."""
+    from nodewright.api.nodepool import limit_key_problem
+
+    for pool in {pool.name: pool for pool in objects.nodepools}.values():
+        for key in pool.spec.limits or {}:
+            problem = limit_key_problem(key)
+            if problem is not None:
+                field = f"spec.limits[{key}]" if "/" in key or "." in key else f"spec.limits.{key}"
+                yield Finding(_where(docs, "NodePool", pool.name, field), f"{problem} (in NodePool {pool.name!r})")
 
 
 def _not_yet_honoured(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects) -> Iterator[Finding]:

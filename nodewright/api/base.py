@@ -8,8 +8,11 @@ Field names are Python snake_case with the Kubernetes camelCase spelling as alia
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Sequence
+import types
+import typing
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -82,8 +85,44 @@ def _reason(error: Any) -> str:
     return msg
 
 
-def _one_error(error: Any, prefix: str) -> NodewrightValidationError:
+def _types_of(annotation: Any) -> Iterator[Any]:
+    """The types ``annotation`` may hold: ``Annotated`` metadata dropped, each member of a union (``X | None``)."""
+    if typing.get_origin(annotation) is Annotated:
+        yield from _types_of(typing.get_args(annotation)[0])
+    elif typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            yield from _types_of(arg)
+    else:
+        yield annotation
+
+
+def known_fields(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    """The fields (Kubernetes spelling) of the model found at ``loc`` below ``model`` (a pydantic location: field
+    names, list indices, map keys), ``[]`` when ``loc`` leads to no model."""
+    current: list[Any] = [model]
+    for part in loc:
+        found: list[Any] = []
+        for tp in (t for c in current for t in _types_of(c)):
+            origin, args = typing.get_origin(tp), typing.get_args(tp)
+            if isinstance(part, int) and origin in (list, tuple, Sequence) and args:
+                found.append(args[0])
+            elif isinstance(part, str) and origin is dict and len(args) == 2:
+                found.append(args[1])
+            elif isinstance(part, str) and isinstance(tp, type) and issubclass(tp, BaseModel):
+                found.extend(f.annotation for name, f in tp.model_fields.items() if part in (f.alias, name))
+        current = found
+    return sorted({f.alias or name for c in current for tp in _types_of(c)
+                   if isinstance(tp, type) and issubclass(tp, BaseModel) for name, f in tp.model_fields.items()})
+
+
+def _one_error(error: Any, prefix: str, model: type[BaseModel] | None = None) -> NodewrightValidationError:
     path = format_path(list(error["loc"]), prefix)
+    if error["type"] == "extra_forbidden" and model is not None:
+        # A misspelt field: name the closest one the object has (difflib), as the review's warnings do.
+        loc = list(error["loc"])
+        match = difflib.get_close_matches(str(loc[-1]), known_fields(model, loc[:-1]), n=1, cutoff=0.6)
+        if match:
+            return NodewrightValidationError(path, f"unknown field; did you mean {match[0]!r}?")
     if error["type"] == _NODEWRIGHT_ERROR:
         sub = str(error["ctx"].get("subpath", ""))
         if sub:
@@ -91,12 +130,15 @@ def _one_error(error: Any, prefix: str) -> NodewrightValidationError:
     return NodewrightValidationError(path, _reason(error))
 
 
-def validation_error(err: ValidationError, prefix: str = "") -> NodewrightValidationError:
+def validation_error(err: ValidationError, prefix: str = "", model: type[BaseModel] | None = None
+                     ) -> NodewrightValidationError:
     """Turn pydantic's errors into one :class:`NodewrightValidationError` carrying every problem (one per
-    field path, the first reason pydantic gives for it; ``.problems`` lists them, the first is ``path``)."""
+    field path, the first reason pydantic gives for it; ``.problems`` lists them, the first is ``path``). With
+    ``model`` (the one validated), an unknown field names the closest field of its object: ``unknown field; did
+    you mean 'requirements'?``."""
     problems: dict[str, NodewrightValidationError] = {}
     for error in err.errors(include_url=False):
-        one = _one_error(error, prefix)
+        one = _one_error(error, prefix, model)
         problems.setdefault(one.path, one)
     return combine(list(problems.values()))
 
@@ -115,7 +157,7 @@ def parse_model(model: type[M], doc: Any, prefix: str = "") -> M:
     try:
         return model.model_validate(doc)
     except ValidationError as err:
-        raise validation_error(err, prefix) from None
+        raise validation_error(err, prefix, model) from None
 
 
 def cel(*rules: tuple[str, str]) -> ConfigDict:

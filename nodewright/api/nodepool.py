@@ -15,6 +15,7 @@ them is listed in ``docs/karpenter-compatibility.md``.
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Annotated, Any, Literal
 
@@ -201,6 +202,35 @@ class NodeClaimTemplate(KubeModel):
 
 def _default_disruption() -> Disruption:
     return Disruption()
+
+
+#: Resource names a node has, so a ``spec.limits`` key that caps something: Kubernetes' standard ones (plus
+#: ``hugepages-<size>``), Karpenter's ``nodes`` and the extended resources of EC2 instance types (Karpenter AWS
+#: ``pkg/apis/v1/labels.go`` ``Resource*``; ``aws.amazon.com/neuroncore`` as nodewright.cloud.overhead counts it).
+LIMIT_RESOURCES = frozenset({
+    "cpu", "memory", "pods", "ephemeral-storage", "nodes", "nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi",
+    "aws.amazon.com/neuron", "aws.amazon.com/neuroncore", "vpc.amazonaws.com/efa", "vpc.amazonaws.com/pod-eni",
+    "vpc.amazonaws.com/PrivateIPv4Address",
+})
+
+
+def limit_key_problem(key: str) -> str | None:
+    """Why ``spec.limits`` key ``key`` caps nothing (no node has such a resource, so its usage stays 0), or None.
+
+    A name without a domain that is not one of :data:`LIMIT_RESOURCES` (nor ``hugepages-*``) is no resource at all
+    (Kubernetes reserves unprefixed names for its own: ``memry``); a domain-prefixed name is an extended resource a
+    device plugin may advertise, flagged only when it is close to a known one (``nvidia.com/gpus``). Karpenter's CRD
+    accepts any key, so this is a warning, never an error."""
+    if key in LIMIT_RESOURCES or key.startswith("hugepages-"):
+        return None
+    match = difflib.get_close_matches(key, sorted(LIMIT_RESOURCES), n=1, cutoff=0.6)
+    hint = f"; did you mean {match[0]!r}?" if match else ""
+    if "/" not in key:
+        return (f"{key!r} is not a resource name (names without a domain are Kubernetes' own: cpu, memory, pods, "
+                f"ephemeral-storage, hugepages-<size>; and Karpenter's nodes), so this limit caps nothing{hint}")
+    if match:
+        return f"{key!r} is no resource an EC2 instance type has, so this limit caps nothing{hint}"
+    return None
 
 
 class NodePoolSpec(KubeModel):

@@ -131,11 +131,12 @@ class HorizontalPodAutoscaler:
     next_sync: float = 0.0
 
     @classmethod
-    def from_manifest(cls, doc: Mapping[str, Any]) -> HorizontalPodAutoscaler:
+    def from_manifest(cls, doc: Mapping[str, Any], *, check_bounds: bool = True) -> HorizontalPodAutoscaler:
         """Build from a HorizontalPodAutoscaler manifest.
 
         Raises:
-            NodewrightValidationError: no target, or bounds (or stabilization windows) that are not counts.
+            NodewrightValidationError: no target, bounds (or stabilization windows) that are not counts, or (with
+                ``check_bounds``) bounds the API server refuses (:func:`refused_bounds`).
         """
         meta = doc.get("metadata") or {}
         spec = doc.get("spec") or {}
@@ -145,9 +146,13 @@ class HorizontalPodAutoscaler:
             raise NodewrightValidationError(f"{name}.spec.scaleTargetRef.name", "required field is missing")
         metrics = list(spec.get("metrics") or [{"type": "Resource", "resource": {
             "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}])
-        return cls(name, target, count_of(spec.get("minReplicas"), f"{name}.spec.minReplicas", 1),
-                   count_of(spec.get("maxReplicas"), f"{name}.spec.maxReplicas", 10), metrics,
-                   _behavior(spec.get("behavior"), f"{name}.spec.behavior"))
+        model = cls(name, target, count_of(spec.get("minReplicas"), f"{name}.spec.minReplicas", 1),
+                    count_of(spec.get("maxReplicas"), f"{name}.spec.maxReplicas", 10), metrics,
+                    _behavior(spec.get("behavior"), f"{name}.spec.behavior"))
+        refused = refused_bounds(doc, model) if check_bounds else None
+        if refused is not None:
+            raise refused
+        return model
 
     def reconcile(self, now: float, workload: ReplicaWorkload, load: Load) -> bool:
         """Resize ``workload`` when a sync is due; True when it ran."""
@@ -243,12 +248,13 @@ class ScaledObject:
     last_active: float | None = None
 
     @classmethod
-    def from_manifest(cls, doc: Mapping[str, Any]) -> ScaledObject:
+    def from_manifest(cls, doc: Mapping[str, Any], *, check_bounds: bool = True) -> ScaledObject:
         """Build from a ``keda.sh/v1alpha1`` ScaledObject.
 
         Raises:
-            NodewrightValidationError: no target or triggers, an invalid trigger, or a count (replica counts,
-                ``pollingInterval``, ``cooldownPeriod``) that is not a non-negative integer.
+            NodewrightValidationError: no target or triggers, an invalid trigger, a count (replica counts,
+                ``pollingInterval``, ``cooldownPeriod``) that is not a non-negative integer, or (with
+                ``check_bounds``) bounds KEDA refuses (:func:`refused_bounds`).
         """
         meta = doc.get("metadata") or {}
         spec = doc.get("spec") or {}
@@ -265,12 +271,16 @@ class ScaledObject:
         def count(key: str, default: int) -> int:
             return count_of(spec.get(key), f"{name}.spec.{key}", default)
 
-        return cls(name, target, count("minReplicaCount", 0), count("maxReplicaCount", 100),
-                   count("idleReplicaCount", 0) if idle is not None else None,
-                   [_trigger(t, f"{name}.spec.triggers[{i}]") for i, t in enumerate(triggers)],
-                   _behavior(behavior, f"{name}.spec.advanced.horizontalPodAutoscalerConfig.behavior"),
-                   float(count("pollingInterval", int(KEDA_POLLING_SECONDS))),
-                   float(count("cooldownPeriod", int(KEDA_COOLDOWN_SECONDS))))
+        model = cls(name, target, count("minReplicaCount", 0), count("maxReplicaCount", 100),
+                    count("idleReplicaCount", 0) if idle is not None else None,
+                    [_trigger(t, f"{name}.spec.triggers[{i}]") for i, t in enumerate(triggers)],
+                    _behavior(behavior, f"{name}.spec.advanced.horizontalPodAutoscalerConfig.behavior"),
+                    float(count("pollingInterval", int(KEDA_POLLING_SECONDS))),
+                    float(count("cooldownPeriod", int(KEDA_COOLDOWN_SECONDS))))
+        refused = refused_bounds(doc, model) if check_bounds else None
+        if refused is not None:
+            raise refused
+        return model
 
     def reconcile(self, now: float, workload: ReplicaWorkload, load: Load) -> bool:
         """Poll the triggers when due and resize ``workload``; True when it polled."""
@@ -294,6 +304,26 @@ class ScaledObject:
             workload.replicas = idle
             self.stabilizer.history.clear()
         return True
+
+
+def refused_bounds(doc: Mapping[str, Any], model: HorizontalPodAutoscaler | ScaledObject
+                   ) -> NodewrightValidationError | None:
+    """The replica bounds of ``doc`` (read as ``model``) that its owner refuses, or None; path
+    ``<name>.spec.<field>`` as ``from_manifest``'s errors. An HPA whose ``maxReplicas`` is below ``minReplicas`` is
+    refused by the API server (Kubernetes ``pkg/apis/autoscaling/validation``: "must be greater than or equal to
+    `minReplicas`"), a ScaledObject whose ``minReplicaCount`` exceeds ``maxReplicaCount`` by KEDA
+    (``CheckReplicaCountBoundsAreValid``); either never scales its target as written."""
+    if model.min_replicas <= model.max_replicas:
+        return None
+    if isinstance(model, HorizontalPodAutoscaler):
+        if (doc.get("spec") or {}).get("maxReplicas") is None:
+            return None  # missing altogether: read as 10 here (the API server requires it)
+        return NodewrightValidationError(
+            f"{model.name}.spec.maxReplicas", f"must be greater than or equal to minReplicas ({model.min_replicas}), "
+            f"got {model.max_replicas}: the API server refuses this HorizontalPodAutoscaler")
+    return NodewrightValidationError(
+        f"{model.name}.spec.minReplicaCount", f"must not exceed maxReplicaCount ({model.max_replicas}), got "
+        f"{model.min_replicas}: KEDA refuses this ScaledObject")
 
 
 def next_due(scalers: list[HorizontalPodAutoscaler | ScaledObject]) -> float:
@@ -347,7 +377,8 @@ class Sizing:
 
 
 def size_autoscaled_workloads(docs: list[dict[str, Any]], peak: bool = False
-                              ) -> tuple[list[dict[str, Any]], list[Sizing], list[NodewrightValidationError]]:
+                              ) -> tuple[list[dict[str, Any]], list[Sizing], list[NodewrightValidationError],
+                                         list[NodewrightValidationError]]:
     """``docs`` with every HorizontalPodAutoscaler's and KEDA ScaledObject's target sized as the autoscaler keeps
     it: ``max(spec.replicas, minReplicas)`` (an HPA never lets its target run below ``minReplicas``; KEDA's
     ``minReplicaCount`` likewise), or ``maxReplicas`` with ``peak`` (``simulate --replicas max``: what the peak
@@ -360,10 +391,14 @@ def size_autoscaled_workloads(docs: list[dict[str, Any]], peak: bool = False
         per autoscaler that cannot be read (path ``documents[i].<field>``, e.g. no ``scaleTargetRef.name`` or a
         count that is not an integer): its target keeps the replicas given. Not raised: an autoscaler is not
         ours to validate, and a chart's autoscaler never makes a decision fail; ``simulate`` warns.)
+        Last, one problem per autoscaler whose bounds its owner refuses (:func:`refused_bounds`, path
+        ``documents[i].spec.<field>``): not a warning, since ``kubectl apply`` of the input would fail; ``simulate``
+        reports it as an error, with every other problem of the input (its target keeps the replicas given).
     """
     out = list(docs)
     sizings: list[Sizing] = []
     errors: list[NodewrightValidationError] = []
+    refused: list[NodewrightValidationError] = []
     for index, doc in enumerate(docs):
         kind = str(doc.get("kind"))
         if kind not in AUTOSCALER_KINDS:
@@ -372,8 +407,8 @@ def size_autoscaled_workloads(docs: list[dict[str, Any]], peak: bool = False
         name = str(meta.get("name") or "")
         try:
             model: HorizontalPodAutoscaler | ScaledObject = (
-                HorizontalPodAutoscaler.from_manifest(doc) if kind == "HorizontalPodAutoscaler"
-                else ScaledObject.from_manifest(doc))
+                HorizontalPodAutoscaler.from_manifest(doc, check_bounds=False) if kind == "HorizontalPodAutoscaler"
+                else ScaledObject.from_manifest(doc, check_bounds=False))
         except NodewrightValidationError as err:
             path = err.path.split(".", 1)[1] if "." in err.path else ""
             errors.append(NodewrightValidationError(
@@ -384,6 +419,12 @@ def size_autoscaled_workloads(docs: list[dict[str, Any]], peak: bool = False
             errors.append(NodewrightValidationError(
                 f"documents[{index}].spec", f"malformed {kind} ({err}): cannot size its target, whose replicas are "
                 f"used as given (in {kind} {name!r})"))
+            continue
+        bounds = refused_bounds(doc, model)
+        if bounds is not None:
+            field = bounds.path.split(".", 1)[1]
+            refused.append(NodewrightValidationError(f"documents[{index}].{field}",
+                                                     f"{bounds.reason} (in {kind} {name!r})"))
             continue
         namespace = str(meta.get("namespace") or "default")
         target_kind = str(((doc.get("spec") or {}).get("scaleTargetRef") or {}).get("kind") or "Deployment")
@@ -402,4 +443,4 @@ def size_autoscaled_workloads(docs: list[dict[str, Any]], peak: bool = False
         out[found] = {**workload, "spec": {**spec, "replicas": replicas}}
         sizings.append(Sizing(kind, name, namespace, target_kind, model.target, declared, model.min_replicas,
                               model.max_replicas, replicas))
-    return out, sizings, errors
+    return out, sizings, errors, refused

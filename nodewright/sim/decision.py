@@ -434,7 +434,9 @@ def _percent(fraction: float) -> str:
 
 
 def render_table(decision: Mapping[str, Any]) -> str:
-    """What a person reads: one row per new node, the pods per node, $/h, and a summary line."""
+    """What a person reads: one row per new node, the pods per node, the NodePools that cannot launch (``not_ready``,
+    one line per reason), the unschedulable pods (one line per reason), $/h, and a summary line (which says why
+    when no NodePool can launch, rather than a bare $0/h)."""
     effective = "total_effective_price_per_hour" in decision  # with --pricing: a column beside list $/h
     rows = [("NODEPOOL", "TARGET", "INSTANCE TYPE", "CAPACITY", "ZONE", "ARCH", "PODS", "$/H")
             + (("EFFECTIVE $/H",) if effective else ())]
@@ -460,6 +462,12 @@ def render_table(decision: Mapping[str, Any]) -> str:
         lines.append(f"node {i + 1} ({nc['instance_type']}): {', '.join(nc['pods'])}")
     for entry in decision["existing"]:
         lines.append(f"existing {entry['node']}: {', '.join(entry['pods'])}")
+    # NodePools that cannot launch (simulate --snapshot: whatif.dryrun.not_ready_nodepools), one line per reason.
+    not_ready: dict[str, list[str]] = {}
+    for name, why in (decision.get("not_ready") or {}).items():
+        not_ready.setdefault(why, []).append(repr(name))
+    for why, names in not_ready.items():
+        lines.append(f"NodePool{'s' if len(names) > 1 else ''} {', '.join(names)} cannot launch: {why}")
     by_reason: dict[str, list[str]] = {}
     for entry in decision["unschedulable"]:
         by_reason.setdefault(entry["reason"], []).append(entry["pod"])
@@ -473,10 +481,13 @@ def render_table(decision: Mapping[str, Any]) -> str:
     placed = sum(len(nc["pods"]) for nc in decision["nodeclaims"])
     on_existing = sum(len(e["pods"]) for e in decision["existing"])
     lines.append(f"prices: {decision['price_source']}")
+    pools = set(decision.get("target_utilization") or {})
+    stuck = not decision["nodeclaims"] and bool(not_ready) and pools <= set(decision.get("not_ready") or {})
     lines.append(
         f"{len(decision['nodeclaims'])} new node(s) for {placed} pod(s), {on_existing} pod(s) on existing nodes, "
-        f"{len(decision['unschedulable'])} unschedulable; total ${decision['total_price_per_hour']:.4f}/h "
-        f"({decision['region']})"
+        f"{len(decision['unschedulable'])} unschedulable; "
+        + ("nothing can launch: no NodePool is ready (see above)" if stuck else
+           f"total ${decision['total_price_per_hour']:.4f}/h ({decision['region']})")
     )
     if effective:
         lines.append(f"effective ${decision['total_effective_price_per_hour']:.4f}/h under {decision['pricing_policy']}")

@@ -81,6 +81,6 @@ class PlanTracker:
             instance = instances.get(parse_provider_id(pid)[1]) if pid else None
             if instance is not None:
                 cost += instance.price * instance.billed_seconds(now) / 3600.0
-        return {"planned_pods": planned, "plan_kept_pods": kept, "plan_kept": f"{kept} of {planned} pods",
+        return {"planned_pods": planned, "plan_kept_pods": kept, "plan_kept": f"{kept} of {planned} pod{'' if planned == 1 else 's'}",
                 "replanned_pods": len(self.replanned), "extra_nodes": len(self.extra_claims),
                 "extra_node_cost_usd": round(cost, 4)}

@@ -73,17 +73,23 @@ def price(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+def _counted(count: int, noun: str) -> str:
+    """``"1 node"``, ``"2 nodes"`` (the singular for one, as the pool titles' ``(1 node)``)."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def summary(view: ClusterView, style: Style) -> Text:
     """The first line: counts, $/h totals and what the view shows."""
     nodes = view.nodes
     text = Text("nodewright nodes", style=style.style("bold"))
-    text.append(f"  {len(nodes)} nodes  {sum(1 for p in view.pools if p.name != UNMANAGED)} NodePools  "
-                f"{len(view.pending)} pending pods  ${view.list_price:.4f}/h list")
+    pools = sum(1 for p in view.pools if p.name != UNMANAGED)
+    text.append(f"  {_counted(len(nodes), 'node')}  {_counted(pools, 'NodePool')}  "
+                f"{_counted(len(view.pending), 'pending pod')}  ${view.list_price:.4f}/h list")
     if view.effective_price is not None and any(p.effective_price is not None for p in view.pools):
         text.append(f"  ${view.effective_price:.4f}/h effective")
     extras = [f"sort {view.sort}"]
     if view.selector:
-        extras.append(f"selector {view.selector} ({view.hidden_nodes} nodes hidden)")
+        extras.append(f"selector {view.selector} ({_counted(view.hidden_nodes, 'node')} hidden)")
     text.append("  (" + ", ".join(extras) + ")", style=style.style("grey50"))
     return text
 
@@ -138,7 +144,7 @@ def _node_cells(node: NodeRow, view: ClusterView, style: Style, effective: bool)
 
 def _pool_cells(pool: PoolRow, style: Style, effective: bool) -> list[RenderableType]:
     count = len(pool.nodes)
-    title = Text(f"{pool.name} ({count} node{'' if count == 1 else 's'})", style=style.style("bold cyan"))
+    title = Text(f"{pool.name} ({_counted(count, 'node')})", style=style.style("bold cyan"))
     cells: list[RenderableType] = [
         title, "", "", "", "", style.bar(pool.cpu_requested, pool.cpu_allocatable),
         style.bar(pool.memory_requested, pool.memory_allocatable), str(pool.pods), f"{pool.list_price:.4f}"]

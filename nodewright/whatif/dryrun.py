@@ -27,19 +27,21 @@ with ``--pricing-policy``) and each move shows its effective saving beside the l
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from nodewright.api import labels as L
 from nodewright.cloud.catalog import catalog_price_source, price_table, region_zones
 from nodewright.cloud.overlay import OverlayStore
 from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
 from nodewright.controllers.buffer import CapacityBufferController
-from nodewright.controllers.common import Context
+from nodewright.controllers.common import Context, nodepool_instance_types
 from nodewright.controllers.disruption import DisruptionController
 from nodewright.controllers.termination import Terminator
 from nodewright.disruption import METHODS, ClusterView, Decision, decide_expiration, decide_pass
@@ -56,7 +58,7 @@ from nodewright.disruption.simulation import Simulator
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube.cluster import Cluster
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import format_time
+from nodewright.kube.objects import condition, format_time, is_deleting
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingEngine, PricingPolicy, Usage
 from nodewright.scheduling import Pod, SchedulingResult
@@ -399,20 +401,66 @@ def buffer_room(loaded: Loaded, result: SchedulingResult) -> Mapping[str, list[P
 
 def provisioning_decision(loaded: Loaded, policy: PricingPolicy | None,
                           label: str = "") -> tuple[dict[str, Any], SchedulingResult]:
-    """The provisioner's batch on the restored cluster (creates its NodeClaims there): ``simulate -f``'s JSON, and
-    the scheduling result."""
+    """The provisioner's batch on the restored cluster (creates its NodeClaims there): ``simulate -f``'s JSON (plus
+    ``not_ready``: :func:`not_ready_nodepools`, when some NodePool cannot launch), and the scheduling result."""
     from nodewright.pricing.report import add_effective_prices
 
     models = models_for(loaded.cluster)
     state = read_state(loaded.cluster)
     existing = [n for n in (models.node(doc) for doc in state.nodes.values()) if n is not None]
     pools = [models.nodepool_spec(doc) for doc in state.nodepools.values()]
-    result = first_batch(cast(InMemoryCluster, loaded.cluster),  # only the Cluster protocol is used
-                          loaded.ctx.cloud, loaded.ctx.clock, policy)
+    not_ready = not_ready_nodepools(loaded)
+    with _reported_once(not_ready):
+        result = first_batch(cast(InMemoryCluster, loaded.cluster),  # only the Cluster protocol is used
+                             loaded.ctx.cloud, loaded.ctx.clock, policy)
     decision = to_json(result, loaded.region, catalog_price_source(loaded.region), pools)
+    if not_ready:
+        decision["not_ready"] = not_ready
     if policy is not None:
         usages = [u for u in (Usage.from_labels(n.labels) for n in existing) if u is not None]
         decision = add_effective_prices(decision, policy, price_table(loaded.region), usages, label)
     return decision, result
 
 
+def not_ready_nodepools(loaded: Loaded) -> dict[str, str]:
+    """NodePool -> why the provisioner's batch launches nothing from it, for every NodePool not being deleted that
+    cannot launch, by the controller's own rules: a ``Ready`` condition that is not True (Karpenter's status
+    controller wrote why: ``NodeClassNotFound``, ...), else a problem of
+    :func:`nodewright.controllers.common.nodepool_instance_types` (the EC2NodeClass is not in the snapshot, is not
+    ready, the NodePool is invalid). Without this the batch would only say ``no NodePool`` for the pods."""
+    state = read_state(loaded.cluster)
+    _, problems = nodepool_instance_types(loaded.ctx, state, "simulate")
+    out: dict[str, str] = {}
+    for name, doc in sorted(state.nodepools.items()):
+        if is_deleting(doc):
+            continue
+        ready = condition(doc, L.CONDITION_READY)
+        ref = (((doc.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef") or {}
+        if ready is not None and ready.get("status") != "True":
+            out[name] = (f"it is not Ready ({ready.get('reason') or 'no reason given'}"
+                         + (f": {ready['message']}" if ready.get("message") else "") + ")")
+        elif name in problems:
+            missing = ref.get("kind") == "EC2NodeClass" and str(ref.get("name")) not in state.nodeclasses
+            classes = ", ".join(sorted(state.nodeclasses))
+            out[name] = (f"EC2NodeClass {ref.get('name')!r} is not in the snapshot ("
+                         + (f"its EC2NodeClasses: {classes}" if classes else "it has no EC2NodeClass")
+                         + "): Karpenter holds such a NodePool not Ready (NodeClassNotFound)"
+                         if missing else str(problems[name]))
+    return out
+
+
+@contextlib.contextmanager
+def _reported_once(not_ready: Mapping[str, str]) -> Iterator[None]:
+    """While the block runs, the controllers' error lines about the NodePools of ``not_ready`` are dropped: the
+    output names each of them once, with the reason (the provisioner would log it again on every pass, and
+    ``explain`` runs several)."""
+    logger = logging.getLogger("nodewright.controllers")
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not (record.levelno >= logging.ERROR and getattr(record, "nodepool", None) in not_ready)
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)

@@ -5,11 +5,13 @@ controller's methods on the snapshot), so ``explain`` never disagrees with ``sim
 
 - **pod**: where it runs; when pending, where the provisioner's batch puts it (an existing node, or a new NodeClaim:
   type, zone, $/h) or the scheduler's reason it fits nowhere, then -- for a pod that fits nowhere, with several
-  NodePools -- each NodePool alone, with the scheduler's reason for that pool (Karpenter's "incompatible with nodepool ..." sentences);
+  NodePools -- each NodePool alone, with the scheduler's reason for that pool (Karpenter's "incompatible with nodepool ..." sentences),
+  or why the pool launches nothing at all (:func:`nodewright.whatif.dryrun.not_ready_nodepools`);
 - **node**: its NodePool, type, price, pods, and whether a disruption method would take it now (which, and the
   move) or why not (PDB, do-not-disrupt, budget, consolidateAfter, no cheaper replacement, ...);
-- **nodepool**: its nodes, types, $/h (list and effective), limits against what it holds, disruption policy and
-  the budgets allowed now per reason, and the pending pods the batch would launch into it.
+- **nodepool**: its nodes, types, $/h (list and effective), why it cannot launch (when so: its EC2NodeClass is not
+  in the snapshot, it is not Ready, ...), limits against what it holds, disruption policy and the budgets allowed
+  now per reason, and the pending pods the batch would launch into it.
 
 Errors: a name not in the snapshot is a :class:`~nodewright.errors.NodewrightValidationError` naming what exists.
 """
@@ -35,7 +37,7 @@ def _find(snap: Snapshot, kind: str, name: str) -> dict[str, Any]:
     known = sorted(f"{meta(o).get('namespace')}/{meta(o).get('name')}" if kind == "Pod" else str(meta(o).get("name"))
                    for o in snap.of_kind(kind))
     hint = ", ".join(known[:5]) + (", ..." if len(known) > 5 else "")
-    raise NodewrightValidationError(name, f"no {kind} {name!r} in {snap.source} ({len(known)} {kind}s: {hint or 'none'})")
+    raise NodewrightValidationError(name, f"no {kind} {name!r} in {snap.source} ({len(known)} {kind}{'' if len(known) == 1 else 's'}: {hint or 'none'})")
 
 
 def explain(snap: Snapshot, what: str, name: str, region: str | None = None,
@@ -80,9 +82,15 @@ def _pod(snap: Snapshot, obj: dict[str, Any], result: Mapping[str, Any], region:
                          f"${claim['price_per_hour']:.4f}/h ({len(claim['pods'])} pod(s) on it)")
             return "\n".join(lines)
     reason = next((u["reason"] for u in prov["unschedulable"] if u["pod"] == key), None)
-    lines.append(f"  pending and unschedulable: {reason or 'not provisionable (not marked Unschedulable by kube-scheduler)'}")
     pools = snap.of_kind("NodePool")
-    for pool in pools if len(pools) > 1 else []:
+    not_ready = prov.get("not_ready") or {}
+    stuck = bool(pools) and all(meta(p).get("name") in not_ready for p in pools)
+    lines.append(f"  pending and unschedulable: {reason or 'not provisionable (not marked Unschedulable by kube-scheduler)'}"
+                 + ("; no NodePool can launch (why, per NodePool, below)" if stuck and reason else ""))
+    for pool in pools if len(pools) > 1 or not_ready else []:
+        if meta(pool).get("name") in not_ready:  # launches nothing, alone or not: say why instead
+            lines.append(f"  nodepool {meta(pool).get('name')}: cannot launch: {not_ready[meta(pool).get('name')]}")
+            continue
         others = [o for o in snap.objects if o.get("kind") != "NodePool" or o is pool]
         alone = dry_run(Snapshot(others, snap.time, snap.karpenter_version, snap.version, snap.source), region)
         why = next((u["reason"] for u in alone["provisioning"]["unschedulable"] if u["pod"] == key), None)
@@ -131,6 +139,9 @@ def _nodepool(obj: dict[str, Any], result: Mapping[str, Any]) -> str:
     if "effective_price_per_hour" in result["fleet"] and result["fleet"]["price_per_hour"]:
         share = price / result["fleet"]["price_per_hour"] * result["fleet"]["effective_price_per_hour"]
         lines.append(f"  effective ${share:.4f}/h (its share of the fleet's effective bill)")
+    why = (result["provisioning"].get("not_ready") or {}).get(name)
+    if why is not None:
+        lines.append(f"  cannot launch: {why}")
     limits = spec.get("limits") or {}
     used = (obj.get("status") or {}).get("resources") or {}
     lines.append("  limits: " + (", ".join(f"{k} {used.get(k, '0')} of {v}" for k, v in limits.items()) or "none"))
@@ -139,8 +150,8 @@ def _nodepool(obj: dict[str, Any], result: Mapping[str, Any]) -> str:
                  + ", ".join(str(b.get("nodes")) + (f" ({b['schedule']} for {b.get('duration')})" if b.get("schedule") else "")
                              for b in disruption.get("budgets") or [{"nodes": "10%"}]))
     budgets = result["disruption"]["budgets"].get(name, {})
-    lines.append("  allowed now: " + ", ".join(f"{reason} {n if n < 1 << 29 else 'unlimited'}"
-                                              for reason, n in budgets.items()))
+    lines.append("  allowed now: " + (", ".join(f"{reason} {n if n < 1 << 29 else 'unlimited'}"
+                                               for reason, n in budgets.items()) or "-"))
     launches = [c for c in result["provisioning"]["nodeclaims"] if c["nodepool"] == name]
     if launches:
         lines.append(f"  pending pods launch {len(launches)} NodeClaim(s) here: "

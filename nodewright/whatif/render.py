@@ -26,7 +26,10 @@ def render_dry_run(result: Mapping[str, Any]) -> str:
     lines = [f"snapshot {snap['source']}: {snap['nodes']} node(s), {snap['pods']} pod(s), taken {when}; "
              f"fleet ${fleet['price_per_hour']:.4f}/h"
              + (f" (effective ${fleet['effective_price_per_hour']:.4f}/h)" if "effective_price_per_hour" in fleet
-                else ""), "", "PROVISIONING (pending pods)", render_provisioning(result["provisioning"]), "",
+                else "")
+             # Nodes no NodeClaim owns are neither priced in the fleet nor disruption candidates: say so by the $.
+             + (f" for {fleet['nodes']} node(s) with a NodeClaim ({snap['nodes'] - fleet['nodes']} without one: not "
+                "priced, never disrupted)" if snap["nodes"] > fleet["nodes"] else ""), "", "PROVISIONING (pending pods)", render_provisioning(result["provisioning"]), "",
              f"DISRUPTION (dry run at {disruption['now']}; methods in Karpenter's order, the first with a move acts)"]
     effective = any(m["decision"] and "effective_savings_per_hour" in m["decision"] for m in disruption["methods"])
     rows = [("METHOD", "ACTS", "DECISION", "NODES", "REPLACEMENTS", "EVICTS", "SAVES $/H")

@@ -538,7 +538,7 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
     if expected is not None and expected.isdigit() and int(expected) != len(items):
         # Whatever else is wrong follows from the cut: one line.
         raise NodewrightValidationError(
-            source, f"holds {len(items)} objects but its header says {expected}: the file is truncated")
+            source, f"holds {len(items)} object{'' if len(items) == 1 else 's'} but its header says {expected}: the file is truncated")
     objects: list[Obj] = []
     seen: dict[tuple[str, str, str], tuple[str, Obj]] = {}
     for where, obj in items:

@@ -146,7 +146,7 @@ def test_the_viewer_draws_nodes_pools_and_pending_pods_and_follows_watches(
         terminal: Callable[..., Terminal], core: k8s.CoreV1Api, kube: EmulatorThread) -> None:
     term = terminal()
     screen = term.wait(lambda s: "ip-10-0-1-11.ec2.internal" in s and "big-1" in s, "the first view")
-    assert "1 nodes  1 NodePools  1 pending pods  $0.0960/h list" in screen
+    assert "1 node  1 NodePool  1 pending pod  $0.0960/h list" in screen
     assert row(screen, "default/big-1")[2:] == ["8", "1Gi", "Unschedulable:", "0/1", "nodes", "are", "available:",
                                                   "1", "Insufficient", "cpu."]
     cells = row(screen, "ip-10-0-1-11.ec2.internal")
@@ -186,7 +186,7 @@ def test_a_node_selector_and_a_sort_order_on_the_terminal(terminal: Callable[...
     lines = [line.strip() for line in screen.splitlines()]
     pools = [line.split(" (")[0] for line in lines if re.search(r" \(\d+ nodes?\)", line)]
     assert pools == ["general", "(no NodePool)"]  # unmanaged nodes are priced and shown last
-    assert "2 nodes  1 NodePools  1 pending pods  $0.2880/h list  (sort name=desc" in screen
+    assert "2 nodes  1 NodePool  1 pending pod  $0.2880/h list  (sort name=desc" in screen
     assert row(screen, "ip-10-0-3-33.ec2.internal")[-2:] == ["0.1920", "Ready"]
     term.send(b"q")
     assert term.process.wait(10) == 0
@@ -198,6 +198,6 @@ def test_once_prints_plain_text_without_escape_codes(cluster: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout
     lines = done.stdout.splitlines()
-    assert lines[0] == "nodewright nodes  1 nodes  1 NodePools  1 pending pods  $0.0960/h list  (sort creation)"
+    assert lines[0] == "nodewright nodes  1 node  1 NodePool  1 pending pod  $0.0960/h list  (sort creation)"
     node_line = next(line for line in lines if line.strip().startswith("ip-10-0-1-11"))
     assert "[########--]   75%" in node_line and "[###-------]   25%" in node_line

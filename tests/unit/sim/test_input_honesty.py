@@ -264,3 +264,110 @@ def test_scenarios_skip_kinds_they_do_not_play_and_name_the_file(tmp_path: Path)
     path.write_text(yaml.safe_dump(scenario))
     out = CliRunner().invoke(cli, ["simulate", "--scenario", str(path)])
     assert out.stderr == f"error: {path}#spec.manifests[1].spec.limits.cpu: '-3' is negative (in NodePool 'default')\n"
+
+
+def test_misspelt_workload_fields_are_named_with_the_closest_field(tmp_path: Path) -> None:
+    """``replica``, ``nodeSelecter``, ``resources.request``: each ignored by the decision (3 replicas of 0 CPU on
+    any arch), so each is one warning naming file, object and field path; --strict makes them errors."""
+    text = CLASS + pool() + """---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replica: 3
+  template:
+    spec:
+      nodeSelecter: {kubernetes.io/arch: arm64}
+      containers: [{name: c, image: x, resources: {request: {cpu: "2"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: c, image: x, resources: {requests: {cpu: 100m}}}]
+  initContainers: [{name: i, image: x, resourcs: {}}]
+"""
+    out, path = run(tmp_path, text)
+    assert out.exit_code == 0, out.stderr
+    why = "unknown field: simulate ignores it (kubectl apply would refuse it: strict field validation)"
+    assert [line for line in out.stderr.splitlines() if line.startswith("warning:")] == [
+        f"warning: {path}#documents[2].spec.replica: {why}; did you mean 'replicas'? (in Deployment 'web')",
+        f"warning: {path}#documents[2].spec.template.spec.nodeSelecter: {why}; did you mean 'nodeSelector'? "
+        "(in Deployment 'web')",
+        f"warning: {path}#documents[2].spec.template.spec.containers[0].resources.request: {why}; did you mean "
+        "'requests'? (in Deployment 'web')",
+        f"warning: {path}#documents[3].spec.initContainers[0].resourcs: {why}; did you mean 'resources'? "
+        "(in Pod 'p')",
+    ]
+    strict, _ = run(tmp_path, text, "--strict")
+    assert strict.exit_code == 2 and strict.stdout == ""
+    assert [line.split(":", 1)[0] for line in strict.stderr.splitlines()] == ["error"] * 4
+
+
+def test_well_formed_workloads_of_every_kind_get_no_field_warning(tmp_path: Path) -> None:
+    template = ("template:\n    metadata: {labels: {app: x}}\n    spec:\n      restartPolicy: OnFailure\n"
+                "      containers: [{name: c, image: x, resources: {requests: {cpu: 100m}, limits: {cpu: 200m}}}]\n")
+    text = CLASS + pool() + "".join(
+        f"---\napiVersion: {api}\nkind: {kind}\nmetadata: {{name: w{i}, namespace: ns}}\nspec:\n  {extra}"
+        f"  selector: {{matchLabels: {{app: x}}}}\n  {template}"
+        for i, (api, kind, extra) in enumerate([
+            ("apps/v1", "Deployment", "replicas: 1\n  strategy: {type: Recreate}\n"),
+            ("apps/v1", "StatefulSet", "serviceName: s\n  podManagementPolicy: Parallel\n"),
+            ("apps/v1", "ReplicaSet", "minReadySeconds: 5\n"),
+            ("apps/v1", "DaemonSet", "updateStrategy: {type: OnDelete}\n"),
+            ("batch/v1", "Job", "completions: 2\n  parallelism: 2\n  backoffLimit: 1\n"),
+        ]))
+    out, _ = run(tmp_path, text)
+    assert out.exit_code == 0, out.stderr
+    assert "warning" not in out.stderr
+
+
+def test_misspelt_v1_nodepool_field_is_an_error_with_the_closest_field(tmp_path: Path) -> None:
+    out, path = run(tmp_path, CLASS + pool(extra="\n  disruption: {consolidateAftr: 1m}") + deployment())
+    assert out.exit_code == 2
+    assert out.stderr.splitlines() == [f"error: {path}#documents[1].spec.disruption.consolidateAftr: unknown "
+                                       "field; did you mean 'consolidateAfter'? (in NodePool 'default')"]
+
+
+def test_nodepool_limit_keys_that_cap_nothing_are_warned(tmp_path: Path) -> None:
+    limits = "\n  limits: {cpu: '100', memry: 100Gi, nvidia.com/gpus: '4', example.com/fpga: '2', hugepages-2Mi: 1Gi}"
+    out, path = run(tmp_path, CLASS + pool(extra=limits) + deployment())
+    assert out.exit_code == 0, out.stderr
+    assert [line for line in out.stderr.splitlines() if line.startswith("warning:")] == [
+        f"warning: {path}#documents[1].spec.limits.memry: 'memry' is not a resource name (names without a domain "
+        "are Kubernetes' own: cpu, memory, pods, ephemeral-storage, hugepages-<size>; and Karpenter's nodes), so "
+        "this limit caps nothing; did you mean 'memory'? (in NodePool 'default')",
+        f"warning: {path}#documents[1].spec.limits[nvidia.com/gpus]: 'nvidia.com/gpus' is no resource an EC2 "
+        "instance type has, so this limit caps nothing; did you mean 'nvidia.com/gpu'? (in NodePool 'default')",
+    ]
+    assert run(tmp_path, CLASS + pool(extra=limits) + deployment(), "--strict")[0].exit_code == 2
+
+
+def test_autoscaler_bounds_the_api_server_refuses_are_errors(tmp_path: Path) -> None:
+    hpa = ("---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: web}\nspec:\n"
+           "  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  minReplicas: 5\n  maxReplicas: 2\n")
+    keda = ("---\napiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: web}\nspec:\n"
+            "  scaleTargetRef: {name: web}\n  minReplicaCount: 3\n  maxReplicaCount: 1\n"
+            "  triggers: [{type: cpu, metadata: {value: '60'}}]\n")
+    out, path = run(tmp_path, CLASS + pool() + deployment() + hpa + keda)
+    assert out.exit_code == 2 and out.stdout == ""
+    assert out.stderr.splitlines() == [
+        f"error: {path}#documents[3].spec.maxReplicas: must be greater than or equal to minReplicas (5), got 2: the "
+        "API server refuses this HorizontalPodAutoscaler (in HorizontalPodAutoscaler 'web')",
+        f"error: {path}#documents[4].spec.minReplicaCount: must not exceed maxReplicaCount (1), got 3: KEDA refuses "
+        "this ScaledObject (in ScaledObject 'web')",
+    ]
+    scenario = {"apiVersion": "nodewright.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "s"},
+                "spec": {"duration": "2m", "region": "us-east-1",
+                         "manifests": [yaml.safe_load(d) for d in (CLASS, pool(), deployment(), hpa)]}}
+    replay = tmp_path / "s.yaml"
+    replay.write_text(yaml.safe_dump(scenario))
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(replay)])
+    assert out.exit_code == 2 and "minReplicas (5), got 2" in out.stderr and len(out.stderr.splitlines()) == 1
+
+
+def test_pricing_help_says_the_plan_changes() -> None:
+    out = CliRunner().invoke(cli, ["simulate", "--help"], terminal_width=200)
+    text = " ".join(out.output.split())
+    assert "--pricing FILE A PricingPolicy (Savings Plans, RIs, discounts): decide on effective marginal prices, " \
+           "as run --pricing-policy does (the plan can change), and show effective $/h beside list $/h" in text

@@ -129,11 +129,20 @@ def test_effective_prices_under_a_pricing_policy(cluster: str, tmp_path: Path) -
     assert order[:2] == ["ip-a", "ip-b"]  # price=desc within the pool
 
 
+def test_counts_of_one_are_singular(tmp_path: Path) -> None:
+    path = write(tmp_path, [nodepool("general", {"cpu": "10"}),
+                            node("ip-a", "m5.large", "on-demand", "us-east-1a", "2", "8Gi"),
+                            pod("big-1", "8", "2Gi")])
+    code, out = once("--snapshot", path)
+    assert code == 0, out
+    assert out.splitlines()[0] == "nodewright nodes  1 node  1 NodePool  1 pending pod  $0.0960/h list  (sort creation)"
+
+
 def test_node_selector_and_label_sort(cluster: str) -> None:
     code, out = once("--snapshot", cluster, "-l", "karpenter.sh/capacity-type!=spot",
                      "--sort", "topology.kubernetes.io/zone=desc")
     assert code == 0, out
-    assert "2 nodes" in out.splitlines()[0] and "(1 nodes hidden)" in out.splitlines()[0]
+    assert "2 nodes" in out.splitlines()[0] and "(1 node hidden)" in out.splitlines()[0]
     assert [line.split()[0] for line in out.splitlines() if line.startswith("  ip-")] == ["ip-a", "ip-c"]
 
 

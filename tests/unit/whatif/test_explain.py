@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from nodewright.cli import cli
 from nodewright.whatif.explain import explain
 from nodewright.whatif.snapshot import Snapshot
-from tests.unit.whatif.cluster import NOW, cluster, nodepool, pod
+from tests.unit.whatif.cluster import NOW, cluster, nodeclass, nodepool, pod
 
 
 def run(*args: str) -> tuple[int, list[str]]:
@@ -73,3 +73,45 @@ def test_unknown_name_and_missing_source_are_one_line(snapshot_file: Path) -> No
                                    "ip-10-0-1-2, ip-10-0-1-3, ip-10-0-1-4)"]
     assert run("explain", "node", "x") == (2, ["error: --snapshot: give exactly one of --snapshot FILE or "
                                                "--kubeconfig PATH"])
+    code, lines = run("explain", "nodepool", "generl", "--snapshot", str(snapshot_file))
+    assert code == 2 and lines == [f"error: generl: no NodePool 'generl' in {snapshot_file} (1 NodePool: general)"]
+
+
+DEMO = Path(__file__).parents[3] / "examples/snapshots/viewer-demo.yaml"
+MISSING = ("EC2NodeClass 'default' is not in the snapshot (it has no EC2NodeClass): Karpenter holds such a NodePool "
+           "not Ready (NodeClassNotFound)")
+
+
+def test_nodepools_whose_ec2nodeclass_is_missing_say_so_once() -> None:
+    """examples/snapshots/viewer-demo.yaml has NodePools but no EC2NodeClass: the output names the cause once, per
+    NodePool, and the summary says why nothing launches (no bare $0/h, no repeated stderr lines)."""
+    result = CliRunner().invoke(cli, ["simulate", "--snapshot", str(DEMO)])
+    assert result.exit_code == 0 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0] == (f"snapshot {DEMO}: 6 node(s), 12 pod(s), taken 2026-12-01T12:00:00Z; fleet $0.0000/h for "
+                        "0 node(s) with a NodeClaim (6 without one: not priced, never disrupted)")
+    assert lines[3:5] == [f"NodePools 'batch', 'general' cannot launch: {MISSING}",
+                          "unschedulable (1 pod: shop/report-3): no NodePool"]
+    assert lines[7] == ("0 new node(s) for 0 pod(s), 0 pod(s) on existing nodes, 1 unschedulable; nothing can launch: "
+                        "no NodePool is ready (see above)")
+    pod = CliRunner().invoke(cli, ["explain", "pod", "shop/report-3", "--snapshot", str(DEMO)])
+    assert pod.exit_code == 0 and pod.stderr == ""
+    assert pod.stdout.splitlines() == [
+        "Pod shop/report-3: phase Pending",
+        "  pending and unschedulable: no NodePool; no NodePool can launch (why, per NodePool, below)",
+        f"  nodepool general: cannot launch: {MISSING}",
+        f"  nodepool batch: cannot launch: {MISSING}"]
+    pool = CliRunner().invoke(cli, ["explain", "nodepool", "batch", "--snapshot", str(DEMO)])
+    assert pool.exit_code == 0 and pool.stderr == ""
+    assert pool.stdout.splitlines()[:2] == ["NodePool batch: 0 node(s), $0.0000/h list", f"  cannot launch: {MISSING}"]
+
+
+def test_a_nodepool_karpenter_holds_not_ready_says_why() -> None:
+    """From a live cluster the NodePool carries Karpenter's Ready=False condition, and the provisioner skips it
+    without a word: the reason comes from the condition."""
+    held = nodepool()
+    held["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "NodeClassNotFound",
+                                     "message": "EC2NodeClass 'gone' not found"}]
+    snap = Snapshot([held, nodeclass(), pod("big", None, cpu="4")], NOW)
+    assert explain(snap, "nodepool", "general").splitlines()[1] == (
+        "  cannot launch: it is not Ready (NodeClassNotFound: EC2NodeClass 'gone' not found)")
