@@ -9,8 +9,12 @@ planned NodeClaim is created (static NodePools, ``spec.replicas``, are capacity 
 to the scheduler for new NodeClaims; :mod:`nodewright.controllers.static` keeps their count). Pods planned onto a NodeClaim are *nominated* to it, so later batches do not
 provision for them again while the node comes up.
 
-Bind mode (``--bind-pods``): pods planned onto a NodeClaim are bound via ``pods/binding`` as soon as its Node
-registers, if they are still pending and still fit. A bind that fails is retried on later passes with per-pod
+Bind mode (``--bind-pods``): pods planned onto a NodeClaim are bound via ``pods/binding`` once its Node
+registered, if they are still pending, still fit and tolerate the Node's ``NoExecute`` taints: :data:`BIND_SETTLE`
+seconds after registration removed ``karpenter.sh/unregistered`` (NoExecute), not in the same pass. Measured against
+a real kube-controller-manager v1.36 (``tests/e2e/test_e2e_scheduler_agreement.py``, mode ``bind``): pods bound
+milliseconds after the taint came off were deleted by its taint-eviction controller ("Deleting pod"), whose Node
+cache still showed the taint the pods do not tolerate. A bind that fails is retried on later passes with per-pod
 exponential backoff (1 s doubling to 30 s) for as long as the pod stays nominated; a 403 (the ClusterRole lacks
 ``create`` on ``pods/binding``: the chart grants it only with ``controller.bindPods: true``) is reported once as
 one error line and a Warning Event ``FailedBinding`` on the pod.
@@ -71,6 +75,7 @@ from nodewright.scheduling import (
 from nodewright.scheduling.cache import SchedulingCache
 from nodewright.scheduling.nodeclaim_manifest import nodeclaim_from_plan
 from nodewright.scheduling.nodeclaimtemplate import PricingFactory
+from nodewright.scheduling.taints import untolerated
 from nodewright.state.blocked import PodBlocked
 from nodewright.state.buffers import is_virtual
 from nodewright.state.cluster import ClusterState, snapshot
@@ -89,6 +94,10 @@ from nodewright.state.registering import registering_nodes
 
 Solver = Callable[..., SchedulingResult]
 
+
+#: Seconds between a Node's registration (``karpenter.sh/unregistered`` removed) and binding the pods planned for it
+#: (bind mode, module docstring): long enough for kube-controller-manager's Node cache to see the taint gone.
+BIND_SETTLE = 1.0
 
 @dataclass
 class Batcher:
@@ -197,6 +206,7 @@ class Provisioner:
         self.nominations: dict[str, Nomination] = {}
         self.bind_backoff = Backoff(initial=1.0, maximum=30.0)
         self._bind_forbidden_reported = False
+        self._bind_due: dict[str, float] = {}  # NodeClaim name -> when its planned pods are bound (bind mode)
         self._unschedulable_reported: dict[str, str] = {}
         self.last_result: SchedulingResult | None = None
         self._scheduling_id: str | None = None  # the last run's karpenter_scheduler_queue_depth series
@@ -290,7 +300,7 @@ class Provisioner:
         now = self.ctx.clock()
         self._prune(state)
         if self.bind_pods:
-            self._retry_binds(state)
+            self.bind_due(state)
         pending = self.pending_pods(state, now)
         self.pod_times.observe(state)
         self.pod_times.seen(pending, now)
@@ -567,23 +577,31 @@ class Provisioner:
                 out.add(nominated)
         return out
 
-    def on_registered(self, claim: Obj, node: Obj) -> list[str]:
-        """Bind mode: bind pods nominated to ``claim`` onto ``node``; returns the pod keys bound."""
-        if not self.bind_pods:
-            return []
-        pods_on_node = [p for p in self.ctx.cluster.list(r.PODS) if node_name(p) == name_of(node)]
-        return self._bind(claim, node, pods_on_node, self.ctx.clock())
+    def on_registered(self, claim: Obj, node: Obj) -> None:
+        """Bind mode: the pods nominated to ``claim`` are bound to its Node :data:`BIND_SETTLE` s from now (by
+        :meth:`bind_due`, from the provisioner's pass; see module docstring)."""
+        if self.bind_pods:
+            self._bind_due[name_of(claim)] = self.ctx.clock() + BIND_SETTLE
 
-    def _retry_binds(self, state: ClusterState) -> None:
-        """Bind mode: retry the binds still owed to registered Nodes (each pod on its own backoff)."""
+    def bind_due(self, state: ClusterState) -> list[str]:
+        """Bind mode: bind the pods of each registered NodeClaim whose :data:`BIND_SETTLE` has passed, and retry the
+        binds still owed (each pod on its own backoff); returns the pod keys bound."""
         now = self.ctx.clock()
         targets = {nom.target for key, nom in self.nominations.items()
                    if nom.on_nodeclaim and self.bind_backoff.failures(key)}
+        for name, due in list(self._bind_due.items()):
+            if name not in state.nodeclaims:
+                del self._bind_due[name]
+            elif due <= now:
+                del self._bind_due[name]
+                targets.add(name)
+        bound: list[str] = []
         for target in sorted(targets):
             claim = state.nodeclaims.get(target)
             node = state.node_for(claim) if claim is not None and not is_deleting(claim) else None
             if claim is not None and node is not None and not is_deleting(node):
-                self._bind(claim, node, state.pods_on(name_of(node)), now)
+                bound += self._bind(claim, node, state.pods_on(name_of(node)), now)
+        return bound
 
     def _bind(self, claim: Obj, node: Obj, pods_on_node: Sequence[Obj], now: float) -> list[str]:
         bound_keys: list[str] = []
@@ -593,6 +611,8 @@ class Provisioner:
         for pod in pods_on_node:
             used = add(used, models.requests(pod))
         free = subtract(parse_resource_list((node.get("status") or {}).get("allocatable")), used)
+        node_model = models.node(node)
+        no_execute = [t for t in (node_model.taints if node_model is not None else ()) if t.effect == "NoExecute"]
         for key, nom in sorted(self.nominations.items()):
             if not (nom.on_nodeclaim and nom.target == name) or not self.bind_backoff.ready(key, now):
                 continue
@@ -602,6 +622,13 @@ class Provisioner:
                 self.bind_backoff.succeeded(key)
                 continue
             requests = models.requests(current)
+            model = models.pod(current)
+            evicting = untolerated(model.tolerations if model is not None else (), no_execute)
+            if evicting is not None:  # the taint-eviction controller would delete it at once: later
+                self.bind_backoff.failed(key, now)
+                log.debug("not binding %s to %s yet: it does not tolerate %s", key, name_of(node), evicting.key,
+                          extra={"pod": key})
+                continue
             if free and not fits(requests, free):
                 log.info("not binding %s to %s: it no longer fits", key, name_of(node), extra={"pod": key})
                 self.bind_backoff.succeeded(key)

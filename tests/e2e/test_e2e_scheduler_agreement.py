@@ -56,6 +56,7 @@ from nodewright.kube import resources as r
 from nodewright.kube.client import KubernetesCluster
 from nodewright.kube.rest import RestClient, load_api_client
 from nodewright.sim.decision import decide
+from nodewright.state.cluster import snapshot
 
 from .cases import Case, generate, planned_node
 from .controlplane import ControlPlane, skip_reason
@@ -217,22 +218,34 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
 def _bind(adapter: KubernetesCluster, core_api: k8s.CoreV1Api, ns: str, planned: dict[str, str],
           nodes: list[tuple[str, dict[str, Any]]]) -> None:
     """Bind mode: each Node registers (its ``karpenter.sh/unregistered`` taint off, as ``LifecycleController``'s
-    registration does), then the provisioner binds the Pods planned for it (``Provisioner.on_registered``)."""
+    registration does, which then calls ``Provisioner.on_registered``), and the provisioner's pass binds the Pods
+    planned for it :data:`~nodewright.controllers.provisioning.BIND_SETTLE` s later (``Provisioner.bind_due``; the
+    NodeClaims, which this suite does not create, stand in the snapshot by provider ID)."""
     _wait(lambda: all(adapter.get(r.NODES, n) is not None for n, _ in nodes)
           and all(adapter.get(r.PODS, p, ns) is not None for p in planned), 20)
     ctx = Context(adapter, None, time.time)  # type: ignore[arg-type]  # binding never calls the cloud
     provisioner = Provisioner(ctx, bind_pods=True)
     now = time.time()
     provisioner.nominations = {f"{ns}/{pod}": Nomination(node, True, now) for pod, node in planned.items()}
+    claims = {}
     for name, _ in nodes:
         node = core_api.read_node(name)
         taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in node.spec.taints or []
                   if t.key != "karpenter.sh/unregistered"]
         core_api.patch_node(name, {"spec": {"taints": taints or None}})
-        _wait(lambda name=name: not any(t.get("key") == "karpenter.sh/unregistered" for t in
-                                        ((adapter.get(r.NODES, name) or {}).get("spec") or {}).get("taints") or []),
-              10, 0.05)
-        provisioner.on_registered({"metadata": {"name": name}}, adapter.get(r.NODES, name) or {})
+        claims[name] = {"metadata": {"name": name}, "status": {"providerID": node.spec.provider_id}}
+        provisioner.on_registered(claims[name], adapter.get(r.NODES, name) or {})
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        state = snapshot(adapter)
+        for claim in claims.values():
+            state.nodeclaims[claim["metadata"]["name"]] = claim
+            state.nodeclaim_by_provider_id[claim["status"]["providerID"]] = claim
+        provisioner.bind_due(state)
+        if all(adapter.get(r.PODS, p, ns) and (adapter.get(r.PODS, p, ns) or {}).get("spec", {}).get("nodeName")
+               for p in planned):
+            break
+        time.sleep(0.25)  # the run loop's pass
     bound = sum(1 for p in planned if (core_api.read_namespaced_pod(p, ns).spec.node_name or ""))
     assert bound == len(planned), f"bound {bound} of {len(planned)} pods in {ns}"
 

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from nodewright.api import labels as L
-from nodewright.controllers.provisioning import Batcher, Provisioner
+from nodewright.controllers.provisioning import BIND_SETTLE, Batcher, Provisioner
 from nodewright.kube import resources as r
 from nodewright.kube.objects import format_time, name_of
 from nodewright.state.cluster import snapshot
@@ -122,9 +122,40 @@ def test_bind_mode_binds_nominated_pods_on_registration(ctx, cluster, clock, clo
     # Someone else took one pod meanwhile: only the other is bound.
     cluster.patch(r.PODS, "web-1", {"spec": {"nodeName": "elsewhere"}}, "default")
     cluster.create(r.NODES, node_for(claim))
-    life.reconcile()
+    life.reconcile()  # registered: karpenter.sh/unregistered (NoExecute) removed
+    assert cluster.bindings == []  # not in the same pass: the taint-eviction controller may not have seen it go
+    clock.advance(BIND_SETTLE)
+    prov.reconcile()
     assert cluster.bindings == [("default", "web-0", "ip-10-0-0-1.ec2.internal")]
     assert cluster.get(r.PODS, "web-0", "default")["spec"]["nodeName"] == "ip-10-0-0-1.ec2.internal"
+
+
+def test_bind_mode_waits_for_a_noexecute_taint_the_pod_does_not_tolerate(ctx, cluster, clock, cloud) -> None:
+    """A pod bound to a Node with a NoExecute taint it does not tolerate is deleted by kube-controller-manager's
+    taint-eviction controller at once: bind mode binds it only once the taint is gone."""
+    from nodewright.controllers.lifecycle import LifecycleController
+
+    cluster.create(r.PODS, pending_pod("web-0"))
+    prov = Provisioner(ctx, Batcher(1.0, 10.0), bind_pods=True, solver=first_fit_solver)
+    life = LifecycleController(ctx, on_registered=prov.on_registered)
+    prov.reconcile()
+    clock.advance(1.0)
+    prov.reconcile()
+    life.reconcile()
+    claim = cluster.list(r.NODECLAIMS)[0]
+    node = node_for(claim)
+    node["spec"]["taints"].append({"key": "example.com/draining", "effect": "NoExecute"})
+    cluster.create(r.NODES, node)
+    life.reconcile()
+    for _ in range(3):
+        clock.advance(BIND_SETTLE)
+        prov.reconcile()
+    assert cluster.bindings == []
+    cluster.patch(r.NODES, "ip-10-0-0-1.ec2.internal", {"spec": {"taints": None}})
+    for _ in range(40):
+        clock.advance(0.25)
+        prov.reconcile()
+    assert cluster.bindings == [("default", "web-0", "ip-10-0-0-1.ec2.internal")]
 
 
 def test_real_scheduler_plans_the_nodeclaim(ctx, cluster, clock) -> None:
@@ -166,9 +197,9 @@ def test_bind_mode_retries_a_failed_bind_with_backoff_and_names_the_rbac_on_403(
     life.reconcile()
     claim = cluster.list(r.NODECLAIMS)[0]
     cluster.create(r.NODES, node_for(claim))
-    life.reconcile()  # registration: the first bind, refused
+    life.reconcile()  # registration: the first bind BIND_SETTLE s later, refused
     assert prov.nominated_targets(snapshot(cluster)) == {name_of(claim), "ip-10-0-0-1.ec2.internal"}
-    for _ in range(75):  # 7.5 s of 0.1 s passes
+    for _ in range(85):  # 8.5 s of 0.1 s passes
         clock.advance(0.1)
         prov.reconcile()
     gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
