@@ -422,6 +422,11 @@ class NominationController:
             if err.status == 403:
                 self._forbidden(pod, key, err, now)
                 return False
+            if err.status == 422 and target and "already bound" in str(err):
+                # Bound since the cache showed it unbound (the set carries no precondition): nothing to nominate.
+                log.debug("not nominating %s: bound meanwhile", key, extra={"pod": key})
+                self.backoff.succeeded(key)
+                return True
             delay = self.backoff.failed(key, now)
             log.warning("nominating %s failed, retrying in %.0fs: %s", key, delay, err, extra={"pod": key})
             return True

@@ -626,8 +626,8 @@ class Provisioner:
             evicting = untolerated(model.tolerations if model is not None else (), no_execute)
             if evicting is not None:  # the taint-eviction controller would delete it at once: later
                 self.bind_backoff.failed(key, now)
-                log.debug("not binding %s to %s yet: it does not tolerate %s", key, name_of(node), evicting.key,
-                          extra={"pod": key})
+                log.info("not binding %s to %s yet: it does not tolerate %s:%s", key, name_of(node), evicting.key,
+                         evicting.effect, extra={"pod": key})
                 continue
             if free and not fits(requests, free):
                 log.info("not binding %s to %s: it no longer fits", key, name_of(node), extra={"pod": key})

@@ -246,8 +246,10 @@ def _bind(adapter: KubernetesCluster, core_api: k8s.CoreV1Api, ns: str, planned:
                for p in planned):
             break
         time.sleep(0.25)  # the run loop's pass
-    bound = sum(1 for p in planned if (core_api.read_namespaced_pod(p, ns).spec.node_name or ""))
-    assert bound == len(planned), f"bound {bound} of {len(planned)} pods in {ns}"
+    unbound = sorted(p for p in planned if not core_api.read_namespaced_pod(p, ns).spec.node_name)
+    assert not unbound, (f"bound {len(planned) - len(unbound)} of {len(planned)} pods in {ns}; not bound: "
+                         + ", ".join(f"{p} (planned {planned[p]}, bind failures "
+                                     f"{provisioner.bind_backoff.failures(f'{ns}/{p}')})" for p in unbound))
 
 
 def _keep_nominating(controller: NominationController, stop: threading.Event) -> None:

@@ -382,3 +382,26 @@ def test_the_pod_watch_sets_cleared_nominations_again_once_the_schedulers_wave_i
     armed = len(timers.armed)
     on_pod("MODIFIED", cluster.get(r.PODS, "web-1", "default"))
     assert len(timers.armed) == armed
+
+
+def test_a_pod_bound_meanwhile_is_not_retried_nor_warned_about(ctx, cluster, clock, caplog) -> None:
+    """Setting a nomination carries no precondition, so a pod bound since the cache showed it unbound gets the API
+    server's 422 ("may not be set on pods that are already bound to a node", measured on v1.36): nothing to do."""
+    caplog.set_level(logging.INFO, logger="nodewright.controllers")
+    real, attempts = cluster.patch_status, []
+
+    def bound_meanwhile(kind, name, status, namespace=None, resource_version=None):
+        if kind == r.PODS and status.get("nominatedNodeName"):
+            attempts.append(name)
+            raise KubeError(f'Pod "{name}" is invalid: status.nominatedNodeName: Forbidden: may not be set on pods '
+                            "that are already bound to a node", 422)
+        return real(kind, name, status, namespace, resource_version=resource_version)
+
+    cluster.patch_status = bound_meanwhile
+    manager = _manager(ctx)
+    _planned_and_registered(manager, cluster, clock, pods=1)
+    for _ in range(3):
+        clock.advance(1.0)
+        manager.step()
+    assert attempts == ["web-0"] * 4  # each pass sees it unbound again (the fake never binds it); no backoff
+    assert not [rec for rec in caplog.records if rec.levelno >= logging.WARNING and "web-0" in rec.getMessage()]
