@@ -62,7 +62,7 @@ from nodewright.kube.objects import (
 )
 from nodewright.kube.pdb import fully_blocking_budget
 from nodewright.pricing import PricingPolicy, marginal_pricing
-from nodewright.quantities import add, fits, parse_resource_list, subtract
+from nodewright.quantities import add, fits, format_resources, parse_resource_list, subtract
 from nodewright.scheduling import (
     ExistingNode,
     NodeClaimPlan,
@@ -630,7 +630,8 @@ class Provisioner:
                          evicting.effect, extra={"pod": key})
                 continue
             if free and not fits(requests, free):
-                log.info("not binding %s to %s: it no longer fits", key, name_of(node), extra={"pod": key})
+                log.info("not binding %s to %s: it no longer fits (requests %s, free %s)", key, name_of(node),
+                         format_resources(requests), format_resources(free), extra={"pod": key})
                 self.bind_backoff.succeeded(key)
                 continue
             try:

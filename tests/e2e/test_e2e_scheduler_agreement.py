@@ -193,8 +193,7 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
             controller = _nominate(adapter, ns, planned, [n for n, _ in nodes], hold)
             loop = threading.Thread(target=_keep_nominating, args=(controller, stop), daemon=True)
             loop.start()
-        if mode == "bind":
-            _bind(adapter, core_api, ns, planned, nodes)
+        bind_detail = _bind(adapter, core_api, ns, planned, nodes) if mode == "bind" else ""
         try:
             # A real node turns Ready tens of seconds after it registers.
             time.sleep(REGISTERED_TO_READY)
@@ -206,6 +205,8 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
                 core_api.patch_node_status(name, {"status": {"conditions": [
                     {"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
             outcome = _outcome(core_api, ns, case, mode, planned, [n for n, _ in nodes])
+            if bind_detail:
+                outcome.detail = "; ".join(d for d in (bind_detail, outcome.detail) if d)
             if controller is not None:
                 outcome.renominated = max(controller.cleared.values(), default=0)
             return outcome
@@ -216,11 +217,12 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
 
 
 def _bind(adapter: KubernetesCluster, core_api: k8s.CoreV1Api, ns: str, planned: dict[str, str],
-          nodes: list[tuple[str, dict[str, Any]]]) -> None:
+          nodes: list[tuple[str, dict[str, Any]]]) -> str:
     """Bind mode: each Node registers (its ``karpenter.sh/unregistered`` taint off, as ``LifecycleController``'s
     registration does, which then calls ``Provisioner.on_registered``), and the provisioner's pass binds the Pods
     planned for it :data:`~nodewright.controllers.provisioning.BIND_SETTLE` s later (``Provisioner.bind_due``; the
-    NodeClaims, which this suite does not create, stand in the snapshot by provider ID)."""
+    NodeClaims, which this suite does not create, stand in the snapshot by provider ID). Returns "" when every planned
+    Pod was bound where planned, else which were not and what the Nodes hold (the case's detail line)."""
     _wait(lambda: all(adapter.get(r.NODES, n) is not None for n, _ in nodes)
           and all(adapter.get(r.PODS, p, ns) is not None for p in planned), 20)
     ctx = Context(adapter, None, time.time)  # type: ignore[arg-type]  # binding never calls the cloud
@@ -246,10 +248,14 @@ def _bind(adapter: KubernetesCluster, core_api: k8s.CoreV1Api, ns: str, planned:
                for p in planned):
             break
         time.sleep(0.25)  # the run loop's pass
-    unbound = sorted(p for p in planned if not core_api.read_namespaced_pod(p, ns).spec.node_name)
-    assert not unbound, (f"bound {len(planned) - len(unbound)} of {len(planned)} pods in {ns}; not bound: "
-                         + ", ".join(f"{p} (planned {planned[p]}, bind failures "
-                                     f"{provisioner.bind_backoff.failures(f'{ns}/{p}')})" for p in unbound))
+    unbound = sorted(p for p in planned if core_api.read_namespaced_pod(p, ns).spec.node_name != planned[p])
+    if not unbound:
+        return ""
+    on = {n: sorted(f"{p.metadata.name}" for p in core_api.list_namespaced_pod(
+        ns, field_selector=f"spec.nodeName={n}").items) for n in sorted({planned[p] for p in unbound})}
+    return (f"bind: {len(unbound)} of {len(planned)} pods not bound to their planned Node: "
+            + ", ".join(f"{p} (planned {planned[p]}, bind failures {provisioner.bind_backoff.failures(f'{ns}/{p}')})"
+                        for p in unbound) + f"; on those Nodes: {on}")
 
 
 def _keep_nominating(controller: NominationController, stop: threading.Event) -> None:
@@ -380,6 +386,6 @@ def test_real_scheduler_carries_out_the_plan(real_scheduler: ControlPlane, core:
     if "nom" in agree and "plain" in agree:  # nomination never makes the real scheduler worse at the plan
         assert agree["nom"] >= agree["plain"], table
     if "bind" in agree:  # bound by the controller, the plan is the placement
-        assert agree["bind"] == len(cases), table
+        assert sum(o.moved for o in outcomes if o.mode == "bind") == 0 and agree["bind"] == len(cases), table
     if os.environ.get("NODEWRIGHT_E2E_STRICT"):  # the issue's targets: 100% with nomination, >= 95% without
         assert agree.get("nom", len(cases)) == len(cases) and agree.get("plain", len(cases)) >= 0.95 * len(cases), table
