@@ -86,8 +86,6 @@ VOLUME_KINDS = {"PersistentVolumeClaim": r.PVCS, "PersistentVolume": r.PVS, "Sto
 DEFAULT_REGION = "us-east-1"
 #: Pods named in one "unschedulable" line of the table; the rest are counted.
 SHOWN_PODS = 5
-#: Kinds read but not needed for a provisioning decision (accepted silently).
-IGNORED_KINDS = frozenset({"ConfigMap", "Secret"})
 #: CapacityBuffers and their PodTemplates (a CapacityBuffer in the input turns its gate on: docs/capacity-buffers.md).
 BUFFER_KINDS = {"CapacityBuffer": r.CAPACITYBUFFERS, "PodTemplate": r.PODTEMPLATES}
 #: Workloads also stored as objects, for a CapacityBuffer's scalableRef and for the selector of the default
@@ -188,7 +186,7 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster, warn: bool
                 _create_held(cluster, r.NODES, doc, leaving)
             elif kind in VOLUME_KINDS:
                 _create_held(cluster, VOLUME_KINDS[str(kind)], doc, leaving)
-            elif kind not in IGNORED_KINDS:
+            else:  # named once (the CLI's review has left these out already)
                 skipped.skipped[str(kind)] += 1
         except NodewrightValidationError as err:
             errors.append(prefixed(err, f"documents[{objects.other_indices[index]}]",
