@@ -267,7 +267,25 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
     return review
 
 
-def _unknown_fields(index: int, doc: Mapping[str, Any], workloads: bool) -> Iterator[Finding]:
+#: Why an unknown field of a workload matters, by where the document comes from: manifests a user wrote
+#: (``simulate -f``, a scenario's ``spec.manifests``), or objects an API server served (a snapshot).
+UNKNOWN_FIELD_WHY = {
+    "manifest": "unknown field: simulate ignores it (kubectl apply would refuse it: strict field validation)",
+    "served": ("unknown field: simulate ignores it (not a Kubernetes v1.36 field: a newer API server's, or the file "
+               "was edited)"),
+}
+
+
+def unknown_field_findings(docs: Sequence[Mapping[str, Any]], source: str = "manifest") -> list[Finding]:
+    """One finding (``documents[i].<path>``) per unknown field of each of ``docs``, as :func:`review_documents`
+    finds them for ``simulate -f`` (:func:`_unknown_fields`: older Karpenter kinds' ``spec`` and the workloads of
+    :data:`WORKLOAD_SCHEMAS`), for the other readers of such documents: scenario manifests and (``source``
+    ``"served"``, :data:`UNKNOWN_FIELD_WHY`) snapshot items. Warnings only: the field is ignored."""
+    return [f for index, doc in enumerate(docs) for f in _unknown_fields(index, doc, True, UNKNOWN_FIELD_WHY[source])]
+
+
+def _unknown_fields(index: int, doc: Mapping[str, Any], workloads: bool,
+                    workload_why: str = UNKNOWN_FIELD_WHY["manifest"]) -> Iterator[Finding]:
     """One finding per field of ``doc`` its kind's schema lacks, with the closest known field (difflib): the
     ``spec`` of an older Karpenter kind (:data:`_OLD_SPECS`: conversion drops the field) and, with ``workloads``,
     the pods and workloads ``simulate`` reads (:data:`WORKLOAD_SCHEMAS`: the decision ignores the field, which a
@@ -281,7 +299,7 @@ def _unknown_fields(index: int, doc: Mapping[str, Any], workloads: bool) -> Iter
         why = f"unknown {key[0]} {key[1]} field: conversion drops it"
     elif workloads and key in WORKLOAD_SCHEMAS:
         found = _walk(doc, WORKLOAD_SCHEMAS[key], "")
-        why = "unknown field: simulate ignores it (kubectl apply would refuse it: strict field validation)"
+        why = workload_why
     else:
         return
     for path, name, known in found:

@@ -99,6 +99,8 @@ def simulate_scenario(path: str, *, output: str = "table", baseline: str | None 
     if plot:
         check_plot_path(plot)
     scenario = _only_simulated_kinds(load_scenario(path))
+    for finding in scenario.findings:  # unknown fields (nodewright.review.unknown_field_findings)
+        click.echo(finding.line(), err=True)
     for problem in document_annotation_problems(scenario.manifests):
         click.echo(f"warning: {path}: spec.manifests {problem}", err=True)
     started = time.perf_counter()

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -59,6 +60,7 @@ from nodewright.whatif.render import table
 from nodewright.whatif.snapshot import KIND_OF, now_utc, read_snapshot
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+log = logging.getLogger("nodewright.whatif")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,6 +243,8 @@ def diff(base: str, head: str, *, snapshot: str | None = None, scenario: str | N
         return _diff_scenario(scenario, base_rev, head_rev, policy)
     assert snapshot is not None
     snap = read_snapshot(snapshot)
+    for finding in snap.findings:  # fields the simulation ignores, as simulate --snapshot warns
+        log.warning("%s", finding.line())
     now = snap.time if snap.time is not None else now_utc()
     pools, classes = _hash_changes(base_rev, head_rev)
     before = evaluate(apply_revision(snap.objects, base_rev), now, region, policy)
@@ -274,6 +278,8 @@ def _diff_scenario(path: str, base: Revision, head: Revision, policy: PricingPol
     from nodewright.sim.scenario import load_scenario
 
     scenario = load_scenario(path)
+    for finding in scenario.findings:  # unknown fields of its manifests, as simulate --scenario warns
+        log.warning("%s", finding.line())
     out: dict[str, Any] = {"evaluated_on": {"scenario": path}}
     for label, rev in (("base", base), ("head", head)):
         manifests = [d for d in scenario.manifests if not (d.get("kind") == "NodePool"

@@ -415,3 +415,30 @@ def test_every_kind_simulate_leaves_out_is_named_once(tmp_path: Path, monkeypatc
         "skipped 5 objects the simulation does not play: ConfigMap x1, PriorityClass x1, Secret x1, Service x1 (read "
         "only for SCHEDULER_CONFIG's default topology spread), ServiceAccount x1")
     assert json.loads(out.stdout)["summary"]["pods_scheduled"] == 2
+
+
+def test_scenario_manifests_get_the_unknown_field_warnings_of_simulate_f(tmp_path: Path) -> None:
+    """``replica`` and ``resources.request`` in a scenario's inline Deployment, ``ttlSecondsAfterEmty`` in a
+    Provisioner of a manifest file it names: each was ignored silently by the replay (the Deployment ran its 2
+    replicas of 0 CPU). Now one warning each, naming the scenario file, ``spec.manifests[i]`` and the field."""
+    web = yaml.safe_load(deployment(replicas=2))
+    web["spec"]["replica"] = 5
+    web["spec"]["template"]["spec"]["containers"][0]["resources"]["request"] = {"cpu": "1"}
+    provisioner = {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "old"},
+                   "spec": {"providerRef": {"name": "default"}, "ttlSecondsAfterEmty": 30}}
+    (tmp_path / "old.yaml").write_text(yaml.safe_dump(provisioner))
+    scenario = {"apiVersion": "nodewright.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "s"},
+                "spec": {"duration": "2m", "region": "us-east-1",
+                         "manifests": [yaml.safe_load(CLASS), yaml.safe_load(pool()), web, "old.yaml"]}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(path), "-o", "json"])
+    assert out.exit_code == 0, out.stderr
+    why = "unknown field: simulate ignores it (kubectl apply would refuse it: strict field validation)"
+    assert out.stderr.splitlines()[:3] == [
+        f"warning: {path}#spec.manifests[2].spec.replica: {why}; did you mean 'replicas'? (in Deployment 'web')",
+        f"warning: {path}#spec.manifests[2].spec.template.spec.containers[0].resources.request: {why}; did you mean "
+        "'requests'? (in Deployment 'web')",
+        f"warning: {path}#spec.manifests[3] (old.yaml)#documents[0].spec.ttlSecondsAfterEmty: unknown "
+        "karpenter.sh/v1alpha5 Provisioner field: conversion drops it; did you mean 'ttlSecondsAfterEmpty'? (in "
+        "Provisioner 'old')"]
