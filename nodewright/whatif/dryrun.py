@@ -32,6 +32,7 @@ import dataclasses
 import logging
 import os
 import random
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -58,7 +59,7 @@ from nodewright.disruption.simulation import Simulator
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube.cluster import Cluster
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import condition, format_time, is_deleting
+from nodewright.kube.objects import condition, format_time, is_deleting, labels_of
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingEngine, PricingPolicy, Usage
 from nodewright.scheduling import Pod, SchedulingResult
@@ -264,7 +265,9 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
         ``{"now", "acts" (the method that acts this pass, or None), "methods": [{"method", "eligible",
         "decision" (or None), "skipped": [sentences], "stopped_early"}], "expiration" (decision or None),
         "nodes": [{"node", "nodepool", "instance_type", "price_per_hour", "pods", "disrupted_by", "reason"}],
-        "pools": {name: {reason: allowed}}}``.
+        "unmanaged_nodes" (Nodes no NodeClaim owns and no NodePool labels), "unmanaged_by_nodepool" ({NodePool:
+        Nodes labelled ``karpenter.sh/nodepool`` with its name that no NodeClaim owns}), "budgets": {name: {reason:
+        allowed}}}``.
     """
     ctx, now = loaded.ctx, loaded.now
     models_for(loaded.cluster).use_scheduler_config(scheduler_config(os.environ))  # default topology spread
@@ -331,6 +334,11 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
         "expiration": None if expired is None else _decision_json(expired, engine, fleet),
         "nodes": nodes,
         "unmanaged_nodes": len(view.unmanaged),
+        # Nodes labelled karpenter.sh/nodepool that no NodeClaim owns, by that NodePool (explain nodepool counts
+        # them): the view leaves them out (neither candidates nor destinations), so they are counted from the state.
+        "unmanaged_by_nodepool": dict(sorted(Counter(
+            labels_of(doc)[L.NODEPOOL] for doc in state.nodes.values()
+            if labels_of(doc).get(L.NODEPOOL) and state.nodeclaim_for(doc) is None).items())),
         "budgets": {name: {reason: min(budgets[reason].get(name, 0), 1 << 30) for reason in budgets}
                     for name in sorted(view.pools)},
     }
