@@ -214,7 +214,8 @@ def _closest(value: str, known: Iterable[str]) -> str:
 
 
 def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects | None = None,
-                     *, for_simulate: bool = True, default_spread: bool = False) -> Review:
+                     *, for_simulate: bool = True, default_spread: bool = False,
+                     default_class: bool = True) -> Review:
     """Review decoded manifests (``docs``, input order) and, when given, their parsed form.
 
     Args:
@@ -223,6 +224,8 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
         for_simulate: also classify kinds (skipped / not modelled) and check values against the catalog.
         default_spread: ``SCHEDULER_CONFIG`` gives default topology spread constraints, whose selectors Services
             deduce (without it, Services are skipped: :data:`SETTING_KINDS`).
+        default_class: a NodePool naming an EC2NodeClass of an input that has none gets one with the defaults
+            (``simulate -f``); False (a scenario's world, where it launches nothing): such a NodePool is not ready.
     """
     review = Review()
     used = USED_KINDS | (frozenset(SETTING_KINDS) if default_spread else frozenset())
@@ -246,7 +249,7 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
                 ))
             else:
                 review.skipped[kind] += 1
-    unusable = _unusable_nodepools(docs, objects, review) if objects is not None else set()
+    unusable = _unusable_nodepools(docs, objects, review, default_class) if objects is not None else set()
     if objects is not None:
         review.findings.extend(_limit_keys(docs, objects))
         review.findings.extend(_not_yet_honoured(docs, objects))
@@ -336,7 +339,8 @@ def _where(docs: Sequence[Mapping[str, Any]], kind: str, name: str, path: str) -
     return f"documents[{index}].{path}" if index is not None else path
 
 
-def _unusable_nodepools(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects, review: Review) -> set[str]:
+def _unusable_nodepools(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects, review: Review,
+                        default_class: bool = True) -> set[str]:
     """Names of the NodePools that launch nothing (recorded in ``review.not_ready`` with a finding each). Only
     the NodePool that wins each name counts, the last one, as ``kubectl apply`` leaves it (:func:`_where` names
     that document)."""
@@ -349,10 +353,11 @@ def _unusable_nodepools(docs: Sequence[Mapping[str, Any]], objects: KarpenterObj
             why = (f"{ref.group}/{ref.kind} is not a node class nodewright can launch (only "
                    f"{wk.AWS_GROUP}/EC2NodeClass)")
             reason = f"{why}: this NodePool launches nothing (in NodePool {pool.name!r})"
-        elif classes and ref.name not in classes:
-            why = f"its EC2NodeClass {ref.name!r} is not in the input (classes: {', '.join(sorted(classes))})"
-            reason = (f"EC2NodeClass {ref.name!r} is not in the input (classes: {', '.join(sorted(classes))}): "
-                      f"Karpenter would keep this NodePool not Ready, so it launches nothing (in NodePool {pool.name!r})")
+        elif (classes or not default_class) and ref.name not in classes:
+            known = f"classes: {', '.join(sorted(classes))}" if classes else "it has no EC2NodeClass"
+            why = f"its EC2NodeClass {ref.name!r} is not in the input ({known})"
+            reason = (f"EC2NodeClass {ref.name!r} is not in the input ({known}): Karpenter would keep this NodePool "
+                      f"not Ready, so it launches nothing (in NodePool {pool.name!r})")
         else:
             continue
         review.not_ready[pool.name] = why

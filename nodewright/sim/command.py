@@ -16,9 +16,10 @@ import click
 
 from nodewright.admission import apply_limit_ranges
 from nodewright.api.annotations import document_annotation_problems
+from nodewright.api.manifests import parse_documents
 from nodewright.errors import NodewrightValidationError
 from nodewright.pricing import PricingPolicy
-from nodewright.review import SETTING_KINDS, skipped_kinds_line
+from nodewright.review import SETTING_KINDS, review_documents, skipped_kinds_line
 from nodewright.settings import scheduler_config
 from nodewright.sim.compare import (
     NOMINATION_OPTION,
@@ -101,6 +102,11 @@ def simulate_scenario(path: str, *, output: str = "table", baseline: str | None 
     scenario = _only_simulated_kinds(load_scenario(path))
     for finding in scenario.findings:  # unknown fields (nodewright.review.unknown_field_findings)
         click.echo(finding.line(), err=True)
+    # NodePools the replay can launch nothing from (a nodeClassRef naming an EC2NodeClass the scenario lacks), as
+    # simulate -f finds them: the run's pending pods would otherwise be its only sign.
+    not_ready = review_documents(scenario.manifests, parse_documents(scenario.manifests), for_simulate=False, default_class=False).not_ready
+    for name, why in sorted(not_ready.items()):
+        click.echo(f"warning: {path}: NodePool {name!r} cannot launch: {why}", err=True)
     for problem in document_annotation_problems(scenario.manifests):
         click.echo(f"warning: {path}: spec.manifests {problem}", err=True)
     started = time.perf_counter()

@@ -505,6 +505,16 @@ def _percent(fraction: float) -> str:
     return f"{fraction * 100:g}%"
 
 
+def not_ready_lines(not_ready: Mapping[str, str]) -> list[str]:
+    """``{NodePool: why it cannot launch}`` as one line per reason, naming its NodePools (``NodePools 'batch',
+    'general' cannot launch: ...``): the table of ``simulate --snapshot`` and ``explain``, and ``diff``'s."""
+    by_reason: dict[str, list[str]] = {}
+    for name, why in not_ready.items():
+        by_reason.setdefault(why, []).append(repr(name))
+    return [f"NodePool{'s' if len(names) > 1 else ''} {', '.join(names)} cannot launch: {why}"
+            for why, names in by_reason.items()]
+
+
 def render_table(decision: Mapping[str, Any]) -> str:
     """What a person reads: one row per new node, the pods per node, the NodePools that cannot launch (``not_ready``,
     one line per reason), the unschedulable pods (one line per reason), $/h, and a summary line (which says why
@@ -535,11 +545,8 @@ def render_table(decision: Mapping[str, Any]) -> str:
     for entry in decision["existing"]:
         lines.append(f"existing {entry['node']}: {', '.join(entry['pods'])}")
     # NodePools that cannot launch (simulate --snapshot: whatif.dryrun.not_ready_nodepools), one line per reason.
-    not_ready: dict[str, list[str]] = {}
-    for name, why in (decision.get("not_ready") or {}).items():
-        not_ready.setdefault(why, []).append(repr(name))
-    for why, names in not_ready.items():
-        lines.append(f"NodePool{'s' if len(names) > 1 else ''} {', '.join(names)} cannot launch: {why}")
+    not_ready = decision.get("not_ready") or {}
+    lines.extend(not_ready_lines(not_ready))
     by_reason: dict[str, list[str]] = {}
     for entry in decision["unschedulable"]:
         by_reason.setdefault(entry["reason"], []).append(entry["pod"])

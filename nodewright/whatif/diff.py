@@ -36,9 +36,9 @@ import dataclasses
 import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from nodewright.api.hashing import ec2nodeclass_hash, nodepool_hash
 from nodewright.api.manifests import load_manifest_files, parse_documents
@@ -50,12 +50,12 @@ from nodewright.disruption.budgets import UNLIMITED, budget_mapping
 from nodewright.disruption.candidates import base_problem
 from nodewright.disruption.model import REASON_DRIFTED
 from nodewright.errors import NodewrightValidationError
-from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import Obj, meta, name_of
 from nodewright.pricing import PricingEngine, PricingPolicy, Usage
-from nodewright.sim.decision import first_batch
+from nodewright.review import review_documents
+from nodewright.sim.decision import not_ready_lines
 from nodewright.state.cluster import snapshot as read_state
-from nodewright.whatif.dryrun import restore
+from nodewright.whatif.dryrun import launch_batch, restore
 from nodewright.whatif.render import table
 from nodewright.whatif.snapshot import KIND_OF, now_utc, read_snapshot
 
@@ -137,11 +137,14 @@ def _hash_changes(base: Revision, head: Revision) -> tuple[dict[str, str], dict[
 
 
 def evaluate(objects: Sequence[Obj], now: float, region: str | None, policy: PricingPolicy | None,
-             extra_drift: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
+             extra_drift: Mapping[str, Mapping[str, str]] | None = None,
+             source: str = "the snapshot") -> dict[str, Any]:
     """One revision on one snapshot: drift per node, then the steady state (see module docstring).
 
     ``extra_drift``: ``{"nodepools": {name: reason}, "nodeclasses": {name: reason}}`` hash changes found by
-    comparing the revisions.
+    comparing the revisions. ``not_ready`` in the result: NodePool -> why it cannot launch
+    (:func:`nodewright.whatif.dryrun.launch_batch`, as ``simulate --snapshot`` names them: once, ``source`` saying
+    where its EC2NodeClass was looked for).
     """
     loaded = restore(objects, now, region)
     ctx = loaded.ctx
@@ -173,8 +176,7 @@ def evaluate(objects: Sequence[Obj], now: float, region: str | None, policy: Pri
             if not meta(doc).get("finalizers"):
                 loaded.cluster.patch(KIND_OF["Node"], name, {"metadata": {"finalizers": ["whatif.nodewright.io/hold"]}})
             loaded.cluster.delete(KIND_OF["Node"], name)
-    result = first_batch(cast(InMemoryCluster, loaded.cluster),  # only the Cluster protocol is used
-                          ctx.cloud, ctx.clock, policy)
+    result, not_ready = launch_batch(loaded, policy, source)
     types: dict[str, int] = {}
     for n in kept:
         types[n.instance_type] = types.get(n.instance_type, 0) + 1
@@ -193,6 +195,7 @@ def evaluate(objects: Sequence[Obj], now: float, region: str | None, policy: Pri
         "new_nodeclaims": len(result.new_nodeclaims),
         "drifted": drifted,
         "drift_budget": {name: (None if n >= UNLIMITED else n) for name, n in sorted(allowed.items())},
+        "not_ready": not_ready,
     }
     if policy is not None:
         engine = PricingEngine(policy, price_table(loaded.region))
@@ -208,14 +211,19 @@ def _list_price(engine: PricingEngine, labels: Mapping[str, str]) -> float:
     return (engine.list_price(usage) or 0.0) if usage is not None else 0.0
 
 
-def _pace(drifted: Mapping[str, Mapping[str, Any]], budget: Mapping[str, int | None]) -> tuple[int, str]:
-    """(rounds, sentence): replacing ``drifted`` nodes under each NodePool's Drifted budget."""
+def _pace(drifted: Mapping[str, Mapping[str, Any]], budget: Mapping[str, int | None],
+          not_ready: Collection[str] = ()) -> tuple[int, str]:
+    """(rounds, sentence): replacing ``drifted`` nodes under each NodePool's Drifted budget; a NodePool of
+    ``not_ready`` (it cannot launch) has no budget, but is not deleted either."""
     per_pool: dict[str, int] = {}
     for entry in drifted.values():
         per_pool[entry["nodepool"]] = per_pool.get(entry["nodepool"], 0) + 1
     rounds, parts = 0, []
     for pool, count in sorted(per_pool.items()):
         allowed = budget.get(pool)
+        if pool in not_ready and pool not in budget:
+            parts.append(f"{pool}: {count} with no replacement (the NodePool cannot launch)")
+            continue
         if pool not in budget:
             parts.append(f"{pool}: {count} deleted with the NodePool")
             continue
@@ -247,11 +255,12 @@ def diff(base: str, head: str, *, snapshot: str | None = None, scenario: str | N
         log.warning("%s", finding.line())
     now = snap.time if snap.time is not None else now_utc()
     pools, classes = _hash_changes(base_rev, head_rev)
-    before = evaluate(apply_revision(snap.objects, base_rev), now, region, policy)
+    before = evaluate(apply_revision(snap.objects, base_rev), now, region, policy,
+                      source=f"the snapshot or {base}")
     after = evaluate(apply_revision(snap.objects, head_rev), now, region, policy,
-                     {"nodepools": pools, "nodeclasses": classes})
+                     {"nodepools": pools, "nodeclasses": classes}, source=f"the snapshot or {head}")
     triggered = {n: e for n, e in after["drifted"].items() if n not in before["drifted"]}
-    rounds, pace = _pace(triggered, after["drift_budget"])
+    rounds, pace = _pace(triggered, after["drift_budget"], after["not_ready"])
     change: dict[str, Any] = {
         "price_per_hour": round(after["price_per_hour"] - before["price_per_hour"], 6),
         "price_percent": _percent(before["price_per_hour"], after["price_per_hour"]),
@@ -285,6 +294,9 @@ def _diff_scenario(path: str, base: Revision, head: Revision, policy: PricingPol
         manifests = [d for d in scenario.manifests if not (d.get("kind") == "NodePool"
                      or (d.get("kind") == "EC2NodeClass" and name_of(d) in rev.nodeclasses))]
         manifests += [*rev.nodepools.values(), *rev.nodeclasses.values()]
+        # NodePools that launch nothing in the replay (their EC2NodeClass is in neither the scenario nor DIR), as
+        # simulate -f finds them (nodewright.review): named once below the table, not left to a silent $0/h.
+        not_ready = review_documents(manifests, parse_documents(manifests), for_simulate=False, default_class=False).not_ready
         summary = run(dataclasses.replace(scenario, manifests=manifests), pricing=policy).summary
         hours = scenario.duration / 3600.0
         evicted = summary.get("pods_evicted", 0)
@@ -295,7 +307,8 @@ def _diff_scenario(path: str, base: Revision, head: Revision, policy: PricingPol
                  "pods_evicted": evicted,
                  "pod_wait_p50_s": summary.get("pod_schedule_latency_p50_s"),
                  "pod_wait_p95_s": summary.get("pod_schedule_latency_p95_s"),
-                 "disruptions_by_reason": summary.get("disruptions_by_reason", {})}
+                 "disruptions_by_reason": summary.get("disruptions_by_reason", {}),
+                 "not_ready": dict(sorted(not_ready.items()))}
         if policy is not None and "effective_cost_usd" in summary and hours:
             entry["effective_price_per_hour"] = round(summary["effective_cost_usd"] / hours, 6)
         out[label] = entry
@@ -417,6 +430,14 @@ def render_diff(result: Mapping[str, Any], output: str = "table") -> str:
             lines += [f"| {n} | {e['nodepool']} | {e['reason']} | {len(e['pods'])} | {e['waits_for'] or '-'} |"
                       for n, e in sorted(triggered.items())]
             lines += ["", "</details>"]
-        return "\n".join(lines)
+        notes = _notes(result)
+        return "\n".join(lines + (["", *(f"- {line}" for line in notes)] if notes else []))
     return "\n".join([f"{result['base']['path']} -> {result['head']['path']} on {where.replace('`', '')}",
-                      *table([("", "BASE", "HEAD", "CHANGE"), *body])])
+                      *table([("", "BASE", "HEAD", "CHANGE"), *body]), *_notes(result)])
+
+
+def _notes(result: Mapping[str, Any]) -> list[str]:
+    """The lines below the table: per revision, each NodePool that cannot launch, once, with why
+    (:func:`nodewright.sim.decision.not_ready_lines`, as ``simulate --snapshot`` says it)."""
+    return [f"{label}: {line}" for label in ("base", "head")
+            for line in not_ready_lines(result[label].get("not_ready") or {})]

@@ -417,10 +417,7 @@ def provisioning_decision(loaded: Loaded, policy: PricingPolicy | None,
     state = read_state(loaded.cluster)
     existing = [n for n in (models.node(doc) for doc in state.nodes.values()) if n is not None]
     pools = [models.nodepool_spec(doc) for doc in state.nodepools.values()]
-    not_ready = not_ready_nodepools(loaded)
-    with _reported_once(not_ready):
-        result = first_batch(cast(InMemoryCluster, loaded.cluster),  # only the Cluster protocol is used
-                             loaded.ctx.cloud, loaded.ctx.clock, policy)
+    result, not_ready = launch_batch(loaded, policy)
     decision = to_json(result, loaded.region, catalog_price_source(loaded.region), pools)
     if not_ready:
         decision["not_ready"] = not_ready
@@ -430,11 +427,24 @@ def provisioning_decision(loaded: Loaded, policy: PricingPolicy | None,
     return decision, result
 
 
-def not_ready_nodepools(loaded: Loaded) -> dict[str, str]:
+def launch_batch(loaded: Loaded, policy: PricingPolicy | None,
+                 source: str = "the snapshot") -> tuple[SchedulingResult, dict[str, str]]:
+    """The provisioner's batch on ``loaded`` (:func:`nodewright.sim.decision.first_batch`, creating its NodeClaims
+    there) and the NodePools that cannot launch (:func:`not_ready_nodepools`; ``source`` names where their
+    EC2NodeClasses were looked for), each to be named once: the controllers' per-pass error lines about them are
+    dropped (``simulate --snapshot``, ``explain`` and ``diff`` share this)."""
+    not_ready = not_ready_nodepools(loaded, source)
+    with _reported_once(not_ready):
+        result = first_batch(cast(InMemoryCluster, loaded.cluster),  # only the Cluster protocol is used
+                             loaded.ctx.cloud, loaded.ctx.clock, policy)
+    return result, not_ready
+
+
+def not_ready_nodepools(loaded: Loaded, source: str = "the snapshot") -> dict[str, str]:
     """NodePool -> why the provisioner's batch launches nothing from it, for every NodePool not being deleted that
     cannot launch, by the controller's own rules: a ``Ready`` condition that is not True (Karpenter's status
     controller wrote why: ``NodeClassNotFound``, ...), else a problem of
-    :func:`nodewright.controllers.common.nodepool_instance_types` (the EC2NodeClass is not in the snapshot, is not
+    :func:`nodewright.controllers.common.nodepool_instance_types` (the EC2NodeClass is not in ``source``, is not
     ready, the NodePool is invalid). Without this the batch would only say ``no NodePool`` for the pods."""
     state = read_state(loaded.cluster)
     _, problems = nodepool_instance_types(loaded.ctx, state, "simulate")
@@ -450,7 +460,7 @@ def not_ready_nodepools(loaded: Loaded) -> dict[str, str]:
         elif name in problems:
             missing = ref.get("kind") == "EC2NodeClass" and str(ref.get("name")) not in state.nodeclasses
             classes = ", ".join(sorted(state.nodeclasses))
-            out[name] = (f"EC2NodeClass {ref.get('name')!r} is not in the snapshot ("
+            out[name] = (f"EC2NodeClass {ref.get('name')!r} is not in {source} ("
                          + (f"its EC2NodeClasses: {classes}" if classes else "it has no EC2NodeClass")
                          + "): Karpenter holds such a NodePool not Ready (NodeClassNotFound)"
                          if missing else str(problems[name]))

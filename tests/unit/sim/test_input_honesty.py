@@ -442,3 +442,19 @@ def test_scenario_manifests_get_the_unknown_field_warnings_of_simulate_f(tmp_pat
         f"warning: {path}#spec.manifests[3] (old.yaml)#documents[0].spec.ttlSecondsAfterEmty: unknown "
         "karpenter.sh/v1alpha5 Provisioner field: conversion drops it; did you mean 'ttlSecondsAfterEmpty'? (in "
         "Provisioner 'old')"]
+
+
+def test_scenario_nodepool_without_its_ec2nodeclass_is_one_warning(tmp_path: Path) -> None:
+    """A scenario NodePool naming an EC2NodeClass the scenario lacks launches nothing: the replay ended with its
+    pods unscheduled and no word why. One warning line names it, as ``simulate -f`` does."""
+    scenario = {"apiVersion": "nodewright.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "s"},
+                "spec": {"duration": "2m", "region": "us-east-1",
+                         "manifests": [yaml.safe_load(CLASS), yaml.safe_load(pool(node_class="gone")),
+                                       yaml.safe_load(deployment())]}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(path), "-o", "json"])
+    assert out.exit_code == 0, out.stderr
+    assert out.stderr.splitlines()[0] == (f"warning: {path}: NodePool 'default' cannot launch: its EC2NodeClass "
+                                          "'gone' is not in the input (classes: default)")
+    assert json.loads(out.stdout)["summary"]["unscheduled_pods_at_end"] == 2
