@@ -28,6 +28,10 @@ replaced the same way): $/h is the run's cost per simulated hour, plus evictions
 
 Gates (:func:`check_gates`): ``--max-cost-increase 5%`` (head $/h over base $/h, list prices, or effective with
 ``--pricing``) and ``--max-evictions N`` (pods evicted by the drift the change triggers).
+
+Honesty: a ``--base`` that is not what the snapshot runs is one warning line (:func:`base_mismatch`, also the
+JSON's ``warnings``); a NodePool that cannot launch is named once per revision below the table (``not_ready``,
+:func:`nodewright.whatif.dryrun.launch_batch`).
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ from nodewright.sim.decision import not_ready_lines
 from nodewright.state.cluster import snapshot as read_state
 from nodewright.whatif.dryrun import launch_batch, restore
 from nodewright.whatif.render import table
-from nodewright.whatif.snapshot import KIND_OF, now_utc, read_snapshot
+from nodewright.whatif.snapshot import KIND_OF, Snapshot, now_utc, read_snapshot
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 log = logging.getLogger("nodewright.whatif")
@@ -112,6 +116,60 @@ def apply_revision(objects: Sequence[Obj], revision: Revision) -> list[Obj]:
                     merged["status"] = before["status"]
             out.append(merged)
     return out
+
+
+def base_mismatch(base: Revision, snap: Snapshot) -> str | None:
+    """One sentence when ``--base`` is not what the snapshotted cluster runs, else None. ``--base`` is the revision
+    the cluster is meant to run: it replaces the snapshot's NodePools (all) and same-named EC2NodeClasses, so that
+    the BASE column is the cluster as it is and "triggered" is what head adds. It matches when it has the
+    snapshot's NodePools, no NodePool or EC2NodeClass the snapshot lacks, and each same-named object's ``spec``
+    equals the snapshot's, both read through the same model (defaults filled, so a server-defaulted field is no
+    difference). The sentence names what differs: NodePools only in the snapshot (their nodes are deleted in both
+    columns), only in ``--base``, objects whose spec differs (the first differing fields), or -- no NodePool name
+    in common -- a snapshot of another cluster, or a redacted one (``--redact`` hashes the names)."""
+    live = parse_documents([o for o in snap.objects if o.get("kind") in ("NodePool", "EC2NodeClass")])
+    pools = {p.name: p.to_manifest().get("spec") or {} for p in live.nodepools}
+    classes = {c.name: c.to_manifest().get("spec") or {} for c in live.ec2nodeclasses}
+    parts: list[str] = []
+    if pools and base.nodepools and not set(pools) & set(base.nodepools):
+        parts.append(f"it shares no NodePool with the snapshot (snapshot: {', '.join(sorted(pools))}; --base: "
+                     f"{', '.join(sorted(base.nodepools))}): "
+                     + ("the snapshot is redacted (--redact hashes names), take one without --redact for diff"
+                        if snap.redacted else "is the snapshot of another cluster?"))
+    else:
+        if set(pools) - set(base.nodepools):
+            parts.append(f"NodePools only in the snapshot: {', '.join(sorted(set(pools) - set(base.nodepools)))} "
+                         "(their nodes are deleted in both columns)")
+        if set(base.nodepools) - set(pools):
+            parts.append(f"NodePools only in --base: {', '.join(sorted(set(base.nodepools) - set(pools)))}")
+        parts.extend(_differ("NodePools", pools, base.nodepools))
+    if set(base.nodeclasses) - set(classes):
+        parts.append(f"EC2NodeClasses only in --base: {', '.join(sorted(set(base.nodeclasses) - set(classes)))}")
+    parts.extend(_differ("EC2NodeClasses", classes, base.nodeclasses))
+    if not parts:
+        return None
+    return (f"--base {base.path} does not match the snapshot {snap.source}: {'; '.join(parts)}; so the BASE column "
+            "is not the cluster as it runs, and what is 'triggered' is counted from it")
+
+
+def _differ(kind: str, live: Mapping[str, Any], revision: Mapping[str, Obj]) -> list[str]:
+    """``["<kind> not as in the snapshot: general (spec.limits, ...)"]`` for the same-named objects whose spec
+    differs, or []."""
+    changed = []
+    for name in sorted(set(live) & set(revision)):
+        paths = _paths(live[name], revision[name].get("spec") or {}, "spec")
+        if paths:
+            changed.append(f"{name} ({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''})")
+    return [f"{kind} not as in the snapshot: {', '.join(changed)}"] if changed else []
+
+
+def _paths(a: Any, b: Any, path: str, depth: int = 4) -> list[str]:
+    """The paths where ``a`` and ``b`` differ (mappings walked ``depth`` levels deep; lists compared whole)."""
+    if a == b:
+        return []
+    if not (isinstance(a, dict) and isinstance(b, dict)) or depth == 0:
+        return [path]
+    return [p for key in sorted(set(a) | set(b)) for p in _paths(a.get(key), b.get(key), f"{path}.{key}", depth - 1)]
 
 
 def _hash_changes(base: Revision, head: Revision) -> tuple[dict[str, str], dict[str, str]]:
@@ -253,6 +311,9 @@ def diff(base: str, head: str, *, snapshot: str | None = None, scenario: str | N
     snap = read_snapshot(snapshot)
     for finding in snap.findings:  # fields the simulation ignores, as simulate --snapshot warns
         log.warning("%s", finding.line())
+    mismatch = base_mismatch(base_rev, snap)
+    if mismatch is not None:
+        log.warning("warning: %s", mismatch)
     now = snap.time if snap.time is not None else now_utc()
     pools, classes = _hash_changes(base_rev, head_rev)
     before = evaluate(apply_revision(snap.objects, base_rev), now, region, policy,
@@ -279,7 +340,8 @@ def diff(base: str, head: str, *, snapshot: str | None = None, scenario: str | N
         change["effective_price_percent"] = _percent(before["effective_price_per_hour"],
                                                      after["effective_price_per_hour"])
     return {"evaluated_on": {"snapshot": snapshot}, "base": {"path": base, **before},
-            "head": {"path": head, **after}, "change": change, "triggered": triggered}
+            "head": {"path": head, **after}, "change": change, "triggered": triggered,
+            "warnings": [] if mismatch is None else [mismatch]}
 
 
 def _diff_scenario(path: str, base: Revision, head: Revision, policy: PricingPolicy | None) -> dict[str, Any]:
@@ -421,6 +483,7 @@ def render_diff(result: Mapping[str, Any], output: str = "table") -> str:
     if output == "markdown":
         lines = ["### nodewright diff", "", f"NodePools/EC2NodeClasses `{result['base']['path']}` -> "
                  f"`{result['head']['path']}`, evaluated on {where}.", "",
+                 *(f"> **warning**: {w}\n" for w in result.get("warnings") or []),
                  "| | base | head | change |", "|---|---|---|---|"]
         lines += [f"| {m} | {b} | {h} | {c} |" for m, b, h, c in body]
         triggered = result.get("triggered") or {}

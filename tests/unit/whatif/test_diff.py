@@ -170,3 +170,32 @@ def test_a_nodepool_without_its_ec2nodeclass_is_named_once_per_revision(tmp_path
                                               "'other' is not in the input (it has no EC2NodeClass)")
     assert json.loads(run("diff", "--base", str(base), "--head", str(head), "--scenario", str(small), "-o", "json")
                       .stdout)["head"]["pending_pods"] == 1
+
+
+def test_a_base_that_is_not_what_the_snapshot_runs_is_one_warning(tmp_path: Path, snapshot_file: Path) -> None:
+    """``--base`` stands for what the cluster runs: its NodePools replace the snapshot's, so a base that differs makes
+    the BASE column another cluster and "triggered" counts from it. Before, nothing said so."""
+    same = revision(tmp_path / "same", nodepool(), nodeclass())
+    result = run("diff", "--base", str(same), "--head", str(same), "--snapshot", str(snapshot_file))
+    assert result.exit_code == 0 and result.stderr == ""  # defaults the API server filled are no difference
+    capped = nodepool()
+    capped["spec"]["limits"] = {"cpu": "8"}
+    base = revision(tmp_path / "a", capped, nodepool("gpu"), nodeclass(), nodeclass("extra"))
+    result = run("diff", "--base", str(base), "--head", str(same), "--snapshot", str(snapshot_file))
+    assert result.exit_code == 0, result.output
+    tail = "; so the BASE column is not the cluster as it runs, and what is 'triggered' is counted from it"
+    assert result.stderr.splitlines() == [
+        f"warning: --base {base} does not match the snapshot {snapshot_file}: NodePools only in --base: gpu; "
+        "NodePools not as in the snapshot: general (spec.limits.cpu); EC2NodeClasses only in --base: extra" + tail]
+    other = nodepool("prod-general")
+    result = run("diff", "--base", str(revision(tmp_path / "b", other, nodeclass())), "--head", str(same),
+                 "--snapshot", str(snapshot_file), "-o", "markdown")
+    warning = (f"--base {tmp_path / 'b'} does not match the snapshot {snapshot_file}: it shares no NodePool with the "
+               "snapshot (snapshot: general; --base: prod-general): is the snapshot of another cluster?" + tail)
+    assert result.stderr.splitlines() == [f"warning: {warning}"]
+    assert f"> **warning**: {warning}" in result.stdout.splitlines()
+    redacted = tmp_path / "redacted.yaml"
+    assert run("snapshot", "--from-file", str(snapshot_file), "-o", str(redacted), "--redact").exit_code == 0
+    result = run("diff", "--base", str(same), "--head", str(same), "--snapshot", str(redacted), "-o", "json")
+    assert "the snapshot is redacted (--redact hashes names), take one without --redact for diff" in \
+        json.loads(result.stdout)["warnings"][0]
