@@ -578,9 +578,9 @@ def unknown_fields(objects: Sequence[Obj], wheres: Sequence[str]) -> tuple[Findi
     an object (50,000 Pods: 0.6 s, beside the 10 s of ``simulate --snapshot`` on them, docs/whatif.md "Scale")."""
     groups: dict[tuple[str, str], list[tuple[int, Finding]]] = {}
     for finding in unknown_field_findings(objects, "served"):
-        index, rest = finding.path.removeprefix("documents[").split("]", 1)
-        kind = str(objects[int(index)].get("kind"))
-        groups.setdefault((kind, re.sub(r"\[\d+\]", "[]", rest)), []).append((int(index), finding))
+        number, rest = finding.path.removeprefix("documents[").split("]", 1)
+        kind = str(objects[int(number)].get("kind"))
+        groups.setdefault((kind, re.sub(r"\[\d+\]", "[]", rest)), []).append((int(number), finding))
     out = []
     for (kind, _), found in groups.items():
         index, first = found[0]
