@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -225,6 +226,7 @@ def _read_simulate_input(loaded: Any, strict: bool, peak: bool, unreadable: list
     from nodewright.api.manifests import parse_documents
     from nodewright.errors import combine
     from nodewright.review import Finding, review_documents
+    from nodewright.settings import scheduler_config
     from nodewright.sim.autoscaling import size_autoscaled_workloads
     from nodewright.sim.decision import document_problems
 
@@ -232,7 +234,7 @@ def _read_simulate_input(loaded: Any, strict: bool, peak: bool, unreadable: list
     objects = parse_documents(loaded.docs, problems)
     docs, sizings, unread, refused = size_autoscaled_workloads(loaded.docs, peak=peak)
     problems.extend(refused)  # bounds the API server (or KEDA) refuses: errors, like a field of a Karpenter kind
-    review = review_documents(loaded.docs, objects)
+    review = review_documents(loaded.docs, objects, default_spread=scheduler_config(os.environ) is not None)
     skipped = review.skipped_line()
     if skipped:
         click.echo(skipped, err=True)
@@ -303,8 +305,6 @@ def run_command(aws_endpoint_url: str | None, **flags: Any) -> None:
 
     A startup failure is one structured log line (what to fix) and a distinct exit code per class: 2 settings,
     3 kubeconfig, 4 API server, 5 AWS credentials, 6 AWS region, 7 EKS cluster discovery, 1 anything else."""
-    import os
-
     from nodewright.logging import setup_logging
     from nodewright.runtime import build_and_run
     from nodewright.settings import load_settings

@@ -22,7 +22,12 @@ Findings (each names ``documents[i]``, the field and the object, so the CLI can 
 - (LimitRange is applied to workloads by :mod:`nodewright.admission`, neither skipped nor warned.)
 - Karpenter fields that ``run`` will not use as given (kubelet fields the AMI family cannot apply, kubelet
   expressions that need the ``NodeClassCEL`` gate, Windows families in ``run``),
-  and kinds that change scheduling but are not modelled (ResourceQuota, HorizontalPodAutoscaler, ...).
+  and kinds that change scheduling but are not modelled (ResourceQuota: its warning names it, the skipped-kinds
+  line does not again).
+
+Every kind ``simulate`` leaves out is named once, in the skipped-kinds line (:func:`skipped_kinds_line`): kinds it
+does not read, and Services unless ``SCHEDULER_CONFIG`` gives default topology spread constraints
+(:data:`SETTING_KINDS`); CapacityBuffers and PodTemplates are read (their virtual pods join the batch).
 """
 
 from __future__ import annotations
@@ -42,14 +47,19 @@ USED_KINDS = frozenset({
     "NodePool", "EC2NodeClass", "NodeClaim", "NodeOverlay", "Provisioner", "AWSNodeTemplate",
     "Pod", "Deployment", "StatefulSet", "ReplicaSet", "Job", "CronJob", "DaemonSet", "Node",
     "PodDisruptionBudget", "Namespace", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "RuntimeClass",
-    "CSINode", "ReplicationController", "Service",
+    "CSINode", "ReplicationController", "CapacityBuffer", "PodTemplate",
 })
+#: Kinds read only under a setting -> why they are skipped without it (named in the skipped-kinds line).
+SETTING_KINDS: Mapping[str, str] = {
+    "Service": "read only for SCHEDULER_CONFIG's default topology spread",  # nodewright.state.defaultspread
+}
 #: Kinds applied to the others before a decision (:mod:`nodewright.admission`), not passed on themselves.
 ADMISSION_KINDS = frozenset({"LimitRange"})
 #: Pod autoscalers: read to size their targets (:func:`nodewright.sim.autoscaling.size_autoscaled_workloads`),
 #: not passed on themselves.
 SIZING_KINDS = frozenset({"HorizontalPodAutoscaler", "ScaledObject"})
-#: Kinds that change where or whether pods schedule, which ``simulate -f`` does not model: a warning each.
+#: Kinds that change where or whether pods schedule, which ``simulate -f`` does not model: a warning each (and
+#: not counted again in the skipped-kinds line).
 NOT_MODELLED_KINDS: Mapping[str, str] = {
     "ResourceQuota": "quotas are not enforced",
 }
@@ -173,12 +183,21 @@ class Review:
 
     def skipped_line(self) -> str | None:
         """``"skipped 7 objects simulate does not need: ServiceAccount x2, Ingress x1, ..."`` (most frequent
-        first), or None when nothing was skipped."""
-        if not self.skipped:
-            return None
-        total = sum(self.skipped.values())
-        kinds = ", ".join(f"{kind} x{count}" for kind, count in sorted(self.skipped.items(), key=lambda kv: (-kv[1], kv[0])))
-        return f"skipped {total} object{'s' if total != 1 else ''} simulate does not need: {kinds}"
+        first), or None when nothing was skipped (:func:`skipped_kinds_line`)."""
+        return skipped_kinds_line(self.skipped, "simulate does not need")
+
+
+def skipped_kinds_line(counts: Mapping[str, int], what: str) -> str | None:
+    """The one line naming every kind left out, once each: ``"skipped 3 objects <what>: Ingress x2, Service x1
+    (read only for SCHEDULER_CONFIG's default topology spread)"`` (most frequent first, then by name; a kind of
+    :data:`SETTING_KINDS` says which setting would read it), or None when ``counts`` is empty. ``simulate -f``
+    (:meth:`Review.skipped_line`) and ``simulate --scenario`` (``what``: "the simulation does not play") share it."""
+    if not counts:
+        return None
+    total = sum(counts.values())
+    kinds = ", ".join(f"{kind} x{count}" + (f" ({SETTING_KINDS[kind]})" if kind in SETTING_KINDS else "")
+                      for kind, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"skipped {total} object{'s' if total != 1 else ''} {what}: {kinds}"
 
 
 def object_name(doc: Mapping[str, Any]) -> str:
@@ -195,15 +214,21 @@ def _closest(value: str, known: Iterable[str]) -> str:
 
 
 def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects | None = None,
-                     *, for_simulate: bool = True) -> Review:
+                     *, for_simulate: bool = True, default_spread: bool = False,
+                     default_class: bool = True) -> Review:
     """Review decoded manifests (``docs``, input order) and, when given, their parsed form.
 
     Args:
         docs: the documents as read (any Karpenter version).
         objects: ``parse_documents(docs)``; enables the checks on parsed v1 NodePools and EC2NodeClasses.
         for_simulate: also classify kinds (skipped / not modelled) and check values against the catalog.
+        default_spread: ``SCHEDULER_CONFIG`` gives default topology spread constraints, whose selectors Services
+            deduce (without it, Services are skipped: :data:`SETTING_KINDS`).
+        default_class: a NodePool naming an EC2NodeClass of an input that has none gets one with the defaults
+            (``simulate -f``); False (a scenario's world, where it launches nothing): such a NodePool is not ready.
     """
     review = Review()
+    used = USED_KINDS | (frozenset(SETTING_KINDS) if default_spread else frozenset())
     latest: dict[tuple[str, str], int] = {}
     for index, doc in enumerate(docs):
         kind = str(doc.get("kind"))
@@ -217,13 +242,14 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
                     "replaces the earlier, as kubectl apply would",
                 ))
             latest[key] = index
-        if for_simulate and kind not in USED_KINDS and kind not in ADMISSION_KINDS and kind not in SIZING_KINDS:
-            if kind in NOT_MODELLED_KINDS:
+        if for_simulate and kind not in used and kind not in ADMISSION_KINDS and kind not in SIZING_KINDS:
+            if kind in NOT_MODELLED_KINDS:  # named by its own warning, not again in the skipped-kinds line
                 review.findings.append(Finding(
                     f"documents[{index}]", f"{kind} {object_name(doc)!r} is not modelled by simulate: {NOT_MODELLED_KINDS[kind]}"
                 ))
-            review.skipped[kind] += 1
-    unusable = _unusable_nodepools(docs, objects, review) if objects is not None else set()
+            else:
+                review.skipped[kind] += 1
+    unusable = _unusable_nodepools(docs, objects, review, default_class) if objects is not None else set()
     if objects is not None:
         review.findings.extend(_limit_keys(docs, objects))
         review.findings.extend(_not_yet_honoured(docs, objects))
@@ -233,7 +259,7 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
     winners = set(latest.values())
     for index, doc in enumerate(docs):
         kind = str(doc.get("kind"))
-        if for_simulate and kind not in USED_KINDS:
+        if for_simulate and kind not in used:
             continue  # skipped, or (LimitRange) already applied by nodewright.admission
         key = (_AS_V1.get(kind, kind), object_name(doc))
         if key in latest and index not in winners:
@@ -244,7 +270,25 @@ def review_documents(docs: Sequence[Mapping[str, Any]], objects: KarpenterObject
     return review
 
 
-def _unknown_fields(index: int, doc: Mapping[str, Any], workloads: bool) -> Iterator[Finding]:
+#: Why an unknown field of a workload matters, by where the document comes from: manifests a user wrote
+#: (``simulate -f``, a scenario's ``spec.manifests``), or objects an API server served (a snapshot).
+UNKNOWN_FIELD_WHY = {
+    "manifest": "unknown field: simulate ignores it (kubectl apply would refuse it: strict field validation)",
+    "served": ("unknown field: simulate ignores it (not a Kubernetes v1.36 field: a newer API server's, or the file "
+               "was edited)"),
+}
+
+
+def unknown_field_findings(docs: Sequence[Mapping[str, Any]], source: str = "manifest") -> list[Finding]:
+    """One finding (``documents[i].<path>``) per unknown field of each of ``docs``, as :func:`review_documents`
+    finds them for ``simulate -f`` (:func:`_unknown_fields`: older Karpenter kinds' ``spec`` and the workloads of
+    :data:`WORKLOAD_SCHEMAS`), for the other readers of such documents: scenario manifests and (``source``
+    ``"served"``, :data:`UNKNOWN_FIELD_WHY`) snapshot items. Warnings only: the field is ignored."""
+    return [f for index, doc in enumerate(docs) for f in _unknown_fields(index, doc, True, UNKNOWN_FIELD_WHY[source])]
+
+
+def _unknown_fields(index: int, doc: Mapping[str, Any], workloads: bool,
+                    workload_why: str = UNKNOWN_FIELD_WHY["manifest"]) -> Iterator[Finding]:
     """One finding per field of ``doc`` its kind's schema lacks, with the closest known field (difflib): the
     ``spec`` of an older Karpenter kind (:data:`_OLD_SPECS`: conversion drops the field) and, with ``workloads``,
     the pods and workloads ``simulate`` reads (:data:`WORKLOAD_SCHEMAS`: the decision ignores the field, which a
@@ -258,7 +302,7 @@ def _unknown_fields(index: int, doc: Mapping[str, Any], workloads: bool) -> Iter
         why = f"unknown {key[0]} {key[1]} field: conversion drops it"
     elif workloads and key in WORKLOAD_SCHEMAS:
         found = _walk(doc, WORKLOAD_SCHEMAS[key], "")
-        why = "unknown field: simulate ignores it (kubectl apply would refuse it: strict field validation)"
+        why = workload_why
     else:
         return
     for path, name, known in found:
@@ -295,7 +339,8 @@ def _where(docs: Sequence[Mapping[str, Any]], kind: str, name: str, path: str) -
     return f"documents[{index}].{path}" if index is not None else path
 
 
-def _unusable_nodepools(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects, review: Review) -> set[str]:
+def _unusable_nodepools(docs: Sequence[Mapping[str, Any]], objects: KarpenterObjects, review: Review,
+                        default_class: bool = True) -> set[str]:
     """Names of the NodePools that launch nothing (recorded in ``review.not_ready`` with a finding each). Only
     the NodePool that wins each name counts, the last one, as ``kubectl apply`` leaves it (:func:`_where` names
     that document)."""
@@ -308,10 +353,11 @@ def _unusable_nodepools(docs: Sequence[Mapping[str, Any]], objects: KarpenterObj
             why = (f"{ref.group}/{ref.kind} is not a node class nodewright can launch (only "
                    f"{wk.AWS_GROUP}/EC2NodeClass)")
             reason = f"{why}: this NodePool launches nothing (in NodePool {pool.name!r})"
-        elif classes and ref.name not in classes:
-            why = f"its EC2NodeClass {ref.name!r} is not in the input (classes: {', '.join(sorted(classes))})"
-            reason = (f"EC2NodeClass {ref.name!r} is not in the input (classes: {', '.join(sorted(classes))}): "
-                      f"Karpenter would keep this NodePool not Ready, so it launches nothing (in NodePool {pool.name!r})")
+        elif (classes or not default_class) and ref.name not in classes:
+            known = f"classes: {', '.join(sorted(classes))}" if classes else "it has no EC2NodeClass"
+            why = f"its EC2NodeClass {ref.name!r} is not in the input ({known})"
+            reason = (f"EC2NodeClass {ref.name!r} is not in the input ({known}): Karpenter would keep this NodePool "
+                      f"not Ready, so it launches nothing (in NodePool {pool.name!r})")
         else:
             continue
         review.not_ready[pool.name] = why

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -15,8 +16,11 @@ import click
 
 from nodewright.admission import apply_limit_ranges
 from nodewright.api.annotations import document_annotation_problems
+from nodewright.api.manifests import parse_documents
 from nodewright.errors import NodewrightValidationError
 from nodewright.pricing import PricingPolicy
+from nodewright.review import SETTING_KINDS, review_documents, skipped_kinds_line
+from nodewright.settings import scheduler_config
 from nodewright.sim.compare import (
     NOMINATION_OPTION,
     OPTION,
@@ -33,7 +37,7 @@ from nodewright.sim.progress import progress_for_terminal
 from nodewright.sim.render import render_table
 from nodewright.sim.runner import run_scenario
 from nodewright.sim.scenario import Scenario, load_scenario
-from nodewright.sim.world import APPLIED_KINDS, IGNORED_KINDS
+from nodewright.sim.world import APPLIED_KINDS
 
 
 def check_plot_path(plot: str) -> Path:
@@ -56,14 +60,17 @@ def check_plot_path(plot: str) -> Path:
 
 def _only_simulated_kinds(scenario: Scenario) -> Scenario:
     """``scenario`` with LimitRange defaults applied (:mod:`nodewright.admission`) and the kinds the simulated
-    world does not play (Ingress, Role, ...) left out, counted in one summary line on stderr."""
+    world does not play left out, each named once in one summary line on stderr
+    (:func:`nodewright.review.skipped_kinds_line`): Ingress, Role, ..., the kinds the world accepts and ignores
+    (ServiceAccount, ConfigMap, Secret, PriorityClass: :data:`nodewright.sim.world.IGNORED_KINDS`) and Services
+    unless ``SCHEDULER_CONFIG`` gives default topology spread constraints (their selectors deduce its selector)."""
     manifests = apply_limit_ranges(scenario.manifests)
-    skipped = Counter(str(d.get("kind")) for d in manifests
-                      if d.get("kind") not in APPLIED_KINDS | IGNORED_KINDS | {"LimitRange"})
-    if skipped:
-        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])))
-        click.echo(f"skipped {sum(skipped.values())} object(s) the simulation does not play: {kinds}", err=True)
-    kept = [d for d in manifests if d.get("kind") in APPLIED_KINDS | IGNORED_KINDS]
+    played = APPLIED_KINDS if scheduler_config(os.environ) is not None else APPLIED_KINDS - SETTING_KINDS.keys()
+    skipped = Counter(str(d.get("kind")) for d in manifests if d.get("kind") not in played | {"LimitRange"})
+    line = skipped_kinds_line(skipped, "the simulation does not play")
+    if line:
+        click.echo(line, err=True)
+    kept = [d for d in manifests if d.get("kind") in played]
     return dataclasses.replace(scenario, manifests=kept)
 
 
@@ -93,6 +100,13 @@ def simulate_scenario(path: str, *, output: str = "table", baseline: str | None 
     if plot:
         check_plot_path(plot)
     scenario = _only_simulated_kinds(load_scenario(path))
+    for finding in scenario.findings:  # unknown fields (nodewright.review.unknown_field_findings)
+        click.echo(finding.line(), err=True)
+    # NodePools the replay can launch nothing from (a nodeClassRef naming an EC2NodeClass the scenario lacks), as
+    # simulate -f finds them: the run's pending pods would otherwise be its only sign.
+    not_ready = review_documents(scenario.manifests, parse_documents(scenario.manifests), for_simulate=False, default_class=False).not_ready
+    for name, why in sorted(not_ready.items()):
+        click.echo(f"warning: {path}: NodePool {name!r} cannot launch: {why}", err=True)
     for problem in document_annotation_problems(scenario.manifests):
         click.echo(f"warning: {path}: spec.manifests {problem}", err=True)
     started = time.perf_counter()

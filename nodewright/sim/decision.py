@@ -26,11 +26,12 @@ and ``limits`` (each limited NodePool's ``spec.limits`` as quantities).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from nodewright.admission import apply_limit_ranges, missing_runtime_class, runtime_classes
@@ -47,7 +48,7 @@ from nodewright.cloud.overlay import OverlayStore
 from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
 from nodewright.controllers.buffer import CapacityBufferController
 from nodewright.controllers.common import Context
-from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisioning import Provisioner, nodepool_usage
 from nodewright.controllers.static import StaticCapacityController
 from nodewright.errors import NodewrightValidationError, combine, prefixed
 from nodewright.kube import resources as r
@@ -61,6 +62,7 @@ from nodewright.quantities import format_quantity
 from nodewright.review import Review
 from nodewright.scheduling import (
     ExistingNode,
+    NodeClaimPlan,
     NodePoolSpec,
     SchedulingResult,
     daemonset_pod,
@@ -84,8 +86,6 @@ VOLUME_KINDS = {"PersistentVolumeClaim": r.PVCS, "PersistentVolume": r.PVS, "Sto
 DEFAULT_REGION = "us-east-1"
 #: Pods named in one "unschedulable" line of the table; the rest are counted.
 SHOWN_PODS = 5
-#: Kinds read but not needed for a provisioning decision (accepted silently).
-IGNORED_KINDS = frozenset({"ConfigMap", "Secret"})
 #: CapacityBuffers and their PodTemplates (a CapacityBuffer in the input turns its gate on: docs/capacity-buffers.md).
 BUFFER_KINDS = {"CapacityBuffer": r.CAPACITYBUFFERS, "PodTemplate": r.PODTEMPLATES}
 #: Workloads also stored as objects, for a CapacityBuffer's scalableRef and for the selector of the default
@@ -186,7 +186,7 @@ def load_cluster(objects: KarpenterObjects, cluster: InMemoryCluster, warn: bool
                 _create_held(cluster, r.NODES, doc, leaving)
             elif kind in VOLUME_KINDS:
                 _create_held(cluster, VOLUME_KINDS[str(kind)], doc, leaving)
-            elif kind not in IGNORED_KINDS:
+            else:  # named once (the CLI's review has left these out already)
                 skipped.skipped[str(kind)] += 1
         except NodewrightValidationError as err:
             errors.append(prefixed(err, f"documents[{objects.other_indices[index]}]",
@@ -297,7 +297,8 @@ def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any,
     ``StaticCapacity`` gate; off, Karpenter's default, they get none). With ``policy``, the
     provisioner decides on effective marginal prices (docs/pricing.md). Karpenter's ``MIN_VALUES_POLICY``,
     ``PREFERENCE_POLICY``, ``FEATURE_GATES`` and ``SCHEDULER_CONFIG`` are read from the environment, as the
-    controller reads them.
+    controller reads them. A NodePool's "limits ... changed the plan" line is kept (in ``events`` and in the log)
+    only where it matters (:func:`limits_line_matters`).
 
     Raises:
         NodewrightValidationError: ``MIN_VALUES_POLICY`` is neither Strict nor BestEffort,
@@ -317,8 +318,79 @@ def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any,
     state = snapshot(cluster)
     pending = provisioner.pending_pods(state, clock())
     virtual = buffers.virtual_pods()
-    result = provisioner.provision(pending, state, clock(), virtual) if pending or virtual else None
+    with _limit_lines_that_matter(state) as judge:
+        result = provisioner.provision(pending, state, clock(), virtual) if pending or virtual else None
+        judge(result)
     return result if result is not None else SchedulingResult()
+
+
+#: How the scheduler's limits line begins (:func:`nodewright.scheduling.events.limits_changed`) and the parts of it
+#: that say the limits bound the plan by themselves.
+LIMITS_LINE = "limits of nodepool "
+LIMITS_BOUND = ("pod(s) left pending", "pod(s) launched in other NodePools instead")
+
+
+def limits_line_matters(line: str, limits: Mapping[str, int], owned: Mapping[str, int],
+                        plans: Sequence[NodeClaimPlan]) -> bool:
+    """Whether a NodePool's "limits of nodepool X changed the plan: ..." line is worth a user's reading: its limits
+    left pods pending or sent them to other NodePools, or the plan reaches them -- for some limited resource, what
+    the pool owns plus its new NodeClaims at the types they launch as (``plans``, the pool's) leaves no room for
+    one more node like the largest of them. A line that only says NodeClaims were narrowed (their candidate types
+    cut so the largest candidates fit, nodewright's addition to Karpenter's ``subtractMax``) while the plan is far
+    from the limits says nothing the plan does not: the unlimited plan is the same (``cpu: 64`` and 6 vCPU launched).
+
+    ``limits`` and ``owned``: canonical units (cpu millicores, memory bytes, ``nodes`` a count), as
+    :attr:`nodewright.scheduling.NodePoolSpec.limits` and :func:`nodewright.controllers.provisioning.nodepool_usage`.
+    """
+    if any(part in line for part in LIMITS_BOUND):
+        return True
+    for name, cap in limits.items():
+        sizes = [1 if name == "nodes" else p.instance_type.capacity.get(name, 0) for p in plans]
+        if owned.get(name, 0) + sum(sizes) + max(sizes, default=0) > cap:
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def _limit_lines_that_matter(state: Any) -> Iterator[Callable[[SchedulingResult | None], None]]:
+    """While the block runs, the provisioner's log records are held from its first limits line on; ``judge(result)``
+    (called with the batch's result) drops the limits lines that do not matter (:func:`limits_line_matters`) from
+    ``result.events`` and from the log, and the held records are logged on in their order when the block ends."""
+    logger = logging.getLogger("nodewright.controllers")
+    held: list[logging.LogRecord] = []
+    dropped: set[str] = set()
+
+    def hold(record: logging.LogRecord) -> bool:
+        if held or record.getMessage().startswith(LIMITS_LINE):
+            held.append(record)
+            return False
+        return True
+
+    def judge(result: SchedulingResult | None) -> None:
+        if result is None:
+            return
+        usage = nodepool_usage(state)
+        for event in result.events:
+            pool = str(event.fields.get("nodepool", ""))
+            if not event.message.startswith(f"{LIMITS_LINE}{pool} ") or pool not in state.nodepools:
+                continue
+            try:
+                limits = state.models.nodepool_spec(state.nodepools[pool]).limits or {}
+            except NodewrightValidationError:
+                continue
+            plans = [p for p in result.new_nodeclaims if p.nodepool == pool]
+            if not limits_line_matters(event.message, limits, usage.get(pool, {}), plans):
+                dropped.add(event.message)
+        result.events[:] = [e for e in result.events if e.message not in dropped]
+
+    logger.addFilter(hold)
+    try:
+        yield judge
+    finally:
+        logger.removeFilter(hold)
+        for record in held:
+            if record.getMessage() not in dropped:
+                logger.handle(record)
 
 
 def decide(documents: Sequence[Mapping[str, Any]], region: str | None = None,
@@ -433,6 +505,16 @@ def _percent(fraction: float) -> str:
     return f"{fraction * 100:g}%"
 
 
+def not_ready_lines(not_ready: Mapping[str, str]) -> list[str]:
+    """``{NodePool: why it cannot launch}`` as one line per reason, naming its NodePools (``NodePools 'batch',
+    'general' cannot launch: ...``): the table of ``simulate --snapshot`` and ``explain``, and ``diff``'s."""
+    by_reason: dict[str, list[str]] = {}
+    for name, why in not_ready.items():
+        by_reason.setdefault(why, []).append(repr(name))
+    return [f"NodePool{'s' if len(names) > 1 else ''} {', '.join(names)} cannot launch: {why}"
+            for why, names in by_reason.items()]
+
+
 def render_table(decision: Mapping[str, Any]) -> str:
     """What a person reads: one row per new node, the pods per node, the NodePools that cannot launch (``not_ready``,
     one line per reason), the unschedulable pods (one line per reason), $/h, and a summary line (which says why
@@ -463,11 +545,8 @@ def render_table(decision: Mapping[str, Any]) -> str:
     for entry in decision["existing"]:
         lines.append(f"existing {entry['node']}: {', '.join(entry['pods'])}")
     # NodePools that cannot launch (simulate --snapshot: whatif.dryrun.not_ready_nodepools), one line per reason.
-    not_ready: dict[str, list[str]] = {}
-    for name, why in (decision.get("not_ready") or {}).items():
-        not_ready.setdefault(why, []).append(repr(name))
-    for why, names in not_ready.items():
-        lines.append(f"NodePool{'s' if len(names) > 1 else ''} {', '.join(names)} cannot launch: {why}")
+    not_ready = decision.get("not_ready") or {}
+    lines.extend(not_ready_lines(not_ready))
     by_reason: dict[str, list[str]] = {}
     for entry in decision["unschedulable"]:
         by_reason.setdefault(entry["reason"], []).append(entry["pod"])

@@ -39,12 +39,15 @@ summary's ``capacity_buffer`` block compares a run without it (pod wait bought, 
 
 Durations are seconds (numbers) or Go-style strings of ``h``/``m``/``s`` parts (``"1h30m"``, ``"20s"``);
 ``duration`` is at most :data:`MAX_DURATION` (168h). Errors from :func:`load_scenario` name the file
-(``scenario.yaml#spec.duration: ...``).
+(``scenario.yaml#spec.duration: ...``). Unknown fields of the manifests (a workload's ``replica``, an older Karpenter
+kind's field conversion drops) are warnings, :attr:`Scenario.findings` (``scenario.yaml#spec.manifests[2].spec.replica:
+unknown field: simulate ignores it ...; did you mean 'replicas'?``), as ``simulate -f`` gives them.
 Every problem raises :class:`~nodewright.errors.NodewrightValidationError` with the field path.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -61,6 +64,7 @@ from nodewright.cloud.simulated.latency import (
     LatencyDistribution,
 )
 from nodewright.errors import NodewrightValidationError
+from nodewright.review import Finding, unknown_field_findings
 
 API_VERSION = "nodewright.io/v1alpha1"
 #: Longest ``spec.duration``: 7 simulated days (168h). A busy day takes ~25 s of CPU; a week, a few minutes.
@@ -162,6 +166,9 @@ class Scenario:
     pod_start_delay: float = 5.0
     launch_latency: LatencyDistribution = NODEWRIGHT_LAUNCH_LATENCY
     baseline: ClusterAutoscalerConfig = field(default_factory=ClusterAutoscalerConfig)
+    #: Warnings about the manifests (unknown fields, :func:`nodewright.review.unknown_field_findings`), each
+    #: naming ``spec.manifests[i]`` (and, from :func:`load_scenario`, the scenario file).
+    findings: tuple[Finding, ...] = ()
 
 
 # --- scalar parsers -------------------------------------------------------------------------------------
@@ -257,7 +264,9 @@ def _read_manifest_file(ref: str, base_dir: Path, path: str) -> list[dict[str, A
         raise NodewrightValidationError(f"{path} ({ref}).{err.path}", err.reason) from None
 
 
-def _manifests(value: Any, base_dir: Path) -> list[dict[str, Any]]:
+def _manifests(value: Any, base_dir: Path) -> tuple[list[dict[str, Any]], tuple[Finding, ...]]:
+    """The manifests converted to v1, and the warnings about them (unknown fields, found before conversion drops
+    those of older Karpenter kinds), each naming ``spec.manifests[i]`` (``(file)#documents[j]`` for a file)."""
     if not isinstance(value, list):
         raise NodewrightValidationError("spec.manifests", "expected a list of documents or file paths")
     docs: list[dict[str, Any]] = []
@@ -281,7 +290,8 @@ def _manifests(value: Any, base_dir: Path) -> list[dict[str, Any]]:
     except NodewrightValidationError as err:
         raise where.locate(err) from None
     parse_documents([d for d in converted if d.get("kind") in ("NodePool", "EC2NodeClass", "NodeOverlay")])
-    return converted
+    findings = tuple(Finding(where.locate_path(f.path), where.locate_text(f.reason)) for f in unknown_field_findings(docs))
+    return converted, findings
 
 
 # --- events ---------------------------------------------------------------------------------------------
@@ -412,10 +422,12 @@ def parse_scenario(doc: Any, base_dir: Path | str = ".") -> Scenario:
             raise NodewrightValidationError(f"spec.zones[{i}]", f"{zone!r} is not a zone of {region}")
     events = [_event(e, f"spec.events[{i}]", duration) for i, e in enumerate(spec.get("events") or [])]
     events.sort(key=lambda e: e.at)
+    manifests, findings = _manifests(spec.get("manifests") or [], Path(base_dir))
     return Scenario(
         name=name,
         duration=duration,
-        manifests=_manifests(spec.get("manifests") or [], Path(base_dir)),
+        manifests=manifests,
+        findings=findings,
         events=events,
         start=_time(spec["start"], "spec.start") if "start" in spec else DEFAULT_START,
         region=region,
@@ -453,6 +465,8 @@ def load_scenario(path: str | Path) -> Scenario:
         docs = load_manifests(text)
         if len(docs) != 1:
             raise NodewrightValidationError("", f"expected one Scenario document, found {len(docs)}")
-        return parse_scenario(docs[0], file.resolve().parent)
+        scenario = parse_scenario(docs[0], file.resolve().parent)
+        return dataclasses.replace(scenario, findings=tuple(Finding(f"{path}#{f.path}", f.reason)
+                                                            for f in scenario.findings))
     except NodewrightValidationError as err:
         raise err.rewrite(lambda where, reason: (f"{path}#{where}" if where else str(path), reason)) from None

@@ -15,8 +15,10 @@ monitoring agent would; nodewright repairs them with ``FEATURE_GATES=NodeRepair=
 Manifests accepted: NodePool, EC2NodeClass (Karpenter kinds already converted to v1), Deployment,
 ReplicaSet, StatefulSet, Job, CronJob, DaemonSet, Pod, PodDisruptionBudget, HorizontalPodAutoscaler
 (``autoscaling/v2``), ScaledObject (``keda.sh/v1alpha1``), CapacityBuffer (``autoscaling.x-k8s.io/v1beta1``) and
-PodTemplate; Namespace, Service, ServiceAccount, ConfigMap,
-Secret and PriorityClass are accepted and ignored. Anything else is a validation error.
+PodTemplate; Namespace, PersistentVolume(Claim), StorageClass, RuntimeClass, CSINode and Service are stored for the
+controllers (:data:`STORED_KINDS`); ServiceAccount, ConfigMap, Secret and PriorityClass are accepted and ignored
+(``simulate --scenario`` names them in its skipped-kinds line and leaves them out). Anything else is a validation
+error.
 """
 
 from __future__ import annotations

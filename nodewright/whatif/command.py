@@ -42,6 +42,13 @@ def _warnings_only() -> Iterator[None]:
         whatif.removeFilter(once)
 
 
+def report_findings(snap: Any) -> None:
+    """One ``warning:`` line per finding of the snapshot (:attr:`nodewright.whatif.snapshot.Snapshot.findings`:
+    fields the simulation ignores), through the what-if's logger (shown once by :func:`_warnings_only`)."""
+    for finding in snap.findings:
+        logging.getLogger("nodewright.whatif").warning("%s", finding.line())
+
+
 def load_pricing(path: str | None) -> tuple[Any, str] | None:
     """(PricingPolicy, label) of ``--pricing``, or None."""
     if path is None:
@@ -102,6 +109,7 @@ def simulate_snapshot(path: str, region: str | None, output: str, pricing_file: 
 
     snap = read_snapshot(path)
     with _warnings_only():
+        report_findings(snap)
         result = dry_run(snap, region, load_pricing(pricing_file))
     click.echo(json.dumps(result, indent=2) if output == "json" else render_dry_run(result))
     return result
@@ -121,6 +129,7 @@ def explain_command(what: str, name: str, snapshot: str | None, kubeconfig: str 
         objects, taken = take_snapshot(kubeconfig)
         snap = Snapshot(objects, taken, source=f"live cluster ({kubeconfig})")
     with _warnings_only():
+        report_findings(snap)
         text = explain(snap, what, name, region, load_pricing(pricing_file))
     click.echo(text)
 

@@ -28,16 +28,21 @@ replaced the same way): $/h is the run's cost per simulated hour, plus evictions
 
 Gates (:func:`check_gates`): ``--max-cost-increase 5%`` (head $/h over base $/h, list prices, or effective with
 ``--pricing``) and ``--max-evictions N`` (pods evicted by the drift the change triggers).
+
+Honesty: a ``--base`` that is not what the snapshot runs is one warning line (:func:`base_mismatch`, also the
+JSON's ``warnings``); a NodePool that cannot launch is named once per revision below the table (``not_ready``,
+:func:`nodewright.whatif.dryrun.launch_batch`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from nodewright.api.hashing import ec2nodeclass_hash, nodepool_hash
 from nodewright.api.manifests import load_manifest_files, parse_documents
@@ -49,16 +54,17 @@ from nodewright.disruption.budgets import UNLIMITED, budget_mapping
 from nodewright.disruption.candidates import base_problem
 from nodewright.disruption.model import REASON_DRIFTED
 from nodewright.errors import NodewrightValidationError
-from nodewright.kube.memory import InMemoryCluster
 from nodewright.kube.objects import Obj, meta, name_of
 from nodewright.pricing import PricingEngine, PricingPolicy, Usage
-from nodewright.sim.decision import first_batch
+from nodewright.review import review_documents
+from nodewright.sim.decision import not_ready_lines
 from nodewright.state.cluster import snapshot as read_state
-from nodewright.whatif.dryrun import restore
+from nodewright.whatif.dryrun import launch_batch, restore
 from nodewright.whatif.render import table
-from nodewright.whatif.snapshot import KIND_OF, now_utc, read_snapshot
+from nodewright.whatif.snapshot import KIND_OF, Snapshot, now_utc, read_snapshot
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+log = logging.getLogger("nodewright.whatif")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +118,60 @@ def apply_revision(objects: Sequence[Obj], revision: Revision) -> list[Obj]:
     return out
 
 
+def base_mismatch(base: Revision, snap: Snapshot) -> str | None:
+    """One sentence when ``--base`` is not what the snapshotted cluster runs, else None. ``--base`` is the revision
+    the cluster is meant to run: it replaces the snapshot's NodePools (all) and same-named EC2NodeClasses, so that
+    the BASE column is the cluster as it is and "triggered" is what head adds. It matches when it has the
+    snapshot's NodePools, no NodePool or EC2NodeClass the snapshot lacks, and each same-named object's ``spec``
+    equals the snapshot's, both read through the same model (defaults filled, so a server-defaulted field is no
+    difference). The sentence names what differs: NodePools only in the snapshot (their nodes are deleted in both
+    columns), only in ``--base``, objects whose spec differs (the first differing fields), or -- no NodePool name
+    in common -- a snapshot of another cluster, or a redacted one (``--redact`` hashes the names)."""
+    live = parse_documents([o for o in snap.objects if o.get("kind") in ("NodePool", "EC2NodeClass")])
+    pools = {p.name: p.to_manifest().get("spec") or {} for p in live.nodepools}
+    classes = {c.name: c.to_manifest().get("spec") or {} for c in live.ec2nodeclasses}
+    parts: list[str] = []
+    if pools and base.nodepools and not set(pools) & set(base.nodepools):
+        parts.append(f"it shares no NodePool with the snapshot (snapshot: {', '.join(sorted(pools))}; --base: "
+                     f"{', '.join(sorted(base.nodepools))}): "
+                     + ("the snapshot is redacted (--redact hashes names), take one without --redact for diff"
+                        if snap.redacted else "is the snapshot of another cluster?"))
+    else:
+        if set(pools) - set(base.nodepools):
+            parts.append(f"NodePools only in the snapshot: {', '.join(sorted(set(pools) - set(base.nodepools)))} "
+                         "(their nodes are deleted in both columns)")
+        if set(base.nodepools) - set(pools):
+            parts.append(f"NodePools only in --base: {', '.join(sorted(set(base.nodepools) - set(pools)))}")
+        parts.extend(_differ("NodePools", pools, base.nodepools))
+    if set(base.nodeclasses) - set(classes):
+        parts.append(f"EC2NodeClasses only in --base: {', '.join(sorted(set(base.nodeclasses) - set(classes)))}")
+    parts.extend(_differ("EC2NodeClasses", classes, base.nodeclasses))
+    if not parts:
+        return None
+    return (f"--base {base.path} does not match the snapshot {snap.source}: {'; '.join(parts)}; so the BASE column "
+            "is not the cluster as it runs, and what is 'triggered' is counted from it")
+
+
+def _differ(kind: str, live: Mapping[str, Any], revision: Mapping[str, Obj]) -> list[str]:
+    """``["<kind> not as in the snapshot: general (spec.limits, ...)"]`` for the same-named objects whose spec
+    differs, or []."""
+    changed = []
+    for name in sorted(set(live) & set(revision)):
+        paths = _paths(live[name], revision[name].get("spec") or {}, "spec")
+        if paths:
+            changed.append(f"{name} ({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''})")
+    return [f"{kind} not as in the snapshot: {', '.join(changed)}"] if changed else []
+
+
+def _paths(a: Any, b: Any, path: str, depth: int = 4) -> list[str]:
+    """The paths where ``a`` and ``b`` differ (mappings walked ``depth`` levels deep; lists compared whole)."""
+    if a == b:
+        return []
+    if not (isinstance(a, dict) and isinstance(b, dict)) or depth == 0:
+        return [path]
+    return [p for key in sorted(set(a) | set(b)) for p in _paths(a.get(key), b.get(key), f"{path}.{key}", depth - 1)]
+
+
 def _hash_changes(base: Revision, head: Revision) -> tuple[dict[str, str], dict[str, str]]:
     """(NodePool -> drift reason, EC2NodeClass -> drift reason) for objects in both revisions that changed."""
     def safe(fn: Any, doc: Obj) -> str:
@@ -135,11 +195,14 @@ def _hash_changes(base: Revision, head: Revision) -> tuple[dict[str, str], dict[
 
 
 def evaluate(objects: Sequence[Obj], now: float, region: str | None, policy: PricingPolicy | None,
-             extra_drift: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
+             extra_drift: Mapping[str, Mapping[str, str]] | None = None,
+             source: str = "the snapshot") -> dict[str, Any]:
     """One revision on one snapshot: drift per node, then the steady state (see module docstring).
 
     ``extra_drift``: ``{"nodepools": {name: reason}, "nodeclasses": {name: reason}}`` hash changes found by
-    comparing the revisions.
+    comparing the revisions. ``not_ready`` in the result: NodePool -> why it cannot launch
+    (:func:`nodewright.whatif.dryrun.launch_batch`, as ``simulate --snapshot`` names them: once, ``source`` saying
+    where its EC2NodeClass was looked for).
     """
     loaded = restore(objects, now, region)
     ctx = loaded.ctx
@@ -171,8 +234,7 @@ def evaluate(objects: Sequence[Obj], now: float, region: str | None, policy: Pri
             if not meta(doc).get("finalizers"):
                 loaded.cluster.patch(KIND_OF["Node"], name, {"metadata": {"finalizers": ["whatif.nodewright.io/hold"]}})
             loaded.cluster.delete(KIND_OF["Node"], name)
-    result = first_batch(cast(InMemoryCluster, loaded.cluster),  # only the Cluster protocol is used
-                          ctx.cloud, ctx.clock, policy)
+    result, not_ready = launch_batch(loaded, policy, source)
     types: dict[str, int] = {}
     for n in kept:
         types[n.instance_type] = types.get(n.instance_type, 0) + 1
@@ -191,6 +253,7 @@ def evaluate(objects: Sequence[Obj], now: float, region: str | None, policy: Pri
         "new_nodeclaims": len(result.new_nodeclaims),
         "drifted": drifted,
         "drift_budget": {name: (None if n >= UNLIMITED else n) for name, n in sorted(allowed.items())},
+        "not_ready": not_ready,
     }
     if policy is not None:
         engine = PricingEngine(policy, price_table(loaded.region))
@@ -206,14 +269,19 @@ def _list_price(engine: PricingEngine, labels: Mapping[str, str]) -> float:
     return (engine.list_price(usage) or 0.0) if usage is not None else 0.0
 
 
-def _pace(drifted: Mapping[str, Mapping[str, Any]], budget: Mapping[str, int | None]) -> tuple[int, str]:
-    """(rounds, sentence): replacing ``drifted`` nodes under each NodePool's Drifted budget."""
+def _pace(drifted: Mapping[str, Mapping[str, Any]], budget: Mapping[str, int | None],
+          not_ready: Collection[str] = ()) -> tuple[int, str]:
+    """(rounds, sentence): replacing ``drifted`` nodes under each NodePool's Drifted budget; a NodePool of
+    ``not_ready`` (it cannot launch) has no budget, but is not deleted either."""
     per_pool: dict[str, int] = {}
     for entry in drifted.values():
         per_pool[entry["nodepool"]] = per_pool.get(entry["nodepool"], 0) + 1
     rounds, parts = 0, []
     for pool, count in sorted(per_pool.items()):
         allowed = budget.get(pool)
+        if pool in not_ready and pool not in budget:
+            parts.append(f"{pool}: {count} with no replacement (the NodePool cannot launch)")
+            continue
         if pool not in budget:
             parts.append(f"{pool}: {count} deleted with the NodePool")
             continue
@@ -241,13 +309,19 @@ def diff(base: str, head: str, *, snapshot: str | None = None, scenario: str | N
         return _diff_scenario(scenario, base_rev, head_rev, policy)
     assert snapshot is not None
     snap = read_snapshot(snapshot)
+    for finding in snap.findings:  # fields the simulation ignores, as simulate --snapshot warns
+        log.warning("%s", finding.line())
+    mismatch = base_mismatch(base_rev, snap)
+    if mismatch is not None:
+        log.warning("warning: %s", mismatch)
     now = snap.time if snap.time is not None else now_utc()
     pools, classes = _hash_changes(base_rev, head_rev)
-    before = evaluate(apply_revision(snap.objects, base_rev), now, region, policy)
+    before = evaluate(apply_revision(snap.objects, base_rev), now, region, policy,
+                      source=f"the snapshot or {base}")
     after = evaluate(apply_revision(snap.objects, head_rev), now, region, policy,
-                     {"nodepools": pools, "nodeclasses": classes})
+                     {"nodepools": pools, "nodeclasses": classes}, source=f"the snapshot or {head}")
     triggered = {n: e for n, e in after["drifted"].items() if n not in before["drifted"]}
-    rounds, pace = _pace(triggered, after["drift_budget"])
+    rounds, pace = _pace(triggered, after["drift_budget"], after["not_ready"])
     change: dict[str, Any] = {
         "price_per_hour": round(after["price_per_hour"] - before["price_per_hour"], 6),
         "price_percent": _percent(before["price_per_hour"], after["price_per_hour"]),
@@ -266,7 +340,8 @@ def diff(base: str, head: str, *, snapshot: str | None = None, scenario: str | N
         change["effective_price_percent"] = _percent(before["effective_price_per_hour"],
                                                      after["effective_price_per_hour"])
     return {"evaluated_on": {"snapshot": snapshot}, "base": {"path": base, **before},
-            "head": {"path": head, **after}, "change": change, "triggered": triggered}
+            "head": {"path": head, **after}, "change": change, "triggered": triggered,
+            "warnings": [] if mismatch is None else [mismatch]}
 
 
 def _diff_scenario(path: str, base: Revision, head: Revision, policy: PricingPolicy | None) -> dict[str, Any]:
@@ -274,11 +349,16 @@ def _diff_scenario(path: str, base: Revision, head: Revision, policy: PricingPol
     from nodewright.sim.scenario import load_scenario
 
     scenario = load_scenario(path)
+    for finding in scenario.findings:  # unknown fields of its manifests, as simulate --scenario warns
+        log.warning("%s", finding.line())
     out: dict[str, Any] = {"evaluated_on": {"scenario": path}}
     for label, rev in (("base", base), ("head", head)):
         manifests = [d for d in scenario.manifests if not (d.get("kind") == "NodePool"
                      or (d.get("kind") == "EC2NodeClass" and name_of(d) in rev.nodeclasses))]
         manifests += [*rev.nodepools.values(), *rev.nodeclasses.values()]
+        # NodePools that launch nothing in the replay (their EC2NodeClass is in neither the scenario nor DIR), as
+        # simulate -f finds them (nodewright.review): named once below the table, not left to a silent $0/h.
+        not_ready = review_documents(manifests, parse_documents(manifests), for_simulate=False, default_class=False).not_ready
         summary = run(dataclasses.replace(scenario, manifests=manifests), pricing=policy).summary
         hours = scenario.duration / 3600.0
         evicted = summary.get("pods_evicted", 0)
@@ -289,7 +369,8 @@ def _diff_scenario(path: str, base: Revision, head: Revision, policy: PricingPol
                  "pods_evicted": evicted,
                  "pod_wait_p50_s": summary.get("pod_schedule_latency_p50_s"),
                  "pod_wait_p95_s": summary.get("pod_schedule_latency_p95_s"),
-                 "disruptions_by_reason": summary.get("disruptions_by_reason", {})}
+                 "disruptions_by_reason": summary.get("disruptions_by_reason", {}),
+                 "not_ready": dict(sorted(not_ready.items()))}
         if policy is not None and "effective_cost_usd" in summary and hours:
             entry["effective_price_per_hour"] = round(summary["effective_cost_usd"] / hours, 6)
         out[label] = entry
@@ -402,6 +483,7 @@ def render_diff(result: Mapping[str, Any], output: str = "table") -> str:
     if output == "markdown":
         lines = ["### nodewright diff", "", f"NodePools/EC2NodeClasses `{result['base']['path']}` -> "
                  f"`{result['head']['path']}`, evaluated on {where}.", "",
+                 *(f"> **warning**: {w}\n" for w in result.get("warnings") or []),
                  "| | base | head | change |", "|---|---|---|---|"]
         lines += [f"| {m} | {b} | {h} | {c} |" for m, b, h, c in body]
         triggered = result.get("triggered") or {}
@@ -411,6 +493,14 @@ def render_diff(result: Mapping[str, Any], output: str = "table") -> str:
             lines += [f"| {n} | {e['nodepool']} | {e['reason']} | {len(e['pods'])} | {e['waits_for'] or '-'} |"
                       for n, e in sorted(triggered.items())]
             lines += ["", "</details>"]
-        return "\n".join(lines)
+        notes = _notes(result)
+        return "\n".join(lines + (["", *(f"- {line}" for line in notes)] if notes else []))
     return "\n".join([f"{result['base']['path']} -> {result['head']['path']} on {where.replace('`', '')}",
-                      *table([("", "BASE", "HEAD", "CHANGE"), *body])])
+                      *table([("", "BASE", "HEAD", "CHANGE"), *body]), *_notes(result)])
+
+
+def _notes(result: Mapping[str, Any]) -> list[str]:
+    """The lines below the table: per revision, each NodePool that cannot launch, once, with why
+    (:func:`nodewright.sim.decision.not_ready_lines`, as ``simulate --snapshot`` says it)."""
+    return [f"{label}: {line}" for label in ("base", "head")
+            for line in not_ready_lines(result[label].get("not_ready") or {})]

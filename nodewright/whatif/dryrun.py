@@ -32,6 +32,7 @@ import dataclasses
 import logging
 import os
 import random
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -58,7 +59,7 @@ from nodewright.disruption.simulation import Simulator
 from nodewright.errors import NodewrightValidationError
 from nodewright.kube.cluster import Cluster
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import condition, format_time, is_deleting
+from nodewright.kube.objects import condition, format_time, is_deleting, labels_of
 from nodewright.metrics import Metrics
 from nodewright.pricing import PricingEngine, PricingPolicy, Usage
 from nodewright.scheduling import Pod, SchedulingResult
@@ -264,7 +265,9 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
         ``{"now", "acts" (the method that acts this pass, or None), "methods": [{"method", "eligible",
         "decision" (or None), "skipped": [sentences], "stopped_early"}], "expiration" (decision or None),
         "nodes": [{"node", "nodepool", "instance_type", "price_per_hour", "pods", "disrupted_by", "reason"}],
-        "pools": {name: {reason: allowed}}}``.
+        "unmanaged_nodes" (Nodes no NodeClaim owns and no NodePool labels), "unmanaged_by_nodepool" ({NodePool:
+        Nodes labelled ``karpenter.sh/nodepool`` with its name that no NodeClaim owns}), "budgets": {name: {reason:
+        allowed}}}``.
     """
     ctx, now = loaded.ctx, loaded.now
     models_for(loaded.cluster).use_scheduler_config(scheduler_config(os.environ))  # default topology spread
@@ -331,6 +334,11 @@ def disruption_dry_run(loaded: Loaded, policy: PricingPolicy | None = None,
         "expiration": None if expired is None else _decision_json(expired, engine, fleet),
         "nodes": nodes,
         "unmanaged_nodes": len(view.unmanaged),
+        # Nodes labelled karpenter.sh/nodepool that no NodeClaim owns, by that NodePool (explain nodepool counts
+        # them): the view leaves them out (neither candidates nor destinations), so they are counted from the state.
+        "unmanaged_by_nodepool": dict(sorted(Counter(
+            labels_of(doc)[L.NODEPOOL] for doc in state.nodes.values()
+            if labels_of(doc).get(L.NODEPOOL) and state.nodeclaim_for(doc) is None).items())),
         "budgets": {name: {reason: min(budgets[reason].get(name, 0), 1 << 30) for reason in budgets}
                     for name in sorted(view.pools)},
     }
@@ -409,10 +417,7 @@ def provisioning_decision(loaded: Loaded, policy: PricingPolicy | None,
     state = read_state(loaded.cluster)
     existing = [n for n in (models.node(doc) for doc in state.nodes.values()) if n is not None]
     pools = [models.nodepool_spec(doc) for doc in state.nodepools.values()]
-    not_ready = not_ready_nodepools(loaded)
-    with _reported_once(not_ready):
-        result = first_batch(cast(InMemoryCluster, loaded.cluster),  # only the Cluster protocol is used
-                             loaded.ctx.cloud, loaded.ctx.clock, policy)
+    result, not_ready = launch_batch(loaded, policy)
     decision = to_json(result, loaded.region, catalog_price_source(loaded.region), pools)
     if not_ready:
         decision["not_ready"] = not_ready
@@ -422,11 +427,24 @@ def provisioning_decision(loaded: Loaded, policy: PricingPolicy | None,
     return decision, result
 
 
-def not_ready_nodepools(loaded: Loaded) -> dict[str, str]:
+def launch_batch(loaded: Loaded, policy: PricingPolicy | None,
+                 source: str = "the snapshot") -> tuple[SchedulingResult, dict[str, str]]:
+    """The provisioner's batch on ``loaded`` (:func:`nodewright.sim.decision.first_batch`, creating its NodeClaims
+    there) and the NodePools that cannot launch (:func:`not_ready_nodepools`; ``source`` names where their
+    EC2NodeClasses were looked for), each to be named once: the controllers' per-pass error lines about them are
+    dropped (``simulate --snapshot``, ``explain`` and ``diff`` share this)."""
+    not_ready = not_ready_nodepools(loaded, source)
+    with _reported_once(not_ready):
+        result = first_batch(cast(InMemoryCluster, loaded.cluster),  # only the Cluster protocol is used
+                             loaded.ctx.cloud, loaded.ctx.clock, policy)
+    return result, not_ready
+
+
+def not_ready_nodepools(loaded: Loaded, source: str = "the snapshot") -> dict[str, str]:
     """NodePool -> why the provisioner's batch launches nothing from it, for every NodePool not being deleted that
     cannot launch, by the controller's own rules: a ``Ready`` condition that is not True (Karpenter's status
     controller wrote why: ``NodeClassNotFound``, ...), else a problem of
-    :func:`nodewright.controllers.common.nodepool_instance_types` (the EC2NodeClass is not in the snapshot, is not
+    :func:`nodewright.controllers.common.nodepool_instance_types` (the EC2NodeClass is not in ``source``, is not
     ready, the NodePool is invalid). Without this the batch would only say ``no NodePool`` for the pods."""
     state = read_state(loaded.cluster)
     _, problems = nodepool_instance_types(loaded.ctx, state, "simulate")
@@ -442,7 +460,7 @@ def not_ready_nodepools(loaded: Loaded) -> dict[str, str]:
         elif name in problems:
             missing = ref.get("kind") == "EC2NodeClass" and str(ref.get("name")) not in state.nodeclasses
             classes = ", ".join(sorted(state.nodeclasses))
-            out[name] = (f"EC2NodeClass {ref.get('name')!r} is not in the snapshot ("
+            out[name] = (f"EC2NodeClass {ref.get('name')!r} is not in {source} ("
                          + (f"its EC2NodeClasses: {classes}" if classes else "it has no EC2NodeClass")
                          + "): Karpenter holds such a NodePool not Ready (NodeClassNotFound)"
                          if missing else str(problems[name]))

@@ -134,7 +134,11 @@ def _nodepool(obj: dict[str, Any], result: Mapping[str, Any]) -> str:
         types[n["instance_type"]] = types.get(n["instance_type"], 0) + 1
     price = sum(n["price_per_hour"] for n in nodes)
     disruption = spec.get("disruption") or {}
-    lines = [f"NodePool {name}: {len(nodes)} node(s), ${price:.4f}/h list"
+    # Nodes labelled with the pool that no NodeClaim owns: counted, but neither priced nor disruption candidates.
+    unowned = (result["disruption"].get("unmanaged_by_nodepool") or {}).get(name, 0)
+    lines = [f"NodePool {name}: {len(nodes) + unowned} node(s)"
+             + (f" ({unowned} without a NodeClaim: not priced, never disrupted)" if unowned else "")
+             + f", ${price:.4f}/h list"
              + (", " + ", ".join(f"{c} x {t}" for t, c in sorted(types.items())) if types else "")]
     if "effective_price_per_hour" in result["fleet"] and result["fleet"]["price_per_hour"]:
         share = price / result["fleet"]["price_per_hour"] * result["fleet"]["effective_price_per_hour"]

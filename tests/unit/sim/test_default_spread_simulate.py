@@ -62,10 +62,15 @@ def test_deployment_spreads_over_zones_and_hosts_with_list_defaults(tmp_path: Pa
 
 
 def test_deployment_packs_without_defaults(tmp_path: Path) -> None:
-    code, output = _simulate(tmp_path, {"SCHEDULER_CONFIG": ""})
-    assert code == 0, output
-    (claim,) = json.loads(output)["nodeclaims"]
+    """Without default constraints the Service changes nothing: the skipped-kinds line names it, with why."""
+    path = tmp_path / "in.yaml"
+    path.write_text(INPUT)
+    out = CliRunner().invoke(cli, ["simulate", "-f", str(path), "--output", "json"], env={"SCHEDULER_CONFIG": ""})
+    assert out.exit_code == 0, out.output
+    (claim,) = json.loads(out.stdout)["nodeclaims"]
     assert len(claim["pods"]) == 6
+    assert out.stderr.splitlines() == [
+        "skipped 1 object simulate does not need: Service x1 (read only for SCHEDULER_CONFIG's default topology spread)"]
 
 
 def test_bad_scheduler_config_is_one_line(tmp_path: Path) -> None:

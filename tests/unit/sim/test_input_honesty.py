@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 from click.testing import CliRunner, Result
@@ -70,8 +71,9 @@ def test_helm_template_output_is_simulated_with_one_skip_line(tmp_path: Path) ->
     out, path = run(tmp_path, text, "-o", "json")
     assert out.exit_code == 0, out.stderr
     lines = out.stderr.splitlines()
-    # Services are read: their selectors deduce the default topology spread selector (SCHEDULER_CONFIG).
-    assert lines[0] == "skipped 4 objects simulate does not need: ServiceAccount x2, ConfigMap x1, Ingress x1"
+    # Services only matter to SCHEDULER_CONFIG's default topology spread (unset here): named, with why.
+    assert lines[0] == ("skipped 5 objects simulate does not need: ServiceAccount x2, ConfigMap x1, Ingress x1, "
+                        "Service x1 (read only for SCHEDULER_CONFIG's default topology spread)")
     # The leading comment block is not a document: the ScaledObject is document 7, counting from 0. Pod autoscalers
     # are read to size their targets (issue #26 item 5); this one names none, so the replicas are used as given.
     assert lines[1] == (f"warning: {path}#documents[7].spec.scaleTargetRef.name: required field is missing: cannot "
@@ -252,7 +254,7 @@ def test_scenarios_skip_kinds_they_do_not_play_and_name_the_file(tmp_path: Path)
     path.write_text(yaml.safe_dump(scenario))
     out = CliRunner().invoke(cli, ["simulate", "--scenario", str(path), "-o", "json"])
     assert out.exit_code == 0, out.stderr
-    assert out.stderr.splitlines()[0] == "skipped 2 object(s) the simulation does not play: Ingress x1, Role x1"
+    assert out.stderr.splitlines()[0] == "skipped 2 objects the simulation does not play: Ingress x1, Role x1"
     assert json.loads(out.stdout)["summary"]["pods_scheduled"] == 2
     docs[2]["spec"]["replicas"] = -1
     scenario["spec"]["manifests"] = docs[:3]
@@ -371,3 +373,88 @@ def test_pricing_help_says_the_plan_changes() -> None:
     text = " ".join(out.output.split())
     assert "--pricing FILE A PricingPolicy (Savings Plans, RIs, discounts): decide on effective marginal prices, " \
            "as run --pricing-policy does (the plan can change), and show effective $/h beside list $/h" in text
+
+
+def test_every_kind_simulate_leaves_out_is_named_once(tmp_path: Path, monkeypatch: Any) -> None:
+    """``simulate -f`` and ``--scenario``: a Service (read only for SCHEDULER_CONFIG's default spread), ConfigMap,
+    Secret, ServiceAccount, PriorityClass are each named once in the skipped-kinds line (a scenario accepted the last
+    four silently); a ResourceQuota only in its own warning (it was in both); a CapacityBuffer and its PodTemplate
+    are read, their virtual pods join the batch (they were skipped, though docs/capacity-buffers.md reads them)."""
+    extras = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}}},
+              {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}},
+              {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}},
+              {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "a"}},
+              {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 10}]
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"}, "spec": {"hard": {"cpu": "9"}}}
+    buffer = [{"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer", "metadata": {"name": "room"},
+               "spec": {"podTemplateRef": {"name": "t"}, "replicas": 1}},
+              {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}, "template": {"spec": {
+                  "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}}]
+    text = CLASS + pool() + deployment() + "".join("---\n" + json.dumps(d) + "\n" for d in [*extras, quota, *buffer])
+    monkeypatch.delenv("SCHEDULER_CONFIG", raising=False)
+    out, path = run(tmp_path, text, "-o", "json")
+    assert out.exit_code == 0, out.stderr
+    assert out.stderr.splitlines() == [
+        "skipped 5 objects simulate does not need: ConfigMap x1, PriorityClass x1, Secret x1, Service x1 (read only "
+        "for SCHEDULER_CONFIG's default topology spread), ServiceAccount x1",
+        f"warning: {path}#documents[8]: ResourceQuota 'q' is not modelled by simulate: quotas are not enforced"]
+    placed = [p for n in json.loads(out.stdout)["nodeclaims"] for p in n["pods"]]
+    assert "default/capacity-buffer-room-1" in placed
+    monkeypatch.setenv("SCHEDULER_CONFIG", "podTopologySpread: {defaultingType: System}")
+    out, _ = run(tmp_path, text, "-o", "json")
+    assert out.stderr.splitlines()[0] == ("skipped 4 objects simulate does not need: ConfigMap x1, PriorityClass x1, "
+                                          "Secret x1, ServiceAccount x1")
+    monkeypatch.delenv("SCHEDULER_CONFIG")
+    docs = [yaml.safe_load(CLASS), yaml.safe_load(pool()), yaml.safe_load(deployment()), *extras]
+    scenario = {"apiVersion": "nodewright.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "s"},
+                "spec": {"duration": "2m", "region": "us-east-1", "manifests": docs}}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario))
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(tmp_path / "s.yaml"), "-o", "json"])
+    assert out.exit_code == 0, out.stderr
+    assert out.stderr.splitlines()[0] == (
+        "skipped 5 objects the simulation does not play: ConfigMap x1, PriorityClass x1, Secret x1, Service x1 (read "
+        "only for SCHEDULER_CONFIG's default topology spread), ServiceAccount x1")
+    assert json.loads(out.stdout)["summary"]["pods_scheduled"] == 2
+
+
+def test_scenario_manifests_get_the_unknown_field_warnings_of_simulate_f(tmp_path: Path) -> None:
+    """``replica`` and ``resources.request`` in a scenario's inline Deployment, ``ttlSecondsAfterEmty`` in a
+    Provisioner of a manifest file it names: each was ignored silently by the replay (the Deployment ran its 2
+    replicas of 0 CPU). Now one warning each, naming the scenario file, ``spec.manifests[i]`` and the field."""
+    web = yaml.safe_load(deployment(replicas=2))
+    web["spec"]["replica"] = 5
+    web["spec"]["template"]["spec"]["containers"][0]["resources"]["request"] = {"cpu": "1"}
+    provisioner = {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "old"},
+                   "spec": {"providerRef": {"name": "default"}, "ttlSecondsAfterEmty": 30}}
+    (tmp_path / "old.yaml").write_text(yaml.safe_dump(provisioner))
+    scenario = {"apiVersion": "nodewright.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "s"},
+                "spec": {"duration": "2m", "region": "us-east-1",
+                         "manifests": [yaml.safe_load(CLASS), yaml.safe_load(pool()), web, "old.yaml"]}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(path), "-o", "json"])
+    assert out.exit_code == 0, out.stderr
+    why = "unknown field: simulate ignores it (kubectl apply would refuse it: strict field validation)"
+    assert out.stderr.splitlines()[:3] == [
+        f"warning: {path}#spec.manifests[2].spec.replica: {why}; did you mean 'replicas'? (in Deployment 'web')",
+        f"warning: {path}#spec.manifests[2].spec.template.spec.containers[0].resources.request: {why}; did you mean "
+        "'requests'? (in Deployment 'web')",
+        f"warning: {path}#spec.manifests[3] (old.yaml)#documents[0].spec.ttlSecondsAfterEmty: unknown "
+        "karpenter.sh/v1alpha5 Provisioner field: conversion drops it; did you mean 'ttlSecondsAfterEmpty'? (in "
+        "Provisioner 'old')"]
+
+
+def test_scenario_nodepool_without_its_ec2nodeclass_is_one_warning(tmp_path: Path) -> None:
+    """A scenario NodePool naming an EC2NodeClass the scenario lacks launches nothing: the replay ended with its
+    pods unscheduled and no word why. One warning line names it, as ``simulate -f`` does."""
+    scenario = {"apiVersion": "nodewright.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "s"},
+                "spec": {"duration": "2m", "region": "us-east-1",
+                         "manifests": [yaml.safe_load(CLASS), yaml.safe_load(pool(node_class="gone")),
+                                       yaml.safe_load(deployment())]}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    out = CliRunner().invoke(cli, ["simulate", "--scenario", str(path), "-o", "json"])
+    assert out.exit_code == 0, out.stderr
+    assert out.stderr.splitlines()[0] == (f"warning: {path}: NodePool 'default' cannot launch: its EC2NodeClass "
+                                          "'gone' is not in the input (classes: default)")
+    assert json.loads(out.stdout)["summary"]["unscheduled_pods_at_end"] == 2

@@ -97,7 +97,8 @@ def test_simulate_never_launches_past_the_cpu_limit(tmp_path: Path, cpu: str, mo
 def test_simulate_narrows_gpu_candidates_instead_of_one_big_node(tmp_path: Path) -> None:
     """``nvidia.com/gpu: 8`` and two 1-GPU pods: reserving the largest candidate (an 8-GPU type) of the first
     NodeClaim left no room for the second, so both pods shared a g6.12xlarge ($4.60/h). Narrowing the first
-    NodeClaim's candidates to types of at most 7 GPUs leaves room: 2 x g6.2xlarge ($1.96/h)."""
+    NodeClaim's candidates to types of at most 7 GPUs leaves room: 2 x g6.2xlarge ($1.96/h), the plan without the
+    limit. The plan uses 2 of the 8 GPUs, so no limits line: the narrowing changed no node the plan launches."""
     decision, stderr = simulate(tmp_path, [
         nodepool("gpu", {"nvidia.com/gpu": "8"}, G6_ON_DEMAND), NODECLASS,
         deployment(2, {"cpu": "6", "memory": "16Gi", "nvidia.com/gpu": "1"})])
@@ -105,9 +106,8 @@ def test_simulate_narrows_gpu_candidates_instead_of_one_big_node(tmp_path: Path)
     assert [c["instance_type"] for c in claims] == ["g6.2xlarge", "g6.2xlarge"]
     assert sum(c["price_per_hour"] for c in claims) == pytest.approx(1.9552)
     assert launched_at_most(claims)["nvidia.com/gpu"] <= 8
-    assert ("limits of nodepool gpu changed the plan: limits {nvidia.com/gpu: 8}, owned {nvidia.com/gpu: 0}, "
-            "this batch launches at most {nvidia.com/gpu: 8}; 1 NodeClaim(s) narrowed to smaller instance types "
-            "to leave room for the rest of the batch") in stderr
+    assert "limits of nodepool" not in stderr
+    assert not [e for e in decision["events"] if e.startswith("limits of nodepool")]
 
 
 def test_provisioner_counts_what_the_pool_owns_and_logs_the_change(caplog: pytest.LogCaptureFixture) -> None:
@@ -152,7 +152,7 @@ def test_scenario_replay_never_holds_an_over_limit_fleet() -> None:
 def test_simulate_loop_narrows_an_open_nodeclaim_for_an_anti_affine_pod(tmp_path: Path) -> None:
     """Pods placed one by one (required hostname anti-affinity): the first NodeClaim reserves its largest option
     (8 GPUs), so Karpenter leaves the second pod pending. nodewright narrows the first NodeClaim to 1-GPU types and
-    opens a second one: both pods run, within ``nvidia.com/gpu: 8``."""
+    opens a second one: both pods run, within ``nvidia.com/gpu: 8`` (2 of 8 used: no limits line)."""
     web = deployment(2, {"cpu": "6", "memory": "16Gi", "nvidia.com/gpu": "1"})
     web["spec"]["template"]["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
@@ -161,7 +161,7 @@ def test_simulate_loop_narrows_an_open_nodeclaim_for_an_anti_affine_pod(tmp_path
     assert not decision["unschedulable"]
     assert [c["instance_type"] for c in claims] == ["g6.2xlarge", "g6.2xlarge"]
     assert launched_at_most(claims)["nvidia.com/gpu"] <= 8
-    assert "limits of nodepool gpu changed the plan" in stderr and "1 NodeClaim(s) narrowed" in stderr
+    assert "limits of nodepool" not in stderr
 
 
 def test_simulate_says_when_limits_send_pods_to_another_nodepool(tmp_path: Path) -> None:
@@ -179,3 +179,30 @@ def test_simulate_says_when_limits_send_pods_to_another_nodepool(tmp_path: Path)
     assert ("limits of nodepool reserved changed the plan: limits {cpu: 16}, owned {cpu: 0}, this batch launches "
             "at most {cpu: 16}; 13 pod(s) launched in other NodePools instead: overflow (13)") in stderr
     assert "limits of nodepool overflow" not in stderr
+
+
+@pytest.mark.parametrize(("cpu", "line"), [
+    ("64", None),  # 6 of 64 vCPU launched: the narrowing changed nothing the plan launches
+    ("6", "limits of nodepool general changed the plan: limits {cpu: 6}, owned {cpu: 0}, this batch launches at "
+          "most {cpu: 6}; 1 NodeClaim(s) narrowed to smaller instance types to leave room for the rest of the batch"),
+])
+def test_simulate_names_limits_only_when_they_bind_or_the_plan_reaches_them(tmp_path: Path, cpu: str,
+                                                                             line: str | None) -> None:
+    """Three 1.5-vCPU pods in m6g: the first NodeClaim's candidates (m6g.large .. m6g.16xlarge, 64 vCPU) are
+    narrowed so a second one fits. Under ``cpu: 64`` the plan (m6g.large + m6g.xlarge, 6 vCPU) is the plan without
+    limits and far from them: simulate printed "limits of nodepool general changed the plan" all the same. Under
+    ``cpu: 6`` the same plan leaves no room for another such node: the line stays, on stderr and in "events"."""
+    family = [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m6g"]},
+              {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]
+    web = deployment(3, {"cpu": "1500m", "memory": "2Gi"})
+    decision, stderr = simulate(tmp_path, [nodepool("general", {"cpu": cpu}, family), NODECLASS, web])
+    unlimited, _ = simulate(tmp_path, [nodepool("general", {}, family), NODECLASS, web])
+    types = sorted(c["instance_type"] for c in decision["nodeclaims"])
+    assert types == ["m6g.large", "m6g.xlarge"] == sorted(c["instance_type"] for c in unlimited["nodeclaims"])
+    limits_lines = [e for e in decision["events"] if e.startswith("limits of nodepool")]
+    assert limits_lines == ([] if line is None else [line])
+    assert "Computed 2 new node(s) will fit 3 pod(s)" in stderr
+    if line is None:
+        assert "limits of nodepool" not in stderr
+    else:  # the lines held behind it are logged on, in their order
+        assert stderr.index(line) < stderr.index("Computed 2 new node(s) will fit 3 pod(s)")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from click.testing import CliRunner
 
 from nodewright.cli import cli
+from nodewright.sim.runner import _driver as real_driver
 from nodewright.sim.runner import run, run_scenario
 from nodewright.sim.scenario import parse_scenario
 
@@ -141,9 +143,22 @@ def test_spot_interruption_drains_and_replaces_with_two_minute_warning() -> None
 
 
 def test_shipped_team_spread_scenario_matches_the_field_report() -> None:
-    result = run_scenario(parse_scenario_file(SCENARIOS / "team-spread.yaml"))
+    """What the scenario's header comment says it does (it said "two nodes" after the re-pack made it four)."""
+    scenario = parse_scenario_file(SCENARIOS / "team-spread.yaml")
+    instances: list[Any] = []
+
+    def keep(world: Any, driver: Any) -> tuple[Any, Any]:
+        instances.append(world.ec2.instances)
+        return world, driver
+
+    with patch("nodewright.sim.runner._driver", lambda *a, **k: keep(*real_driver(*a, **k))):
+        result = run_scenario(scenario)
     summary = result["summary"]
     # Four t3a.micro, two per zone (the topology re-pack; greedy gave two t3a.xlarge), not one bin-packed node.
+    launched = sorted((i.instance_type.name, i.offering.zone) for i in instances[0].values())
+    assert launched == [("t3a.micro", "us-east-1a")] * 2 + [("t3a.micro", "us-east-1b")] * 2
+    # Emptied at 10m, gone one at a time (the default 10% budget) once consolidateAfter 30s has passed.
+    assert sorted(i.terminated_at - scenario.start for i in instances[0].values()) == [647.0, 677.0, 707.0, 737.0]
     assert summary["max_nodes"] == 4
     assert summary["pods_scheduled"] == 4
     assert summary["final_nodes"] == 0

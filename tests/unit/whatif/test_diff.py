@@ -130,3 +130,72 @@ def test_kept_nodes_the_head_pool_no_longer_lists_still_bill_their_price(tmp_pat
     assert doc["head"]["instance_types"] == {"c6a.4xlarge": 1, "m5.2xlarge": 1, "m5.large": 1, "m5.xlarge": 2}
     assert (doc["base"]["price_per_hour"], doc["head"]["price_per_hour"]) == (1.17, 1.476)
     assert doc["change"]["nodes_replaced"] == 0
+
+
+def test_a_nodepool_without_its_ec2nodeclass_is_named_once_per_revision(tmp_path: Path, snapshot_file: Path) -> None:
+    """Head's NodePools name an EC2NodeClass that neither the snapshot nor the head directory has: the
+    provisioner's "nodepool general cannot launch: EC2NodeClass 'other' not found" came once per NodePool per
+    revision on stderr (and the pace said "deleted with the NodePool"); now the table names each NodePool once, per
+    revision, as simulate --snapshot does (whatif/dryrun.launch_batch), and stderr has no such line."""
+    base = revision(tmp_path / "a", nodepool(), nodeclass())
+    broken = nodepool()
+    broken["spec"]["template"]["spec"]["nodeClassRef"]["name"] = "other"
+    also = nodepool("batch")
+    also["spec"]["template"]["spec"]["nodeClassRef"]["name"] = "other"
+    head = revision(tmp_path / "b", broken, also)
+    result = run("diff", "--base", str(base), "--head", str(head), "--snapshot", str(snapshot_file))
+    assert result.exit_code == 0, result.output
+    assert "cannot launch" not in result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1] == (f"head: NodePools 'batch', 'general' cannot launch: EC2NodeClass 'other' is not in the "
+                         f"snapshot or {head} (its EC2NodeClasses: default): Karpenter holds such a NodePool not "
+                         "Ready (NodeClassNotFound)")
+    assert [line for line in lines if line.startswith(("base:", "head:"))] == [lines[-1]]
+    assert "general: 4 with no replacement (the NodePool cannot launch)" in lines[-2]
+    doc = json.loads(run("diff", "--base", str(base), "--head", str(head), "--snapshot", str(snapshot_file),
+                         "-o", "json").stdout)
+    assert (doc["base"]["not_ready"], sorted(doc["head"]["not_ready"])) == ({}, ["batch", "general"])
+    markdown = run("diff", "--base", str(base), "--head", str(head), "--snapshot", str(snapshot_file), "-o", "markdown")
+    assert markdown.stdout.splitlines()[-1] == f"- {lines[-1]}"
+    # --scenario: the replay launched nothing for head, silently (a $0/h head); now the same line, from the review.
+    small = tmp_path / "s.yaml"
+    small.write_text(yaml.safe_dump({
+        "apiVersion": "nodewright.io/v1alpha1", "kind": "Scenario", "metadata": {"name": "tiny"},
+        "spec": {"duration": "5m", "region": "us-west-2", "manifests": [
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [
+                {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}]}}))
+    replay = run("diff", "--base", str(base), "--head", str(head), "--scenario", str(small))
+    assert replay.exit_code == 0, replay.output
+    assert replay.stdout.splitlines()[-1] == ("head: NodePools 'batch', 'general' cannot launch: its EC2NodeClass "
+                                              "'other' is not in the input (it has no EC2NodeClass)")
+    assert json.loads(run("diff", "--base", str(base), "--head", str(head), "--scenario", str(small), "-o", "json")
+                      .stdout)["head"]["pending_pods"] == 1
+
+
+def test_a_base_that_is_not_what_the_snapshot_runs_is_one_warning(tmp_path: Path, snapshot_file: Path) -> None:
+    """``--base`` stands for what the cluster runs: its NodePools replace the snapshot's, so a base that differs makes
+    the BASE column another cluster and "triggered" counts from it. Before, nothing said so."""
+    same = revision(tmp_path / "same", nodepool(), nodeclass())
+    result = run("diff", "--base", str(same), "--head", str(same), "--snapshot", str(snapshot_file))
+    assert result.exit_code == 0 and result.stderr == ""  # defaults the API server filled are no difference
+    capped = nodepool()
+    capped["spec"]["limits"] = {"cpu": "8"}
+    base = revision(tmp_path / "a", capped, nodepool("gpu"), nodeclass(), nodeclass("extra"))
+    result = run("diff", "--base", str(base), "--head", str(same), "--snapshot", str(snapshot_file))
+    assert result.exit_code == 0, result.output
+    tail = "; so the BASE column is not the cluster as it runs, and what is 'triggered' is counted from it"
+    assert result.stderr.splitlines() == [
+        f"warning: --base {base} does not match the snapshot {snapshot_file}: NodePools only in --base: gpu; "
+        "NodePools not as in the snapshot: general (spec.limits.cpu); EC2NodeClasses only in --base: extra" + tail]
+    other = nodepool("prod-general")
+    result = run("diff", "--base", str(revision(tmp_path / "b", other, nodeclass())), "--head", str(same),
+                 "--snapshot", str(snapshot_file), "-o", "markdown")
+    warning = (f"--base {tmp_path / 'b'} does not match the snapshot {snapshot_file}: it shares no NodePool with the "
+               "snapshot (snapshot: general; --base: prod-general): is the snapshot of another cluster?" + tail)
+    assert result.stderr.splitlines() == [f"warning: {warning}"]
+    assert f"> **warning**: {warning}" in result.stdout.splitlines()
+    redacted = tmp_path / "redacted.yaml"
+    assert run("snapshot", "--from-file", str(snapshot_file), "-o", str(redacted), "--redact").exit_code == 0
+    result = run("diff", "--base", str(same), "--head", str(same), "--snapshot", str(redacted), "-o", "json")
+    assert "the snapshot is redacted (--redact hashes names), take one without --redact for diff" in \
+        json.loads(result.stdout)["warnings"][0]

@@ -103,7 +103,9 @@ def test_nodepools_whose_ec2nodeclass_is_missing_say_so_once() -> None:
         f"  nodepool batch: cannot launch: {MISSING}"]
     pool = CliRunner().invoke(cli, ["explain", "nodepool", "batch", "--snapshot", str(DEMO)])
     assert pool.exit_code == 0 and pool.stderr == ""
-    assert pool.stdout.splitlines()[:2] == ["NodePool batch: 0 node(s), $0.0000/h list", f"  cannot launch: {MISSING}"]
+    assert pool.stdout.splitlines()[:2] == [
+        "NodePool batch: 1 node(s) (1 without a NodeClaim: not priced, never disrupted), $0.0000/h list",
+        f"  cannot launch: {MISSING}"]
 
 
 def test_a_nodepool_karpenter_holds_not_ready_says_why() -> None:
@@ -115,3 +117,12 @@ def test_a_nodepool_karpenter_holds_not_ready_says_why() -> None:
     snap = Snapshot([held, nodeclass(), pod("big", None, cpu="4")], NOW)
     assert explain(snap, "nodepool", "general").splitlines()[1] == (
         "  cannot launch: it is not Ready (NodeClassNotFound: EC2NodeClass 'gone' not found)")
+
+
+def test_nodepool_counts_its_nodes_without_a_nodeclaim() -> None:
+    """examples/snapshots/viewer-demo.yaml: four Nodes carry ``karpenter.sh/nodepool: general``, none with a
+    NodeClaim. ``explain nodepool general`` said "0 node(s)"; it counts them and says why $0/h."""
+    code, lines = run("explain", "nodepool", "general", "--snapshot", str(DEMO))
+    assert code == 0
+    assert lines[0] == "NodePool general: 4 node(s) (4 without a NodeClaim: not priced, never disrupted), $0.0000/h list"
+    assert lines[-1] == "  disruption now: 0 of its node(s) would be disrupted by some method"

@@ -300,3 +300,38 @@ def test_snapshot_redact_from_the_cli(tmp_path: Path, snapshot_file: Path) -> No
     snap = read_snapshot(out)
     assert snap.redacted and snap.time == NOW
     assert "ip-10-0-1-1" not in out.read_text()
+
+
+def test_unknown_workload_fields_are_one_warning_per_kind_and_field(tmp_path: Path) -> None:
+    """A Pod field no Kubernetes v1.36 object has (a newer API server's, or an edit) is ignored by the dry run: one
+    warning per kind and field naming the first object and how many more, on ``simulate --snapshot``, ``explain``
+    and ``diff``; the shipped snapshots have none (an API server serves valid fields only)."""
+    objects = cluster()
+    pods = [o for o in objects if o["kind"] == "Pod"]
+    for p in pods:
+        p["spec"]["containers"][0]["resource"] = {}
+    (ds,) = [o for o in objects if o["kind"] == "DaemonSet"]
+    ds["spec"]["template"]["spec"]["nodeSelecter"] = {"a": "b"}
+    path = tmp_path / "snap.yaml"
+    write_snapshot(path, objects, time=NOW)
+    first = next(i for i, o in enumerate(read_snapshot(path).objects) if o["kind"] == "Pod")
+    expected = [
+        f"warning: {path}#items[{first}].spec.containers[0].resource: unknown field: simulate ignores it (not a "
+        f"Kubernetes v1.36 field: a newer API server's, or the file was edited); did you mean 'resources'? (in Pod "
+        f"{read_snapshot(path).objects[first]['metadata']['name']!r}); {len(pods) - 1} more Pod object(s) have it",
+    ]
+    out = run("simulate", "--snapshot", str(path))
+    assert out.exit_code == 0, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.startswith("warning: ")]
+    assert lines[0] == expected[0]
+    assert lines[1].endswith("spec.template.spec.nodeSelecter: unknown field: simulate ignores it (not a Kubernetes "
+                             "v1.36 field: a newer API server's, or the file was edited); did you mean "
+                             f"'nodeSelector'? (in DaemonSet {ds['metadata']['name']!r})") and len(lines) == 2
+    assert run("explain", "nodepool", "general", "--snapshot", str(path)).stderr.splitlines()[:2] == lines
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "np.yaml").write_text(yaml.safe_dump(nodepool()))
+    assert [line for line in run("diff", "--base", str(base), "--head", str(base), "--snapshot", str(path))
+            .stderr.splitlines() if line.startswith("warning: ")][:2] == lines
+    for shipped in ("examples/snapshots/viewer-demo.yaml", "examples/whatif/snapshot.yaml"):
+        assert read_snapshot(Path(__file__).parents[3] / shipped).findings == ()
