@@ -17,8 +17,11 @@ default, ``NODEWRIGHT_E2E_CASES`` to change) and each mode:
    in bind mode (``--bind-pods``) instead: each Node's ``karpenter.sh/unregistered`` taint comes off as the
    lifecycle controller's registration does, and ``Provisioner.on_registered`` binds the planned Pods to it
    (``pods/binding``), the production path; kube-scheduler has nothing left to place but the DaemonSet's Pods;
-5. the Nodes turn Ready one after the other, ``NODEWRIGHT_E2E_READY_GAP`` s apart (1 s by default; boot taints
-   removed), and the real kube-scheduler places the Pods.
+5. the Nodes turn Ready one after the other, ``NODEWRIGHT_E2E_READY_GAP`` s apart (1 s by default), as kubelets
+   report it: only the ``Ready`` condition is written; the node lifecycle controller of kube-controller-manager lifts
+   ``node.kubernetes.io/not-ready`` (until 2026-12-02 run o the suite removed the boot taints itself, with the Node
+   still ``Ready=False``, which started a wave of failed attempts of its own), and the real kube-scheduler places
+   the Pods.
 
 Modes: ``nom`` (nomination), ``hold`` (nomination with the readiness hold, ``NOMINATION_HOLD``: each Node
 registers with ``nodewright.io/nominating:NoSchedule`` as the lifecycle controller's registration gives it, and the
@@ -48,6 +51,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from nodewright.api import labels as L
 from nodewright.cloud.catalog import load_instance_types
 from nodewright.controllers.common import Context
 from nodewright.controllers.nomination import HOLD_TAINT, NominationController
@@ -183,10 +187,12 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
             apps.create_namespaced_daemon_set(ns, _in_namespace(doc, ns))
         for name, claim in nodes:
             node, status = planned_node(name, claim, types, REGION)
-            if hold:  # as registration adds it (LifecycleController, NominationController.hold_taints)
-                node["spec"]["taints"] = [*node["spec"]["taints"], dict(HOLD_TAINT)]
             core_api.create_node(node)
             core_api.patch_node_status(name, {"status": status})
+        for name, claim in nodes:  # registration (LifecycleController): karpenter.sh/unregistered off, the hold on
+            registered = [t for t in planned_node(name, claim, types, REGION)[0]["spec"]["taints"]
+                          if t["key"] != L.UNREGISTERED_TAINT_KEY] + ([dict(HOLD_TAINT)] if hold else [])
+            core_api.patch_node(name, {"spec": {"taints": registered}})
         stop = threading.Event()
         controller = None
         if nominate:  # the controller keeps reconciling, as in `nodewright run` (every 0.25 s)
@@ -197,11 +203,11 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
         try:
             # A real node turns Ready tens of seconds after it registers.
             time.sleep(REGISTERED_TO_READY)
-            for i, (name, claim) in enumerate(nodes):  # Ready, one after the other: the boot taints come off
+            for i, (name, _) in enumerate(nodes):  # Ready, one after the other, as the kubelets report it
                 if i and READY_GAP:
                     time.sleep(READY_GAP)
-                extra = [dict(HOLD_TAINT)] if hold else []  # the hold stays until the controller lifts it
-                core_api.patch_node(name, {"spec": {"taints": (claim["taints"] + extra) or None}})
+                # Only the condition: the node lifecycle controller lifts node.kubernetes.io/not-ready (ms later)
+                # and the hold stays until the nomination controller lifts it.
                 core_api.patch_node_status(name, {"status": {"conditions": [
                     {"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
             outcome = _outcome(core_api, ns, case, mode, planned, [n for n, _ in nodes])
@@ -218,7 +224,7 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
 
 def _bind(adapter: KubernetesCluster, core_api: k8s.CoreV1Api, ns: str, planned: dict[str, str],
           nodes: list[tuple[str, dict[str, Any]]]) -> str:
-    """Bind mode: each Node registers (its ``karpenter.sh/unregistered`` taint off, as ``LifecycleController``'s
+    """Bind mode: each Node registered (its ``karpenter.sh/unregistered`` taint off, as ``LifecycleController``'s
     registration does, which then calls ``Provisioner.on_registered``), and the provisioner's pass binds the Pods
     planned for it :data:`~nodewright.controllers.provisioning.BIND_SETTLE` s later (``Provisioner.bind_due``; the
     NodeClaims, which this suite does not create, stand in the snapshot by provider ID). Returns "" when every planned
@@ -230,11 +236,8 @@ def _bind(adapter: KubernetesCluster, core_api: k8s.CoreV1Api, ns: str, planned:
     now = time.time()
     provisioner.nominations = {f"{ns}/{pod}": Nomination(node, True, now) for pod, node in planned.items()}
     claims = {}
-    for name, _ in nodes:
+    for name, _ in nodes:  # registered by run_case (karpenter.sh/unregistered off)
         node = core_api.read_node(name)
-        taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in node.spec.taints or []
-                  if t.key != "karpenter.sh/unregistered"]
-        core_api.patch_node(name, {"spec": {"taints": taints or None}})
         claims[name] = {"metadata": {"name": name}, "status": {"providerID": node.spec.provider_id}}
         provisioner.on_registered(claims[name], adapter.get(r.NODES, name) or {})
     deadline = time.monotonic() + 20
