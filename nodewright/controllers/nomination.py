@@ -249,6 +249,12 @@ class NominationController:
             if self._timer is None:
                 self._arm(QUIET)
 
+    def renomination_due(self) -> float | None:
+        """Epoch seconds at which the nominations kube-scheduler cleared are to be set again (:data:`QUIET` after
+        the last clear seen), or None when none waits: a caller that passes less often than the run loop's 0.25 s
+        and has no pod watch (scenario replay) runs a pass then."""
+        return self._last_clear + QUIET if self._renominate else None
+
     def _count_renomination(self, key: str) -> bool:
         """Count one more clear of ``key``'s nomination by kube-scheduler; False past :data:`MAX_RENOMINATIONS`
         (the pod is left to the scheduler)."""

@@ -250,7 +250,8 @@ class ClusterAutoscalerDriver:
                                 and is_unschedulable(doc))
 
     def _capacity(self, daemonsets: list[Pod]) -> list[ExistingNode]:
-        """Ready nodes with their pods, plus upcoming nodes (launched, not Ready) as empty templates."""
+        """Ready nodes with their pods, plus upcoming nodes (launched, not Ready, or Ready with the not-ready taint
+        the node lifecycle controller lifts milliseconds later) as empty templates."""
         bound: dict[str, list[Pod]] = {}
         for doc in self.world.cluster.list(r.PODS):
             if node_name(doc) and not is_terminal(doc) and not is_deleting(doc):
@@ -260,7 +261,8 @@ class ClusterAutoscalerDriver:
         out = []
         ready = set()
         for node in self.world.cluster.list(r.NODES):
-            if is_deleting(node) or not condition_true(node, "Ready"):
+            if is_deleting(node) or not condition_true(node, "Ready") or any(
+                    t.get("key") == L.NOT_READY_TAINT_KEY for t in (node.get("spec") or {}).get("taints") or []):
                 continue
             ready.add(name_of(node))
             existing = self.models.node(node, bound.get(name_of(node), []))

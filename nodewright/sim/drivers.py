@@ -1,7 +1,7 @@
 """Node autoscalers under simulation: nodewright's own controllers, driven on the simulated clock.
 
 :class:`NodewrightDriver` runs the **same** controllers as ``nodewright run``: a
-:class:`~nodewright.controllers.manager.ControllerManager` (provisioning, lifecycle, termination,
+:class:`~nodewright.controllers.manager.ControllerManager` (provisioning, nomination, lifecycle, termination,
 interruption, garbage collection, NodePool status) plus the disruption controller (emptiness, consolidation,
 drift, expiration), over the world's in-memory cluster and a
 :class:`~nodewright.cloud.simulated.SimulatedCloudProvider`. Spot interruption warnings reach the
@@ -11,7 +11,10 @@ Stepping: the controllers' timing (batch windows of 1 s, disruption polls of 10 
 delay) is honoured by stepping one second after anything they react to moved -- a pod turned
 ``Unschedulable``, a Node or NodeClaim changed (also by the previous step: drains and launches take several
 passes) -- and every :data:`QUIET_SECONDS` (10 s, Karpenter's disruption poll) otherwise. The world wakes the loop for its own events
-(EC2 transitions, pod starts, job ends, autoscaler syncs) in between.
+(EC2 transitions, pod starts, job ends, autoscaler syncs) in between. Nominations kube-scheduler cleared are set
+again by the nomination controller's pass ``QUIET`` (0.25 s) after the last clear, as ``nodewright run``'s 0.25 s
+passes would (the in-memory cluster has no pod watch); no pass runs between a Node's Ready and its not-ready taint's
+lift 11 ms later.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from nodewright.settings import (
     scheduler_config,
 )
 from nodewright.settings import nominate_pods as load_nominate_pods
+from nodewright.sim.kubelet import NOT_READY_LIFT_SECONDS
 from nodewright.sim.plans import PlanTracker
 from nodewright.sim.scenario import has_capacity_buffers
 from nodewright.sim.world import World
@@ -233,7 +237,16 @@ class NodewrightDriver:
     # --- stepping ----------------------------------------------------------------------------------------
 
     def should_step(self, now: float) -> bool:
-        """Whether a controller pass is needed now: the cluster changed since the last one, or one is due."""
+        """Whether a controller pass is needed now: the cluster changed since the last one, or one is due.
+
+        Not while a Node that just turned Ready still waits for its not-ready taint to be lifted
+        (:data:`~nodewright.sim.kubelet.NOT_READY_LIFT_SECONDS`, the node lifecycle controller): the controllers'
+        work queues and batch windows take longer than those milliseconds, so the pass the Ready update triggers sees
+        the lift too (a pass in between would be an artifact of stepping at the very instant of each event).
+        """
+        lift = self.world.kubelet.next_lift()
+        if lift is not None and lift - now <= NOT_READY_LIFT_SECONDS:
+            return False
         return self.revision != self._stepped_revision or now >= self._due
 
     def step(self, now: float) -> None:
@@ -277,7 +290,12 @@ class NodewrightDriver:
             if repair_due is not None:
                 due = min(due, max(now + 1.0, repair_due))
         refill = self.manager.buffers.next_due(now)  # CapacityBuffers refill their room on their own period
-        return due if refill is None else min(due, max(now + 1.0, refill))
+        if refill is not None:
+            due = min(due, max(now + 1.0, refill))
+        # Nominations kube-scheduler cleared are set again QUIET (0.25 s) after its last clear, as `nodewright run`'s
+        # 0.25 s passes (and its pod watch) do: a pass then, not at the next 1 s step.
+        renominate = self.manager.nomination.renomination_due()
+        return due if renominate is None or renominate <= now else min(due, renominate)
 
     def _next_due_controllers(self, now: float) -> float:
         if self.busy or self._recheck:

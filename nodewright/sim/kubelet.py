@@ -7,8 +7,12 @@ into cluster objects:
   instance's labels and registration taints, capacity/allocatable of its type, ``Ready=False`` with
   ``node.kubernetes.io/not-ready:NoSchedule``); extended resources (GPUs, Neuron, EFA) read ``0`` until their
   device plugins start, as on a real node;
-* ``ready``: ``Ready=True``; the not-ready taint and the NodeClaim's startup taints are removed (as the CNI
-  and the agents owning startup taints would) and the device plugins report the extended resources;
+* ``ready``: ``Ready=True``; the NodeClaim's startup taints are removed (as the CNI and the agents owning startup
+  taints would) and the device plugins report the extended resources. The ``node.kubernetes.io/not-ready`` taint
+  stays on: the node lifecycle controller of kube-controller-manager lifts it :data:`NOT_READY_LIFT_SECONDS` later
+  (:meth:`SimulatedKubelet.lift_not_ready_taints`), a second Node update. So a Node turning Ready is two events for
+  kube-scheduler, as in a real cluster: the Ready update, at which every pending pod retried still fails on the
+  taint (and loses its nomination, :mod:`nodewright.sim.kubescheduler`), then the taint lift;
 * ``interruption-warning``: handed to a callback (nodewright: the interruption queue);
 * ``terminated``: the instance is gone; the cloud node-lifecycle controller deletes its Node (which drains
   through the termination finalizer if nodewright put one there).
@@ -30,12 +34,15 @@ from nodewright.kube import resources as r
 from nodewright.kube.cluster import Clock
 from nodewright.kube.errors import NotFoundError
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import Obj, format_time, is_deleting, meta, name_of
+from nodewright.kube.objects import Obj, condition_true, format_time, is_deleting, meta, name_of
 from nodewright.kube.resources import ResourceKind
 from nodewright.quantities import format_resource_list
 from nodewright.state.pods import node_name
 
 NOT_READY_TAINT = {"key": L.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}
+#: Seconds from a Node's ``Ready=True`` to the node lifecycle controller lifting its not-ready taint (11 ms in the
+#: real control plane's log of docs/benchmarks.md, case-18 of run n).
+NOT_READY_LIFT_SECONDS = 0.011
 
 
 def node_name_for(index: int, region: str) -> str:
@@ -85,6 +92,7 @@ class SimulatedKubelet:
         self._starts: list[tuple[float, str, str]] = []  # (time, namespace, name)
         #: epoch seconds each Node turned Ready (node name -> time).
         self.ready_at: dict[str, float] = {}
+        self._lifts: list[tuple[float, str]] = []  # (time, node name): not-ready taints to lift
         cluster.add_listener(self._on_change)
 
     # --- pods --------------------------------------------------------------------------------------------
@@ -155,13 +163,34 @@ class SimulatedKubelet:
             return
         startup = {(t.get("key"), t.get("effect")) for t in instance.startup_taints}
         taints = [t for t in (node.get("spec") or {}).get("taints") or []
-                  if t.get("key") != L.NOT_READY_TAINT_KEY and (t.get("key"), t.get("effect")) not in startup]
+                  if (t.get("key"), t.get("effect")) not in startup]
         self.cluster.patch(r.NODES, name_of(node), {"spec": {"taints": taints}})
         it = instance.instance_type
         self.cluster.patch_status(r.NODES, name_of(node), {
             "conditions": [_ready_condition("True", now, "KubeletReady")],
             "capacity": format_resource_list(it.capacity), "allocatable": format_resource_list(it.allocatable())})
         self.ready_at[name_of(node)] = now
+        heapq.heappush(self._lifts, (now + NOT_READY_LIFT_SECONDS, name_of(node)))
+
+    def lift_not_ready_taints(self, now: float) -> int:
+        """The node lifecycle controller: remove ``node.kubernetes.io/not-ready`` from the Nodes Ready for
+        :data:`NOT_READY_LIFT_SECONDS` (still Ready, not being deleted); returns how many were lifted."""
+        lifted = 0
+        while self._lifts and self._lifts[0][0] <= now:
+            _, name = heapq.heappop(self._lifts)
+            node = self.cluster.get(r.NODES, name)
+            if node is None or is_deleting(node) or not condition_true(node, "Ready"):
+                continue
+            taints = (node.get("spec") or {}).get("taints") or []
+            kept = [t for t in taints if t.get("key") != L.NOT_READY_TAINT_KEY]
+            if len(kept) != len(taints):
+                self.cluster.patch(r.NODES, name, {"spec": {"taints": kept}})
+                lifted += 1
+        return lifted
+
+    def next_lift(self) -> float | None:
+        """Epoch seconds of the next not-ready taint lift, or None."""
+        return self._lifts[0][0] if self._lifts else None
 
     def _gone(self, instance: SimInstance) -> None:
         if not instance.node_name:

@@ -1,19 +1,47 @@
-"""A model of kube-scheduler's default profile: binds pending pods one at a time, filter then score.
+"""A model of kube-scheduler's default profile: binds pending pods one at a time, filter then score, in waves.
 
 Scenario replay needs the scheduler the cluster really runs, not the provisioner's packer: Karpenter's premise is
 that its simulation matches kube-scheduler, and where kube-scheduler spreads pods differently from the plan the
 plan is lost (issue 25). This module follows ``k8s.io/kubernetes/pkg/scheduler`` (v1.36; the plugins under
 ``framework/plugins``, read for their rules and constants, none of their code):
 
-Queue (``PrioritySort``): pending pods by priority (high first), then creation time, then name. Each pod gets one
-scheduling cycle per pass; the nodes it sees include the pods bound earlier in the same pass.
+Queue (``PrioritySort``, ``backend/queue``): pending pods by priority (high first), then the time they entered the
+queue (creation, or their last failed attempt: ``AddUnschedulableIfNotPresent`` refreshes it, so a pod that just
+failed is tried after the others). A pod that fits nowhere waits until a cluster event moves it back to the active
+queue: the plugins that rejected it (its ``UnschedulablePlugins``) decide, by their ``EventsToRegister`` and
+queueing hints (:func:`queue_hint`; v1.36 with ``SchedulerQueueingHints``): a Node added, or changed in its taints,
+labels or allocatable, moves the pods it may now take (a taint lift moves the pods that tolerate what is left; a
+Node added with room moves the pods ``NodeResourcesFit`` rejected, even while its not-ready taint is on); a bound
+pod leaving moves those rejected for room or pod rules; a bound pod arriving those rejected by spread or
+inter-pod affinity. No plugin registers a Node *condition* change: a Node turning ``Ready`` while its not-ready
+taint is still on moves no pod (:mod:`nodewright.sim.kubelet` lifts that taint 11 ms later, as the node lifecycle
+controller does). After :data:`UNSCHEDULABLE_FLUSH_SECONDS` a pod is tried again anyway.
+
+Waves (:meth:`KubeScheduler.tick`): the pods moved are tried in queue order, one scheduling cycle each, each seeing
+the pods bound before it; then again every pod the wave's own bindings and clears move, until a pass changes
+nothing. A wave takes :data:`ATTEMPT_SECONDS` per attempt: a tick given the time to the next cluster event stops
+where that event arrives (the pods not reached stay queued), so two Node updates milliseconds apart interleave as
+they do in kube-scheduler.
 
 Nominated node first (``evaluateNominatedNode``): a pod whose ``status.nominatedNodeName`` names a node that passes
 every filter goes there without scoring. While filtering node N for pod P, the pods nominated to N (unbound, of
-priority >= P's, P excluded) count as running on N (``RunFilterPluginsWithNominatedPods``), so a pod planned
-elsewhere does not take room promised to them.
+priority >= P's, P excluded) count as running on N (``RunFilterPluginsWithNominatedPods``: their requests, host
+ports and volumes, and through the PreFilter ``AddPod`` extensions of ``PodTopologySpread`` and
+``InterPodAffinity`` their spread counts and (anti-)affinity terms; N must pass with and, when that passed, without
+them), so a pod planned elsewhere does not take room promised to them.
 
-Filters: ``NodeUnschedulable`` (cordoned), not ``Ready`` or being deleted (the not-ready taint in a real cluster),
+Nominations kube-scheduler clears: a pod that fits nowhere goes through PostFilter (``DefaultPreemption``); with no
+victim found -- always here: preemption itself is not modelled -- ``Evaluator.Preempt`` returns
+``NewPostFilterResultWithNominatedNode("")`` and ``handleSchedulingFailure`` clears the pod's
+``status.nominatedNodeName`` (whoever set it). A pod with ``spec.preemptionPolicy: Never`` is not eligible to preempt
+(``PodEligibleToPreemptOthers``): PostFilter returns no result and its nomination stays. Each clear is a nominated
+pod leaving its node (``updatePodInSchedulingQueue`` -> ``MoveAllToActiveOrBackoffQueue(AssignedPodDelete)``,
+pods of at most its priority): it moves the pods rejected for room, and the room it held is free to take, so one
+event starts a wave that clears the nomination of every pod that does not fit yet. nodewright's nomination
+controller sets them again once the wave is over (:mod:`nodewright.controllers.nomination`).
+
+Filters: ``NodeUnschedulable`` (cordoned, being deleted), not ``Ready`` (read as the not-ready taint: the node
+lifecycle controller taints an unready Node within milliseconds; the real filters read no condition),
 ``TaintToleration`` (NoSchedule/NoExecute), ``NodeAffinity`` (``nodeSelector`` and the ORed required terms, volume
 topology included: ``VolumeBinding``/``VolumeZone``), ``NodePorts``, ``NodeResourcesFit`` (requests vs
 allocatable, ``pods`` included), ``NodeVolumeLimits`` (CSI attach counts of the node's CSINode), ``PodTopologySpread`` (``DoNotSchedule``: skew against the global minimum over the
@@ -44,22 +72,25 @@ The highest total wins; ties are broken by a seeded random choice (kube-schedule
 A pod that fits nowhere gets ``PodScheduled=False, reason=Unschedulable`` -- the signal Karpenter's provisioner
 (and Cluster Autoscaler) act on.
 
-Left out: ImageLocality (no images in a simulation), DRA, preemption, the per-container
-non-zero defaults (applied per pod here), Services as a source of the default spreading selector (the pod's own
-labels stand in for its ReplicaSet's selector).
+Left out: ImageLocality (no images in a simulation), DRA, preemption (a failed attempt never finds a victim), the
+backoff queue's 1-10 s delays (``SchedulerPopFromBackoffQ`` pops backed-off pods whenever the active queue is
+empty), the queueing hints' finer tests (label selectors of spread and affinity, CSINode and volume events), the
+per-container non-zero defaults (applied per pod here), Services as a source of the default spreading selector (the
+pod's own labels stand in for its ReplicaSet's selector).
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from nodewright.api import labels as L
 from nodewright.kube import resources as r
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.kube.objects import Obj, condition_true, is_deleting, meta, name_of
+from nodewright.kube.objects import Obj, condition_true, is_deleting, labels_of, meta, name_of
 from nodewright.kube.resources import ResourceKind
 from nodewright.quantities import CPU, MEMORY, Resources
 from nodewright.scheduling import Pod, PodAffinityTerm, Requirements, Taint, TopologySpreadConstraint
@@ -88,7 +119,8 @@ _HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 @dataclass(eq=False)
 class NodeInfo:
-    """One node during a pass: labels, taints, allocatable, the pods bound to it (and placed this pass)."""
+    """One node during a pass: labels, taints, allocatable, the pods bound to it (and placed this pass).
+    ``schedulable``: Ready, not cordoned, not being deleted or disrupted; ``ready``: its Ready condition."""
 
     name: str
     labels: dict[str, str]
@@ -96,6 +128,7 @@ class NodeInfo:
     allocatable: Resources
     schedulable: bool
     volume_limits: dict[str, int] = field(default_factory=dict)
+    ready: bool = True
     pods: list[Pod] = field(default_factory=list)
     requested: dict[str, int] = field(default_factory=dict)
     non_zero: list[int] = field(default_factory=lambda: [0, 0])
@@ -113,14 +146,21 @@ class NodeInfo:
         self.non_zero[1] += memory
 
 
-def exceeds_volume_limits(pod: Pod, node: NodeInfo) -> bool:
-    """``NodeVolumeLimits``: the pod's CSI claims not attached yet, with those attached, pass a driver's CSINode
-    count (a claim shared with attached pods counts once; no limit without a count)."""
+def exceeds_volume_limits(pod: Pod, node: NodeInfo, others: Sequence[Pod] = ()) -> bool:
+    """``NodeVolumeLimits``: the pod's CSI claims not attached yet, with those attached (and those of ``others``,
+    pods counted on the node as nominated there), pass a driver's CSINode count (a claim shared with attached pods
+    counts once; no limit without a count)."""
+    attached = node.volumes
+    if any(p.volumes for p in others):
+        attached = {d: set(c) for d, c in node.volumes.items()}
+        for p in others:
+            for driver, claim in p.volumes:
+                attached.setdefault(driver, set()).add(claim)
     new: dict[str, set[str]] = {}
     for driver, claim in pod.volumes:
-        if driver in node.volume_limits and claim not in node.volumes.get(driver, ()):
+        if driver in node.volume_limits and claim not in attached.get(driver, ()):
             new.setdefault(driver, set()).add(claim)
-    return any(len(node.volumes.get(d, ())) + len(c) > node.volume_limits[d] for d, c in new.items())
+    return any(len(attached.get(d, ())) + len(c) > node.volume_limits[d] for d, c in new.items())
 
 
 def non_zero(pod: Pod) -> tuple[int, int]:
@@ -192,6 +232,40 @@ def _spread_of(c: TopologySpreadConstraint) -> _Spread:
                    c.node_affinity_policy == HONOR, c.node_taints_policy == HONOR)
 
 
+#: Filter plugin names (what :meth:`Cycle.reject` returns; the queueing hints key on them).
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
+TAINT_TOLERATION = "TaintToleration"
+NODE_AFFINITY = "NodeAffinity"
+NODE_PORTS = "NodePorts"
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+NODE_VOLUME_LIMITS = "NodeVolumeLimits"
+POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+INTER_POD_AFFINITY = "InterPodAffinity"
+
+
+def _tolerates(pod: Pod, node: NodeInfo) -> bool:
+    """``TaintToleration``'s filter: every NoSchedule/NoExecute taint of ``node`` is tolerated."""
+    return untolerated(pod.tolerations, [t for t in node.taints if t.effect in _HARD_EFFECTS]) is None
+
+
+def _affinity_matches(pod: Pod, node: NodeInfo) -> bool:
+    """``NodeAffinity`` (volume topology included): the nodeSelector and one of the ORed required terms."""
+    selector, terms = _required_node_affinity(pod)
+    return selector.satisfied_by_labels(node.labels) and (not terms or any(t.satisfied_by_labels(node.labels)
+                                                                           for t in terms))
+
+
+def _static_reject(pod: Pod, node: NodeInfo) -> str:
+    """The filters that read only the node: ``NodeUnschedulable``, ``TaintToleration``, ``NodeAffinity``."""
+    if not node.schedulable:
+        return TAINT_TOLERATION if not node.ready else NODE_UNSCHEDULABLE
+    if not _tolerates(pod, node):
+        return TAINT_TOLERATION
+    if not _affinity_matches(pod, node):
+        return NODE_AFFINITY
+    return ""
+
+
 @dataclass
 class _PreFilter:
     """What one pod's filters need from the whole cluster, computed once per cycle (kube-scheduler's PreFilter)."""
@@ -221,13 +295,20 @@ class Cycle:
 
     # --- one pod -------------------------------------------------------------------------------------------
 
-    def place(self, pod: Pod, nominated_node: str = "") -> NodeInfo | None:
-        """The node ``pod`` goes to (already counted there), or None when no node passes the filters."""
+    def place(self, pod: Pod, nominated_node: str = "", rejected: set[str] | None = None) -> NodeInfo | None:
+        """The node ``pod`` goes to (already counted there), or None when no node passes the filters (then
+        ``rejected`` gets the plugins that rejected a node: the pod's ``UnschedulablePlugins``)."""
         pre = self.prefilter(pod)
         target = self.by_name.get(nominated_node) if nominated_node else None
-        if target is not None and self.feasible(pod, target, pre):
+        if target is not None and not self.reject(pod, target, pre):
             return self._assume(pod, target)
-        feasible = [n for n in self.nodes if self.feasible(pod, n, pre)]
+        feasible = []
+        for n in self.nodes:
+            plugin = self.reject(pod, n, pre)
+            if not plugin:
+                feasible.append(n)
+            elif rejected is not None:
+                rejected.add(plugin)
         if not feasible:
             return None
         scores = self.scores(pod, feasible)
@@ -288,42 +369,101 @@ class Cycle:
         return _PreFilter(spread, blocked, affinity, first)
 
     def feasible(self, pod: Pod, node: NodeInfo, pre: _PreFilter) -> bool:
-        """Every filter plugin passes (pods nominated to ``node`` of at least ``pod``'s priority count there)."""
-        if not node.schedulable:
-            return False
-        hard = [t for t in node.taints if t.effect in _HARD_EFFECTS]
-        if untolerated(pod.tolerations, hard) is not None:
-            return False
-        selector, terms = _required_node_affinity(pod)
-        if not selector.satisfied_by_labels(node.labels):
-            return False
-        if terms and not any(t.satisfied_by_labels(node.labels) for t in terms):
-            return False
+        """Every filter plugin passes (:meth:`reject`)."""
+        return not self.reject(pod, node, pre)
+
+    def reject(self, pod: Pod, node: NodeInfo, pre: _PreFilter) -> str:
+        """The first filter plugin that rejects ``node`` for ``pod``, in the default profile's order, or ``""``.
+
+        Run as ``RunFilterPluginsWithNominatedPods`` does: first with the pods nominated to ``node`` (unbound,
+        priority >= ``pod``'s, ``pod`` excluded) counted as running there -- their requests, host ports and volumes,
+        and through the PreFilter ``AddPod`` extensions their spread counts and (anti-)affinity terms --, then, when
+        that passed and such pods exist, once more without them (a nominated pod may end up elsewhere: pod affinity
+        to it must not rely on it). A node that is not Ready counts as ``TaintToleration`` (its not-ready taint);
+        cordoned, being deleted or marked for deletion as ``NodeUnschedulable``.
+        """
+        plugin = _static_reject(pod, node)
+        if plugin:
+            return plugin
         others = [p for p in self.nominated.get(node.name, ()) if p.key != pod.key and p.priority >= pod.priority]
+        if others:
+            plugin = self._fits(pod, node, self._with_nominated(pod, node, pre, others), others)
+            if plugin:
+                return plugin
+        return self._fits(pod, node, pre, ())
+
+    def _fits(self, pod: Pod, node: NodeInfo, pre: _PreFilter, others: Sequence[Pod]) -> str:
+        """The filters that depend on the pods of ``node`` (plus ``others``) and on ``pre``: the rejecting plugin or
+        ``""``."""
         if pod.host_ports:
             taken = [hp for p in (*node.pods, *others) for hp in p.host_ports]
             if any(a.conflicts(b) for a in pod.host_ports for b in taken):
-                return False
+                return NODE_PORTS
         extra: dict[str, int] = {}
         for p in others:
             for key, value in p.requests.items():
                 extra[key] = extra.get(key, 0) + value
         for key, value in pod.requests.items():
             if value and node.requested.get(key, 0) + extra.get(key, 0) + value > node.allocatable.get(key, 0):
-                return False
-        if pod.volumes and node.volume_limits and exceeds_volume_limits(pod, node):
-            return False
+                return NODE_RESOURCES_FIT
+        if pod.volumes and node.volume_limits and exceeds_volume_limits(pod, node, others):
+            return NODE_VOLUME_LIMITS
         for c, counts, minimum, self_match in pre.spread:
             domain = node.labels.get(c.key)
             if domain is None or counts.get(domain, 0) + self_match - minimum > c.max_skew:
-                return False
+                return POD_TOPOLOGY_SPREAD
         if any((key, value) in pre.blocked for key, value in node.labels.items()):
-            return False
+            return INTER_POD_AFFINITY
         for topology_key, domains in pre.affinity:
             here = node.labels.get(topology_key)
             if here is None or (here not in domains and not pre.first_pod):
-                return False
-        return True
+                return INTER_POD_AFFINITY
+        return ""
+
+    def _with_nominated(self, pod: Pod, node: NodeInfo, pre: _PreFilter, others: Sequence[Pod]) -> _PreFilter:
+        """``pre`` as if ``others`` ran on ``node`` (``addGENominatedPods``: PodTopologySpread's ``AddPod`` counts
+        each pod its constraint selects in ``node``'s domain when ``node`` is eligible; InterPodAffinity's adds their
+        required anti-affinity against ``pod``, and ``pod``'s own terms that select them, at ``node``'s
+        topology)."""
+        spread = pre.spread
+        if spread:
+            hard = [c for c, _, _, _ in spread]
+            spread = []
+            for c, counts, minimum, self_match in pre.spread:
+                added = sum(1 for p in others if _selects(c.selector, pod.namespace, p))
+                if added and self._eligible(pod, c, node, hard):
+                    counts = dict(counts)
+                    domain = node.labels[c.key]
+                    counts[domain] = counts.get(domain, 0) + added
+                    minimum = min(counts.values())
+                    if c.min_domains is not None and len(counts) < c.min_domains:
+                        minimum = 0
+                spread.append((c, counts, minimum, self_match))
+        blocked = pre.blocked
+        aff = pod.affinity
+        if aff.pod_anti_affinity_required or any(p.affinity.pod_anti_affinity_required for p in others):
+            blocked = set(blocked)
+            for other in others:
+                for term in other.affinity.pod_anti_affinity_required:
+                    value = node.labels.get(term.topology_key)
+                    if value is not None and term_selects(other, term, pod):
+                        blocked.add((term.topology_key, value))
+                for term in aff.pod_anti_affinity_required:
+                    value = node.labels.get(term.topology_key)
+                    if value is not None and term_selects(pod, term, other):
+                        blocked.add((term.topology_key, value))
+        affinity = pre.affinity
+        first_pod = pre.first_pod
+        if aff.pod_affinity_required:
+            affinity = []
+            for term, (topology_key, domains) in zip(aff.pod_affinity_required, pre.affinity, strict=True):
+                if any(term_selects(pod, term, p) for p in others):
+                    first_pod = False
+                    value = node.labels.get(topology_key)
+                    if value is not None:
+                        domains = domains | {value}
+                affinity.append((topology_key, domains))
+        return _PreFilter(spread, blocked, affinity, first_pod)
 
     def _eligible(self, pod: Pod, c: _Spread, node: NodeInfo, hard: Sequence[_Spread]) -> bool:
         if any(k.key not in node.labels for k in hard):
@@ -491,38 +631,213 @@ def balanced_allocation(pod: Pod, node: NodeInfo) -> int:
     return MAX_SCORE // 2 + int((MAX_SCORE // 2 + with_pod - without) / 2)
 
 
+#: Safety bound on the scheduling passes of one wave. A pass is repeated only after it bound a pod or cleared a
+#: nomination, so a wave ends by itself within (pending pods + nominations + 1) passes.
+MAX_WAVE_PASSES = 500
+#: Seconds one scheduling attempt takes (its status write included): kube-scheduler v1.36 in the real runs of
+#: docs/benchmarks.md retried a case's ~10 pending pods every ~60 ms.
+ATTEMPT_SECONDS = 0.005
+#: Seconds an unschedulable pod waits before it is tried again without any event
+#: (``podMaxInUnschedulablePodsDuration``).
+UNSCHEDULABLE_FLUSH_SECONDS = 300.0
+#: Plugins whose rejection room freed on a node may lift (a pod or a nomination leaving it).
+_ROOM = frozenset({NODE_RESOURCES_FIT, NODE_PORTS, NODE_VOLUME_LIMITS})
+#: Plugins whose rejection another pod's arrival or departure may lift.
+_POD_RULES = frozenset({POD_TOPOLOGY_SPREAD, INTER_POD_AFFINITY})
+#: Cluster events (``framework.ClusterEvent``), as :meth:`KubeScheduler.on_change` records them.
+NODE_ADD, NODE_UPDATE, NODE_DELETE = "NodeAdd", "NodeUpdate", "NodeDelete"
+ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE = "AssignedPodAdd", "AssignedPodDelete"
+NOMINATION_GONE = "NominatedPodDelete"  # a nominated pod's nomination changed: AssignedPodDelete of its old node
+_NONE = -math.inf  # no priority recorded
+
+
+def may_preempt(doc: Obj) -> bool:
+    """``DefaultPreemption.PodEligibleToPreemptOthers``: a pod with ``spec.preemptionPolicy: Never`` is not eligible
+    (PostFilter returns no result, so a failed attempt keeps its nomination)."""
+    return (doc.get("spec") or {}).get("preemptionPolicy") != "Never"
+
+
+def _node_mark(node: Obj) -> dict[str, Any]:
+    """What of a Node the scheduling queue reacts to (``NodeSchedulingPropertiesChange``: labels, taints,
+    allocatable, ``spec.unschedulable``, condition statuses)."""
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    return {"labels": sorted(labels_of(node).items()), "taints": spec.get("taints") or [],
+            "allocatable": sorted((status.get("allocatable") or {}).items()),
+            "unschedulable": bool(spec.get("unschedulable")) or is_deleting(node),
+            "conditions": sorted((str(c.get("type")), str(c.get("status"))) for c in status.get("conditions") or [])}
+
+
+def queue_hint(event: str, changed: frozenset[str], priority: float, pod: Pod, rejected: frozenset[str],
+               node: NodeInfo | None) -> bool:
+    """Whether ``event`` moves ``pod``, rejected by the plugins ``rejected`` at its last attempt, back to the active
+    queue: one of those plugins registers the event and its ``QueueingHintFn`` says Queue (``EventsToRegister`` of
+    the default plugins, v1.36 with queueing hints; each hint coarsened where noted).
+
+    Args:
+        event: one of the event names above.
+        changed: for ``NodeUpdate``, what changed (keys of :func:`_node_mark`).
+        priority: for ``NominatedPodDelete``, the pod's priority (only pods of at most it are moved).
+        node: the Node of a Node event as it is now (None when gone).
+    """
+    if event == ASSIGNED_POD_DELETE:  # room and pod rules (the spread and affinity hints' selector tests left out)
+        return bool(rejected & (_ROOM | _POD_RULES))
+    if event == NOMINATION_GONE:  # NodeResourcesFit: a nominated pod leaving frees its room
+        return pod.priority <= priority and bool(rejected & _ROOM)
+    if event == ASSIGNED_POD_ADD:
+        return bool(rejected & _POD_RULES)
+    if event == NODE_DELETE:
+        return POD_TOPOLOGY_SPREAD in rejected
+    if node is None:
+        return False
+    add = event == NODE_ADD
+    taints = add or bool(changed & {"taints", "conditions"})  # conditions: the model's stand-in not-ready taint
+    if TAINT_TOLERATION in rejected and taints and _tolerates(pod, node):
+        return True
+    if NODE_UNSCHEDULABLE in rejected and (add or bool(changed & {"taints", "unschedulable"})) and node.schedulable:
+        return True
+    if NODE_AFFINITY in rejected and (add or "labels" in changed) and _affinity_matches(pod, node):
+        return True
+    if NODE_RESOURCES_FIT in rejected and (add or "allocatable" in changed) and all(
+            v <= node.allocatable.get(k, 0) for k, v in pod.requests.items() if v):
+        return True  # isFit on the node's allocatable (its pods not counted)
+    if rejected & {NODE_PORTS, NODE_VOLUME_LIMITS} and add:
+        return True
+    if POD_TOPOLOGY_SPREAD in rejected and (add or bool(changed & {"labels", "taints"})):
+        return True
+    return INTER_POD_AFFINITY in rejected and (add or "labels" in changed)
+
+
 class KubeScheduler:
-    """Binds pods; re-runs only after pods were added/removed, a nomination changed, or nodes changed.
+    """Binds pods in *waves*: cluster events move pods to the active queue (queueing hints), and a wave tries them
+    until nothing changes (see module docstring).
 
     Args:
         cluster: the in-memory cluster (the scheduler registers a listener on it).
         seed: seeds the tie-breaking choice among equally scored nodes.
+        clear_nominations: a failed attempt clears the pod's ``status.nominatedNodeName`` (preemption found no
+            victim; kube-scheduler's behaviour, the default). False keeps every nomination (the model before the
+            real runs of docs/benchmarks.md showed the clears).
+        clock: epoch seconds now; with one, pods unschedulable for :data:`UNSCHEDULABLE_FLUSH_SECONDS` are tried
+            again without an event.
 
     Attributes:
         bindings: ``(pod key, node name, nominated node or "")`` of every binding made, in order.
+        cleared: ``(pod key, node name)`` of every nomination a failed attempt cleared, in order.
+        waves: ticks that tried at least one pod; ``passes``: scheduling passes over the queue they ran.
     """
 
-    def __init__(self, cluster: InMemoryCluster, seed: int | str = 0) -> None:
+    def __init__(self, cluster: InMemoryCluster, seed: int | str = 0, clear_nominations: bool = True,
+                 clock: Callable[[], float] | None = None) -> None:
         self.cluster = cluster
-        self.dirty = True
+        self.clear_nominations = clear_nominations
+        self.clock = clock
+        self._queued: set[str] = set()  # pods in the active queue
+        #: events since the last wave: (event, node name) -> (what changed, highest priority of a nominated pod)
+        self._events: dict[tuple[str, str], tuple[frozenset[str], float]] = {}
+        self._rejected: dict[str, frozenset[str]] = {}  # unschedulable pod key -> plugins that rejected it
+        self._failed_at: dict[str, float] = {}  # unschedulable pod key -> when it last failed
+        self._seen: dict[str, tuple[str, bool, bool, int]] = {}  # pod key -> (nomination, gated, assigned, priority)
+        self._nodes: dict[str, dict[str, Any]] = {}  # node name -> _node_mark as last seen
+        self._stamps: dict[str, int] = {}  # pending pod key -> when it entered the queue (added, or last failed)
+        self._stamp = 0
         self._waiting: set[str] = set()  # keys of pods not bound yet
+        self._writing = False  # the wave's own writes are accounted for in the wave
         self.models = models_for(cluster)
         self.rng = random.Random(f"kube-scheduler-{seed}")
         self.bindings: list[tuple[str, str, str]] = []
+        self.cleared: list[tuple[str, str]] = []
+        self.waves = 0
+        self.passes = 0
         cluster.add_listener(self.on_change)
 
+    # --- the scheduling queue ------------------------------------------------------------------------------
+
+    def _event(self, event: str, node: str = "", changed: frozenset[str] = frozenset(),
+               priority: float = _NONE) -> None:
+        before, high = self._events.get((event, node), (frozenset(), _NONE))
+        self._events[(event, node)] = (before | changed, max(high, priority))
+
     def on_change(self, kind: ResourceKind, event: str, obj: Obj) -> None:
-        """Cluster listener: new or removed pods, a pod's nomination, and any node change may change placement."""
-        if kind == r.NODES or (kind == r.PODS and event in ("ADDED", "DELETED")):
-            self.dirty = True
-        if kind == r.PODS:
-            key = pod_key(obj)
-            if event != "DELETED" and not node_name(obj) and not is_deleting(obj) and not is_terminal(obj):
-                if nominated_node_name(obj):
-                    self.dirty = True
-                self._waiting.add(key)
+        """Cluster listener (``eventhandlers.go``): records the events :func:`queue_hint` weighs -- a Node added,
+        deleted or changed in what scheduling reads; a pod bound by someone else (or created bound); a bound pod
+        gone, finished or being deleted; a nomination changed or cleared -- and puts a pending pod that was added
+        or lost its scheduling gates in the active queue. Setting a nomination where there was none records
+        nothing (a status-only change of the pod itself, ``isPodUpdated``)."""
+        if kind == r.NODES:
+            name = name_of(obj)
+            old_mark = self._nodes.pop(name, None)
+            if event == "DELETED":
+                self._event(NODE_DELETE, name)
+                return
+            mark = _node_mark(obj)
+            self._nodes[name] = mark
+            if old_mark is None:
+                self._event(NODE_ADD, name)
             else:
-                self._waiting.discard(key)
+                changed = frozenset(k for k, v in mark.items() if old_mark.get(k) != v)
+                if changed:
+                    self._event(NODE_UPDATE, name, changed)
+            return
+        if kind != r.PODS:
+            return
+        key = pod_key(obj)
+        old = self._seen.pop(key, None)
+        if event == "DELETED":
+            self._forget(key)
+            if old is not None and not self._writing:
+                if old[2]:
+                    self._event(ASSIGNED_POD_DELETE)
+                elif old[0]:
+                    self._event(NOMINATION_GONE, priority=old[3])
+            return
+        host = node_name(obj)
+        live = not is_deleting(obj) and not is_terminal(obj)
+        pending = live and not host
+        spec = obj.get("spec") or {}
+        new = (nominated_node_name(obj) if pending else "", pending and bool(spec.get("schedulingGates")),
+               bool(host) and live, int(spec.get("priority") or 0))
+        self._seen[key] = new
+        if pending:
+            self._waiting.add(key)
+            if key not in self._stamps:
+                self._stamps[key] = self._next_stamp()
+        else:
+            self._forget(key)
+        if self._writing:
+            return
+        if old is None:
+            if pending and not new[1]:
+                self._queued.add(key)
+            elif new[2]:
+                self._event(ASSIGNED_POD_ADD)  # created bound (a DaemonSet's pod)
+            return
+        if old[2] != new[2]:
+            self._event(ASSIGNED_POD_ADD if new[2] else ASSIGNED_POD_DELETE)
+        elif old[0] and old[0] != new[0]:
+            self._event(NOMINATION_GONE, priority=old[3])
+        if pending and old[1] and not new[1]:
+            self._queued.add(key)
+
+    def _forget(self, key: str) -> None:
+        self._waiting.discard(key)
+        self._stamps.pop(key, None)
+        self._rejected.pop(key, None)
+        self._failed_at.pop(key, None)
+
+    def _next_stamp(self) -> int:
+        self._stamp += 1
+        return self._stamp
+
+    def _queue_order(self, entry: tuple[Obj, Pod]) -> tuple[int, int, str, str]:
+        """``PrioritySort``: priority (high first), then the time the pod entered the queue -- its creation, or its
+        last failed attempt (``AddUnschedulableIfNotPresent`` refreshes the timestamp): a pod that just failed is
+        tried after the others."""
+        doc, pod = entry
+        return (-pod.priority, self._stamps.get(pod.key, 0), str(meta(doc).get("creationTimestamp") or ""), pod.key)
+
+    def _flush_due(self, now: float | None) -> bool:
+        return now is not None and any(now - t >= UNSCHEDULABLE_FLUSH_SECONDS for t in self._failed_at.values())
 
     def snapshot(self, nodes: Iterable[Obj], bound: Mapping[str, list[Pod]]) -> list[NodeInfo]:
         """Every node as :class:`NodeInfo` with its bound pods (unschedulable ones kept: they are spread domains)."""
@@ -531,20 +846,41 @@ class KubeScheduler:
             existing = self.models.node(node, bound.get(name_of(node), []))
             if existing is None:
                 continue
-            schedulable = (not is_deleting(node) and condition_true(node, "Ready") and not existing.unschedulable
+            ready = condition_true(node, "Ready")
+            schedulable = (not is_deleting(node) and ready and not existing.unschedulable
                            and not existing.marked_for_deletion)
             info = NodeInfo(existing.name, existing.labels, existing.taints, existing.allocatable, schedulable,
-                            dict(existing.volume_limits))
+                            dict(existing.volume_limits), ready)
             for pod in bound.get(name_of(node), []):
                 info.add(pod)
             out.append(info)
         return out
 
-    def tick(self) -> list[tuple[str, str]]:
-        """Bind what fits, mark the rest ``Unschedulable``; returns ``(pod key, node)`` bindings made."""
-        if not self.dirty:
+    # --- a wave ----------------------------------------------------------------------------------------------
+
+    def tick(self, seconds: float | None = None) -> list[tuple[str, str]]:
+        """One wave: try the pods in the active queue and those the recorded events move there
+        (:func:`queue_hint`), in queue order; then again every pod the wave's own bindings and clears move, until a
+        pass changes nothing (at most :data:`MAX_WAVE_PASSES`). A pod that fits nowhere is marked ``Unschedulable``,
+        remembers the plugins that rejected it, and its nomination is cleared (unless ``preemptionPolicy: Never``
+        or ``clear_nominations`` is off).
+
+        Args:
+            seconds: time until the next cluster event (None: none comes). The wave makes at most
+                ``seconds / ATTEMPT_SECONDS`` attempts; the pods it did not reach stay queued for the next tick,
+                where that event's pods join them (a Node's not-ready taint lifted milliseconds after its Ready
+                arrives while the wave the Ready update started still runs).
+
+        Returns:
+            The ``(pod key, node)`` bindings made.
+        """
+        budget = None if seconds is None or math.isinf(seconds) else max(0, math.floor(seconds / ATTEMPT_SECONDS
+                                                                                        + 1e-9))
+        now = self.clock() if self.clock is not None else None
+        if not self._queued and not self._events and not self._flush_due(now):
             return []
-        self.dirty = False
+        queued, events = self._queued, self._events
+        self._queued, self._events = set(), {}
         if not self._waiting:
             return []  # nothing to place: skip the scan of every pod
         sync_models(self.cluster)
@@ -564,30 +900,89 @@ class KubeScheduler:
         if not pending:
             return []
         nodes = self.snapshot(self.cluster.list(r.NODES), bound)
+        noms = {pod.key: nominated_node_name(doc) for doc, pod in pending}
         nominated: dict[str, list[Pod]] = {}
-        for doc, pod in pending:
-            target = nominated_node_name(doc)
-            if target:
-                nominated.setdefault(target, []).append(pod)
+        for _, pod in pending:
+            if noms[pod.key]:
+                nominated.setdefault(noms[pod.key], []).append(pod)
         cycle = Cycle(nodes, nominated, self.rng)
-        pending.sort(key=lambda dp: (-dp[1].priority, str(meta(dp[0]).get("creationTimestamp") or ""), dp[1].key))
+
+        def moved(pod: Pod) -> bool:
+            rejected = self._rejected.get(pod.key)
+            if rejected is None or pod.key in queued:
+                return True  # in the active queue (never tried since it was added)
+            if now is not None and now - self._failed_at.get(pod.key, now) >= UNSCHEDULABLE_FLUSH_SECONDS:
+                return True
+            if not rejected:  # rejected by no plugin (no node at all): any event moves it (isPodWorthRequeuing)
+                return bool(events)
+            return any(queue_hint(event, changed, priority, pod, rejected, cycle.by_name.get(node))
+                       for (event, node), (changed, priority) in events.items())
+
         made: list[tuple[str, str]] = []
-        for doc, pod in pending:
-            target = nominated_node_name(doc)
-            chosen = cycle.place(pod, target)
-            if chosen is None:
-                if not is_unschedulable(doc):
-                    self._mark_unschedulable(doc, len(nodes))
-                continue
-            if target:
-                nominated[target] = [p for p in nominated[target] if p.key != pod.key]
-            self.cluster.bind_pod(pod.namespace, pod.name, chosen.name)
-            self.bindings.append((pod.key, chosen.name, target))
-            made.append((pod.key, chosen.name))
+        marked: set[str] = set()
+        attempts = 0
+        self._writing = True
+        try:
+            for n in range(MAX_WAVE_PASSES):
+                pending.sort(key=self._queue_order)
+                attempt = [(doc, pod) for doc, pod in pending if moved(pod)]
+                if not attempt:
+                    break
+                if n == 0:
+                    self.waves += 1
+                self.passes += 1
+                queued, events = set(), {}
+                placed: set[str] = set()
+                for i, (doc, pod) in enumerate(attempt):
+                    if budget is not None and attempts >= budget:  # the next event arrives mid-wave
+                        queued.update(p.key for _, p in attempt[i:])
+                        break
+                    attempts += 1
+                    target = noms[pod.key]
+                    rejected: set[str] = set()
+                    chosen = cycle.place(pod, target, rejected)
+                    if chosen is None:
+                        clear = bool(target) and self.clear_nominations and may_preempt(doc)
+                        if clear:  # a nominated pod leaving its node: room for pods of at most its priority
+                            nominated[target] = [p for p in nominated[target] if p.key != pod.key]
+                            noms[pod.key] = ""
+                            high = events.get((NOMINATION_GONE, ""), (frozenset(), _NONE))[1]
+                            events[(NOMINATION_GONE, "")] = (frozenset(), max(high, pod.priority))
+                            self.cleared.append((pod.key, target))
+                        self._rejected[pod.key] = frozenset(rejected)
+                        if now is not None:
+                            self._failed_at[pod.key] = now
+                        self._fail(doc, pod, len(nodes), clear, marked)
+                        continue
+                    if target:
+                        nominated[target] = [p for p in nominated[target] if p.key != pod.key]
+                    self.cluster.bind_pod(pod.namespace, pod.name, chosen.name)
+                    self.bindings.append((pod.key, chosen.name, target))
+                    made.append((pod.key, chosen.name))
+                    placed.add(pod.key)
+                    events[(ASSIGNED_POD_ADD, "")] = (frozenset(), _NONE)
+                pending = [(doc, pod) for doc, pod in pending if pod.key not in placed]
+                if budget is not None and attempts >= budget:
+                    self._queued |= queued
+                    for (event, node), (changed, priority) in events.items():
+                        self._event(event, node, changed, priority)
+                    break
+        finally:
+            self._writing = False
         return made
 
-    def _mark_unschedulable(self, doc: Obj, nodes: int) -> None:
-        conditions = [c for c in (doc.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                           "message": f"0/{nodes} nodes are available"})
-        self.cluster.patch_status(r.PODS, name_of(doc), {"conditions": conditions}, meta(doc).get("namespace"))
+    def _fail(self, doc: Obj, pod: Pod, nodes: int, clear: bool, marked: set[str]) -> None:
+        """``handleSchedulingFailure``: back in the queue behind the others, ``PodScheduled=False/Unschedulable``
+        (once) and, with ``clear``, the nomination cleared, in one status write."""
+        self._stamps[pod.key] = self._next_stamp()
+        status: dict[str, Any] = {}
+        if pod.key not in marked and not is_unschedulable(doc):
+            conditions = [c for c in (doc.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
+            conditions.append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                               "message": f"0/{nodes} nodes are available"})
+            status["conditions"] = conditions
+        marked.add(pod.key)
+        if clear:
+            status["nominatedNodeName"] = None
+        if status:
+            self.cluster.patch_status(r.PODS, pod.name, status, pod.namespace)

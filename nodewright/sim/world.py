@@ -105,7 +105,7 @@ class World:
         self.ec2 = SimulatedEC2(self.clock, random.Random(f"ec2-{seed}"), latency)
         self.kubelet = SimulatedKubelet(self.cluster, self.ec2, self.clock, scenario.region,
                                         scenario.pod_start_delay, self._interruption_warning)
-        self.scheduler = KubeScheduler(self.cluster, seed)
+        self.scheduler = KubeScheduler(self.cluster, seed, clock=self.clock)
         self.recorder = Recorder(self.cluster, self.ec2, self.clock, scenario.start)
         self.replicas: dict[str, ReplicaWorkload] = {}
         self.jobs: list[JobWorkload] = []
@@ -295,14 +295,16 @@ class World:
     # --- the tick ----------------------------------------------------------------------------------------
 
     def tick(self, now: float) -> None:
-        """Everything but the node autoscaler, at ``now``: events, EC2 transitions, pod autoscalers,
-        workload controllers, DaemonSets, pod starts, then kube-scheduler."""
+        """Everything but the node autoscaler, at ``now``: events, EC2 transitions (and not-ready taints lifted), pod
+        autoscalers, workload controllers, DaemonSets, pod starts, then kube-scheduler's wave (until the world's next
+        event)."""
         while self._events and self._events[0].at + self.start <= now:
             self.apply_event(self._events.pop(0))
         for back in [b for b in self._capacity_back if b[0] <= now]:
             self._capacity_back.remove(back)
             self.out_of_capacity.discard(back[1])
         self.kubelet.apply_transitions(now)
+        self.kubelet.lift_not_ready_taints(now)
         self._reboots(now)
         for scaler, target in self.scalers:
             scaler.reconcile(now, self.replicas[target], self.loads.get(target, Load()))
@@ -320,7 +322,9 @@ class World:
             for daemonset in self.daemonsets:
                 daemonset.reconcile(self.cluster, ready)
         self.kubelet.start_pods(now)
-        self.scheduler.tick()
+        # The wave runs until the world's next event (a not-ready taint lifted milliseconds after Ready arrives
+        # while it still runs).
+        self.scheduler.tick(self.next_wake(now) - now)
 
     def _sync_replicas(self, workload: ReplicaWorkload) -> None:
         """The stored workload object's ``spec.replicas`` follows scale events and autoscalers (what a
@@ -337,7 +341,7 @@ class World:
             times.append(self._events[0].at + self.start)
         times.extend(t for t, _ in self._capacity_back)
         times.extend(t for t, _ in self._recoveries)
-        for value in (self.ec2.next_event_time(), self.kubelet.next_start()):
+        for value in (self.ec2.next_event_time(), self.kubelet.next_start(), self.kubelet.next_lift()):
             if value is not None:
                 times.append(value)
         for job in self.jobs:

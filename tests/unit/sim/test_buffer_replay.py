@@ -21,14 +21,14 @@ def test_the_replay_reports_the_pod_wait_the_buffer_buys_and_its_price() -> None
     block = doc["summary"]["capacity_buffer"]
     assert block == {
         "buffers": ["default/web-headroom"],
-        "pod_pending_seconds": {"with": 40.0, "without": 326.0, "saved": 286.0},
-        "pod_wait_p50_s": {"with": 0.0, "without": 22.0},
-        "pod_wait_p95_s": {"with": 20.0, "without": 31.0},
+        "pod_pending_seconds": {"with": 40.022, "without": 326.143, "saved": 286.121},
+        "pod_wait_p50_s": {"with": 0.0, "without": 22.011},
+        "pod_wait_p95_s": {"with": 20.011, "without": 31.011},
         "cost_per_hour_usd": {"with": 0.775, "without": 0.529, "buffer": 0.246},
     }
     # Every burst after the first node lands in buffered room at once: only the first two pods waited (20 s each,
-    # for the first node, t=0).
-    assert doc["summary"]["pod_pending_seconds"] == 40.0
+    # for the first node, t=0, and the 11 ms until its not-ready taint came off).
+    assert doc["summary"]["pod_pending_seconds"] == 40.022
     assert doc["summary"]["unscheduled_pods_at_end"] == 0
     assert render_table(doc).splitlines()[-1] == (
         "capacity buffers (default/web-headroom): pods waited 40s in all with them vs 326s without (p95 20.0s vs "

@@ -5,19 +5,31 @@ Expected values are worked by hand from kube-scheduler's formulas (``pkg/schedul
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from nodewright.api import labels as L
+from nodewright.cloud.catalog import load_instance_types
+from nodewright.cloud.simulated import LatencyDistribution, SimulatedEC2
+from nodewright.cloud.simulated.ec2 import READY, REGISTERED, RUNNING
 from nodewright.kube import resources as r
 from nodewright.kube.memory import InMemoryCluster
 from nodewright.scheduling import pod_from_manifest
+from nodewright.scheduling.taints import taint_from_dict
+from nodewright.sim.kubelet import NOT_READY_LIFT_SECONDS, SimulatedKubelet
 from nodewright.sim.kubescheduler import (
+    ASSIGNED_POD_ADD,
+    NODE_ADD,
+    NODE_UPDATE,
+    NOMINATION_GONE,
     KubeScheduler,
     NodeInfo,
     balanced_allocation,
     default_normalize,
     least_allocated,
+    queue_hint,
 )
+from nodewright.sim.world import SimClock
 
 GIB = 1024**3
 
@@ -171,3 +183,168 @@ def test_system_default_spreading_scores_replicaset_pods_apart() -> None:
     cluster, scheduler = _cluster([_node("a", zone="us-east-1a"), _node("b", zone="us-east-1b")], pods)
     scheduler.tick()
     assert sorted(_placed(cluster).values()) == ["a", "a", "b", "b"]
+
+
+# --- nominations kube-scheduler clears, waves, the two-step Ready -------------------------------------------------
+
+def _pod_doc(cluster: InMemoryCluster, name: str) -> dict[str, Any]:
+    pod = cluster.get(r.PODS, name, "default")
+    assert pod is not None
+    return pod
+
+
+def test_a_failed_attempt_clears_the_nomination_unless_clearing_is_off() -> None:
+    # "booting" still carries the not-ready taint: the pod nominated there fits nowhere, preemption finds no victim,
+    # and kube-scheduler clears its nomination (Evaluator.Preempt: NewPostFilterResultWithNominatedNode("")).
+    booting = _node("booting", taints=[{"key": L.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}])
+    cluster, scheduler = _cluster([booting], [_pod("web-0", nominated="booting")])
+    scheduler.tick()
+    status = _pod_doc(cluster, "web-0")["status"]
+    assert "nominatedNodeName" not in status
+    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+        ("PodScheduled", "False", "Unschedulable")]
+    assert scheduler.cleared == [("default/web-0", "booting")]
+    cluster = InMemoryCluster(lambda: 1_800_000_000.0)
+    scheduler = KubeScheduler(cluster, seed=1, clear_nominations=False)
+    cluster.create(r.NODES, booting)
+    cluster.create(r.PODS, _pod("web-0", nominated="booting"))
+    scheduler.tick()
+    assert _pod_doc(cluster, "web-0")["status"]["nominatedNodeName"] == "booting" and scheduler.cleared == []
+
+
+def test_preemption_policy_never_keeps_the_nomination() -> None:
+    # Not eligible to preempt (DefaultPreemption.PodEligibleToPreemptOthers): PostFilter returns no result, so the
+    # failed attempt leaves the nomination alone.
+    booting = _node("booting", taints=[{"key": L.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}])
+    cluster, scheduler = _cluster([booting], [_pod("web-0", nominated="booting", preemptionPolicy="Never")])
+    scheduler.tick()
+    assert _pod_doc(cluster, "web-0")["status"]["nominatedNodeName"] == "booting"
+    assert scheduler.cleared == []
+
+
+def test_a_cleared_nomination_frees_room_another_pod_takes_in_the_same_wave() -> None:
+    # "a" has room for one 1.5-cpu pod. b-planned is nominated there but needs an ssd node that does not exist; a-web
+    # comes first in the queue and finds a's room held by that nomination. b-planned's attempt fails and clears it,
+    # which re-queues a-web (AssignedPodDelete): the wave's next pass binds it to "a".
+    nodes = [_node("a", cpu="2", memory="8Gi")]
+    pods = [_pod("a-web", cpu="1500m"), _pod("b-planned", cpu="1500m", nominated="a", nodeSelector={"disk": "ssd"})]
+    cluster, scheduler = _cluster(nodes, pods)
+    scheduler.tick()
+    assert _placed(cluster) == {"a-web": "a", "b-planned": ""}
+    assert scheduler.cleared == [("default/b-planned", "a")] and scheduler.passes == 2
+    # A nomination kube-scheduler keeps (the model's old behaviour) holds the room for good.
+    cluster = InMemoryCluster(lambda: 1_800_000_000.0)
+    scheduler = KubeScheduler(cluster, seed=1, clear_nominations=False)
+    cluster.create(r.NODES, nodes[0])
+    for pod in pods:
+        cluster.create(r.PODS, pod)
+    scheduler.tick()
+    assert _placed(cluster) == {"a-web": "", "b-planned": ""}
+
+
+def test_pods_nominated_to_a_node_count_in_its_spread_domain() -> None:
+    # Zone spread, maxSkew 1. web-1 is nominated to "a" (zone a); web-0 comes first. Counting web-1 in zone a
+    # (PodTopologySpread's PreFilter AddPod), "a" would give zone a 2 against zone b's 0: web-0 goes to "b", though
+    # LeastAllocated prefers the larger "a"; web-1 then takes its nominated node.
+    spread = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": L.ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                                             "labelSelector": {"matchLabels": {"app": "web"}}}]}
+    nodes = [_node("a", cpu="8", zone="us-east-1a"), _node("b", cpu="2", memory="4Gi", zone="us-east-1b")]
+    cluster, scheduler = _cluster(nodes, [_pod("web-0", cpu="500m", **spread),
+                                          _pod("web-1", cpu="500m", nominated="a", **spread)])
+    scheduler.tick()
+    assert _placed(cluster) == {"web-0": "b", "web-1": "a"}
+    assert scheduler.cleared == []
+
+
+def test_setting_a_nomination_queues_nothing_and_clearing_one_queues_the_others() -> None:
+    nodes = [_node("a", cpu="2", memory="8Gi")]
+    cluster, scheduler = _cluster(nodes, [_pod("a-web", cpu="1500m"), _pod("b-held", cpu="1500m", nominated="a",
+                                                                            preemptionPolicy="Never",
+                                                                            nodeSelector={"disk": "ssd"})])
+    scheduler.tick()
+    assert _placed(cluster) == {"a-web": "", "b-held": ""}  # the room stays held: preemptionPolicy Never
+    assert scheduler.tick() == []  # nothing changed: no wave
+    cluster.patch_status(r.PODS, "a-web", {"nominatedNodeName": "a"}, "default")
+    waves = scheduler.waves
+    assert scheduler.tick() == [] and scheduler.waves == waves  # a nomination set: nothing queued
+    cluster.patch_status(r.PODS, "b-held", {"nominatedNodeName": None}, "default")  # its owner clears it
+    assert scheduler.tick() == [("default/a-web", "a")]
+
+
+def test_a_node_turns_ready_in_two_updates_and_its_pods_move_at_the_taint_lift() -> None:
+    clock = SimClock(1_800_000_000.0)
+    cluster = InMemoryCluster(clock)
+    scheduler = KubeScheduler(cluster, seed=1, clock=clock)
+    ec2 = SimulatedEC2(clock, random.Random(0), LatencyDistribution(30.0, 30.0))  # running 9 s, registered 22, Ready 30
+    kubelet = SimulatedKubelet(cluster, ec2, clock, "us-east-1", start_delay=5.0)
+    it = next(t for t in load_instance_types("us-east-1") if t.name == "m5.xlarge")
+    offering = next(o for o in it.offerings if o.capacity_type == "on-demand" and o.zone == "us-east-1a")
+    instance = ec2.run_instance(it, offering, node_labels={L.ZONE: "us-east-1a"})
+    for i in range(3):
+        cluster.create(r.PODS, _pod(f"web-{i}", cpu="500m"))
+    scheduler.tick()  # no node: Unschedulable (rejected by no plugin)
+    clock.now = instance.launched_at + 22.0
+    assert [k for k, _ in kubelet.apply_transitions(clock.now)] == [RUNNING, REGISTERED]
+    name = instance.node_name
+    scheduler.tick()  # Node added: it may fit them (NodeResourcesFit's hint), the not-ready taint rejects them
+    assert scheduler.cleared == [] and _placed(cluster) == {f"web-{i}": "" for i in range(3)}
+    for i in range(3):  # nominated now (as the controller does): a status change, nothing is queued
+        cluster.patch_status(r.PODS, f"web-{i}", {"nominatedNodeName": name}, "default")
+    clock.now = instance.launched_at + 30.0
+    assert [k for k, _ in kubelet.apply_transitions(clock.now)] == [READY]
+    node = cluster.get(r.NODES, name)
+    assert node is not None and [t["key"] for t in node["spec"]["taints"]] == [L.NOT_READY_TAINT_KEY]
+    assert kubelet.next_lift() == clock.now + NOT_READY_LIFT_SECONDS
+    # The Ready update: no plugin registers a condition change, and TaintToleration's hint still sees the taint.
+    waves = scheduler.waves
+    assert scheduler.tick(NOT_READY_LIFT_SECONDS) == [] and scheduler.waves == waves
+    clock.now += NOT_READY_LIFT_SECONDS
+    assert kubelet.lift_not_ready_taints(clock.now) == 1
+    node = cluster.get(r.NODES, name)
+    assert node is not None and not node["spec"]["taints"]
+    assert sorted(scheduler.tick()) == [(f"default/web-{i}", name) for i in range(3)]  # each to its nominated node
+    assert scheduler.cleared == []
+
+
+def test_a_wave_reaches_only_the_pods_it_has_time_for_before_the_next_event() -> None:
+    # "small" is Ready and full for them (NodeResourcesFit rejects them there), "booting" carries the not-ready
+    # taint. A Node added that could fit them moves all three back to the active queue; with 11 ms before the next
+    # event the wave makes two attempts (ATTEMPT_SECONDS each): two nominations cleared, the third still in place.
+    booting = _node("booting", taints=[{"key": L.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}])
+    cluster = InMemoryCluster(lambda: 1_800_000_000.0)
+    scheduler = KubeScheduler(cluster, seed=1, clear_nominations=False)
+    for node in (_node("small", cpu="500m"), booting):
+        cluster.create(r.NODES, node)
+    for i in range(3):
+        cluster.create(r.PODS, _pod(f"web-{i}", cpu="1", nominated="booting"))
+    scheduler.tick()  # tried once: rejected by NodeResourcesFit ("small") and TaintToleration ("booting")
+    assert scheduler.cleared == [] and _placed(cluster) == {f"web-{i}": "" for i in range(3)}
+    scheduler.clear_nominations = True
+    cluster.create(r.NODES, _node("late", taints=[{"key": L.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}]))
+    assert scheduler.tick(NOT_READY_LIFT_SECONDS) == []
+    assert scheduler.cleared == [("default/web-0", "booting"), ("default/web-1", "booting")]
+    assert _pod_doc(cluster, "web-2")["status"]["nominatedNodeName"] == "booting"
+    scheduler.tick()  # the rest of the wave
+    assert [key for key, _ in scheduler.cleared] == ["default/web-0", "default/web-1", "default/web-2"]
+
+
+def test_queueing_hints_decide_which_pods_an_event_moves() -> None:
+    pod = pod_from_manifest(_pod("p", cpu="1"))
+    not_ready = (taint_from_dict({"key": L.NOT_READY_TAINT_KEY, "effect": "NoSchedule"}),)
+    booting = NodeInfo("n", {}, not_ready, {"cpu": 4000, "memory": 16 * GIB, "pods": 110}, False, ready=False)
+    small = NodeInfo("s", {}, not_ready, {"cpu": 500, "memory": 16 * GIB, "pods": 110}, False, ready=False)
+    taints, room = frozenset({"TaintToleration"}), frozenset({"TaintToleration", "NodeResourcesFit"})
+    # A booting Node added: it may fit the pod (NodeResourcesFit's hint reads allocatable only), its taint rejects it.
+    assert queue_hint(NODE_ADD, frozenset(), 0, pod, room, booting)
+    assert not queue_hint(NODE_ADD, frozenset(), 0, pod, room, small)
+    assert not queue_hint(NODE_ADD, frozenset(), 0, pod, taints, booting)  # rejected only by taints: still tainted
+    # Ready with the taint on moves nothing; the lift moves the pods that tolerate what is left.
+    assert not queue_hint(NODE_UPDATE, frozenset({"conditions"}), 0, pod, taints, booting)
+    lifted = NodeInfo("n", {}, (), booting.allocatable, True)
+    assert queue_hint(NODE_UPDATE, frozenset({"taints"}), 0, pod, taints, lifted)
+    # A nomination gone frees room for pods of at most its priority; a pod bound helps only spread/affinity.
+    high = pod_from_manifest(_pod("h", cpu="1", priority=10))
+    assert queue_hint(NOMINATION_GONE, frozenset(), 10, high, room, None)
+    assert not queue_hint(NOMINATION_GONE, frozenset(), 0, high, room, None)
+    assert not queue_hint(ASSIGNED_POD_ADD, frozenset(), 0, pod, room, None)
+    assert queue_hint(ASSIGNED_POD_ADD, frozenset(), 0, pod, frozenset({"PodTopologySpread"}), None)

@@ -119,8 +119,8 @@ def test_load_test_scenario_1_0_vs_0_75() -> None:
     assert (doc["scenario"], doc["seed"], doc["compare"]) == ("load-test", 7, "target-utilization")
     assert _headline(doc) == {
         # kube-scheduler modelled with its default scoring and nomination (issue 25).
-        "1.0": (6, 3, 57.0, 0.7603, 10, 9, 5.8225, {"Empty": 4, "Interrupted": 1, "Underutilized": 2}),
-        "0.75": (5, 0, 57.0, 0.7494, 9, 8, 5.4008, {"Empty": 5, "Interrupted": 1}),
+        "1.0": (6, 3, 57.011, 0.7603, 10, 9, 5.8225, {"Empty": 4, "Interrupted": 1, "Underutilized": 2}),
+        "0.75": (5, 0, 57.011, 0.7494, 9, 8, 5.4008, {"Empty": 5, "Interrupted": 1}),
     }
     assert render_comparison(doc).splitlines()[:6] == [
         "scenario load-test (50m, seed 7): target utilization    1.0   0.75",
@@ -136,8 +136,8 @@ def test_load_test_scenario_1_0_vs_0_75() -> None:
 def test_priority_pools_scenario_1_0_vs_0_75() -> None:
     doc = compare_target_utilization(load_scenario(SCENARIOS / "priority-pools.yaml"), ["1.0", "0.75"])
     assert _headline(doc) == {
-        "1.0": (9, 7, 22.6, 3.6188, 18, 13, 31.8647, {"Empty": 5, "Interrupted": 1, "Underutilized": 4}),
-        "0.75": (6, 3, 21.4, 4.1048, 16, 16, 38.6581, {"Empty": 6, "Interrupted": 1}),
+        "1.0": (8, 7, 22.663, 3.7009, 18, 13, 32.4182, {"Empty": 4, "Interrupted": 1, "Underutilized": 4}),
+        "0.75": (6, 3, 21.411, 4.1048, 16, 16, 38.658, {"Empty": 6, "Interrupted": 1}),
     }
     assert _readme_rows("priority-pools") == _as_printed(doc)
 
