@@ -105,7 +105,10 @@ def node_from_manifest(doc: Mapping[str, Any], pods: Iterable[Pod] = ()) -> Exis
     """A ``v1/Node`` manifest as an :class:`ExistingNode`; ``pods`` with ``node_name`` equal to it are bound.
 
     Initialized when the node has ``karpenter.sh/initialized: "true"``, or is not managed by a NodePool, or
-    reports a ``Ready=True`` condition. Cordoned nodes and nodes carrying ``karpenter.sh/disrupted`` or with a
+    reports a ``Ready=True`` condition and carries none of the boot taints (:func:`is_ephemeral_taint`: a Node
+    Ready for milliseconds still has ``node.kubernetes.io/not-ready``, and one under the readiness hold
+    ``nodewright.io/nominating``; counted as initialized, its taints would make the provisioner plan its pods
+    again). Cordoned nodes and nodes carrying ``karpenter.sh/disrupted`` or with a
     deletion timestamp are never placement targets.
 
     Raises:
@@ -127,7 +130,10 @@ def node_from_manifest(doc: Mapping[str, Any], pods: Iterable[Pod] = ()) -> Exis
     taints = tuple(taint_from_dict(t) for t in spec.get("taints") or [])
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
     managed = L.NODEPOOL in labels
-    initialized = labels.get(L.INITIALIZED) == "true" or not managed or ready
+    # Ready alone is not enough while a boot taint is still on: between the kubelet's Ready and the node lifecycle
+    # controller lifting not-ready (milliseconds), or while the readiness hold is on, the node is still booting.
+    initialized = labels.get(L.INITIALIZED) == "true" or not managed or (
+        ready and not any(is_ephemeral_taint(t) for t in taints))
     disrupted = any(t.key == L.DISRUPTED_TAINT_KEY for t in taints)
     return ExistingNode(
         name=str(name),
