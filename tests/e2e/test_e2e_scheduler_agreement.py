@@ -73,6 +73,7 @@ UNSCHEDULABLE_WAIT = 15.0  # s for kube-scheduler to try every pod once with no 
 SETTLE = 6.0  # s without a new binding after the last Node turned Ready: the scheduler is done
 DEADLINE = 45.0  # s per run at most
 VOLUME_CACHE_WAIT = 1.5  # s between creating the volumes and the pods that mount them
+REGISTRATION_SETTLE = 0.5  # s between the Nodes' first status and their registration (karpenter.sh/unregistered off)
 REGISTERED_TO_READY = 2.0  # s between the Nodes' registration (and nomination) and their turning Ready
 # s between two Nodes of one batch turning Ready (instances launched together boot seconds apart, not in the same
 # millisecond). 0 is the worst case for nomination: kube-scheduler retries every pending pod at each Node's Ready,
@@ -189,9 +190,16 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
             node, status = planned_node(name, claim, types, REGION)
             core_api.create_node(node)
             core_api.patch_node_status(name, {"status": status})
-        for name, claim in nodes:  # registration (LifecycleController): karpenter.sh/unregistered off, the hold on
-            registered = [t for t in planned_node(name, claim, types, REGION)[0]["spec"]["taints"]
-                          if t["key"] != L.UNREGISTERED_TAINT_KEY] + ([dict(HOLD_TAINT)] if hold else [])
+        # The node lifecycle controller first settles the new Nodes' not-ready taint (it reconciles it from the
+        # Ready condition, which a Node has only after its first status write): a registration patch before that
+        # could be undone by its swap, leaving the Node schedulable while not Ready.
+        _wait(lambda: all(any(t.key == L.NOT_READY_TAINT_KEY for t in core_api.read_node(n).spec.taints or [])
+                          for n, _ in nodes), 10, 0.1)
+        time.sleep(REGISTRATION_SETTLE)
+        for name, _ in nodes:  # registration (LifecycleController): karpenter.sh/unregistered off, the hold on
+            current = core_api.read_node(name).spec.taints or []
+            registered = [{"key": t.key, "value": t.value, "effect": t.effect} for t in current
+                          if t.key != L.UNREGISTERED_TAINT_KEY] + ([dict(HOLD_TAINT)] if hold else [])
             core_api.patch_node(name, {"spec": {"taints": registered}})
         stop = threading.Event()
         controller = None
@@ -281,7 +289,9 @@ def _nominate(adapter: KubernetesCluster, ns: str, planned: dict[str, str], node
         if len(controller.ours) == len(planned):
             return controller
         time.sleep(1.1)
-    raise AssertionError(f"nominated {len(controller.ours)} of {len(planned)} pods in {ns}")
+    # Not an abort of the whole run: the case's outcome shows where the pods went.
+    print(f"warning: nominated {len(controller.ours)} of {len(planned)} pods in {ns} before the Nodes turned Ready")
+    return controller
 
 
 def _outcome(core_api: k8s.CoreV1Api, ns: str, case: Case, mode: str, planned: dict[str, str],
@@ -376,12 +386,15 @@ def test_real_scheduler_carries_out_the_plan(real_scheduler: ControlPlane, core:
     if unknown:
         pytest.fail(f"NODEWRIGHT_E2E_MODES: unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}")
     outcomes = []
+    report = os.environ.get("NODEWRIGHT_E2E_REPORT")
     for case in cases:
         for mode in modes:
             outcomes.append(run_case(core, apps, adapter, case, mode, types))
+        if report:  # after each case: a run cut short keeps what it measured
+            with open(report, "w") as out:
+                json.dump({"outcomes": [asdict(o) for o in outcomes]}, out, indent=1)
     table = render(outcomes)
     print(table)
-    report = os.environ.get("NODEWRIGHT_E2E_REPORT")
     if report:
         with open(report, "w") as out:
             json.dump({"outcomes": [asdict(o) for o in outcomes]}, out, indent=1)
