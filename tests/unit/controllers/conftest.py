@@ -74,3 +74,27 @@ def cloud(clock: FakeClock) -> FakeCloudProvider:
 @pytest.fixture
 def ctx(cluster: InMemoryCluster, cloud: FakeCloudProvider, clock: FakeClock) -> Context:
     return Context(cluster, cloud, clock, Metrics(), "demo")
+
+
+def nomination_manager(ctx: Any, **options: Any) -> Any:
+    """A ControllerManager with ``options`` and the real scheduler (the nomination tests)."""
+    from nodewright.controllers.manager import ControllerManager, ControllerOptions
+    from nodewright.scheduling import schedule
+
+    manager = ControllerManager(ctx, ControllerOptions(**options))
+    manager.provisioner.solver = schedule
+    return manager
+
+
+def planned_and_registered(manager: Any, cluster: InMemoryCluster, clock: FakeClock, pods: int = 2) -> dict[str, Any]:
+    """Pods planned on one NodeClaim, launched, and its Node registered (not Ready); returns the NodeClaim."""
+    for i in range(pods):
+        cluster.create(r.PODS, pending_pod(f"web-{i}"))
+    manager.step()
+    clock.advance(1.0)
+    manager.step()  # batch closed: one NodeClaim; lifecycle launches it
+    (claim,) = cluster.list(r.NODECLAIMS)
+    cluster.create(r.NODES, node_for(cluster.get(r.NODECLAIMS, claim["metadata"]["name"]), ready=False))
+    clock.advance(1.0)
+    manager.step()  # registered: nominated
+    return claim

@@ -9,36 +9,18 @@ from __future__ import annotations
 
 import logging
 
-from nodewright.controllers.manager import ControllerManager, ControllerOptions
 from nodewright.controllers.provisioning import Nomination
 from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, KubeError
 from nodewright.kube.objects import name_of
-from nodewright.scheduling import schedule
 
 from .conftest import node_for, pending_pod
+from .conftest import nomination_manager as _manager
+from .conftest import planned_and_registered as _planned_and_registered
 
 NODE = "ip-10-0-0-1.ec2.internal"
 
 
-def _manager(ctx, **options) -> ControllerManager:
-    manager = ControllerManager(ctx, ControllerOptions(**options))
-    manager.provisioner.solver = schedule
-    return manager
-
-
-def _planned_and_registered(manager, cluster, clock, pods: int = 2) -> dict:
-    """Pods planned on one NodeClaim, launched, and its Node registered; returns the NodeClaim."""
-    for i in range(pods):
-        cluster.create(r.PODS, pending_pod(f"web-{i}"))
-    manager.step()
-    clock.advance(1.0)
-    manager.step()  # batch closed: one NodeClaim; lifecycle launches it
-    (claim,) = cluster.list(r.NODECLAIMS)
-    cluster.create(r.NODES, node_for(cluster.get(r.NODECLAIMS, name_of(claim)), ready=False))
-    clock.advance(1.0)
-    manager.step()  # registered: nominated
-    return claim
 
 
 def _nominated(cluster, name: str) -> str | None:

@@ -11,35 +11,15 @@ from __future__ import annotations
 import logging
 
 from nodewright.api import labels as L
-from nodewright.controllers.manager import ControllerManager, ControllerOptions
 from nodewright.controllers.nomination import HOLD_MAX, HOLD_UNREADY_MAX, QUIET
 from nodewright.kube import resources as r
 from nodewright.kube.errors import KubeError
 from nodewright.kube.objects import condition_true, name_of
-from nodewright.scheduling import schedule
 
-from .conftest import node_for, pending_pod
+from .conftest import nomination_manager as _manager
+from .conftest import planned_and_registered as _planned_and_registered
 
 NODE = "ip-10-0-0-1.ec2.internal"
-
-
-def _manager(ctx, **options) -> ControllerManager:
-    manager = ControllerManager(ctx, ControllerOptions(**options))
-    manager.provisioner.solver = schedule
-    return manager
-
-
-def _register(manager, cluster, clock, pods: int = 2) -> dict:
-    for i in range(pods):
-        cluster.create(r.PODS, pending_pod(f"web-{i}"))
-    manager.step()
-    clock.advance(1.0)
-    manager.step()  # batch closed: one NodeClaim, launched
-    (claim,) = cluster.list(r.NODECLAIMS)
-    cluster.create(r.NODES, node_for(cluster.get(r.NODECLAIMS, name_of(claim)), ready=False))
-    clock.advance(1.0)
-    manager.step()  # registered (and nominated)
-    return claim
 
 
 def _taints(cluster) -> list[str]:
@@ -56,7 +36,7 @@ def _ready(cluster) -> None:
 
 def test_the_node_is_released_only_once_its_pods_carry_their_nominations_again(ctx, cluster, clock) -> None:
     manager = _manager(ctx, nomination_hold=True)
-    claim = _register(manager, cluster, clock)
+    claim = _planned_and_registered(manager, cluster, clock)
     assert _taints(cluster) == [L.NOMINATING_TAINT_KEY]  # registration: unregistered off, the hold on
     assert [_nominated(cluster, f"web-{i}") for i in range(2)] == [NODE, NODE]
     clock.advance(1.0)
@@ -80,7 +60,7 @@ def test_the_node_is_released_only_once_its_pods_carry_their_nominations_again(c
 
 def test_the_hold_is_bounded_when_a_pod_keeps_another_nomination(ctx, cluster, clock) -> None:
     manager = _manager(ctx, nomination_hold=True)
-    _register(manager, cluster, clock)
+    _planned_and_registered(manager, cluster, clock)
     # Preemption nominated web-1 elsewhere: never overwritten, so the Node's pods never all carry ours.
     cluster.patch_status(r.PODS, "web-1", {"nominatedNodeName": "ip-10-0-0-9.ec2.internal"}, "default")
     _ready(cluster)
@@ -97,7 +77,7 @@ def test_the_hold_is_bounded_when_a_pod_keeps_another_nomination(ctx, cluster, c
 def test_a_restarted_controller_releases_a_ready_node_at_once_and_a_booting_one_after_its_bound(
         ctx, cluster, clock) -> None:
     first = _manager(ctx, nomination_hold=True)
-    _register(first, cluster, clock)
+    _planned_and_registered(first, cluster, clock)
     assert _taints(cluster) == [L.NOMINATING_TAINT_KEY]
     second = _manager(ctx, nomination_hold=True)  # a new process: no plan in memory
     clock.advance(1.0)
@@ -109,7 +89,7 @@ def test_a_restarted_controller_releases_a_ready_node_at_once_and_a_booting_one_
 
 
 def test_a_restarted_controller_releases_a_ready_node(ctx, cluster, clock) -> None:
-    _register(_manager(ctx, nomination_hold=True), cluster, clock)
+    _planned_and_registered(_manager(ctx, nomination_hold=True), cluster, clock)
     _ready(cluster)
     clock.advance(1.0)
     _manager(ctx, nomination_hold=True).step()
@@ -117,7 +97,7 @@ def test_a_restarted_controller_releases_a_ready_node(ctx, cluster, clock) -> No
 
 
 def test_no_hold_by_default(ctx, cluster, clock) -> None:
-    _register(_manager(ctx), cluster, clock)
+    _planned_and_registered(_manager(ctx), cluster, clock)
     assert _taints(cluster) == []
 
 
@@ -131,5 +111,5 @@ def test_no_hold_when_nomination_is_forbidden(ctx, cluster, clock, caplog) -> No
         return real(kind, *args, **kwargs)
 
     cluster.patch_status = forbidden
-    _register(_manager(ctx, nomination_hold=True), cluster, clock)
+    _planned_and_registered(_manager(ctx, nomination_hold=True), cluster, clock)
     assert _taints(cluster) == []  # the 403 came first in that pass: registration added no hold

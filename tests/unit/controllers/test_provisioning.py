@@ -107,10 +107,11 @@ def test_pods_of_a_deleted_nodeclaim_are_provisioned_again(ctx, cluster, clock) 
     assert len(claims) == 1 and name_of(claims[0]) != name_of(first)
 
 
-def test_bind_mode_binds_nominated_pods_on_registration(ctx, cluster, clock, cloud) -> None:
+def _bind_mode_launched(ctx, cluster, clock, pods: int):
+    """Bind mode: ``pods`` pending pods planned on one NodeClaim, launched (no Node yet)."""
     from nodewright.controllers.lifecycle import LifecycleController
 
-    for i in range(2):
+    for i in range(pods):
         cluster.create(r.PODS, pending_pod(f"web-{i}"))
     prov = Provisioner(ctx, Batcher(1.0, 10.0), bind_pods=True, solver=first_fit_solver)
     life = LifecycleController(ctx, on_registered=prov.on_registered)
@@ -118,7 +119,11 @@ def test_bind_mode_binds_nominated_pods_on_registration(ctx, cluster, clock, clo
     clock.advance(1.0)
     prov.reconcile()
     life.reconcile()
-    claim = cluster.list(r.NODECLAIMS)[0]
+    return prov, life, cluster.list(r.NODECLAIMS)[0]
+
+
+def test_bind_mode_binds_nominated_pods_on_registration(ctx, cluster, clock, cloud) -> None:
+    prov, life, claim = _bind_mode_launched(ctx, cluster, clock, pods=2)
     # Someone else took one pod meanwhile: only the other is bound.
     cluster.patch(r.PODS, "web-1", {"spec": {"nodeName": "elsewhere"}}, "default")
     cluster.create(r.NODES, node_for(claim))
@@ -133,16 +138,7 @@ def test_bind_mode_binds_nominated_pods_on_registration(ctx, cluster, clock, clo
 def test_bind_mode_waits_for_a_noexecute_taint_the_pod_does_not_tolerate(ctx, cluster, clock, cloud) -> None:
     """A pod bound to a Node with a NoExecute taint it does not tolerate is deleted by kube-controller-manager's
     taint-eviction controller at once: bind mode binds it only once the taint is gone."""
-    from nodewright.controllers.lifecycle import LifecycleController
-
-    cluster.create(r.PODS, pending_pod("web-0"))
-    prov = Provisioner(ctx, Batcher(1.0, 10.0), bind_pods=True, solver=first_fit_solver)
-    life = LifecycleController(ctx, on_registered=prov.on_registered)
-    prov.reconcile()
-    clock.advance(1.0)
-    prov.reconcile()
-    life.reconcile()
-    claim = cluster.list(r.NODECLAIMS)[0]
+    prov, life, claim = _bind_mode_launched(ctx, cluster, clock, pods=1)
     node = node_for(claim)
     node["spec"]["taints"].append({"key": "example.com/draining", "effect": "NoExecute"})
     cluster.create(r.NODES, node)
