@@ -85,6 +85,7 @@ from nodewright.scheduling.nodes import is_ephemeral_taint
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import models_for
 from nodewright.state.pods import is_terminal, node_name, nominated_node_name, pod_key
+from nodewright.state.registering import startup_taints
 
 #: First minor version of Kubernetes 1.x whose kube-scheduler keeps nominations set by other components.
 MIN_MINOR = 34
@@ -317,9 +318,7 @@ class NominationController:
         held = {}
         for node in state.nodes.values():
             if any(t.get("key") == L.NOMINATING_TAINT_KEY for t in _taints(node)):
-                claim = state.nodeclaim_for(node)
-                startup = frozenset((str(t.get("key")), str(t.get("effect")))
-                                    for t in ((claim or {}).get("spec") or {}).get("startupTaints") or [])
+                startup = frozenset((t.key, t.effect) for t in startup_taints(state.nodeclaim_for(node), None))
                 held[name_of(node)] = (startup, self._held.get(name_of(node), (startup, None))[1])
         self._held = held
         self._release(now)

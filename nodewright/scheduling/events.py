@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from nodewright.quantities import format_resources
-from nodewright.scheduling.nodepools import NodePoolSpec, launched_capacity
+from nodewright.scheduling.nodepools import NodePoolSpec, launched_capacity, reaches_limits
 from nodewright.scheduling.result import NodeClaimPlan, SchedulingEvent, SchedulingResult
 
 #: Candidate types named in a "Launching node" sentence; the rest are counted.
@@ -46,12 +46,14 @@ def limits_changed(spec: NodePoolSpec, result: SchedulingResult, narrowed: int,
     them, ``narrowed`` NodeClaims whose instance types were narrowed to leave room for the rest of the batch, or
     pods the limits turned away that other NodePools launch for (``moved``: NodePool -> pods). It quotes the
     limits, what the pool owns and the most the batch's NodeClaims may launch (each at its largest candidate
-    type). None when the limits changed nothing."""
+    type). None when the limits changed nothing, and when they only narrowed NodeClaims of a plan far from them
+    (:func:`~nodewright.scheduling.nodepools.reaches_limits`: the unlimited plan is the same, e.g. ``cpu: 64`` and 6
+    vCPU launched)."""
     if spec.limits is None:
         return None
     marker = f'exceed limits for nodepool: "{spec.name}"'
     waiting = sum(marker in reason for reason in result.unschedulable.values())
-    if not waiting and not narrowed and not moved:
+    if not waiting and not moved and not (narrowed and reaches_limits(spec, result.new_nodeclaims)):
         return None
     launched = launched_capacity(spec, result.new_nodeclaims)
     owned = {k: spec.usage.get(k, 0) for k in spec.limits}

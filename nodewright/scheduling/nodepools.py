@@ -86,6 +86,20 @@ class NodePoolSpec:
         return {name: qty - self.usage.get(name, 0) for name, qty in self.limits.items()}
 
 
+def reaches_limits(spec: NodePoolSpec, plans: Iterable[NodeClaimPlan]) -> bool:
+    """Whether ``spec``'s usage plus its ``plans`` (each at the type it launches as) leaves no room, for some
+    limited resource, for one more NodeClaim like the largest of them; False when the pool has no limits. Units as
+    :attr:`NodePoolSpec.limits` (cpu millicores, memory bytes, ``nodes`` a count)."""
+    if spec.limits is None:
+        return False
+    mine = [p for p in plans if p.nodepool == spec.name]
+    for name, cap in spec.limits.items():
+        sizes = [1 if name == "nodes" else p.instance_type.capacity.get(name, 0) for p in mine]
+        if spec.usage.get(name, 0) + sum(sizes) + max(sizes, default=0) > cap:
+            return True
+    return False
+
+
 def launched_capacity(spec: NodePoolSpec, plans: Iterable[NodeClaimPlan]) -> Resources:
     """The most ``plans`` of ``spec``'s pool may take from each of its limited resources: per NodeClaim, the
     largest capacity among its candidate instance types (its launch may get any of them), and 1 per NodeClaim

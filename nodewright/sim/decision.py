@@ -26,12 +26,11 @@ and ``limits`` (each limited NodePool's ``spec.limits`` as quantities).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import random
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.admission import apply_limit_ranges, missing_runtime_class, runtime_classes
@@ -48,7 +47,7 @@ from nodewright.cloud.overlay import OverlayStore
 from nodewright.cloud.simulated import LatencyDistribution, SimulatedCloudProvider, SimulatedEC2
 from nodewright.controllers.buffer import CapacityBufferController
 from nodewright.controllers.common import Context
-from nodewright.controllers.provisioning import Provisioner, nodepool_usage
+from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.static import StaticCapacityController
 from nodewright.errors import NodewrightValidationError, combine, prefixed
 from nodewright.kube import resources as r
@@ -62,7 +61,6 @@ from nodewright.quantities import format_quantity
 from nodewright.review import Review
 from nodewright.scheduling import (
     ExistingNode,
-    NodeClaimPlan,
     NodePoolSpec,
     SchedulingResult,
     daemonset_pod,
@@ -297,8 +295,7 @@ def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any,
     ``StaticCapacity`` gate; off, Karpenter's default, they get none). With ``policy``, the
     provisioner decides on effective marginal prices (docs/pricing.md). Karpenter's ``MIN_VALUES_POLICY``,
     ``PREFERENCE_POLICY``, ``FEATURE_GATES`` and ``SCHEDULER_CONFIG`` are read from the environment, as the
-    controller reads them. A NodePool's "limits ... changed the plan" line is kept (in ``events`` and in the log)
-    only where it matters (:func:`limits_line_matters`).
+    controller reads them.
 
     Raises:
         NodewrightValidationError: ``MIN_VALUES_POLICY`` is neither Strict nor BestEffort,
@@ -318,79 +315,8 @@ def first_batch(cluster: InMemoryCluster, cloud: Any, clock: Any,
     state = snapshot(cluster)
     pending = provisioner.pending_pods(state, clock())
     virtual = buffers.virtual_pods()
-    with _limit_lines_that_matter(state) as judge:
-        result = provisioner.provision(pending, state, clock(), virtual) if pending or virtual else None
-        judge(result)
+    result = provisioner.provision(pending, state, clock(), virtual) if pending or virtual else None
     return result if result is not None else SchedulingResult()
-
-
-#: How the scheduler's limits line begins (:func:`nodewright.scheduling.events.limits_changed`) and the parts of it
-#: that say the limits bound the plan by themselves.
-LIMITS_LINE = "limits of nodepool "
-LIMITS_BOUND = ("pod(s) left pending", "pod(s) launched in other NodePools instead")
-
-
-def limits_line_matters(line: str, limits: Mapping[str, int], owned: Mapping[str, int],
-                        plans: Sequence[NodeClaimPlan]) -> bool:
-    """Whether a NodePool's "limits of nodepool X changed the plan: ..." line is worth a user's reading: its limits
-    left pods pending or sent them to other NodePools, or the plan reaches them -- for some limited resource, what
-    the pool owns plus its new NodeClaims at the types they launch as (``plans``, the pool's) leaves no room for
-    one more node like the largest of them. A line that only says NodeClaims were narrowed (their candidate types
-    cut so the largest candidates fit, nodewright's addition to Karpenter's ``subtractMax``) while the plan is far
-    from the limits says nothing the plan does not: the unlimited plan is the same (``cpu: 64`` and 6 vCPU launched).
-
-    ``limits`` and ``owned``: canonical units (cpu millicores, memory bytes, ``nodes`` a count), as
-    :attr:`nodewright.scheduling.NodePoolSpec.limits` and :func:`nodewright.controllers.provisioning.nodepool_usage`.
-    """
-    if any(part in line for part in LIMITS_BOUND):
-        return True
-    for name, cap in limits.items():
-        sizes = [1 if name == "nodes" else p.instance_type.capacity.get(name, 0) for p in plans]
-        if owned.get(name, 0) + sum(sizes) + max(sizes, default=0) > cap:
-            return True
-    return False
-
-
-@contextlib.contextmanager
-def _limit_lines_that_matter(state: Any) -> Iterator[Callable[[SchedulingResult | None], None]]:
-    """While the block runs, the provisioner's log records are held from its first limits line on; ``judge(result)``
-    (called with the batch's result) drops the limits lines that do not matter (:func:`limits_line_matters`) from
-    ``result.events`` and from the log, and the held records are logged on in their order when the block ends."""
-    logger = logging.getLogger("nodewright.controllers")
-    held: list[logging.LogRecord] = []
-    dropped: set[str] = set()
-
-    def hold(record: logging.LogRecord) -> bool:
-        if held or record.getMessage().startswith(LIMITS_LINE):
-            held.append(record)
-            return False
-        return True
-
-    def judge(result: SchedulingResult | None) -> None:
-        if result is None:
-            return
-        usage = nodepool_usage(state)
-        for event in result.events:
-            pool = str(event.fields.get("nodepool", ""))
-            if not event.message.startswith(f"{LIMITS_LINE}{pool} ") or pool not in state.nodepools:
-                continue
-            try:
-                limits = state.models.nodepool_spec(state.nodepools[pool]).limits or {}
-            except NodewrightValidationError:
-                continue
-            plans = [p for p in result.new_nodeclaims if p.nodepool == pool]
-            if not limits_line_matters(event.message, limits, usage.get(pool, {}), plans):
-                dropped.add(event.message)
-        result.events[:] = [e for e in result.events if e.message not in dropped]
-
-    logger.addFilter(hold)
-    try:
-        yield judge
-    finally:
-        logger.removeFilter(hold)
-        for record in held:
-            if record.getMessage() not in dropped:
-                logger.handle(record)
 
 
 def decide(documents: Sequence[Mapping[str, Any]], region: str | None = None,

@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 Obj = Mapping[str, Any]
 
 
-def _startup_taints(claim: Obj | None, nodepool: Obj | None) -> tuple[Taint, ...]:
+def startup_taints(claim: Obj | None, nodepool: Obj | None) -> tuple[Taint, ...]:
+    """The startup taints of a Node: its NodeClaim's ``spec.startupTaints``, else its NodePool template's."""
     if claim is not None:
         raw = (claim.get("spec") or {}).get("startupTaints")
     else:
@@ -66,7 +67,7 @@ def registering_node(node: ExistingNode, claim: Obj | None, nodepool: Obj | None
     for name, quantity in launched.items():
         if not allocatable.get(name):
             allocatable[name] = quantity
-    return dataclasses.replace(node, allocatable=allocatable, startup_taints=_startup_taints(claim, nodepool))
+    return dataclasses.replace(node, allocatable=allocatable, startup_taints=startup_taints(claim, nodepool))
 
 
 def registering_nodes(nodes: Sequence[ExistingNode], state: Any,
