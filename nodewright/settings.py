@@ -293,7 +293,7 @@ class Settings:
         nominate_pods: set ``status.nominatedNodeName`` of planned pods once their node registers (KEP-5278;
             ``NOMINATE_PODS``, default true; needs ``patch`` on ``pods/status``).
         nomination_hold: the readiness hold: a planned Node registers with ``nodewright.io/nominating:NoSchedule``,
-            lifted once its pods carry their nominations again (``NOMINATION_HOLD``, default false;
+            lifted once its pods carry their nominations again and its batch is ready (``NOMINATION_HOLD``, default false;
             :mod:`nodewright.controllers.nomination`).
         kubeconfig: path to a kubeconfig (empty: in-cluster, then ``~/.kube/config``).
         reconcile_period: seconds between controller passes in the run loop.

@@ -113,3 +113,61 @@ def test_no_hold_when_nomination_is_forbidden(ctx, cluster, clock, caplog) -> No
     cluster.patch_status = forbidden
     _planned_and_registered(_manager(ctx, nomination_hold=True), cluster, clock)
     assert _taints(cluster) == []  # the 403 came first in that pass: registration added no hold
+
+
+
+def _two_claims(ctx, cluster, clock):
+    """Two NodeClaims of one provisioning pass (host ports: one pod per node), launched, no Node yet."""
+    from .conftest import pending_pod
+    manager = _manager(ctx, nomination_hold=True)
+    for i in range(2):
+        pod = pending_pod(f"web-{i}", cpu="2", memory="4Gi")
+        pod["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+        cluster.create(r.PODS, pod)
+    manager.step()
+    clock.advance(1.0)
+    manager.step()
+    claims = sorted(cluster.list(r.NODECLAIMS), key=name_of)
+    assert len(claims) == 2
+    return manager, claims
+
+
+def _held(cluster, node: str) -> bool:
+    return L.NOMINATING_TAINT_KEY in [t["key"] for t in cluster.get(r.NODES, node)["spec"].get("taints") or []]
+
+
+def test_a_batch_turns_schedulable_together(ctx, cluster, clock) -> None:
+    # The first Node turns Ready and its pod carries its nomination, but it stays held until the second Node is
+    # ready to go too, so the second pod is not placed by kube-scheduler's scoring on the first Node (docs/benchmarks.md
+    # run q).
+    from .conftest import node_for
+    manager, claims = _two_claims(ctx, cluster, clock)
+    nodes = [f"ip-10-0-0-{i + 1}.ec2.internal" for i in range(2)]
+    cluster.create(r.NODES, node_for(cluster.get(r.NODECLAIMS, name_of(claims[0])), nodes[0], ready=False))
+    clock.advance(1.0)
+    manager.step()
+    cluster.patch_status(r.NODES, nodes[0], {"conditions": [{"type": "Ready", "status": "True"}]})
+    clock.advance(QUIET + 0.5)
+    manager.step()
+    assert _held(cluster, nodes[0])  # Ready, its pod nominated; the other NodeClaim has no Node yet
+    cluster.create(r.NODES, node_for(cluster.get(r.NODECLAIMS, name_of(claims[1])), nodes[1], ready=False))
+    clock.advance(1.0)
+    manager.step()
+    assert _held(cluster, nodes[0]) and _held(cluster, nodes[1])  # the second Node registered, not Ready
+    cluster.patch_status(r.NODES, nodes[1], {"conditions": [{"type": "Ready", "status": "True"}]})
+    clock.advance(QUIET + 0.5)
+    manager.step()
+    assert not _held(cluster, nodes[0]) and not _held(cluster, nodes[1])  # released in one pass
+
+
+def test_a_batch_waits_no_longer_than_the_bound(ctx, cluster, clock) -> None:
+    from .conftest import node_for
+    manager, claims = _two_claims(ctx, cluster, clock)
+    node = "ip-10-0-0-1.ec2.internal"
+    cluster.create(r.NODES, node_for(cluster.get(r.NODECLAIMS, name_of(claims[0])), node, ready=True))
+    held = []
+    for _ in range(int(HOLD_MAX) + 2):  # the other NodeClaim never gets a Node
+        clock.advance(1.0)
+        manager.step()
+        held.append(_held(cluster, node))
+    assert held[0] and not held[-1]

@@ -71,8 +71,10 @@ class Outcome:
         return not self.pending and not self.empty
 
 
-def _run(case: Case, nominate: bool, types: dict[str, Any], steps: tuple[tuple[float, bool, bool], ...] = SUITE
-         ) -> Outcome:
+def _run(case: Case, nominate: bool, types: dict[str, Any], steps: tuple[tuple[float, bool, bool], ...] = SUITE,
+         batch_gap: float | None = None) -> Outcome:
+    """One case; ``batch_gap`` (s) set: the readiness hold's batch barrier -- each Node turns Ready with the taint on,
+    and all are lifted after the last one's lift, ``batch_gap`` apart (the controller's patches in one pass)."""
     decision = decide(case.documents(), region=REGION)
     clock = SimClock(START)
     cluster = InMemoryCluster(clock)
@@ -107,8 +109,13 @@ def _run(case: Case, nominate: bool, types: dict[str, Any], steps: tuple[tuple[f
         controller = NominationController(ctx, provisioner)
     # (time, order at equal times, node ("" for a controller pass), Ready, taints)
     events: list[tuple[float, int, str, bool, list[Any]]] = []
+    last = START + REGISTERED_TO_READY + (len(nodes) - 1) * READY_GAP
     for i, (name, claim) in enumerate(nodes):
         first = START + REGISTERED_TO_READY + i * READY_GAP
+        if batch_gap is not None:
+            events.append((first, 0, name, True, [*claim["taints"], NOT_READY]))
+            events.append((last + NOT_READY_LIFT_SECONDS + i * batch_gap, 0, name, True, claim["taints"]))
+            continue
         for after, ready, tainted in steps:
             events.append((first + after, 0, name, ready, [*claim["taints"], NOT_READY] if tainted else claim["taints"]))
     end = START + REGISTERED_TO_READY + len(nodes) * READY_GAP + SETTLE
@@ -163,3 +170,15 @@ def test_nodes_turning_ready_as_a_kubelet_does_keep_more_plans() -> None:
     cases = generate(48, seed=25)
     outcomes = [_run(case, True, types, KUBELET) for case in cases]
     assert _summary(cases, outcomes) == (46, 25, ["case-25", "case-36"])
+
+
+def test_a_batch_turning_schedulable_together_keeps_every_plan_with_nomination() -> None:
+    # The readiness hold's batch barrier (controllers/nomination._batch_waits): the batch's Nodes lifted 5 ms apart
+    # after the last one is Ready. With nomination every plan is kept; without it LeastAllocated spreads what the
+    # plan packed over Nodes schedulable at once, and fewer plans are kept than with Nodes turning Ready one by one.
+    types = {t.name: t for t in load_instance_types(REGION)}
+    cases = generate(48, seed=25)
+    assert _summary(cases, [_run(case, True, types, KUBELET, batch_gap=0.005) for case in cases])[:1] == (48,)
+    assert _summary(cases, [_run(case, True, types, KUBELET, batch_gap=0.05) for case in cases])[0] < 48
+    plain = _summary(cases, [_run(case, False, types, KUBELET, batch_gap=0.005) for case in cases])
+    assert plain[0] == 37
