@@ -47,7 +47,7 @@ bound in that window keeps a stale nomination until the next pass clears it.
 
 Readiness hold (``NOMINATION_HOLD=true``, chart ``controller.nominationHold``; off by default and experimental:
 against a real kube-scheduler v1.36 with Nodes turning Ready as kubelets report it, it kept 45 of 48 plans where
-nomination alone kept 47, docs/benchmarks.md run p). A Node turning
+nomination alone kept 47, docs/benchmarks.md run p; run t: 42 against 45). A Node turning
 Ready is two updates: the kubelet's Ready condition, then, milliseconds later, the node lifecycle controller lifting
 ``node.kubernetes.io/not-ready``. The wave of attempts the first one starts clears the nominations of the pods
 planned for the Node (it is still tainted), so when the Node becomes schedulable they have none and kube-scheduler
@@ -61,7 +61,12 @@ NodeClaims planned in the same provisioning pass, :meth:`NominationController._b
 schedulable in one pass, so a pod planned for a Node still booting is not placed by kube-scheduler's scoring on a
 Node of its batch that is already schedulable (in the replay model with Nodes turning Ready 1 s apart, the 48 e2e
 cases keep 48 plans with the batch released 5 ms apart, 42 at 50 ms apart, 46 with Nodes released one by one; against
-the real kube-scheduler v1.36 the three cases the hold lost in run p are still lost, docs/benchmarks.md run q). Bounded: lifted :data:`HOLD_MAX` s after the boot taints went
+the real kube-scheduler v1.36 the three cases the hold lost in run p are still lost, docs/benchmarks.md run q). The
+lifts of one pass are separate Node updates about 10 ms apart, and the first starts a wave of attempts before the
+last arrives: a pod of a hard spread, pod (anti-)affinity or host port (``Pod.placement_dependent``) may fail on its
+Node for its peers' sake and lose its nomination then, so the Nodes planned for such pods are lifted last (replay
+model, lifts 10 ms apart: 48 plans against 47 in name order; 20 ms: 40 against 36; sending the patches concurrently
+did not bring them closer, docs/benchmarks.md run s). Bounded: lifted :data:`HOLD_MAX` s after the boot taints went
 whatever the pods, :data:`HOLD_UNREADY_MAX` s after registration if the Node never turns Ready (a DaemonSet the
 Node needs before Ready might not tolerate the taint), at once when nomination is forbidden or off, and after a
 restart (no plan in memory: nothing to wait for). Being a boot taint (``EPHEMERAL_TAINT_KEYS``), it delays the
@@ -359,10 +364,13 @@ class NominationController:
                 waiting.add(name)
             else:
                 reasons[name] = (node, why)
-        for name, (node, why) in sorted(reasons.items()):
-            if why == CARRYING and self._batch_waits(name, waiting):
-                continue
-            taints = [t for t in _taints(node) if t.get("key") != L.NOMINATING_TAINT_KEY]
+        lifts = [(name, why, [t for t in _taints(node) if t.get("key") != L.NOMINATING_TAINT_KEY])
+                 for name, (node, why) in sorted(reasons.items())
+                 if not (why == CARRYING and self._batch_waits(name, waiting))]
+        if len(lifts) > 1:  # placement-independent first (docs/benchmarks.md run s)
+            dependent = self._placement_dependent_targets()
+            lifts.sort(key=lambda lift: (lift[0] in dependent, lift[0]))
+        for name, why, taints in lifts:
             try:
                 self.ctx.cluster.patch(r.NODES, name, {"spec": {"taints": taints or None}})
             except NotFoundError:
@@ -406,6 +414,21 @@ class NominationController:
             if pod is not None and not node_name(pod) and not is_deleting(pod) and nominated_node_name(pod) != name:
                 return None
         return CARRYING
+
+    def _placement_dependent_targets(self) -> set[str]:
+        """Names of the Nodes planned for at least one pod whose placement depends on where other pods are
+        (:attr:`~nodewright.scheduling.pods.Pod.placement_dependent`)."""
+        models = models_for(self.ctx.cluster)
+        out: set[str] = set()
+        for key, target in self._wanted.items():
+            if target in out:
+                continue
+            namespace, pod_name = key.split("/", 1)
+            obj = self.ctx.cluster.get(r.PODS, pod_name, namespace)
+            pod = models.pod(obj, pending=True) if obj is not None else None
+            if pod is not None and pod.placement_dependent:
+                out.add(target)
+        return out
 
     def _batch_waits(self, name: str, waiting: set[str]) -> bool:
         """Whether a held Node whose own pods carry their nominations waits for the rest of its batch (the

@@ -187,20 +187,19 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
         for doc in case.daemonsets:
             apps.create_namespaced_daemon_set(ns, _in_namespace(doc, ns))
         for name, claim in nodes:
+            # One POST with the status, as a kubelet registers (the API server keeps a Node's status on create): a
+            # Node created without conditions loses its not-ready taint to the node lifecycle controller, which
+            # derives it from the Ready condition, and was schedulable before Ready (run s, case-19: two pods bound
+            # at registration).
             node, status = planned_node(name, claim, types, REGION)
-            core_api.create_node(node)
-            core_api.patch_node_status(name, {"status": status})
+            core_api.create_node({**node, "status": status})
         # The node lifecycle controller first settles the new Nodes' not-ready taint (it reconciles it from the
-        # Ready condition, which a Node has only after its first status write): a registration patch before that
-        # could be undone by its swap, leaving the Node schedulable while not Ready.
+        # Ready condition): a registration patch before that could be undone by its swap.
         _wait(lambda: all(any(t.key == L.NOT_READY_TAINT_KEY for t in core_api.read_node(n).spec.taints or [])
                           for n, _ in nodes), 10, 0.1)
         time.sleep(REGISTRATION_SETTLE)
         for name, _ in nodes:  # registration (LifecycleController): karpenter.sh/unregistered off, the hold on
-            current = core_api.read_node(name).spec.taints or []
-            registered = [{"key": t.key, "value": t.value, "effect": t.effect} for t in current
-                          if t.key != L.UNREGISTERED_TAINT_KEY] + ([dict(HOLD_TAINT)] if hold else [])
-            core_api.patch_node(name, {"spec": {"taints": registered}})
+            _register(core_api, name, hold)
         stop = threading.Event()
         controller = None
         if nominate:  # the controller keeps reconciling, as in `nodewright run` (every 0.25 s)
@@ -228,6 +227,23 @@ def run_case(core_api: k8s.CoreV1Api, apps: k8s.AppsV1Api, adapter: KubernetesCl
             stop.set()
     finally:
         _cleanup(core_api, apps, ns, [n for n, _ in nodes], pvs, bool(case.daemonsets))
+
+
+def _register(core_api: k8s.CoreV1Api, name: str, hold: bool) -> None:
+    """Registration's taint update, guarded by the Node's resourceVersion (retried on a conflict), so a concurrent
+    update of the node lifecycle controller is never overwritten."""
+    for _ in range(10):
+        current = core_api.read_node(name)
+        registered = [{"key": t.key, "value": t.value, "effect": t.effect} for t in current.spec.taints or []
+                      if t.key != L.UNREGISTERED_TAINT_KEY] + ([dict(HOLD_TAINT)] if hold else [])
+        try:
+            core_api.patch_node(name, {"metadata": {"resourceVersion": current.metadata.resource_version},
+                                       "spec": {"taints": registered}})
+            return
+        except ApiException as err:
+            if err.status != 409:
+                raise
+    raise AssertionError(f"registering {name}: 10 conflicts in a row")
 
 
 def _bind(adapter: KubernetesCluster, core_api: k8s.CoreV1Api, ns: str, planned: dict[str, str],
