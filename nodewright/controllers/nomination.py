@@ -63,8 +63,9 @@ Node of its batch that is already schedulable (in the replay model with Nodes tu
 cases keep 48 plans with the batch released 5 ms apart, 42 at 50 ms apart, 46 with Nodes released one by one; against
 the real kube-scheduler v1.36 the three cases the hold lost in run p are still lost, docs/benchmarks.md run q). The
 lifts of one pass are separate Node updates about 10 ms apart, and the first starts a wave of attempts before the
-last arrives: a pod of a hard spread, pod (anti-)affinity or host port (``Pod.placement_dependent``) may fail on its
-Node for its peers' sake and lose its nomination then, so the Nodes planned for such pods are lifted last (replay
+last arrives: a pod of a hard spread, pod (anti-)affinity or host port (``scheduling.topology.placement_dependent``)
+may fail on its Node for its peers' sake and lose its nomination then, so the Nodes planned for such pods are lifted
+last (replay
 model, lifts 10 ms apart: 48 plans against 47 in name order; 20 ms: 40 against 36; sending the patches concurrently
 did not bring them closer, docs/benchmarks.md run s). Bounded: lifted :data:`HOLD_MAX` s after the boot taints went
 whatever the pods, :data:`HOLD_UNREADY_MAX` s after registration if the Node never turns Ready (a DaemonSet the
@@ -92,6 +93,7 @@ from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
 from nodewright.kube.objects import Obj, condition_true, is_deleting, meta, name_of, parse_time
 from nodewright.scheduling.nodes import is_ephemeral_taint
+from nodewright.scheduling.topology import placement_dependent
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import models_for
 from nodewright.state.pods import is_terminal, node_name, nominated_node_name, pod_key
@@ -417,7 +419,7 @@ class NominationController:
 
     def _placement_dependent_targets(self) -> set[str]:
         """Names of the Nodes planned for at least one pod whose placement depends on where other pods are
-        (:attr:`~nodewright.scheduling.pods.Pod.placement_dependent`)."""
+        (:func:`~nodewright.scheduling.topology.placement_dependent`)."""
         models = models_for(self.ctx.cluster)
         out: set[str] = set()
         for key, target in self._wanted.items():
@@ -426,7 +428,7 @@ class NominationController:
             namespace, pod_name = key.split("/", 1)
             obj = self.ctx.cluster.get(r.PODS, pod_name, namespace)
             pod = models.pod(obj, pending=True) if obj is not None else None
-            if pod is not None and pod.placement_dependent:
+            if pod is not None and placement_dependent(pod):
                 out.add(target)
         return out
 

@@ -208,15 +208,6 @@ class Pod:
         """True when a DaemonSet owns the pod."""
         return self.owner_kind == "DaemonSet"
 
-    @property
-    def placement_dependent(self) -> bool:
-        """True when where the pod may go depends on where other pods are: a hard topology spread
-        (``DoNotSchedule``), required pod affinity or anti-affinity, or a host port. kube-scheduler may reject such a
-        pod on a Node with room for it until its peers are placed (a spread's skew), so the readiness hold releases
-        the Nodes planned for such pods last (``controllers/nomination``)."""
-        return bool(self.host_ports or self.affinity.pod_affinity_required or self.affinity.pod_anti_affinity_required
-                    or any(c.when_unsatisfiable == DO_NOT_SCHEDULE for c in self.topology_spread))
-
     def refresh_shape(self) -> None:
         """Recompute :attr:`shape`/:attr:`shape_key` (call after changing a scheduling-relevant field)."""
         self.shape = (

@@ -39,6 +39,7 @@ from nodewright.controllers.nomination import NominationController
 from nodewright.controllers.provisioning import Nomination, Provisioner
 from nodewright.kube import resources as r
 from nodewright.kube.memory import InMemoryCluster
+from nodewright.scheduling.topology import placement_dependent
 from nodewright.sim.decision import decide
 from nodewright.sim.kubelet import NOT_READY_LIFT_SECONDS
 from nodewright.sim.kubescheduler import KubeScheduler
@@ -115,7 +116,7 @@ def _run(case: Case, nominate: bool, types: dict[str, Any], steps: tuple[tuple[f
     models = models_for(cluster)
     dependent = {node for pod, node in planned.items()
                  if (model := models.pod(cluster.get(r.PODS, pod, "default"), pending=True)) is not None
-                 and model.placement_dependent}
+                 and placement_dependent(model)}
     lift_order = sorted(range(len(nodes)), key=lambda k: (not by_name and nodes[k][0] in dependent, nodes[k][0]))
     for i, (name, claim) in enumerate(nodes):
         first = START + REGISTERED_TO_READY + i * READY_GAP
