@@ -65,9 +65,8 @@ the real kube-scheduler v1.36 the three cases the hold lost in run p are still l
 lifts of one pass are separate Node updates about 10 ms apart, and the first starts a wave of attempts before the
 last arrives: a pod of a hard spread, pod (anti-)affinity or host port (``scheduling.topology.placement_dependent``)
 may fail on its Node for its peers' sake and lose its nomination then, so the Nodes planned for such pods are lifted
-last (replay
-model, lifts 10 ms apart: 48 plans against 47 in name order; 20 ms: 40 against 36; sending the patches concurrently
-did not bring them closer, docs/benchmarks.md run s). Bounded: lifted :data:`HOLD_MAX` s after the boot taints went
+last (:func:`placement_dependent_targets`; replay model, lifts 10 ms apart: 48 plans against 47 in name order; 20 ms:
+40 against 36; sending the patches concurrently did not bring them closer, docs/benchmarks.md run s). Bounded: lifted :data:`HOLD_MAX` s after the boot taints went
 whatever the pods, :data:`HOLD_UNREADY_MAX` s after registration if the Node never turns Ready (a DaemonSet the
 Node needs before Ready might not tolerate the taint), at once when nomination is forbidden or off, and after a
 restart (no plan in memory: nothing to wait for). Being a boot taint (``EPHEMERAL_TAINT_KEYS``), it delays the
@@ -84,12 +83,14 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Mapping
 
 from nodewright.api import labels as L
 from nodewright.backoff import Backoff
 from nodewright.controllers.common import Context, log
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.kube import resources as r
+from nodewright.kube.cluster import Cluster
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
 from nodewright.kube.objects import Obj, condition_true, is_deleting, meta, name_of, parse_time
 from nodewright.scheduling.nodes import is_ephemeral_taint
@@ -370,7 +371,7 @@ class NominationController:
                  for name, (node, why) in sorted(reasons.items())
                  if not (why == CARRYING and self._batch_waits(name, waiting))]
         if len(lifts) > 1:  # placement-independent first (docs/benchmarks.md run s)
-            dependent = self._placement_dependent_targets()
+            dependent = placement_dependent_targets(self.ctx.cluster, self._wanted)
             lifts.sort(key=lambda lift: (lift[0] in dependent, lift[0]))
         for name, why, taints in lifts:
             try:
@@ -416,21 +417,6 @@ class NominationController:
             if pod is not None and not node_name(pod) and not is_deleting(pod) and nominated_node_name(pod) != name:
                 return None
         return CARRYING
-
-    def _placement_dependent_targets(self) -> set[str]:
-        """Names of the Nodes planned for at least one pod whose placement depends on where other pods are
-        (:func:`~nodewright.scheduling.topology.placement_dependent`)."""
-        models = models_for(self.ctx.cluster)
-        out: set[str] = set()
-        for key, target in self._wanted.items():
-            if target in out:
-                continue
-            namespace, pod_name = key.split("/", 1)
-            obj = self.ctx.cluster.get(r.PODS, pod_name, namespace)
-            pod = models.pod(obj, pending=True) if obj is not None else None
-            if pod is not None and placement_dependent(pod):
-                out.add(target)
-        return out
 
     def _batch_waits(self, name: str, waiting: set[str]) -> bool:
         """Whether a held Node whose own pods carry their nominations waits for the rest of its batch (the
@@ -546,6 +532,23 @@ class NominationController:
                      extra={"version": version})
         return self._supported
 
+
+
+def placement_dependent_targets(cluster: Cluster, wanted: Mapping[str, str]) -> set[str]:
+    """The Node names of ``wanted`` (pod key -> Node name) planned for at least one pod whose placement depends on
+    where other pods are (:func:`~nodewright.scheduling.topology.placement_dependent`): the readiness hold lifts
+    them last. Pods gone from ``cluster`` count for nothing."""
+    models = models_for(cluster)
+    out: set[str] = set()
+    for key, target in wanted.items():
+        if target in out:
+            continue
+        namespace, pod_name = key.split("/", 1)
+        obj = cluster.get(r.PODS, pod_name, namespace)
+        pod = models.pod(obj, pending=True) if obj is not None else None
+        if pod is not None and placement_dependent(pod):
+            out.add(target)
+    return out
 
 
 def _taints(node: Obj) -> list[Obj]:

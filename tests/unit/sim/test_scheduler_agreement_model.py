@@ -35,16 +35,14 @@ from e2e.cases import Case, generate, planned_node
 from nodewright.api import labels as L
 from nodewright.cloud.catalog import load_instance_types
 from nodewright.controllers.common import Context
-from nodewright.controllers.nomination import NominationController
+from nodewright.controllers.nomination import NominationController, placement_dependent_targets
 from nodewright.controllers.provisioning import Nomination, Provisioner
 from nodewright.kube import resources as r
 from nodewright.kube.memory import InMemoryCluster
-from nodewright.scheduling.topology import placement_dependent
 from nodewright.sim.decision import decide
 from nodewright.sim.kubelet import NOT_READY_LIFT_SECONDS
 from nodewright.sim.kubescheduler import KubeScheduler
 from nodewright.sim.world import SimClock
-from nodewright.state.models import models_for
 
 REGION = "us-east-1"
 START = 1_800_000_000.0
@@ -113,10 +111,7 @@ def _run(case: Case, nominate: bool, types: dict[str, Any], steps: tuple[tuple[f
     # (time, order at equal times, node ("" for a controller pass), Ready, taints)
     events: list[tuple[float, int, str, bool, list[Any]]] = []
     last = START + REGISTERED_TO_READY + (len(nodes) - 1) * READY_GAP
-    models = models_for(cluster)
-    dependent = {node for pod, node in planned.items()
-                 if (model := models.pod(cluster.get(r.PODS, pod, "default"), pending=True)) is not None
-                 and placement_dependent(model)}
+    dependent = placement_dependent_targets(cluster, {f"default/{pod}": node for pod, node in planned.items()})
     lift_order = sorted(range(len(nodes)), key=lambda k: (not by_name and nodes[k][0] in dependent, nodes[k][0]))
     for i, (name, claim) in enumerate(nodes):
         first = START + REGISTERED_TO_READY + i * READY_GAP
