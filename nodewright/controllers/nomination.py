@@ -66,7 +66,11 @@ lifts of one pass are separate Node updates about 10 ms apart, and the first sta
 last arrives: a pod of a hard spread, pod (anti-)affinity or host port (``scheduling.topology.placement_dependent``)
 may fail on its Node for its peers' sake and lose its nomination then, so the Nodes planned for such pods are lifted
 last (:func:`placement_dependent_targets`; replay model, lifts 10 ms apart: 48 plans against 47 in name order; 20 ms:
-40 against 36; sending the patches concurrently did not bring them closer, docs/benchmarks.md run s). Bounded: lifted :data:`HOLD_MAX` s after the boot taints went
+40 against 36; sending the patches concurrently did not bring them closer, docs/benchmarks.md run s). And each
+lift after the first of a pass is preceded by the nominations of that Node's pods, written again
+(:meth:`NominationController._confirm`): the earlier lifts' waves clear the nominations of pods whose Node is still
+held, and the clears reach the cache only milliseconds later, after the next lift (replay model, lifts 15 ms apart:
+48 plans against 40; 30 ms: 47 against 44; docs/benchmarks.md runs u-w). Bounded: lifted :data:`HOLD_MAX` s after the boot taints went
 whatever the pods, :data:`HOLD_UNREADY_MAX` s after registration if the Node never turns Ready (a DaemonSet the
 Node needs before Ready might not tolerate the taint), at once when nomination is forbidden or off, and after a
 restart (no plan in memory: nothing to wait for). Being a boot taint (``EPHEMERAL_TAINT_KEYS``), it delays the
@@ -373,7 +377,10 @@ class NominationController:
         if len(lifts) > 1:  # placement-independent first (docs/benchmarks.md run s)
             dependent = placement_dependent_targets(self.ctx.cluster, self._wanted)
             lifts.sort(key=lambda lift: (lift[0] in dependent, lift[0]))
+        lifted = False
         for name, why, taints in lifts:
+            if why == CARRYING and lifted and not self._confirm(name, now):
+                break  # forbidden: nothing more this pass
             try:
                 self.ctx.cluster.patch(r.NODES, name, {"spec": {"taints": taints or None}})
             except NotFoundError:
@@ -382,6 +389,7 @@ class NominationController:
                 log.warning("lifting the nominating hold of node %s failed: %s", name, err, extra={"node": name})
                 continue
             self._held.pop(name, None)
+            lifted = True
             log.debug("lifted the nominating hold of node %s: %s", name, why, extra={"node": name})
 
     def _release_reason(self, node: Obj, now: float) -> str | None:
@@ -409,14 +417,39 @@ class NominationController:
             return f"held {HOLD_MAX:.0f}s"
         if now - self._last_clear < QUIET or self._renominate:
             return None  # a wave of attempts may still be running: its clears would meet the Node schedulable
+        if any(nominated_node_name(pod) != name for _, pod in self._planned_pods(name)):
+            return None
+        return CARRYING
+
+    def _planned_pods(self, name: str) -> list[tuple[str, Obj]]:
+        """(key, pod) of every unbound, live pod the plan wants nominated to Node ``name`` (read from the cache)."""
+        out = []
         for key, target in self._wanted.items():
             if target != name:
                 continue
             namespace, pod_name = key.split("/", 1)
             pod = self.ctx.cluster.get(r.PODS, pod_name, namespace)
-            if pod is not None and not node_name(pod) and not is_deleting(pod) and nominated_node_name(pod) != name:
-                return None
-        return CARRYING
+            if pod is not None and not node_name(pod) and not is_deleting(pod):
+                out.append((key, pod))
+        return out
+
+    def _confirm(self, name: str, now: float) -> bool:
+        """Write the nomination of every pod planned for held Node ``name`` again, right before its lift, when Nodes
+        of its batch were lifted before it in this pass: their waves of attempts clear the nominations of pods whose
+        Node is still held (it rejects them), and the clears reach the cache milliseconds after kube-scheduler made
+        them -- possibly after this lift, which then meets the pods without nominations and leaves their room to
+        others (docs/benchmarks.md, run u). Written whatever the cache shows: an unchanged value is a no-op on the
+        API server (no new ``resourceVersion``, no event). False when forbidden."""
+        for key, pod in self._planned_pods(name):
+            current = nominated_node_name(pod)
+            if current and current != name:
+                continue  # someone else's nomination (preemption) since the pass began: never overwritten
+            if not current and not self._count_renomination(key):
+                continue  # cleared once too often: left to the scheduler
+            self._renominate.discard(key)
+            if not self._patch(pod, key, name, now):
+                return False
+        return True
 
     def _batch_waits(self, name: str, waiting: set[str]) -> bool:
         """Whether a held Node whose own pods carry their nominations waits for the rest of its batch (the
