@@ -47,7 +47,7 @@ bound in that window keeps a stale nomination until the next pass clears it.
 
 Readiness hold (``NOMINATION_HOLD=true``, chart ``controller.nominationHold``; off by default and experimental:
 against a real kube-scheduler v1.36 with Nodes turning Ready as kubelets report it, it kept 45 of 48 plans where
-nomination alone kept 47, docs/benchmarks.md run p; run t: 42 against 45). A Node turning
+nomination alone kept 47, docs/benchmarks.md run p; run t: 42 against 45; run w: 43 against 46). A Node turning
 Ready is two updates: the kubelet's Ready condition, then, milliseconds later, the node lifecycle controller lifting
 ``node.kubernetes.io/not-ready``. The wave of attempts the first one starts clears the nominations of the pods
 planned for the Node (it is still tainted), so when the Node becomes schedulable they have none and kube-scheduler
