@@ -292,9 +292,10 @@ class Settings:
         bind_pods: bind the pods a decision placed on a new node as soon as it registers.
         nominate_pods: set ``status.nominatedNodeName`` of planned pods once their node registers (KEP-5278;
             ``NOMINATE_PODS``, default true; needs ``patch`` on ``pods/status``).
-        nomination_hold: the readiness hold: a planned Node registers with ``nodewright.io/nominating:NoSchedule``,
-            lifted once its pods carry their nominations again and its batch is ready (``NOMINATION_HOLD``, default false;
-            :mod:`nodewright.controllers.nomination`).
+        nomination_hold: the readiness hold: a planned Node registers with
+            ``nodewright.io/nominating=<NodeClaim>:NoSchedule``, its pods get the toleration of that taint alone, and
+            it is lifted once the pods of its batch are placed (``NOMINATION_HOLD``, default false; needs ``patch``
+            on ``pods``; :mod:`nodewright.controllers.nomination`).
         kubeconfig: path to a kubeconfig (empty: in-cluster, then ``~/.kube/config``).
         reconcile_period: seconds between controller passes in the run loop.
         cluster_ca_bundle: base64 (or PEM) cluster CA for node bootstrap; empty means ``eks:DescribeCluster``.

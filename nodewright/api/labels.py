@@ -140,8 +140,9 @@ UNREGISTERED_TAINT_EFFECT: Final = "NoExecute"
 NOT_READY_TAINT_KEY: Final = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT_KEY: Final = "node.kubernetes.io/unreachable"
 UNINITIALIZED_TAINT_KEY: Final = "node.cloudprovider.kubernetes.io/uninitialized"
-# nodewright's readiness hold (NOMINATION_HOLD; controllers/nomination.py): a planned Node keeps it once its boot
-# taints are gone until the pods planned for it carry their nominations again. nodewright's own: no Karpenter key.
+# nodewright's readiness hold (NOMINATION_HOLD; controllers/nomination.py): a planned Node registers with it (valued
+# with its NodeClaim's name; the pods planned for it tolerate that value alone) and keeps it once its boot taints
+# are gone until the pods of its provisioning batch are placed. nodewright's own: no Karpenter key.
 NOMINATING_TAINT_KEY: Final = "nodewright.io/nominating"
 NOMINATING_TAINT_EFFECT: Final = "NoSchedule"
 

@@ -45,35 +45,33 @@ bound in that window keeps a stale nomination until the next pass clears it.
 * API server older than 1.34 (``server_version()`` of the cluster adapter, read once): one info line, and the
   controller stays off (kube-scheduler there clears foreign nominations).
 
-Readiness hold (``NOMINATION_HOLD=true``, chart ``controller.nominationHold``; off by default and experimental:
-against a real kube-scheduler v1.36 with Nodes turning Ready as kubelets report it, it kept 45 of 48 plans where
-nomination alone kept 47, docs/benchmarks.md run p; run t: 42 against 45; run w: 43 against 46). A Node turning
-Ready is two updates: the kubelet's Ready condition, then, milliseconds later, the node lifecycle controller lifting
-``node.kubernetes.io/not-ready``. The wave of attempts the first one starts clears the nominations of the pods
-planned for the Node (it is still tainted), so when the Node becomes schedulable they have none and kube-scheduler
-places them by its own scoring. With the hold, the Node registers with the taint ``nodewright.io/nominating:
-NoSchedule`` (added by the lifecycle controller's registration, :meth:`NominationController.hold_taints`, when pods
-are planned for it) and this controller lifts it once the Node is Ready, every other boot taint is gone
-(not-ready, unreachable, uninitialized, unregistered, the NodeClaim's startup taints), no wave is running
-(:data:`QUIET`) and every pod still planned for it carries its nomination again -- so the update that makes the
-Node schedulable comes after the nominations -- and the same holds for every other Node of its batch (the
-NodeClaims planned in the same provisioning pass, :meth:`NominationController._batch_waits`): the batch turns
-schedulable in one pass, so a pod planned for a Node still booting is not placed by kube-scheduler's scoring on a
-Node of its batch that is already schedulable (in the replay model with Nodes turning Ready 1 s apart, the 48 e2e
-cases keep 48 plans with the batch released 5 ms apart, 42 at 50 ms apart, 46 with Nodes released one by one; against
-the real kube-scheduler v1.36 the three cases the hold lost in run p are still lost, docs/benchmarks.md run q). The
-lifts of one pass are separate Node updates about 10 ms apart, and the first starts a wave of attempts before the
-last arrives: a pod of a hard spread, pod (anti-)affinity or host port (``scheduling.topology.placement_dependent``)
-may fail on its Node for its peers' sake and lose its nomination then, so the Nodes planned for such pods are lifted
-last (:func:`placement_dependent_targets`; replay model, lifts 10 ms apart: 48 plans against 47 in name order; 20 ms:
-40 against 36; sending the patches concurrently did not bring them closer, docs/benchmarks.md run s). And each
-lift after the first of a pass is preceded by the nominations of that Node's pods, written again
-(:meth:`NominationController._confirm`): the earlier lifts' waves clear the nominations of pods whose Node is still
-held, and the clears reach the cache only milliseconds later, after the next lift (replay model, lifts 15 ms apart:
-48 plans against 40; 30 ms: 47 against 44; docs/benchmarks.md runs u-w). Bounded: lifted :data:`HOLD_MAX` s after the boot taints went
-whatever the pods, :data:`HOLD_UNREADY_MAX` s after registration if the Node never turns Ready (a DaemonSet the
-Node needs before Ready might not tolerate the taint), at once when nomination is forbidden or off, and after a
-restart (no plan in memory: nothing to wait for). Being a boot taint (``EPHEMERAL_TAINT_KEYS``), it delays the
+Readiness hold (``NOMINATION_HOLD=true``, chart ``controller.nominationHold``; off by default: it patches pods, a
+verb nomination alone does not need). Nomination tells kube-scheduler which Node to try first, not to wait for it:
+a pod whose own Node still boots is placed by kube-scheduler's scoring on any Node of its batch that is already
+schedulable, in room planned for other pods; and pods of a hard topology spread nominated two or more to one Node
+count against each other there (``PodTopologySpread`` adds nominated pods), fail until the other domains have bound
+pods, and lose their nominations -- and with them the room -- in the attempt (docs/benchmarks.md runs p-x: 45-47 of
+48 plans kept with nomination alone). With the hold, the planned Node registers with the taint
+``nodewright.io/nominating=<NodeClaim>:NoSchedule`` (:func:`hold_taint`, added by the lifecycle controller's
+registration, :meth:`NominationController.hold_taints`, when pods are planned for it), and each pod planned for it
+is given the toleration of that taint and of no other (:meth:`NominationController._pin`, a merge patch of
+``spec.tolerations`` under the pod's ``resourceVersion``; tolerations can be added to a pod, never removed, so it
+stays, naming a taint no other Node carries). So while the batch is held, each pod can go to its own Node and no
+other Node of its batch, and no pod of another Node can take its room, whatever the order in which the Nodes turn
+Ready and however far apart the lifts reach kube-scheduler; kube-scheduler still runs every filter, so a spread
+is never broken on the way (a pod refused for its peers' sake binds once they are placed). The hold of a Node is
+lifted once it is Ready, every other boot taint is gone (not-ready, unreachable, uninitialized, unregistered, the
+NodeClaim's startup taints) and the pods planned for its batch (the NodeClaims planned in the same provisioning
+pass, :meth:`NominationController._pending_batches`) are placed: bound, gone, re-planned, or planned onto a Node no
+longer held (real kube-scheduler v1.36: 48 of 48 plans kept, 0 pods moved, docs/benchmarks.md run x; the replay
+model the same at any lift timing). Bounded: lifted :data:`HOLD_MAX` s after the boot taints went whatever the
+pods, :data:`HOLD_UNREADY_MAX` s after registration if the Node never turns Ready (a DaemonSet the Node needs before
+Ready might not tolerate the taint), at once when pinning is forbidden (a 403 on ``pods`` ``patch``: one error line
+and one Warning Event ``FailedNomination`` naming :data:`PIN_RULE`, retried after :data:`FORBIDDEN_RETRY` s), and
+after a restart (no plan in memory: nothing to wait for). The hold needs no nomination: with ``NOMINATE_PODS=false``,
+a 403 on ``pods/status`` or an API server older than 1.34 the tolerations alone steer the pods (e2e mode ``pin``). A 409 on a pin is
+retried on a later pass (per-pod backoff, 1 s doubling to 30 s); any other refusal (an admission webhook) leaves
+that pod unpinned and no Node waits for it. Being a boot taint (``EPHEMERAL_TAINT_KEYS``), the hold delays the
 NodeClaim's ``Initialized`` until it is lifted and the provisioner plans onto the held Node as onto any booting
 one. DaemonSet pods that do not tolerate it start once it is lifted. A Node registered seconds before the
 controller is uninstalled keeps the taint (as it would keep ``karpenter.sh/unregistered``): remove it with
@@ -94,11 +92,9 @@ from nodewright.backoff import Backoff
 from nodewright.controllers.common import Context, log
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.kube import resources as r
-from nodewright.kube.cluster import Cluster
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
 from nodewright.kube.objects import Obj, condition_true, is_deleting, meta, name_of, parse_time
 from nodewright.scheduling.nodes import is_ephemeral_taint
-from nodewright.scheduling.topology import placement_dependent
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import models_for
 from nodewright.state.pods import is_terminal, node_name, nominated_node_name, pod_key
@@ -122,12 +118,24 @@ WATCH_ACTIVE = 5.0
 HOLD_MAX = 10.0
 #: Seconds after its registration a Node that never turned Ready is held at most.
 HOLD_UNREADY_MAX = 600.0
-#: The release reason of a held Node whose pods carry their nominations (it still waits for its batch).
-CARRYING = "its pods carry their nominations"
-#: The readiness hold's taint, as the Node carries it.
-HOLD_TAINT = {"key": L.NOMINATING_TAINT_KEY, "effect": L.NOMINATING_TAINT_EFFECT}
+#: The release reason of a held Node whose batch's pinned pods are all placed.
+PLACED = "the pods planned for its batch are placed"
 #: The ClusterRole rule nomination needs (named in the 403 error and Event).
 REQUIRED_RULE = 'apiGroups: [""], resources: ["pods/status"], verbs: ["patch"]'
+#: The ClusterRole rule the readiness hold needs to pin pods (named in the 403 error and Event).
+PIN_RULE = 'apiGroups: [""], resources: ["pods"], verbs: ["patch"]'
+
+
+def hold_taint(value: str) -> Obj:
+    """The readiness hold's taint as a held Node carries it: ``nodewright.io/nominating=<value>:NoSchedule``, the
+    value naming what the plan targeted (the NodeClaim, or the Node planned onto by name)."""
+    return {"key": L.NOMINATING_TAINT_KEY, "value": value, "effect": L.NOMINATING_TAINT_EFFECT}
+
+
+def hold_toleration(taint: Obj) -> Obj:
+    """The toleration of exactly ``taint`` (a hold taint): what a pod planned for that held Node is given."""
+    return {"key": L.NOMINATING_TAINT_KEY, "operator": "Equal", "value": str(taint.get("value") or ""),
+            "effect": L.NOMINATING_TAINT_EFFECT}
 
 
 def parse_minor(version: str) -> tuple[int, int] | None:
@@ -176,31 +184,34 @@ class NominationController:
         self._watching = False
         self._watching_pods = False  # the adapter's pod informer reports every change to _on_pod
         self._supported: bool | None = None
-        self._forbidden_until = float("-inf")
-        self._forbidden_reported = False
+        self._forbidden = _Pause()  # nominating: a 403 on pods/status
+        self.pin_backoff = Backoff(initial=1.0, maximum=30.0)  # per pod, after a 409 on its toleration write
+        self._unpinnable: set[str] = set()  # pods whose toleration write was refused (a held Node never waits)
+        self._pin_forbidden = _Pause()  # pinning: a 403 on pods
 
     # --- reconcile ---------------------------------------------------------------------------
 
     def reconcile(self, state: ClusterState | None = None) -> None:
-        """Set the nominations the plan wants, clear our stale ones (one patch per pod at most)."""
-        if not self.enabled or not self._server_supports():
-            if self.hold:  # a hold left from before (NOMINATE_PODS turned off, an old API server): lift it
-                with self._lock:
-                    self._lift_holds(state or snapshot(self.ctx.cluster), self.ctx.clock())
+        """Set the nominations the plan wants, clear our stale ones (one patch per pod at most); with the hold, pin
+        the planned pods to their held Nodes and lift the holds that may go (with or without nomination)."""
+        nominating = self.enabled and self._server_supports()
+        if not nominating and not self.hold:
             return
-        self._watch()
+        if nominating:
+            self._watch()
         with self._lock:
-            self._reconcile(state)
-
-    def _reconcile(self, state: ClusterState | None) -> None:
-        now = self.ctx.clock()
-        state = state or snapshot(self.ctx.cluster)
-        if now < self._forbidden_until:
+            now = self.ctx.clock()
+            state = state or snapshot(self.ctx.cluster)
+            wanted = self.wanted(state)
+            self._wanted, self._last_pass = wanted, now
+            if self.hold:
+                self._pin(state, wanted, now)
+            if nominating and not self._forbidden.active(now):
+                self._nominate(state, wanted, now)
             if self.hold:
                 self._lift_holds(state, now)
-            return
-        wanted = self.wanted(state)
-        self._wanted, self._last_pass = wanted, now
+
+    def _nominate(self, state: ClusterState, wanted: Mapping[str, str], now: float) -> None:
         for key in sorted(set(self.ours) | set(wanted)):
             pod = state.pods.get(key)
             if pod is None:  # deleted: nothing to clear
@@ -240,8 +251,6 @@ class NominationController:
         for key in [k for k in self.cleared if k not in wanted]:
             del self.cleared[key]
         self._renominate &= set(wanted)
-        if self.hold:
-            self._lift_holds(state, now)
 
     def _watch(self) -> None:
         """Once: have the adapter's pod informer (``KubernetesCluster.informers``; none in memory) report every pod
@@ -266,7 +275,7 @@ class NominationController:
             mine = self.ours.get(key)
             now = self.ctx.clock()
             if not mine or key in self._clearing or self._wanted.get(key) != mine \
-                    or now - self._last_pass > WATCH_ACTIVE or now < self._forbidden_until:
+                    or now - self._last_pass > WATCH_ACTIVE or self._forbidden.active(now):
                 return
             self._renominate.add(key)
             self._last_clear = now
@@ -303,7 +312,7 @@ class NominationController:
             if now - self._last_clear < QUIET:
                 self._arm(QUIET - (now - self._last_clear))
                 return
-            if now < self._forbidden_until:
+            if self._forbidden.active(now):
                 self._renominate.clear()
                 return
             for key in sorted(self._renominate):
@@ -318,28 +327,80 @@ class NominationController:
                 if not self._patch(pod, key, mine, now):
                     break  # forbidden
             self._renominate.clear()
-            if self.hold and self._held:  # the nominations are back: a held Node may be released now
-                self._release(now)
 
     # --- readiness hold ------------------------------------------------------------------------
 
     def hold_taints(self, claim: Obj) -> list[Obj]:
-        """The taints ``claim``'s Node registers with besides the NodeClaim's own: the hold's taint when the hold is
-        on, nomination works, and pods are planned for the NodeClaim (``LifecycleController`` registration)."""
-        if not (self.hold and self.enabled and self._supported is not False) \
-                or self.ctx.clock() < self._forbidden_until:
+        """The taints ``claim``'s Node registers with besides the NodeClaim's own: the hold's taint (valued with the
+        NodeClaim's name) when the hold is on, pinning is not forbidden, and pods are planned for the NodeClaim
+        (``LifecycleController`` registration)."""
+        if not self.hold or self._pin_forbidden.active(self.ctx.clock()):
             return []
         name = name_of(claim)
         if not any(nom.on_nodeclaim and nom.target == name for nom in self.provisioner.nominations.values()):
             return []
-        return [dict(HOLD_TAINT)]
+        return [hold_taint(name)]
+
+    def _pin(self, state: ClusterState, wanted: Mapping[str, str], now: float) -> None:
+        """Give each pod ``wanted`` on a held Node the toleration of that Node's hold taint (and of no other), so
+        while the hold lasts the pod can go to its planned Node and no other Node of its batch, and no other pod
+        can take its room there. A merge patch of ``spec.tolerations`` (adding a toleration is the one change of a
+        pod's tolerations the API allows), preconditioned on the pod's ``resourceVersion``: a 409 is retried on a
+        later pass under :attr:`pin_backoff`; a 403 pauses the hold (one error line and one Event, :data:`PIN_RULE`);
+        any other refusal leaves that pod unpinned, and no held Node waits for it."""
+        if self._pin_forbidden.active(now):
+            return
+        self._unpinnable &= set(wanted)
+        for key, target in sorted(wanted.items()):
+            if key in self._unpinnable or not self.pin_backoff.ready(key, now):
+                continue
+            node = self.ctx.cluster.get(r.NODES, target)  # the cache: a hold added by this pass's registration
+            taint = _hold_taint_of(node) if node is not None else None
+            if taint is None:
+                continue
+            namespace, name = key.split("/", 1)
+            pod = self.ctx.cluster.get(r.PODS, name, namespace)
+            if pod is None or node_name(pod):
+                continue
+            spec = pod.get("spec") or {}
+            tolerations = [t for t in spec.get("tolerations") or [] if isinstance(t, dict)]
+            toleration = hold_toleration(taint)
+            if any(_same_toleration(t, toleration) for t in tolerations):
+                continue
+            body: Obj = {"spec": {"tolerations": [*tolerations, toleration]}}
+            rv = meta(pod).get("resourceVersion")
+            if rv:
+                body["metadata"] = {"resourceVersion": rv}
+            try:
+                self.ctx.cluster.patch(r.PODS, name, body, namespace)
+            except NotFoundError:
+                continue
+            except ConflictError as err:
+                delay = self.pin_backoff.failed(key, now)
+                log.info("pinning %s to node %s conflicted (pod changed), retrying in %.0fs: %s", key, target, delay,
+                         err, extra={"pod": key})
+                continue
+            except KubeError as err:
+                if err.status == 403:
+                    self._pin_forbidden.report(self.ctx, pod, err, now, (
+                        f"pinning {key} to its held node is forbidden: the ClusterRole lacks the rule {PIN_RULE}; the "
+                        "readiness hold is lifted and nomination goes on without it (grant it, as the chart does with "
+                        "controller.nominationHold=true, or set NOMINATION_HOLD=false)"))
+                    return
+                self._unpinnable.add(key)
+                log.warning("pinning %s to node %s was refused (its held Node will not wait for it): %s", key,
+                            target, err, extra={"pod": key, "node": target})
+                continue
+            self.pin_backoff.succeeded(key)
+            log.debug("pinned %s to held node %s", key, target, extra={"pod": key, "node": target})
+        self.pin_backoff.prune(lambda key: key in state.pods)
 
     def _lift_holds(self, state: ClusterState, now: float) -> None:
         """Note every held Node of ``state`` (with its NodeClaim's startup taints), then release what may go."""
         held = {}
         claim_of = {}
         for node in state.nodes.values():
-            if any(t.get("key") == L.NOMINATING_TAINT_KEY for t in _taints(node)):
+            if _hold_taint_of(node) is not None:
                 claim = state.nodeclaim_for(node)
                 startup = frozenset((t.key, t.effect) for t in startup_taints(claim, None))
                 held[name_of(node)] = (startup, self._held.get(name_of(node), (startup, None))[1])
@@ -355,32 +416,20 @@ class NominationController:
                     and _unregistered(state.node_for(claim)):
                 unregistered.add(nom.target)
         self._unregistered = unregistered
-        self._release(now)
+        self._release(state, now)
 
-    def _release(self, now: float) -> None:
+    def _release(self, state: ClusterState, now: float) -> None:
         """Lift the hold of each held Node that may go now (module docstring); the Node read from the cache."""
-        reasons: dict[str, tuple[Obj, str]] = {}
-        waiting: set[str] = set()  # held Nodes that stay held on their own account
+        pending = self._pending_batches(state, now)
         for name in sorted(self._held):
             node = self.ctx.cluster.get(r.NODES, name)
             if node is None or is_deleting(node):
                 self._held.pop(name, None)
                 continue
-            why = self._release_reason(node, now)
+            why = self._release_reason(node, pending, now)
             if why is None:
-                waiting.add(name)
-            else:
-                reasons[name] = (node, why)
-        lifts = [(name, why, [t for t in _taints(node) if t.get("key") != L.NOMINATING_TAINT_KEY])
-                 for name, (node, why) in sorted(reasons.items())
-                 if not (why == CARRYING and self._batch_waits(name, waiting))]
-        if len(lifts) > 1:  # placement-independent first (docs/benchmarks.md run s)
-            dependent = placement_dependent_targets(self.ctx.cluster, self._wanted)
-            lifts.sort(key=lambda lift: (lift[0] in dependent, lift[0]))
-        lifted = False
-        for name, why, taints in lifts:
-            if why == CARRYING and lifted and not self._confirm(name, now):
-                break  # forbidden: nothing more this pass
+                continue
+            taints = [t for t in _taints(node) if t.get("key") != L.NOMINATING_TAINT_KEY]
             try:
                 self.ctx.cluster.patch(r.NODES, name, {"spec": {"taints": taints or None}})
             except NotFoundError:
@@ -389,15 +438,15 @@ class NominationController:
                 log.warning("lifting the nominating hold of node %s failed: %s", name, err, extra={"node": name})
                 continue
             self._held.pop(name, None)
-            lifted = True
             log.debug("lifted the nominating hold of node %s: %s", name, why, extra={"node": name})
 
-    def _release_reason(self, node: Obj, now: float) -> str | None:
-        """Why the hold of ``node`` may be lifted now, or None to keep it."""
+    def _release_reason(self, node: Obj, pending: set[float], now: float) -> str | None:
+        """Why the hold of ``node`` may be lifted now, or None to keep it (``pending``: the batches with pods still
+        to be placed, :meth:`_pending_batches`)."""
         name = name_of(node)
         startup, since = self._held[name]
-        if not self.enabled or self._supported is False or now < self._forbidden_until:
-            return "nomination is off"
+        if self._pin_forbidden.active(now):
+            return "pinning is forbidden"
         model = models_for(self.ctx.cluster).node(node)
         if model is None:
             return "the Node is not valid"
@@ -415,55 +464,30 @@ class NominationController:
             self._held[name] = (startup, since)
         if now - since >= HOLD_MAX:
             return f"held {HOLD_MAX:.0f}s"
-        if now - self._last_clear < QUIET or self._renominate:
-            return None  # a wave of attempts may still be running: its clears would meet the Node schedulable
-        if any(nominated_node_name(pod) != name for _, pod in self._planned_pods(name)):
-            return None
-        return CARRYING
-
-    def _planned_pods(self, name: str) -> list[tuple[str, Obj]]:
-        """(key, pod) of every unbound, live pod the plan wants nominated to Node ``name`` (read from the cache)."""
-        out = []
-        for key, target in self._wanted.items():
-            if target != name:
-                continue
-            namespace, pod_name = key.split("/", 1)
-            pod = self.ctx.cluster.get(r.PODS, pod_name, namespace)
-            if pod is not None and not node_name(pod) and not is_deleting(pod):
-                out.append((key, pod))
-        return out
-
-    def _confirm(self, name: str, now: float) -> bool:
-        """Write the nomination of every pod planned for held Node ``name`` again, right before its lift, when Nodes
-        of its batch were lifted before it in this pass: their waves of attempts clear the nominations of pods whose
-        Node is still held (it rejects them), and the clears reach the cache milliseconds after kube-scheduler made
-        them -- possibly after this lift, which then meets the pods without nominations and leaves their room to
-        others (docs/benchmarks.md, run u). Written whatever the cache shows: an unchanged value is a no-op on the
-        API server (no new ``resourceVersion``, no event). False when forbidden."""
-        for key, pod in self._planned_pods(name):
-            current = nominated_node_name(pod)
-            if current and current != name:
-                continue  # someone else's nomination (preemption) since the pass began: never overwritten
-            if not current and not self._count_renomination(key):
-                continue  # cleared once too often: left to the scheduler
-            self._renominate.discard(key)
-            if not self._patch(pod, key, name, now):
-                return False
-        return True
-
-    def _batch_waits(self, name: str, waiting: set[str]) -> bool:
-        """Whether a held Node whose own pods carry their nominations waits for the rest of its batch (the
-        NodeClaims planned in the same provisioning pass as its own): one of them has no Node yet, or its Node is
-        held and not ready to go. The batch's Nodes then turn schedulable in one pass, so no pod planned for a Node
-        still booting is placed by kube-scheduler's scoring on one already schedulable (bounded by :data:`HOLD_MAX`
-        in :meth:`_release_reason`)."""
         target = self._claim_of.get(name, name)  # what the provisioner planned onto: its NodeClaim, or the Node
-        noms = self.provisioner.nominations.values()
-        times = {nom.time for nom in noms if nom.target == target}
-        peers = {nom.target for nom in noms if nom.time in times} - {target}
-        if peers & self._unregistered:
-            return True
-        return any(self._claim_of.get(node, node) in peers for node in waiting)
+        if any(nom.target == target and nom.time in pending for nom in self.provisioner.nominations.values()):
+            return None
+        return PLACED
+
+    def _pending_batches(self, state: ClusterState, now: float) -> set[float]:
+        """The provisioning batches (a nomination's ``time``: the NodeClaims and Nodes planned in one provisioning
+        pass) with a pod still to be placed: unbound, its plan valid, pinning not refused, and its target without a
+        Node yet or still held (so pinned there, or to be pinned once it registers). A Node of such a batch stays
+        held: lifted, its spare room could take that pod, whose own Node is not schedulable yet, by kube-scheduler's
+        scoring."""
+        held_targets = {self._claim_of.get(name, name) for name in self._held}
+        out: set[float] = set()
+        for key, nom in self.provisioner.nominations.items():
+            if nom.time in out or key in self._unpinnable:
+                continue
+            if nom.target not in held_targets and nom.target not in self._unregistered:
+                continue
+            pod = state.pods.get(key)
+            if pod is None or node_name(pod) or is_deleting(pod) or is_terminal(pod) \
+                    or not self.provisioner.is_nominated(key, state, now):
+                continue
+            out.add(nom.time)
+        return out
 
     def wanted(self, state: ClusterState) -> dict[str, str]:
         """Pod key -> Node name for every unbound, live pod whose provisioner nomination is valid and whose target
@@ -514,7 +538,10 @@ class NominationController:
             return True
         except KubeError as err:
             if err.status == 403:
-                self._forbidden(pod, key, err, now)
+                self._forbidden.report(self.ctx, pod, err, now, (
+                    f"nominating {key} is forbidden: the ClusterRole lacks the rule {REQUIRED_RULE}; provisioning "
+                    "goes on without nomination (grant it, as the chart does with controller.nominatePods=true, "
+                    "or set NOMINATE_PODS=false)"))
                 return False
             if err.status == 422 and target and "already bound" in str(err):
                 # Bound since the cache showed it unbound (the set carries no precondition): nothing to nominate.
@@ -532,17 +559,6 @@ class NominationController:
             self.ours.pop(key, None)
             log.debug("cleared the nomination of %s", key, extra={"pod": key})
         return True
-
-    def _forbidden(self, pod: Obj, key: str, err: KubeError, now: float) -> None:
-        self._forbidden_until = now + FORBIDDEN_RETRY
-        if self._forbidden_reported:
-            return
-        self._forbidden_reported = True
-        message = (f"nominating {key} is forbidden: the ClusterRole lacks the rule {REQUIRED_RULE}; provisioning "
-                   "goes on without nomination (grant it, as the chart does with controller.nominatePods=true, "
-                   "or set NOMINATE_PODS=false)")
-        log.error(message, extra={"pod": key, "error": str(err)})
-        self.ctx.event(pod, "FailedNomination", message, warning=True)
 
     def _server_supports(self) -> bool:
         """Whether the API server is 1.34 or newer; asked once (unknown counts as supported)."""
@@ -567,26 +583,40 @@ class NominationController:
 
 
 
-def placement_dependent_targets(cluster: Cluster, wanted: Mapping[str, str]) -> set[str]:
-    """The Node names of ``wanted`` (pod key -> Node name) planned for at least one pod whose placement depends on
-    where other pods are (:func:`~nodewright.scheduling.topology.placement_dependent`): the readiness hold lifts
-    them last. Pods gone from ``cluster`` count for nothing."""
-    models = models_for(cluster)
-    out: set[str] = set()
-    for key, target in wanted.items():
-        if target in out:
-            continue
-        namespace, pod_name = key.split("/", 1)
-        obj = cluster.get(r.PODS, pod_name, namespace)
-        pod = models.pod(obj, pending=True) if obj is not None else None
-        if pod is not None and placement_dependent(pod):
-            out.add(target)
-    return out
+class _Pause:
+    """A write the ClusterRole forbids (a 403): paused :data:`FORBIDDEN_RETRY` s after each, then tried again
+    silently (a fixed ClusterRole takes effect without a restart); reported once, as one error line and one Warning
+    Event ``FailedNomination`` on the pod."""
+
+    def __init__(self) -> None:
+        self.until = float("-inf")
+        self.reported = False
+
+    def active(self, now: float) -> bool:
+        return now < self.until
+
+    def report(self, ctx: Context, pod: Obj, err: KubeError, now: float, message: str) -> None:
+        self.until = now + FORBIDDEN_RETRY
+        if self.reported:
+            return
+        self.reported = True
+        log.error(message, extra={"pod": pod_key(pod), "error": str(err)})
+        ctx.event(pod, "FailedNomination", message, warning=True)
 
 
 def _taints(node: Obj) -> list[Obj]:
     """The Node's ``spec.taints`` as written (the patch that lifts the hold writes the rest back unchanged)."""
     return [t for t in (node.get("spec") or {}).get("taints") or [] if isinstance(t, dict)]
+
+
+def _hold_taint_of(node: Obj) -> Obj | None:
+    """The Node's readiness-hold taint (``nodewright.io/nominating``), or None when it is not held."""
+    return next((t for t in _taints(node) if t.get("key") == L.NOMINATING_TAINT_KEY), None)
+
+
+def _same_toleration(have: Obj, want: Obj) -> bool:
+    return all((have.get(k) or ("Equal" if k == "operator" else "")) == want[k] for k in ("key", "operator", "value",
+                                                                                         "effect"))
 
 
 def _unregistered(node: Obj | None) -> bool:

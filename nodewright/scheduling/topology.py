@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from nodewright.api import labels as wk
 from nodewright.scheduling.pods import (
-    DO_NOT_SCHEDULE,
     LabelSelector,
     Pod,
     TopologySpreadConstraint,
@@ -398,16 +397,6 @@ def narrow_requirements(
     for key in counted:
         (domains[key],) = keys[key] if len(keys[key]) == 1 else (next(iter(sorted(keys[key]))),)
     return out
-
-
-def placement_dependent(pod: Pod) -> bool:
-    """True when where ``pod`` may go depends on where other pods are: a hard topology spread (``DoNotSchedule``),
-    required pod affinity or anti-affinity, or a host port. kube-scheduler may reject such a pod on a Node with room
-    for it until its peers are placed (a spread's skew), so the readiness hold releases the Nodes planned for such
-    pods last (``controllers/nomination``)."""
-    aff = pod.affinity
-    return bool(pod.host_ports or aff.pod_affinity_required or aff.pod_anti_affinity_required
-                or any(c.when_unsatisfiable == DO_NOT_SCHEDULE for c in pod.topology_spread))
 
 
 def hostname_limited(cls: PodClass) -> bool:

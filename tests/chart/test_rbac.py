@@ -117,13 +117,20 @@ def test_pods_status_patch_only_with_nomination(render):
     assert {"name": "NOMINATE_PODS", "value": "false"} in env
 
 
-def test_nomination_hold_only_when_asked_and_with_nomination(render):
-    """controller.nominationHold=true sets NOMINATION_HOLD=true (issue 25); not by default, nor without nomination
-    (the hold waits for nominations), and it needs no rule beyond the Node patch the controller has anyway."""
+def test_nomination_hold_only_when_asked(render):
+    """controller.nominationHold=true sets NOMINATION_HOLD=true (issue 25) and grants patch on pods (the hold pins
+    the planned pods with a toleration), with or without nomination; neither by default."""
     def env(*sets: str) -> list[dict]:
         return one(render(*sets), "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
 
-    assert {"name": "NOMINATION_HOLD", "value": "true"} in env("controller.nominationHold=true")
-    assert not any(e["name"] == "NOMINATION_HOLD" for e in env())
-    assert not any(e["name"] == "NOMINATION_HOLD"
-                   for e in env("controller.nominationHold=true", "controller.nominatePods=false"))
+    def pods(*sets: str) -> set[str]:
+        return _grants(one(render(*sets), "ClusterRole")["rules"]).get(("", "pods"), set())
+
+    hold = {"name": "NOMINATION_HOLD", "value": "true"}
+    assert hold in env("controller.nominationHold=true")
+    assert pods("controller.nominationHold=true") == {"list", "watch", "delete", "patch"}
+    assert hold not in env() and pods() == {"list", "watch", "delete"}
+    without = ("controller.nominationHold=true", "controller.nominatePods=false")
+    assert hold in env(*without) and {"name": "NOMINATE_PODS", "value": "false"} in env(*without)
+    assert pods(*without) == {"list", "watch", "delete", "patch"}
+    assert ("", "pods/status") not in _grants(one(render(*without), "ClusterRole")["rules"])

@@ -1,7 +1,8 @@
 """The chart's RBAC rules as ``helm template`` renders them (``.tools/helm``), and RBAC's matching of them.
 
 Rendered: the ``minimal`` values (``examples/values/minimal.yaml``, exactly what the stacks set) with
-``controller.bindPods=true`` (the widest set of rules the chart grants without ``additionalClusterRoleRules``),
+``controller.bindPods=true`` and ``controller.nominationHold=true`` (the widest set of rules the chart grants without
+``additionalClusterRoleRules``),
 in the release namespace ``kube-system``. A ClusterRole's rules hold in every namespace and at the cluster scope;
 a Role's only in its namespace (Kubernetes "Using RBAC Authorization": Role and ClusterRole, resourceNames).
 """
@@ -23,6 +24,7 @@ NAMESPACE = "kube-system"
 #: ``steer`` branch's pod nomination adds ``pods/status`` ``patch`` (issue #25).
 EXPLAINED_UNUSED: dict[tuple[str, str, str], str] = {
     ("", "pods/status", "patch"): "pod nomination (issue #25) patches the nominated pods' status",
+    ("", "pods", "patch"): "the readiness hold (issue #25, controller.nominationHold) pins planned pods with a toleration",
 }
 
 
@@ -91,7 +93,8 @@ def chart_rules() -> tuple[Rule, ...]:
     render = _render_module()
     render.helm_binary()
     docs = render.documents(render.render(render.variants()["minimal"], include_crds=False,
-                                          set_values=["controller.bindPods=true"], namespace=NAMESPACE))
+                                          set_values=["controller.bindPods=true", "controller.nominationHold=true"],
+                                          namespace=NAMESPACE))
     return tuple(rules_of(docs))
 
 

@@ -1,9 +1,10 @@
-"""The readiness hold (``NOMINATION_HOLD``, issue 25): a planned Node stays unschedulable after its boot taints
-until the pods planned for it carry their nominations again, through the controller manager.
+"""The readiness hold (``NOMINATION_HOLD``, issue 25): a planned Node registers with
+``nodewright.io/nominating=<NodeClaim>:NoSchedule``, the pods planned for it are given the toleration of that taint
+alone (pinned), and the hold is lifted once the pods planned for its provisioning batch are placed, through the
+controller manager.
 
-kube-scheduler clears a pending pod's nomination at each failed attempt; the attempts the Node's Ready update
-starts fail while ``node.kubernetes.io/not-ready`` is still on, so without the hold the Node becomes schedulable
-just after its pods lost their nominations (docs/benchmarks.md, issue 25).
+Without pinning, a pod whose own Node still boots is placed by kube-scheduler's scoring on a Node of its batch that
+is already schedulable, in room planned for others (docs/benchmarks.md, issue 25).
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 import logging
 
 from nodewright.api import labels as L
-from nodewright.controllers.nomination import HOLD_MAX, HOLD_UNREADY_MAX, QUIET
+from nodewright.controllers.nomination import HOLD_MAX, HOLD_UNREADY_MAX, PIN_RULE, hold_toleration
 from nodewright.kube import resources as r
-from nodewright.kube.errors import KubeError
+from nodewright.kube.errors import ConflictError, KubeError
 from nodewright.kube.objects import condition_true, name_of
 
 from .conftest import nomination_manager as _manager
@@ -30,32 +31,46 @@ def _nominated(cluster, name: str) -> str | None:
     return (cluster.get(r.PODS, name, "default").get("status") or {}).get("nominatedNodeName")
 
 
-def _ready(cluster) -> None:
-    cluster.patch_status(r.NODES, NODE, {"conditions": [{"type": "Ready", "status": "True"}]})
+def _ready(cluster, node: str = NODE) -> None:
+    cluster.patch_status(r.NODES, node, {"conditions": [{"type": "Ready", "status": "True"}]})
 
 
-def test_the_node_is_released_only_once_its_pods_carry_their_nominations_again(ctx, cluster, clock) -> None:
+def _holds(cluster, pod: str) -> list[str]:
+    """The hold taints (their values) ``pod`` tolerates."""
+    return [t["value"] for t in cluster.get(r.PODS, pod, "default")["spec"].get("tolerations") or []
+            if t.get("key") == L.NOMINATING_TAINT_KEY]
+
+
+def test_the_pods_are_pinned_to_their_held_node_which_is_released_once_they_are_placed(ctx, cluster, clock) -> None:
     manager = _manager(ctx, nomination_hold=True)
     claim = _planned_and_registered(manager, cluster, clock)
-    assert _taints(cluster) == [L.NOMINATING_TAINT_KEY]  # registration: unregistered off, the hold on
+    (taint,) = cluster.get(r.NODES, NODE)["spec"]["taints"]  # registration: unregistered off, the hold on
+    assert taint == {"key": L.NOMINATING_TAINT_KEY, "value": name_of(claim), "effect": "NoSchedule"}
     assert [_nominated(cluster, f"web-{i}") for i in range(2)] == [NODE, NODE]
+    assert _holds(cluster, "web-0") == []  # nomination passes before registration added the hold
+    clock.advance(0.25)
+    manager.step()
+    for i in range(2):  # the next pass: the toleration of this Node's hold, and of no other
+        (toleration,) = cluster.get(r.PODS, f"web-{i}", "default")["spec"]["tolerations"]
+        assert toleration == hold_toleration(taint) == {
+            "key": L.NOMINATING_TAINT_KEY, "operator": "Equal", "value": name_of(claim), "effect": "NoSchedule"}
+    _ready(cluster)
     clock.advance(1.0)
     manager.step()
-    assert _taints(cluster) == [L.NOMINATING_TAINT_KEY]  # not Ready: held
-    # The Ready update's wave: kube-scheduler tried web-0 while the Node was still tainted and cleared its nomination.
-    cluster.patch_status(r.PODS, "web-0", {"nominatedNodeName": None}, "default")
-    _ready(cluster)
-    clock.advance(0.05)
-    manager.step()
-    assert _taints(cluster) == [L.NOMINATING_TAINT_KEY]  # web-0 has no nomination: still held
+    assert _taints(cluster) == [L.NOMINATING_TAINT_KEY]  # Ready, its pods not placed yet: held
     assert not condition_true(cluster.get(r.NODECLAIMS, name_of(claim)), L.CONDITION_INITIALIZED)
-    clock.advance(QUIET)
-    manager.step()  # the wave is over: web-0 nominated again, then the Node released
-    assert [_nominated(cluster, f"web-{i}") for i in range(2)] == [NODE, NODE]
+    cluster.bind_pod("default", "web-0", NODE)  # kube-scheduler: the held Node admits the pods it pins
+    clock.advance(1.0)
+    manager.step()
+    assert _taints(cluster) == [L.NOMINATING_TAINT_KEY]  # web-1 still to be placed
+    cluster.bind_pod("default", "web-1", NODE)
+    clock.advance(1.0)
+    manager.step()
     assert _taints(cluster) == []
     clock.advance(1.0)
     manager.step()
     assert condition_true(cluster.get(r.NODECLAIMS, name_of(claim)), L.CONDITION_INITIALIZED)
+    assert _holds(cluster, "web-0") == [name_of(claim)]  # a toleration cannot be removed: it stays, harmless
 
 
 def test_the_hold_is_bounded_when_a_pod_keeps_another_nomination(ctx, cluster, clock) -> None:
@@ -101,7 +116,7 @@ def test_no_hold_by_default(ctx, cluster, clock) -> None:
     assert _taints(cluster) == []
 
 
-def test_no_hold_when_nomination_is_forbidden(ctx, cluster, clock, caplog) -> None:
+def test_the_hold_works_when_nomination_is_forbidden(ctx, cluster, clock, caplog) -> None:
     caplog.set_level(logging.ERROR, logger="nodewright.controllers")
     real = cluster.patch_status
 
@@ -111,9 +126,31 @@ def test_no_hold_when_nomination_is_forbidden(ctx, cluster, clock, caplog) -> No
         return real(kind, *args, **kwargs)
 
     cluster.patch_status = forbidden
-    _planned_and_registered(_manager(ctx, nomination_hold=True), cluster, clock)
-    assert _taints(cluster) == []  # the 403 came first in that pass: registration added no hold
+    manager = _manager(ctx, nomination_hold=True)
+    _planned_and_registered(manager, cluster, clock)
+    clock.advance(0.25)
+    manager.step()
+    assert _taints(cluster) == [L.NOMINATING_TAINT_KEY]  # pinning needs no nomination
+    assert _holds(cluster, "web-0") and _holds(cluster, "web-1")
+    assert _nominated(cluster, "web-0") is None
 
+
+def test_the_hold_works_without_nomination(ctx, cluster, clock) -> None:
+    # NOMINATE_PODS=false (or an API server older than 1.34, where nominations are not kept): the pods are pinned by
+    # their tolerations alone, and the Node is released once they are placed.
+    manager = _manager(ctx, nominate_pods=False, nomination_hold=True)
+    claim = _planned_and_registered(manager, cluster, clock)
+    clock.advance(0.25)
+    manager.step()
+    assert _taints(cluster) == [L.NOMINATING_TAINT_KEY]
+    assert [_holds(cluster, f"web-{i}") for i in range(2)] == [[name_of(claim)]] * 2
+    assert [_nominated(cluster, f"web-{i}") for i in range(2)] == [None, None]
+    _ready(cluster)
+    for i in range(2):
+        cluster.bind_pod("default", f"web-{i}", NODE)
+    clock.advance(1.0)
+    manager.step()
+    assert _taints(cluster) == []
 
 
 def _two_claims(ctx, cluster, clock):
@@ -136,26 +173,37 @@ def _held(cluster, node: str) -> bool:
     return L.NOMINATING_TAINT_KEY in [t["key"] for t in cluster.get(r.NODES, node)["spec"].get("taints") or []]
 
 
-def test_a_batch_turns_schedulable_together(ctx, cluster, clock) -> None:
-    # The first Node turns Ready and its pod carries its nomination, but it stays held until the second Node is
-    # ready to go too, so the second pod is not placed by kube-scheduler's scoring on the first Node (docs/benchmarks.md
-    # run q).
+def test_a_batch_is_released_once_every_pod_of_it_is_placed(ctx, cluster, clock) -> None:
+    # The first Node turns Ready and its pod binds there (pinned), but it stays held while the other pod of its batch
+    # waits for a Node still to come: released, its spare room would take that pod by kube-scheduler's scoring.
     from .conftest import node_for
     manager, claims = _two_claims(ctx, cluster, clock)
     nodes = [f"ip-10-0-0-{i + 1}.ec2.internal" for i in range(2)]
     cluster.create(r.NODES, node_for(cluster.get(r.NODECLAIMS, name_of(claims[0])), nodes[0], ready=False))
     clock.advance(1.0)
     manager.step()
-    cluster.patch_status(r.NODES, nodes[0], {"conditions": [{"type": "Ready", "status": "True"}]})
-    clock.advance(QUIET + 0.5)
+    clock.advance(0.25)
     manager.step()
-    assert _held(cluster, nodes[0])  # Ready, its pod nominated; the other NodeClaim has no Node yet
+    first = next(f"web-{i}" for i in range(2) if _nominated(cluster, f"web-{i}") == nodes[0])
+    second = next(f"web-{i}" for i in range(2) if f"web-{i}" != first)
+    assert (_holds(cluster, first), _holds(cluster, second)) == ([name_of(claims[0])], [])
+    _ready(cluster, nodes[0])
+    cluster.bind_pod("default", first, nodes[0])
+    clock.advance(1.0)
+    manager.step()
+    assert _held(cluster, nodes[0])  # Ready, its pod placed; the other NodeClaim has no Node yet
     cluster.create(r.NODES, node_for(cluster.get(r.NODECLAIMS, name_of(claims[1])), nodes[1], ready=False))
     clock.advance(1.0)
     manager.step()
-    assert _held(cluster, nodes[0]) and _held(cluster, nodes[1])  # the second Node registered, not Ready
-    cluster.patch_status(r.NODES, nodes[1], {"conditions": [{"type": "Ready", "status": "True"}]})
-    clock.advance(QUIET + 0.5)
+    clock.advance(0.25)
+    manager.step()
+    assert _holds(cluster, second) == [name_of(claims[1])]
+    _ready(cluster, nodes[1])
+    clock.advance(1.0)
+    manager.step()
+    assert _held(cluster, nodes[0]) and _held(cluster, nodes[1])  # the second pod is still to be placed
+    cluster.bind_pod("default", second, nodes[1])
+    clock.advance(1.0)
     manager.step()
     assert not _held(cluster, nodes[0]) and not _held(cluster, nodes[1])  # released in one pass
 
@@ -173,84 +221,66 @@ def test_a_batch_waits_no_longer_than_the_bound(ctx, cluster, clock) -> None:
     assert held[0] and not held[-1]
 
 
-def test_a_batch_is_released_placement_independent_nodes_first(ctx, cluster, clock) -> None:
-    # kube-scheduler starts a wave of attempts at the first lift: a pod of a hard spread, pod (anti-)affinity or host
-    # port fails there until its peers are placed, loses its nomination, and its room is unprotected, so the Nodes
-    # whose pods can bind at once go first (docs/benchmarks.md run s).
-    from .conftest import node_for, pending_pod
+def _pin_refused(cluster, err: KubeError, times: int = 1000) -> list[str]:
+    """Make the pods' spec writes fail with ``err`` (``times`` times); returns the pods tried."""
+    real = cluster.patch
+    tried: list[str] = []
+
+    def refusing(kind, name, body, namespace=None):
+        if kind is r.PODS and "tolerations" in (body.get("spec") or {}) and len(tried) < times:
+            tried.append(name)
+            raise err
+        return real(kind, name, body, namespace)
+
+    cluster.patch = refusing
+    return tried
+
+
+def test_a_forbidden_pin_lifts_the_hold_with_one_error_and_one_event(ctx, cluster, clock, caplog) -> None:
+    caplog.set_level(logging.ERROR, logger="nodewright.controllers")
     manager = _manager(ctx, nomination_hold=True)
-    for i, zone in enumerate(("us-east-1a", "us-east-1b")):
-        pod = pending_pod(f"web-{i}", cpu="2", memory="4Gi")
-        pod["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": zone}
-        if i == 0:
-            pod["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
-        cluster.create(r.PODS, pod)
+    _planned_and_registered(manager, cluster, clock)
+    _pin_refused(cluster, KubeError('pods "web-0" is forbidden: cannot patch resource "pods"', 403))
+    for _ in range(3):
+        clock.advance(0.25)
+        manager.step()
+    assert _taints(cluster) == []  # lifted at once: the pods cannot be pinned
+    assert [_nominated(cluster, f"web-{i}") for i in range(2)] == [NODE, NODE]  # nomination goes on
+    errors = [rec.getMessage() for rec in caplog.records if rec.levelno == logging.ERROR]
+    assert len(errors) == 1 and PIN_RULE in errors[0]
+    events = [e for e in cluster.events if e["reason"] == "FailedNomination"]
+    assert len(events) == 1 and PIN_RULE in events[0]["message"]
+
+
+def test_a_conflicting_pin_is_retried_after_its_backoff(ctx, cluster, clock) -> None:
+    manager = _manager(ctx, nomination_hold=True)
+    _planned_and_registered(manager, cluster, clock)
+    tried = _pin_refused(cluster, ConflictError("the object has been modified", 409), times=2)
+    clock.advance(0.25)
     manager.step()
+    assert sorted(tried) == ["web-0", "web-1"] and _holds(cluster, "web-0") == []
+    clock.advance(0.25)
+    manager.step()
+    assert len(tried) == 2  # backing off: no second write 0.25 s later
     clock.advance(1.0)
     manager.step()
-    claims = cluster.list(r.NODECLAIMS)
-    assert len(claims) == 2
-    by_claim = {}
-    for claim in claims:
-        zone = claim["metadata"]["labels"]["topology.kubernetes.io/zone"]
-        node = f"ip-{zone}.ec2.internal"  # by name, the host-port pod's Node (us-east-1a) would go first
-        by_claim[zone] = node
-        cluster.create(r.NODES, node_for(cluster.get(r.NODECLAIMS, name_of(claim)), node, ready=False))
+    assert len(tried) == 2 and _holds(cluster, "web-0") == _holds(cluster, "web-1") != []
+    assert _taints(cluster) == [L.NOMINATING_TAINT_KEY]
+
+
+def test_a_pod_that_cannot_be_pinned_is_not_waited_for(ctx, cluster, clock, caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="nodewright.controllers")
+    manager = _manager(ctx, nomination_hold=True)
+    _planned_and_registered(manager, cluster, clock)
+    _pin_refused(cluster, KubeError("Pod is invalid: spec: Forbidden: pod updates may not change fields", 422),
+                 times=1)
+    clock.advance(0.25)
+    manager.step()
+    (refused,) = [f"web-{i}" for i in range(2) if not _holds(cluster, f"web-{i}")]
+    other = next(f"web-{i}" for i in range(2) if f"web-{i}" != refused)
+    assert any("was refused" in rec.getMessage() for rec in caplog.records)
+    _ready(cluster)
+    cluster.bind_pod("default", other, NODE)
     clock.advance(1.0)
     manager.step()
-    lifts = []
-    patch = cluster.patch
-
-    def recording(kind, name, body, namespace=None):
-        if kind is r.NODES and "spec" in body:
-            lifts.append(name)
-        return patch(kind, name, body, namespace)
-
-    cluster.patch = recording
-    for node in by_claim.values():
-        cluster.patch_status(r.NODES, node, {"conditions": [{"type": "Ready", "status": "True"}]})
-    clock.advance(QUIET + 0.5)
-    manager.step()
-    assert lifts == [by_claim["us-east-1b"], by_claim["us-east-1a"]]  # the host-port pod's Node last
-
-
-def test_each_lift_after_the_first_is_preceded_by_its_pods_nominations(ctx, cluster, clock) -> None:
-    # The first lift of a pass starts a wave of attempts in kube-scheduler; a pod whose Node is still held fails
-    # there and loses its nomination, and that clear can reach our cache only after the next lift, which would then
-    # meet the pod without it. So each later lift is preceded by its pods' nominations, written again whatever the
-    # cache shows (docs/benchmarks.md run u).
-    from .conftest import node_for
-    manager, claims = _two_claims(ctx, cluster, clock)
-    nodes = [f"ip-10-0-0-{i + 1}.ec2.internal" for i in range(2)]
-    for claim, node in zip(claims, nodes, strict=True):
-        cluster.create(r.NODES, node_for(cluster.get(r.NODECLAIMS, name_of(claim)), node, ready=False))
-    clock.advance(1.0)
-    manager.step()
-    planned = {_nominated(cluster, f"web-{i}"): f"web-{i}" for i in range(2)}
-    assert set(planned) == set(nodes)
-    writes: list[tuple[str, str, str | None]] = []
-    patch, patch_status = cluster.patch, cluster.patch_status
-
-    def recording_patch(kind, name, body, namespace=None):
-        result = patch(kind, name, body, namespace)
-        if kind is r.NODES and "spec" in body:
-            writes.append(("lift", name, None))
-            if len(writes) == 1:  # the wave of the first lift clears the nomination of the other Node's pod
-                other = next(node for node in nodes if node != name)
-                patch_status(r.PODS, planned[other], {"nominatedNodeName": None}, "default")
-        return result
-
-    def recording_patch_status(kind, name, body, namespace=None, **kwargs):
-        if kind is r.PODS:
-            writes.append(("nominate", name, body.get("nominatedNodeName")))
-        return patch_status(kind, name, body, namespace, **kwargs)
-
-    cluster.patch, cluster.patch_status = recording_patch, recording_patch_status
-    for node in nodes:
-        cluster.patch_status(r.NODES, node, {"conditions": [{"type": "Ready", "status": "True"}]})
-    clock.advance(QUIET + 0.5)
-    manager.step()
-    first, second = writes[0][1], writes[-1][1]
-    assert writes == [("lift", first, None), ("nominate", planned[second], second), ("lift", second, None)]
-    assert _nominated(cluster, planned[second]) == second  # it met its Node's lift with its nomination
-    assert not _held(cluster, first) and not _held(cluster, second)
+    assert _taints(cluster) == []  # the pinned pod is placed; the other one cannot be waited for
