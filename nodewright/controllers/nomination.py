@@ -346,8 +346,9 @@ class NominationController:
         while the hold lasts the pod can go to its planned Node and no other Node of its batch, and no other pod
         can take its room there. A merge patch of ``spec.tolerations`` (adding a toleration is the one change of a
         pod's tolerations the API allows), preconditioned on the pod's ``resourceVersion``: a 409 is retried on a
-        later pass under :attr:`pin_backoff`; a 403 pauses the hold (one error line and one Event, :data:`PIN_RULE`);
-        any other refusal leaves that pod unpinned, and no held Node waits for it."""
+        later pass under :attr:`pin_backoff`; a 403 from RBAC pauses the hold (one error line and one Event,
+        :data:`PIN_RULE`); any other refusal (a 403 or 400 of an admission webhook, a 422) leaves that pod unpinned,
+        and no held Node waits for it."""
         if self._pin_forbidden.active(now):
             return
         self._unpinnable &= set(wanted)
@@ -381,7 +382,7 @@ class NominationController:
                          err, extra={"pod": key})
                 continue
             except KubeError as err:
-                if err.status == 403:
+                if err.status == 403 and not _admission_denial(err):
                     self._pin_forbidden.report(self.ctx, pod, err, now, (
                         f"pinning {key} to its held node is forbidden: the ClusterRole lacks the rule {PIN_RULE}; the "
                         "readiness hold is lifted and nomination goes on without it (grant it, as the chart does with "
@@ -602,6 +603,12 @@ class _Pause:
         self.reported = True
         log.error(message, extra={"pod": pod_key(pod), "error": str(err)})
         ctx.event(pod, "FailedNomination", message, warning=True)
+
+
+def _admission_denial(err: KubeError) -> bool:
+    """A refusal by an admission webhook (OPA Gatekeeper answers 403, "admission webhook ... denied the request"), not
+    by RBAC: it concerns that one pod, not every pod."""
+    return "admission webhook" in str(err)
 
 
 def _taints(node: Obj) -> list[Obj]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from nodewright.api import labels as L
 from nodewright.controllers.nomination import HOLD_MAX, HOLD_UNREADY_MAX, PIN_RULE, hold_toleration
 from nodewright.kube import resources as r
@@ -268,12 +270,15 @@ def test_a_conflicting_pin_is_retried_after_its_backoff(ctx, cluster, clock) -> 
     assert _taints(cluster) == [L.NOMINATING_TAINT_KEY]
 
 
-def test_a_pod_that_cannot_be_pinned_is_not_waited_for(ctx, cluster, clock, caplog) -> None:
+@pytest.mark.parametrize("err", [
+    KubeError("Pod is invalid: spec: Forbidden: pod updates may not change fields", 422),
+    KubeError('admission webhook "validation.gatekeeper.sh" denied the request: [no-extra-tolerations]', 403),
+], ids=["invalid", "webhook"])
+def test_a_pod_that_cannot_be_pinned_is_not_waited_for(ctx, cluster, clock, caplog, err) -> None:
     caplog.set_level(logging.WARNING, logger="nodewright.controllers")
     manager = _manager(ctx, nomination_hold=True)
     _planned_and_registered(manager, cluster, clock)
-    _pin_refused(cluster, KubeError("Pod is invalid: spec: Forbidden: pod updates may not change fields", 422),
-                 times=1)
+    _pin_refused(cluster, err, times=1)
     clock.advance(0.25)
     manager.step()
     (refused,) = [f"web-{i}" for i in range(2) if not _holds(cluster, f"web-{i}")]
@@ -284,3 +289,4 @@ def test_a_pod_that_cannot_be_pinned_is_not_waited_for(ctx, cluster, clock, capl
     clock.advance(1.0)
     manager.step()
     assert _taints(cluster) == []  # the pinned pod is placed; the other one cannot be waited for
+    assert not any(rec.levelno == logging.ERROR for rec in caplog.records)  # one pod's refusal, not RBAC's
