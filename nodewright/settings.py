@@ -242,6 +242,16 @@ def nominate_pods(env: Mapping[str, str]) -> bool:
     return True if text is None or text == "" else _parse_bool("NOMINATE_PODS", text)
 
 
+def nomination_hold(env: Mapping[str, str]) -> bool:
+    """``NOMINATION_HOLD`` (default false): the nomination controller's readiness hold (issue 25).
+
+    Raises:
+        NodewrightValidationError: not a boolean.
+    """
+    text = env.get("NOMINATION_HOLD")
+    return False if text is None or text == "" else _parse_bool("NOMINATION_HOLD", text)
+
+
 def preference_policy(env: Mapping[str, str]) -> str:
     """Karpenter's ``PreferencePolicy`` from ``PREFERENCE_POLICY`` in ``env`` (``Respect`` when unset or empty): how
     ``simulate -f`` and scenario replay read the controller's setting.

@@ -177,22 +177,34 @@ def render_pricing_comparison(doc: Mapping[str, Any]) -> str:
 NOMINATION_OPTION = "--compare-nomination"
 
 
+#: The runs of ``--compare-nomination``: (nominate_pods, nomination_hold) and the column's title.
+NOMINATION_RUNS: tuple[tuple[bool, bool, str], ...] = (
+    (True, False, "with nomination"),
+    (True, True, "with nomination and the hold"),
+    (False, True, "the hold alone"),
+    (False, False, "without nomination"),
+)
+
+
 def compare_nomination(scenario: Scenario, seed: int | None = None, progress: Progress | None = None,
                        pricing: PricingPolicy | None = None) -> dict[str, Any]:
-    """Run ``scenario`` twice with the same seed: nodewright publishing its plan as ``status.nominatedNodeName``
-    (``NOMINATE_PODS=true``), then not. The simulated kube-scheduler (:mod:`nodewright.sim.kubescheduler`) scores
-    nodes as the default profile does and tries a nominated node first, so the two runs show what nomination
-    buys: pods placed as planned, pods re-planned, extra nodes and their dollars (:mod:`nodewright.sim.plans`).
+    """Run ``scenario`` four times with the same seed (:data:`NOMINATION_RUNS`): nodewright publishing its plan as
+    ``status.nominatedNodeName`` (``NOMINATE_PODS=true``), with and without the readiness hold
+    (``NOMINATION_HOLD``: the planned pods pinned to their held Node by a toleration), the hold alone, and neither.
+    The simulated kube-scheduler (:mod:`nodewright.sim.kubescheduler`) scores nodes as the default profile does and
+    tries a nominated node first, so the runs show what each buys: pods placed as planned, pods re-planned, extra
+    nodes and their dollars (:mod:`nodewright.sim.plans`).
 
     Returns:
-        ``{"scenario", "seed", "duration_s", "compare": "nomination", "runs": [{"nominate_pods": true | false,
-        "summary": {...run summary...}}]}``; deterministic for a seed.
+        ``{"scenario", "seed", "duration_s", "compare": "nomination", "runs": [{"nominate_pods": bool,
+        "nomination_hold": bool, "summary": {...run summary...}}]}``; deterministic for a seed.
     """
     used_seed = scenario.seed if seed is None else seed
     runs = []
-    for nominate in (True, False):
-        result = run(scenario, NODEWRIGHT, used_seed, progress, pricing, nominate_pods=nominate)
-        runs.append({"nominate_pods": nominate, "summary": result.summary})
+    for nominate, hold, _ in NOMINATION_RUNS:
+        result = run(scenario, NODEWRIGHT, used_seed, progress, pricing, nominate_pods=nominate,
+                     nomination_hold=hold)
+        runs.append({"nominate_pods": nominate, "nomination_hold": hold, "summary": result.summary})
     return {"scenario": scenario.name, "seed": used_seed, "duration_s": scenario.duration, "compare": "nomination",
             "runs": runs}
 
@@ -211,8 +223,9 @@ NOMINATION_ROWS: tuple[tuple[str, str, str], ...] = (
 
 
 def render_nomination_comparison(doc: Mapping[str, Any]) -> str:
-    """The nomination comparison as a text table: with nomination, then without."""
+    """The nomination comparison as a text table, one column per run of :data:`NOMINATION_RUNS`."""
     minutes = float(doc["duration_s"]) / 60
     title = f"scenario {doc['scenario']} ({minutes:g}m, seed {doc['seed']})"
-    header = [title] + ["with nomination" if r["nominate_pods"] else "without nomination" for r in doc["runs"]]
+    titles = {(nominate, hold): name for nominate, hold, name in NOMINATION_RUNS}
+    header = [title] + [titles[(r["nominate_pods"], r.get("nomination_hold", False))] for r in doc["runs"]]
     return _table(header, _summary_rows(doc["runs"], NOMINATION_ROWS))

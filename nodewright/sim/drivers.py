@@ -44,6 +44,7 @@ from nodewright.settings import (
     scheduler_config,
 )
 from nodewright.settings import nominate_pods as load_nominate_pods
+from nodewright.settings import nomination_hold as load_nomination_hold
 from nodewright.sim.kubelet import NOT_READY_LIFT_SECONDS
 from nodewright.sim.plans import PlanTracker
 from nodewright.sim.scenario import has_capacity_buffers
@@ -131,6 +132,7 @@ class NodewrightDriver:
             ``MIN_VALUES_POLICY``, ``PREFERENCE_POLICY`` and ``FEATURE_GATES`` from the environment as
             ``nodewright run`` reads them, when None).
         nominate_pods: publish the plan as ``status.nominatedNodeName`` (None: ``NOMINATE_PODS``, default true).
+        nomination_hold: the readiness hold (None: ``NOMINATION_HOLD``, default false).
 
     Attributes:
         passes_skipped: disruption passes left out because they provably had nothing to do.
@@ -142,7 +144,7 @@ class NodewrightDriver:
 
     def __init__(self, world: World, options: ControllerOptions | None = None,
                  pricing: PricingPolicy | None = None, nominate_pods: bool | None = None,
-                 capacity_buffer: bool | None = None) -> None:
+                 capacity_buffer: bool | None = None, nomination_hold: bool | None = None) -> None:
         self.world = world
         self.queue = SimulatedInterruptionQueue()
         gates = feature_gates(os.environ)  # FEATURE_GATES as `nodewright run` reads it
@@ -166,7 +168,8 @@ class NodewrightDriver:
                                             static_capacity=gates.static_capacity)
         # Nomination (issue 25): as `nodewright run` reads NOMINATE_PODS, unless the caller decides (--compare-nomination).
         nominate = load_nominate_pods(os.environ) if nominate_pods is None else nominate_pods
-        opts = dataclasses.replace(opts, nominate_pods=nominate)
+        hold = load_nomination_hold(os.environ) if nomination_hold is None else nomination_hold
+        opts = dataclasses.replace(opts, nominate_pods=nominate, nomination_hold=hold)
         # The CapacityBuffer gate: on when the scenario declares a CapacityBuffer, unless the caller decides (the
         # replay's run without buffers).
         buffers = has_capacity_buffers(world.scenario) if capacity_buffer is None else capacity_buffer

@@ -64,11 +64,11 @@ class RunResult:
 
 def _driver(name: str, scenario: Scenario, seed: int,
             pricing: PricingPolicy | None = None, nominate_pods: bool | None = None,
-            capacity_buffer: bool | None = None) -> tuple[World, Driver]:
+            capacity_buffer: bool | None = None, nomination_hold: bool | None = None) -> tuple[World, Driver]:
     if name == NODEWRIGHT:
         world = World(scenario, seed, scenario.launch_latency)
         return world, NodewrightDriver(world, pricing=pricing, nominate_pods=nominate_pods,
-                                       capacity_buffer=capacity_buffer)
+                                       capacity_buffer=capacity_buffer, nomination_hold=nomination_hold)
     if name == CLUSTER_AUTOSCALER:
         world = World(scenario, seed, scenario.baseline.launch_latency)
         return world, ClusterAutoscalerDriver(world, scenario.baseline)
@@ -78,7 +78,7 @@ def _driver(name: str, scenario: Scenario, seed: int,
 def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = None,
         progress: Progress | None = None, pricing: PricingPolicy | None = None,
         billing: PricingPolicy | None = None, nominate_pods: bool | None = None,
-        capacity_buffer: bool | None = None) -> RunResult:
+        capacity_buffer: bool | None = None, nomination_hold: bool | None = None) -> RunResult:
     """Simulate ``scenario`` with ``autoscaler`` (see module docstring).
 
     Args:
@@ -94,6 +94,7 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
             default true); the summary says how much of the plan kube-scheduler kept (:mod:`nodewright.sim.plans`).
         capacity_buffer: the ``CapacityBuffer`` gate (None: on when the scenario declares a CapacityBuffer). The
             summary then adds ``pod_pending_seconds`` (seconds pods waited, summed over pods).
+        nomination_hold: the nomination controller's readiness hold (None: ``NOMINATION_HOLD``, default false).
 
     Raises:
         NodewrightValidationError: the scenario's workloads, autoscalers or node groups are inconsistent.
@@ -101,7 +102,7 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
     """
     started = time.perf_counter()
     world, driver = _driver(autoscaler, scenario, scenario.seed if seed is None else seed, pricing, nominate_pods,
-                            capacity_buffer)
+                            capacity_buffer, nomination_hold)
     world.validate_events()
     start, end = scenario.start, scenario.start + scenario.duration
     interval = scenario.sample_interval
