@@ -238,8 +238,7 @@ def nominate_pods(env: Mapping[str, str]) -> bool:
     Raises:
         NodewrightValidationError: not a boolean.
     """
-    text = env.get("NOMINATE_PODS")
-    return True if text is None or text == "" else _parse_bool("NOMINATE_PODS", text)
+    return _env_bool(env, "NOMINATE_PODS", True)
 
 
 def nomination_hold(env: Mapping[str, str]) -> bool:
@@ -248,8 +247,12 @@ def nomination_hold(env: Mapping[str, str]) -> bool:
     Raises:
         NodewrightValidationError: not a boolean.
     """
-    text = env.get("NOMINATION_HOLD")
-    return False if text is None or text == "" else _parse_bool("NOMINATION_HOLD", text)
+    return _env_bool(env, "NOMINATION_HOLD", False)
+
+
+def _env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    text = env.get(name)
+    return default if text is None or text == "" else _parse_bool(name, text)
 
 
 def preference_policy(env: Mapping[str, str]) -> str:

@@ -95,6 +95,7 @@ from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, KubeError, NotFoundError
 from nodewright.kube.objects import Obj, condition_true, is_deleting, meta, name_of, parse_time
 from nodewright.scheduling.nodes import is_ephemeral_taint
+from nodewright.scheduling.taints import toleration_from_dict
 from nodewright.state.cluster import ClusterState, snapshot
 from nodewright.state.models import models_for
 from nodewright.state.pods import is_terminal, node_name, nominated_node_name, pod_key
@@ -352,12 +353,13 @@ class NominationController:
         if self._pin_forbidden.active(now):
             return
         self._unpinnable &= set(wanted)
-        for key, target in sorted(wanted.items()):
-            if key in self._unpinnable or not self.pin_backoff.ready(key, now):
-                continue
+        holds: dict[str, Obj | None] = {}  # Node -> its hold taint, read once per pass
+        for target in set(wanted.values()):
             node = self.ctx.cluster.get(r.NODES, target)  # the cache: a hold added by this pass's registration
-            taint = _hold_taint_of(node) if node is not None else None
-            if taint is None:
+            holds[target] = _hold_taint_of(node) if node is not None else None
+        for key, target in sorted(wanted.items()):
+            taint = holds[target]
+            if taint is None or key in self._unpinnable or not self.pin_backoff.ready(key, now):
                 continue
             namespace, name = key.split("/", 1)
             pod = self.ctx.cluster.get(r.PODS, name, namespace)
@@ -366,7 +368,7 @@ class NominationController:
             spec = pod.get("spec") or {}
             tolerations = [t for t in spec.get("tolerations") or [] if isinstance(t, dict)]
             toleration = hold_toleration(taint)
-            if any(_same_toleration(t, toleration) for t in tolerations):
+            if toleration_from_dict(toleration) in {toleration_from_dict(t) for t in tolerations}:
                 continue
             body: Obj = {"spec": {"tolerations": [*tolerations, toleration]}}
             rv = meta(pod).get("resourceVersion")
@@ -441,9 +443,9 @@ class NominationController:
             self._held.pop(name, None)
             log.debug("lifted the nominating hold of node %s: %s", name, why, extra={"node": name})
 
-    def _release_reason(self, node: Obj, pending: set[float], now: float) -> str | None:
-        """Why the hold of ``node`` may be lifted now, or None to keep it (``pending``: the batches with pods still
-        to be placed, :meth:`_pending_batches`)."""
+    def _release_reason(self, node: Obj, pending: set[str], now: float) -> str | None:
+        """Why the hold of ``node`` may be lifted now, or None to keep it (``pending``: the targets of the batches
+        with pods still to be placed, :meth:`_pending_batches`)."""
         name = name_of(node)
         startup, since = self._held[name]
         if self._pin_forbidden.active(now):
@@ -465,30 +467,34 @@ class NominationController:
             self._held[name] = (startup, since)
         if now - since >= HOLD_MAX:
             return f"held {HOLD_MAX:.0f}s"
-        target = self._claim_of.get(name, name)  # what the provisioner planned onto: its NodeClaim, or the Node
-        if any(nom.target == target and nom.time in pending for nom in self.provisioner.nominations.values()):
+        if self._claim_of.get(name, name) in pending:  # what the plan targeted: its NodeClaim, or the Node
             return None
         return PLACED
 
-    def _pending_batches(self, state: ClusterState, now: float) -> set[float]:
-        """The provisioning batches (a nomination's ``time``: the NodeClaims and Nodes planned in one provisioning
-        pass) with a pod still to be placed: unbound, its plan valid, pinning not refused, and its target without a
-        Node yet or still held (so pinned there, or to be pinned once it registers). A Node of such a batch stays
-        held: lifted, its spare room could take that pod, whose own Node is not schedulable yet, by kube-scheduler's
-        scoring."""
+    def _pending_batches(self, state: ClusterState, now: float) -> set[str]:
+        """The targets (NodeClaims, or Nodes planned onto by name) of the provisioning batches (a nomination's
+        ``time``: what one provisioning pass planned) with a pod still to be placed: pinning not refused, and the pod
+        wanted on a held Node (so pinned there) or validly planned onto a target without a Node yet (to be pinned
+        once it registers). A Node of such a batch stays held: lifted, its spare room could take that pod, whose own
+        Node is not schedulable yet, by kube-scheduler's scoring. Reads this pass's :meth:`wanted`."""
         held_targets = {self._claim_of.get(name, name) for name in self._held}
-        out: set[float] = set()
+        times: set[float] = set()
         for key, nom in self.provisioner.nominations.items():
-            if nom.time in out or key in self._unpinnable:
+            if nom.time in times or key in self._unpinnable:
                 continue
-            if nom.target not in held_targets and nom.target not in self._unregistered:
-                continue
-            pod = state.pods.get(key)
-            if pod is None or node_name(pod) or is_deleting(pod) or is_terminal(pod) \
-                    or not self.provisioner.is_nominated(key, state, now):
-                continue
-            out.add(nom.time)
-        return out
+            if nom.target in held_targets:
+                pending = key in self._wanted
+            else:
+                pending = nom.target in self._unregistered and self._planned(key, state, now)
+            if pending:
+                times.add(nom.time)
+        return {nom.target for nom in self.provisioner.nominations.values() if nom.time in times}
+
+    def _planned(self, key: str, state: ClusterState, now: float) -> bool:
+        """Whether pod ``key`` is live, unbound and validly nominated by the provisioner."""
+        pod = state.pods.get(key)
+        return pod is not None and not node_name(pod) and not is_deleting(pod) and not is_terminal(pod) \
+            and self.provisioner.is_nominated(key, state, now)
 
     def wanted(self, state: ClusterState) -> dict[str, str]:
         """Pod key -> Node name for every unbound, live pod whose provisioner nomination is valid and whose target
@@ -496,10 +502,7 @@ class NominationController:
         now = self.ctx.clock()
         out: dict[str, str] = {}
         for key, nom in self.provisioner.nominations.items():
-            pod = state.pods.get(key)
-            if pod is None or node_name(pod) or is_deleting(pod) or is_terminal(pod):
-                continue
-            if not self.provisioner.is_nominated(key, state, now):
+            if not self._planned(key, state, now):
                 continue
             if nom.on_nodeclaim:
                 claim = state.nodeclaims.get(nom.target)
@@ -619,11 +622,6 @@ def _taints(node: Obj) -> list[Obj]:
 def _hold_taint_of(node: Obj) -> Obj | None:
     """The Node's readiness-hold taint (``nodewright.io/nominating``), or None when it is not held."""
     return next((t for t in _taints(node) if t.get("key") == L.NOMINATING_TAINT_KEY), None)
-
-
-def _same_toleration(have: Obj, want: Obj) -> bool:
-    return all((have.get(k) or ("Equal" if k == "operator" else "")) == want[k] for k in ("key", "operator", "value",
-                                                                                         "effect"))
 
 
 def _unregistered(node: Obj | None) -> bool:
