@@ -242,12 +242,12 @@ def nominate_pods(env: Mapping[str, str]) -> bool:
 
 
 def nomination_hold(env: Mapping[str, str]) -> bool:
-    """``NOMINATION_HOLD`` (default false): the nomination controller's readiness hold (issue 25).
+    """``NOMINATION_HOLD`` (default true): the nomination controller's readiness hold (issue 25).
 
     Raises:
         NodewrightValidationError: not a boolean.
     """
-    return _env_bool(env, "NOMINATION_HOLD", False)
+    return _env_bool(env, "NOMINATION_HOLD", True)
 
 
 def _env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
@@ -307,8 +307,8 @@ class Settings:
             ``NOMINATE_PODS``, default true; needs ``patch`` on ``pods/status``).
         nomination_hold: the readiness hold: a planned Node registers with
             ``nodewright.io/nominating=<NodeClaim>:NoSchedule``, its pods get the toleration of that taint alone, and
-            it is lifted once the pods of its batch are placed (``NOMINATION_HOLD``, default false; needs ``patch``
-            on ``pods``; :mod:`nodewright.controllers.nomination`).
+            it is lifted once the pods of its batch are placed (``NOMINATION_HOLD``, default true; needs ``patch``
+            on ``pods``, which the chart narrows to that toleration; :mod:`nodewright.controllers.nomination`).
         kubeconfig: path to a kubeconfig (empty: in-cluster, then ``~/.kube/config``).
         reconcile_period: seconds between controller passes in the run loop.
         cluster_ca_bundle: base64 (or PEM) cluster CA for node bootstrap; empty means ``eks:DescribeCluster``.
@@ -364,7 +364,7 @@ class Settings:
     retry_period: float = 2.0
     bind_pods: bool = False
     nominate_pods: bool = True
-    nomination_hold: bool = False
+    nomination_hold: bool = True
     kubeconfig: str = ""
     reconcile_period: float = 0.25
     cluster_ca_bundle: str = ""

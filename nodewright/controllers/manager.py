@@ -50,7 +50,7 @@ class ControllerOptions:
     (``ControllerManager.options``); the provisioner's scheduler and the disruption simulations apply both
     (``Strict`` or ``BestEffort``; ``Respect`` or ``Ignore``).
     ``nominate_pods`` (``NOMINATE_PODS``) publishes the plan as ``status.nominatedNodeName`` (controllers/nomination.py);
-    ``nomination_hold`` (``NOMINATION_HOLD``, off) adds its readiness hold.
+    ``nomination_hold`` (``NOMINATION_HOLD``, on) adds its readiness hold.
     ``pricing_policy`` returns the PricingPolicy in force (``--pricing-policy``: the file re-read when it changes),
     or None: the provisioner and consolidation then decide on effective marginal prices (docs/pricing.md).
     ``consolidation``: the consolidation searches' time budgets and bounds (its ``spot_to_spot`` is replaced by
@@ -66,7 +66,7 @@ class ControllerOptions:
     batch_max_duration: float = 10.0
     bind_pods: bool = False
     nominate_pods: bool = True
-    nomination_hold: bool = False
+    nomination_hold: bool = True
     launch_timeout: float = 300.0
     registration_timeout: float = 900.0
     gc_grace: float = 30.0

@@ -45,8 +45,9 @@ bound in that window keeps a stale nomination until the next pass clears it.
 * API server older than 1.34 (``server_version()`` of the cluster adapter, read once): one info line, and the
   controller stays off (kube-scheduler there clears foreign nominations).
 
-Readiness hold (``NOMINATION_HOLD=true``, chart ``controller.nominationHold``; off by default: it patches pods, a
-verb nomination alone does not need). Nomination tells kube-scheduler which Node to try first, not to wait for it:
+Readiness hold (``NOMINATION_HOLD``, chart ``controller.nominationHold``; on by default; it patches pods, a verb
+nomination alone does not need, and the chart narrows that verb with a ValidatingAdmissionPolicy to adding the
+hold's toleration to a pending pod, ``templates/validatingadmissionpolicy-pin.yaml``). Nomination tells kube-scheduler which Node to try first, not to wait for it:
 a pod whose own Node still boots is placed by kube-scheduler's scoring on any Node of its batch that is already
 schedulable, in room planned for other pods; and pods of a hard topology spread nominated two or more to one Node
 count against each other there (``PodTopologySpread`` adds nominated pods), fail until the other domains have bound
@@ -77,8 +78,9 @@ one. DaemonSet pods that do not tolerate it start once it is lifted. A Node regi
 controller is uninstalled keeps the taint (as it would keep ``karpenter.sh/unregistered``): remove it with
 ``kubectl taint nodes <node> nodewright.io/nominating-``.
 
-Turned off by ``NOMINATE_PODS=false`` (chart ``controller.nominatePods: false``); bind mode (``--bind-pods``)
-is the other way to make the plan stick.
+Nomination is turned off by ``NOMINATE_PODS=false`` (chart ``controller.nominatePods: false``), the hold by
+``NOMINATION_HOLD=false`` (``controller.nominationHold: false``); bind mode (``--bind-pods``) is the other way to make
+the plan stick.
 """
 
 from __future__ import annotations
@@ -609,9 +611,11 @@ class _Pause:
 
 
 def _admission_denial(err: KubeError) -> bool:
-    """A refusal by an admission webhook (OPA Gatekeeper answers 403, "admission webhook ... denied the request"), not
-    by RBAC: it concerns that one pod, not every pod."""
-    return "admission webhook" in str(err)
+    """A refusal by admission, not by RBAC: a webhook's (OPA Gatekeeper answers 403, "admission webhook ... denied
+    the request") or a ValidatingAdmissionPolicy's whose reason is Forbidden ("ValidatingAdmissionPolicy '...' with
+    binding '...' denied request"). It concerns that one pod, not every pod."""
+    text = str(err)
+    return "admission webhook" in text or "ValidatingAdmissionPolicy" in text
 
 
 def _taints(node: Obj) -> list[Obj]:

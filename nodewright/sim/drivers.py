@@ -132,7 +132,7 @@ class NodewrightDriver:
             ``MIN_VALUES_POLICY``, ``PREFERENCE_POLICY`` and ``FEATURE_GATES`` from the environment as
             ``nodewright run`` reads them, when None).
         nominate_pods: publish the plan as ``status.nominatedNodeName`` (None: ``NOMINATE_PODS``, default true).
-        nomination_hold: the readiness hold (None: ``NOMINATION_HOLD``, default false).
+        nomination_hold: the readiness hold (None: ``NOMINATION_HOLD``, default true).
 
     Attributes:
         passes_skipped: disruption passes left out because they provably had nothing to do.

@@ -94,7 +94,7 @@ def run(scenario: Scenario, autoscaler: str = NODEWRIGHT, seed: int | None = Non
             default true); the summary says how much of the plan kube-scheduler kept (:mod:`nodewright.sim.plans`).
         capacity_buffer: the ``CapacityBuffer`` gate (None: on when the scenario declares a CapacityBuffer). The
             summary then adds ``pod_pending_seconds`` (seconds pods waited, summed over pods).
-        nomination_hold: the nomination controller's readiness hold (None: ``NOMINATION_HOLD``, default false).
+        nomination_hold: the nomination controller's readiness hold (None: ``NOMINATION_HOLD``, default true).
 
     Raises:
         NodewrightValidationError: the scenario's workloads, autoscalers or node groups are inconsistent.

@@ -26,7 +26,7 @@ CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("karpenter.k8s.aws", "ec2nodeclasses"): {*READ, "patch"},  # patch: the termination finalizer
     ("karpenter.k8s.aws", "ec2nodeclasses/status"): {"patch"},
     ("", "nodes"): {*READ, "patch", "delete"},
-    ("", "pods"): {*READ, "delete"},
+    ("", "pods"): {*READ, "delete", "patch"},  # patch: the readiness hold pins planned pods (issue 25; narrowed by a VAP)
     ("", "pods/eviction"): {"create"},
     ("", "events"): {"create"},
     ("", "persistentvolumeclaims"): {*READ},
@@ -117,20 +117,22 @@ def test_pods_status_patch_only_with_nomination(render):
     assert {"name": "NOMINATE_PODS", "value": "false"} in env
 
 
-def test_nomination_hold_only_when_asked(render):
-    """controller.nominationHold=true sets NOMINATION_HOLD=true (issue 25) and grants patch on pods (the hold pins
-    the planned pods with a toleration), with or without nomination; neither by default."""
+def test_nomination_hold_on_by_default(render):
+    """The readiness hold (issue 25) is on by default: patch on pods (the hold pins the planned pods with a
+    toleration; the ValidatingAdmissionPolicy of tests/chart/test_pin_policy.py narrows it), with or without
+    nomination. controller.nominationHold=false sets NOMINATION_HOLD=false and withholds the verb."""
     def env(*sets: str) -> list[dict]:
         return one(render(*sets), "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
 
     def pods(*sets: str) -> set[str]:
         return _grants(one(render(*sets), "ClusterRole")["rules"]).get(("", "pods"), set())
 
-    hold = {"name": "NOMINATION_HOLD", "value": "true"}
-    assert hold in env("controller.nominationHold=true")
-    assert pods("controller.nominationHold=true") == {"list", "watch", "delete", "patch"}
-    assert hold not in env() and pods() == {"list", "watch", "delete"}
-    without = ("controller.nominationHold=true", "controller.nominatePods=false")
-    assert hold in env(*without) and {"name": "NOMINATE_PODS", "value": "false"} in env(*without)
+    off = {"name": "NOMINATION_HOLD", "value": "false"}
+    assert off not in env() and not [e for e in env() if e["name"] == "NOMINATION_HOLD"]
+    assert pods() == {"list", "watch", "delete", "patch"}
+    assert off in env("controller.nominationHold=false")
+    assert pods("controller.nominationHold=false") == {"list", "watch", "delete"}
+    without = ("controller.nominatePods=false",)
+    assert off not in env(*without) and {"name": "NOMINATE_PODS", "value": "false"} in env(*without)
     assert pods(*without) == {"list", "watch", "delete", "patch"}
     assert ("", "pods/status") not in _grants(one(render(*without), "ClusterRole")["rules"])

@@ -17,11 +17,13 @@ def test_writes_every_variant_with_crds(helm, tmp_path, capsys):
     kinds = sorted(d["kind"] for d in minimal)
     assert kinds.count("CustomResourceDefinition") == 5  # Karpenter's three, NodeOverlay and CapacityBuffer
     assert kinds.count("NodePool") == 3 and kinds.count("EC2NodeClass") == 3
-    assert len(minimal) == 27  # incl. 5 CRDs, the ValidatingAdmissionPolicy and its binding, 5 dashboard ConfigMaps
+    # incl. 5 CRDs, the two ValidatingAdmissionPolicies (NodePool annotations, the readiness hold's pin) and their
+    # bindings, 5 dashboard ConfigMaps
+    assert len(minimal) == 29
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 5
     minimal_line = next(line for line in lines if "minimal.yaml" in line)
-    assert "27 documents" in minimal_line
+    assert "29 documents" in minimal_line
     assert "CustomResourceDefinition=5" in minimal_line and "NodePool=3" in minimal_line
 
 
@@ -30,7 +32,7 @@ def test_no_crds_and_single_values_file(helm, tmp_path, capsys):
     assert render_chart.main(["--out", str(tmp_path), "--no-crds", "--values", str(values)]) == 0
     assert [p.name for p in tmp_path.iterdir()] == ["custom-pools.yaml"]
     out = capsys.readouterr().out
-    assert "21 documents" in out and "CustomResourceDefinition" not in out  # 5 dashboard ConfigMaps
+    assert "23 documents" in out and "CustomResourceDefinition" not in out  # 5 dashboard ConfigMaps
 
 
 def test_helm_failure_exits_1_with_helms_message(helm, tmp_path, capsys):

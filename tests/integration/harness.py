@@ -54,9 +54,12 @@ def wait_for(predicate: Callable[[], T], timeout: float = 10.0, what: str = "con
 
 
 def fast_settings(kubeconfig: str, **overrides: Any) -> Settings:
-    """Production settings with test timings: 0.1 s batch idle, 2 s lease, 0.1 s reconcile, free ports."""
+    """Production settings with test timings: 0.1 s batch idle, 2 s lease, 0.1 s reconcile, free ports; and the
+    readiness hold off (``nomination_hold=False``): the emulator runs no kube-scheduler, so a held Node would wait
+    ``HOLD_MAX`` (10 s after Ready) for pods that never bind. ``test_flows.py``'s hold test turns it on and binds the
+    pods as kube-scheduler would."""
     base = Settings(cluster_name=CLUSTER, aws_region=REGION, cluster_endpoint=ENDPOINT, cluster_ca_bundle=CA_BUNDLE,
-                    cluster_cidr=SERVICE_CIDR, batch_idle_duration=0.1,
+                    cluster_cidr=SERVICE_CIDR, batch_idle_duration=0.1, nomination_hold=False,
                     batch_max_duration=1.0, metrics_port=0, health_probe_port=0, lease_duration=2.0,
                     renew_deadline=1.5, retry_period=0.25, reconcile_period=0.1, kubeconfig=kubeconfig)
     return dataclasses.replace(base, **overrides)

@@ -17,6 +17,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from nodewright.api import labels as L
+from nodewright.controllers.nomination import hold_taint, hold_toleration
 from nodewright.kube import resources as r
 from nodewright.kube.client import KubernetesCluster
 
@@ -147,6 +148,39 @@ def test_bind_mode_binds_planned_pods_when_the_node_registers(kube, account, rep
     assert [p.spec.node_name for p in core.list_namespaced_pod("default").items] == [node_name, node_name]
     scheduled = core.read_namespaced_pod("web-0", "default").status.conditions
     assert [(c.type, c.status) for c in scheduled] == [("PodScheduled", "True")]
+
+
+def test_the_readiness_hold_pins_the_planned_pods_and_is_lifted_once_they_are_bound(kube, account, replicas, core,
+                                                                                   custom) -> None:
+    """The defaults (issue 25), under the chart's RBAC: the Node registers held
+    (``nodewright.io/nominating=<nodeclaim>:NoSchedule``), each planned pod gets that toleration alone, and once the
+    pods are bound (kube-scheduler's part, here the test's) the hold is lifted and the NodeClaim turns Ready."""
+    kube.emulator.rbac_token = CONTROLLER_TOKEN
+    kube.emulator.rbac_rules = chart_rbac_rules()
+    start(replicas, kube, account, nomination_hold=True)
+    claim = launch(kube, core, custom)
+    name = claim["metadata"]["name"]
+    node_name = register_node(core, claim)
+    taint = hold_taint(name)
+    wait_for(lambda: (n := kube.emulator.peek("nodes", node_name)) and taint in (n["spec"].get("taints") or []), 10,
+             "the hold's taint")
+
+    def pinned(pod: str) -> bool:
+        obj = kube.emulator.peek("pods", pod, "default") or {}
+        return hold_toleration(taint) in ((obj.get("spec") or {}).get("tolerations") or [])
+
+    wait_for(lambda: pinned("web-0") and pinned("web-1"), 10, "both planned pods pinned")
+    time.sleep(0.3)
+    assert condition(kube.emulator.peek("nodeclaims", name), L.CONDITION_INITIALIZED) is None  # held
+    for pod in ("web-0", "web-1"):
+        core.create_namespaced_pod_binding(pod, "default", {"apiVersion": "v1", "kind": "Binding",
+                                                            "metadata": {"name": pod},
+                                                            "target": {"kind": "Node", "name": node_name}},
+                                           _preload_content=False)
+    ready_claim(kube, name)
+    node = kube.emulator.peek("nodes", node_name)
+    assert node is not None and taint not in (node["spec"].get("taints") or [])
+    assert kube.emulator.forbidden == []
 
 
 def test_startup_taints_hold_initialization_until_removed(kube, account, replicas, core, custom) -> None:

@@ -32,6 +32,7 @@ RECORDED: list[tuple[str, str, str, str]] = [
     ("patch", "karpenter.k8s.aws", "ec2nodeclasses/status", ""), ("patch", "", "nodes", ""),
     ("delete", "", "nodes", ""), ("delete", "", "pods", ""), ("create", "", "pods/eviction", ""),
     ("create", "", "pods/binding", ""), ("create", "", "events", ""), ("patch", "", "pods/status", ""),
+    ("patch", "", "pods", ""),  # the readiness hold's pin (issue 25)
     ("get", "coordination.k8s.io", "leases", LEASE), ("update", "coordination.k8s.io", "leases", LEASE),
     ("create", "coordination.k8s.io", "leases", ""),
     ("patch", "autoscaling.x-k8s.io", "capacitybuffers/status", ""),

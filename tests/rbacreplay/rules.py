@@ -1,7 +1,7 @@
 """The chart's RBAC rules as ``helm template`` renders them (``.tools/helm``), and RBAC's matching of them.
 
 Rendered: the ``minimal`` values (``examples/values/minimal.yaml``, exactly what the stacks set) with
-``controller.bindPods=true`` and ``controller.nominationHold=true`` (the widest set of rules the chart grants without
+``controller.bindPods=true`` and ``controller.nominationHold=true`` (the default; the widest set of rules the chart grants without
 ``additionalClusterRoleRules``),
 in the release namespace ``kube-system``. A ClusterRole's rules hold in every namespace and at the cluster scope;
 a Role's only in its namespace (Kubernetes "Using RBAC Authorization": Role and ClusterRole, resourceNames).
@@ -24,7 +24,9 @@ NAMESPACE = "kube-system"
 #: ``steer`` branch's pod nomination adds ``pods/status`` ``patch`` (issue #25).
 EXPLAINED_UNUSED: dict[tuple[str, str, str], str] = {
     ("", "pods/status", "patch"): "pod nomination (issue #25) patches the nominated pods' status",
-    ("", "pods", "patch"): "the readiness hold (issue #25, controller.nominationHold) pins planned pods with a toleration",
+    ("", "pods", "patch"): ("the readiness hold (issue #25, controller.nominationHold, on by default) pins planned "
+                            "pods with a toleration; the chart's ValidatingAdmissionPolicy <release>-pod-pin narrows "
+                            "it to that"),
 }
 
 

@@ -14,9 +14,15 @@ from nodewright.kube import resources as r
 from nodewright.kube.errors import ConflictError, KubeError
 from nodewright.kube.objects import name_of
 
-from .conftest import node_for, pending_pod
-from .conftest import nomination_manager as _manager
+from .conftest import node_for, nomination_manager, pending_pod
 from .conftest import planned_and_registered as _planned_and_registered
+
+
+def _manager(ctx, **options):
+    """Nomination alone (``NOMINATION_HOLD=false``): the readiness hold, on by default, has its own tests
+    (test_nomination_hold.py)."""
+    return nomination_manager(ctx, **{"nomination_hold": False, **options})
+
 
 NODE = "ip-10-0-0-1.ec2.internal"
 

@@ -113,8 +113,13 @@ def test_a_restarted_controller_releases_a_ready_node(ctx, cluster, clock) -> No
     assert _taints(cluster) == []
 
 
-def test_no_hold_by_default(ctx, cluster, clock) -> None:
+def test_the_hold_is_on_by_default(ctx, cluster, clock) -> None:
     _planned_and_registered(_manager(ctx), cluster, clock)
+    assert _taints(cluster) == [L.NOMINATING_TAINT_KEY]
+
+
+def test_no_hold_when_turned_off(ctx, cluster, clock) -> None:
+    _planned_and_registered(_manager(ctx, nomination_hold=False), cluster, clock)
     assert _taints(cluster) == []
 
 
@@ -273,7 +278,9 @@ def test_a_conflicting_pin_is_retried_after_its_backoff(ctx, cluster, clock) -> 
 @pytest.mark.parametrize("err", [
     KubeError("Pod is invalid: spec: Forbidden: pod updates may not change fields", 422),
     KubeError('admission webhook "validation.gatekeeper.sh" denied the request: [no-extra-tolerations]', 403),
-], ids=["invalid", "webhook"])
+    KubeError("pods \"web-0\" is forbidden: ValidatingAdmissionPolicy 'no-tolerations' with binding 'b' denied "
+              "request: tolerations are fixed", 403),
+], ids=["invalid", "webhook", "admission-policy"])
 def test_a_pod_that_cannot_be_pinned_is_not_waited_for(ctx, cluster, clock, caplog, err) -> None:
     caplog.set_level(logging.WARNING, logger="nodewright.controllers")
     manager = _manager(ctx, nomination_hold=True)

@@ -214,6 +214,8 @@ def test_manager_step_exports_dashboard_metrics(ctx, cluster, clock) -> None:
     clock.advance(30)
     cluster.create(r.NODES, node_for(claim))
     manager.step()
+    cluster.bind_pod("default", "web-0", "ip-10-0-0-1.ec2.internal")  # kube-scheduler: the readiness hold is lifted
+    manager.step()
     allocatable = claim["status"]["allocatable"]
     labels = {**allocatable_labels("ip-10-0-0-1.ec2.internal", "cpu"), "instance_type": "c5.large",
               "capacity_type": "on-demand", "arch": "amd64",
