@@ -45,6 +45,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -261,3 +262,19 @@ class ControlPlane:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(timeout=10)
         self.processes.clear()
+
+
+def chart_documents(*set_values: str) -> list[dict[str, Any]]:
+    """The chart as the RBAC replay renders it (``minimal`` values, release namespace ``kube-system``, no CRDs) with
+    ``set_values``; the test is skipped when ``.tools/helm`` is missing (``make setup`` installs it)."""
+    import pytest
+    from rbacreplay.rules import NAMESPACE, _render_module
+
+    render = _render_module()
+    try:
+        render.helm_binary()
+    except FileNotFoundError as err:
+        pytest.skip(str(err))
+    docs: list[dict[str, Any]] = render.documents(render.render(render.variants()["minimal"], include_crds=False,
+                                                                set_values=list(set_values), namespace=NAMESPACE))
+    return docs

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from rbacreplay.rules import NAMESPACE, _render_module
+from rbacreplay.rules import NAMESPACE
 
 from nodewright.controllers.nomination import hold_taint, hold_toleration
 from nodewright.kube.errors import ConflictError, KubeError
 from nodewright.kube.rest import MERGE_PATCH, RestClient, load_api_client
 
-from .controlplane import ControlPlane
+from .controlplane import ControlPlane, chart_documents
 
 pytestmark = [pytest.mark.e2e]
 
@@ -42,14 +42,7 @@ def _create(rest: RestClient, path: str, body: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 def clients(control_plane: ControlPlane) -> Iterator[tuple[RestClient, RestClient]]:
     admin = RestClient(load_api_client(control_plane.kubeconfig))
-    render = _render_module()
-    try:
-        render.helm_binary()
-    except FileNotFoundError as err:
-        pytest.skip(str(err))
-    docs = render.documents(render.render(render.variants()["minimal"], include_crds=False,
-                                          set_values=["controller.nominationHold=true"], namespace=NAMESPACE))
-    policies = [d for d in docs if d["kind"] in _PLURAL and d["metadata"]["name"].endswith("-pod-pin")]
+    policies = [d for d in chart_documents("controller.nominationHold=true") if d["kind"] in _PLURAL and d["metadata"]["name"].endswith("-pod-pin")]
     assert len(policies) == 2
     for doc in policies:
         _create(admin, f"{_VAP}/{_PLURAL[doc['kind']]}", doc)

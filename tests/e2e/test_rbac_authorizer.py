@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 from rbacreplay.recorded import RECORDED, REFUSED
-from rbacreplay.rules import NAMESPACE, _render_module
+from rbacreplay.rules import NAMESPACE
 
 from nodewright.kube.errors import ConflictError
 from nodewright.kube.rest import RestClient, load_api_client
 
-from .controlplane import ControlPlane
+from .controlplane import ControlPlane, chart_documents
 
 pytestmark = [pytest.mark.e2e]
 
@@ -33,14 +33,7 @@ _PLURAL = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebind
 @pytest.fixture(scope="module")
 def admin(control_plane: ControlPlane) -> RestClient:
     rest = RestClient(load_api_client(control_plane.kubeconfig))
-    render = _render_module()
-    try:
-        render.helm_binary()
-    except FileNotFoundError as err:
-        pytest.skip(str(err))
-    docs = render.documents(render.render(render.variants()["minimal"], include_crds=False,
-                                          set_values=["controller.bindPods=true"], namespace=NAMESPACE))
-    for doc in docs:
+    for doc in chart_documents("controller.bindPods=true"):
         if doc["kind"] not in _PLURAL:
             continue
         scope = f"/namespaces/{doc['metadata']['namespace']}" if doc["kind"].startswith("Role") else ""
