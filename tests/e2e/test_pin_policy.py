@@ -3,9 +3,10 @@ controller's ServiceAccount add the hold's toleration to a pending pod and nothi
 
 The chart is rendered with ``controller.nominationHold=true`` (release namespace ``kube-system``); its policy and
 binding are applied to the control plane of ``controlplane.py``, and a namespaced Role grants the ServiceAccount
-``patch`` on pods (the chart's ClusterRole rule, kept out of the cluster-wide rules other suites apply). As that
+``patch`` on pods and pods/status (the chart's ClusterRole rules, kept out of the cluster-wide rules other suites apply). As that
 ServiceAccount (impersonated by the admin) the test sends the merge patch the controller sends when it pins a pod
-(``NominationController._pin``), then patches that go further; the admin's own update is not matched.
+(``NominationController._pin``), then patches that go further, and nomination's ``pods/status`` patch (a
+subresource the policy does not match); the admin's own update is not matched.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def clients(control_plane: ControlPlane) -> Iterator[tuple[RestClient, RestClien
     _create(admin, "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TEST_NS}})
     _create(admin, f"/apis/rbac.authorization.k8s.io/v1/namespaces/{TEST_NS}/roles", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "pin"},
-        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "patch"]}]})
+        "rules": [{"apiGroups": [""], "resources": ["pods", "pods/status"], "verbs": ["get", "patch"]}]})
     _create(admin, f"/apis/rbac.authorization.k8s.io/v1/namespaces/{TEST_NS}/rolebindings", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "pin"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pin"},
@@ -134,6 +135,12 @@ def test_the_policy_admits_the_pin_and_refuses_anything_more(clients: tuple[Rest
     label = _refusal(controller, fresh, _pin(fresh), labels={"app": "other"})
     assert label.status == 422 and "may not change a pod's labels" in str(label)
 
+    # Nomination writes pods/status, a subresource the policy does not match.
+    nominated = controller.request("PATCH", f"/api/v1/namespaces/{TEST_NS}/pods/web-1/status",
+                                   body={"status": {"nominatedNodeName": "ip-10-0-0-1"}}, content_type=MERGE_PATCH)
+    assert nominated["status"]["nominatedNodeName"] == "ip-10-0-0-1"
+
     # Anyone else's update is not matched: the admin changes the image.
+    fresh = _get(admin, "web-1")
     changed = _patch(admin, fresh, {"containers": [{"name": "web", "image": "registry.k8s.io/pause:3.9"}]})
     assert changed["spec"]["containers"][0]["image"] == "registry.k8s.io/pause:3.9"
