@@ -102,6 +102,23 @@ def _refusal(rest: RestClient, pod: dict[str, Any], spec: dict[str, Any], **meta
     return caught.value
 
 
+def test_the_policy_type_checks_against_the_pod_schema(control_plane: ControlPlane,
+                                                       clients: tuple[RestClient, RestClient]) -> None:
+    """kube-controller-manager's policy status controller type-checks each expression against the Pod schema and
+    reports warnings in ``status.typeChecking`` (a misspelt field would be one)."""
+    if "kube-controller-manager" not in control_plane.processes:
+        pytest.skip("kube-controller-manager is not running: nothing type-checks the policy")
+    admin, _ = clients
+    deadline = time.monotonic() + 30
+    while True:
+        status = admin.request("GET", f"{_VAP}/validatingadmissionpolicies/nodewright-pod-pin").get("status") or {}
+        if status.get("observedGeneration") or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert status.get("observedGeneration") == 1, status
+    assert not (status.get("typeChecking") or {}).get("expressionWarnings"), status
+
+
 def test_the_policy_admits_the_pin_and_refuses_anything_more(clients: tuple[RestClient, RestClient]) -> None:
     admin, controller = clients
     # The API server takes the new policy from its informer: wait (bounded) until it refuses an image change.
